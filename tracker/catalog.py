@@ -1,0 +1,136 @@
+"""Listing, showing and deleting ingested jobs. Reads summary rows only, never curve points."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from tracker.errors import JobNotFound
+from tracker.models import Curve, Job, JobMeta, Probe, Run
+
+Row = dict[str, Any]
+
+
+def _meta_text(session: Session, job_ids: list[int]) -> dict[int, str]:
+    pairs = session.execute(
+        select(JobMeta.job_id, JobMeta.key, JobMeta.value)
+        .where(JobMeta.job_id.in_(job_ids))
+        .order_by(JobMeta.job_id, JobMeta.key)
+    )
+    text: dict[int, list[str]] = {}
+    for job_id, key, value in pairs:
+        text.setdefault(job_id, []).append(f"{key}={value}")
+    return {job_id: " ".join(items) for job_id, items in text.items()}
+
+
+def list_jobs(session: Session) -> list[Row]:
+    """One row per job, oldest ingest first, with probe, arm and point counts."""
+    probes = (
+        select(
+            Probe.job_id,
+            func.count().label("probes"),
+            (func.count() - func.count(Probe.n_params)).label("failed_probes"),
+        )
+        .group_by(Probe.job_id)
+        .subquery()
+    )
+    runs = (
+        select(
+            Run.job_id,
+            func.count(func.distinct(Run.id)).label("arms"),
+            func.coalesce(func.sum(Curve.n_points), 0).label("points"),
+        )
+        .join(Curve, Curve.run_id == Run.id, isouter=True)
+        .group_by(Run.job_id)
+        .subquery()
+    )
+    rows = session.execute(
+        select(
+            Job.id,
+            Job.name,
+            Job.ingested_at,
+            func.coalesce(probes.c.probes, 0),
+            func.coalesce(probes.c.failed_probes, 0),
+            func.coalesce(runs.c.arms, 0),
+            func.coalesce(runs.c.points, 0),
+            Job.source_path,
+        )
+        .outerjoin(probes, probes.c.job_id == Job.id)
+        .outerjoin(runs, runs.c.job_id == Job.id)
+        .order_by(Job.ingested_at, Job.id)
+    ).all()
+    meta = _meta_text(session, [row[0] for row in rows])
+    return [
+        {
+            "job": name,
+            "ingested_at": ingested_at.isoformat(timespec="seconds"),
+            "probes": probes_n,
+            "failed_probes": failed,
+            "arms": arms,
+            "points": points,
+            "meta": meta.get(job_id, ""),
+            "source": source,
+        }
+        for job_id, name, ingested_at, probes_n, failed, arms, points, source in rows
+    ]
+
+
+def get_job(session: Session, name: str) -> Job:
+    job = session.scalars(select(Job).where(Job.name == name)).one_or_none()
+    if job is None:
+        raise JobNotFound(name=name)
+    return job
+
+
+def job_probes(session: Session, name: str) -> list[Row]:
+    job = get_job(session, name)
+    probes = session.scalars(
+        select(Probe).where(Probe.job_id == job.id).order_by(Probe.model, Probe.variant)
+    )
+    return [
+        {
+            "model": p.model,
+            "variant": p.variant,
+            "n_params": p.n_params,
+            "bpp_params": p.bpp_params,
+            "bpp_state": p.bpp_state,
+            "bpp_grads": p.bpp_grads,
+            "bpp_total": p.bpp_params_state_grads,
+            "peak_steady": p.peak_steady,
+            "error": p.error or "",
+        }
+        for p in probes
+    ]
+
+
+def job_arms(session: Session, name: str) -> list[Row]:
+    job = get_job(session, name)
+    loss = select(Curve).where(Curve.metric == "loss").subquery()
+    rows = session.execute(
+        select(Run, loss.c.n_points, loss.c.last_value, loss.c.min_value)
+        .outerjoin(loss, loss.c.run_id == Run.id)
+        .where(Run.job_id == job.id)
+        .order_by(Run.variant, Run.seed)
+    ).all()
+    return [
+        {
+            "arm": run.arm,
+            "model": run.model,
+            "variant": run.variant,
+            "seed": run.seed,
+            "points": n_points or 0,
+            "last_loss": last,
+            "min_loss": low,
+            "val_loss": run.val_loss,
+            "final_loss": run.final_loss,
+            "diverged": run.diverged,
+        }
+        for run, n_points, last, low in rows
+    ]
+
+
+def delete_job(session: Session, name: str) -> None:
+    job = get_job(session, name)
+    session.execute(delete(Job).where(Job.id == job.id))

@@ -1,0 +1,277 @@
+"""The ``tracker`` command line: parse, call one library function, print.
+
+Expected errors (``TrackerError``) become one ``Error: ...`` line on stderr and exit code 1.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from tracker.config import DATABASE_URL_ENV, database_url
+from tracker.errors import TrackerError
+from tracker.output import Format, render
+
+META_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,99}")
+PROGRESS_MIN_BYTES = 10_000_000
+
+
+class ErrorReportingGroup(TyperGroup):
+    """Turns expected errors into one line on stderr, without a traceback."""
+
+    def invoke(self, ctx: Any) -> Any:
+        from sqlalchemy.exc import OperationalError
+
+        from tracker.db import first_line
+
+        try:
+            return super().invoke(ctx)
+        except TrackerError as exc:
+            typer.echo(f"Error: {exc}", err=True)
+            raise typer.Exit(1) from None
+        except OperationalError as exc:
+            typer.echo(f"Error: database error: {first_line(exc)}", err=True)
+            raise typer.Exit(1) from None
+
+
+app = typer.Typer(
+    cls=ErrorReportingGroup,
+    no_args_is_help=True,
+    add_completion=False,
+    help="Results tracker for the FlashOptim reproduction study.",
+)
+db_app = typer.Typer(
+    no_args_is_help=True, help="Inspect and migrate the tracker's database schema."
+)
+app.add_typer(db_app, name="db")
+
+FormatOption = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+
+
+class State:
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def engine(self) -> Any:
+        from tracker.db import open_database
+
+        return open_database(self.url)
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            metavar="URL",
+            help=f"Database URL (env {DATABASE_URL_ENV}; default sqlite:///tracker.db).",
+        ),
+    ] = None,
+) -> None:
+    """Results tracker for the FlashOptim reproduction study.
+
+    Example: tracker --db sqlite:///study.db jobs
+    """
+    ctx.obj = State(database_url(db))
+
+
+def _state(ctx: typer.Context) -> State:
+    state = ctx.find_object(State)
+    assert state is not None
+    return state
+
+
+def _parse_meta(items: list[str]) -> dict[str, str]:
+    meta: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not META_KEY.fullmatch(key):
+            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--meta")
+        meta[key] = value
+    return meta
+
+
+@app.command()
+def ingest(
+    ctx: typer.Context,
+    directories: Annotated[list[Path], typer.Argument(help="Job directories to ingest.")],
+    job: Annotated[
+        str | None, typer.Option(help="Job name (default: the directory's name).")
+    ] = None,
+    meta: Annotated[
+        list[str] | None, typer.Option(help="Job metadata KEY=VALUE; repeatable.")
+    ] = None,
+    replace: Annotated[
+        bool, typer.Option(help="Swap an existing job of the same name for this content.")
+    ] = False,
+    arm_model: Annotated[
+        str, typer.Option(help="Model of arms whose summary JSON names none.")
+    ] = "gpt-124m",
+) -> None:
+    """Store finished job directories in the database, one transaction per job.
+
+    Example: tracker ingest downloads/job2 --meta gpu=A10G --meta flashoptim=0.1.4
+    """
+    from tracker.db import write_session
+    from tracker.ingest import ingest_job
+    from tracker.jobfiles import curve_bytes
+
+    if job is not None and len(directories) > 1:
+        raise typer.BadParameter("--job names one job; give one directory", param_hint="--job")
+    job_meta = _parse_meta(meta or [])
+    engine = _state(ctx).engine()
+    total = sum(curve_bytes(directory) for directory in directories)
+    with ExitStack() as stack:
+        bar = None
+        if len(directories) > 1 or total >= PROGRESS_MIN_BYTES:
+            bar = stack.enter_context(
+                typer.progressbar(length=total, label="ingesting", file=sys.stderr)
+            )
+        for directory in directories:
+            with write_session(engine) as session, session.begin():
+                result = ingest_job(
+                    session,
+                    directory,
+                    name=job,
+                    meta=job_meta,
+                    replace=replace,
+                    arm_model=arm_model,
+                    on_arm=None
+                    if bar is None
+                    else lambda arm: bar.update(arm.csv_path.stat().st_size),
+                )
+            typer.echo(result.summary())
+            if result.skipped:
+                typer.echo(f"  skipped: {', '.join(result.skipped)}")
+
+
+@app.command()
+def jobs(ctx: typer.Context, fmt: FormatOption = Format.table) -> None:
+    """List ingested jobs with their probe, arm and point counts.
+
+    Example: tracker jobs --format csv
+    """
+    from sqlalchemy.orm import Session
+
+    from tracker.catalog import list_jobs
+
+    with Session(_state(ctx).engine()) as session:
+        rows = list_jobs(session)
+    typer.echo(render(rows, fmt))
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    job: Annotated[str, typer.Argument(help="Job name.")],
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Show one job's probes and training arms.
+
+    Example: tracker show job2 --format json
+    """
+    import json
+
+    from sqlalchemy.orm import Session
+
+    from tracker.catalog import job_arms, job_probes
+
+    with Session(_state(ctx).engine()) as session:
+        probes, arms = job_probes(session, job), job_arms(session, job)
+    if fmt is Format.json:
+        document = {
+            "job": job,
+            "probes": json.loads(render(probes, fmt)),
+            "arms": json.loads(render(arms, fmt)),
+        }
+        typer.echo(json.dumps(document, indent=2))
+        return
+    typer.echo(f"probes of {job}:" if fmt is Format.table else "")
+    typer.echo(render(probes, fmt))
+    typer.echo(f"\narms of {job}:" if fmt is Format.table else "")
+    typer.echo(render(arms, fmt))
+
+
+@app.command()
+def delete(ctx: typer.Context, job: Annotated[str, typer.Argument(help="Job name.")]) -> None:
+    """Delete a job and everything ingested with it.
+
+    Example: tracker delete job2
+    """
+    from tracker.catalog import delete_job
+    from tracker.db import write_session
+
+    with write_session(_state(ctx).engine()) as session, session.begin():
+        delete_job(session, job)
+    typer.echo(f"deleted {job}")
+
+
+@app.command()
+def demo(
+    ctx: typer.Context,
+    directory: Annotated[
+        Path, typer.Option("--dir", help="Where to write the sample job directories.")
+    ] = Path("demo-jobs"),
+    steps: Annotated[int, typer.Option(min=10, help="Training steps per sample arm.")] = 2000,
+) -> None:
+    """Generate sample jobs, ingest them into the database and print what was done.
+
+    Example: tracker demo --steps 5000
+    """
+    from tracker.db import write_session
+    from tracker.ingest import ingest_job
+    from tracker.sample import write_demo_jobs
+
+    engine = _state(ctx).engine()
+    directories = write_demo_jobs(directory, steps=steps)
+    typer.echo(f"wrote {len(directories)} sample jobs under {directory}/")
+    for job_directory in directories:
+        with write_session(engine) as session, session.begin():
+            typer.echo(ingest_job(session, job_directory).summary())
+    typer.echo(f"database: {_state(ctx).url}")
+
+
+@db_app.command("upgrade")
+def db_upgrade(ctx: typer.Context) -> None:
+    """Migrate the database schema to this tracker's newest revision.
+
+    Example: tracker --db sqlite:///study.db db upgrade
+    """
+    from tracker.db import check_schema, create_tracker_engine, head_revision, upgrade
+
+    engine = create_tracker_engine(_state(ctx).url)
+    before = check_schema(engine, create=False)
+    upgrade(engine)
+    head = head_revision()
+    typer.echo(
+        f"upgraded {before or 'empty database'} -> {head}"
+        if before != head
+        else f"already at {head}"
+    )
+
+
+@db_app.command("current")
+def db_current(ctx: typer.Context) -> None:
+    """Print the database's schema revision and this tracker's newest one.
+
+    Example: tracker db current
+    """
+    from tracker.db import check_schema, create_tracker_engine, head_revision
+
+    engine = create_tracker_engine(_state(ctx).url)
+    revision = check_schema(engine, create=False)
+    head = head_revision()
+    state = "up to date" if revision == head else "run `tracker db upgrade`"
+    typer.echo(f"revision {revision or '(empty database)'}, head {head}: {state}")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,62 @@
+"""Expected errors: the CLI prints each as one ``Error: ...`` line and exits with code 1.
+
+Each class's docstring is its message template; ``str.format`` fills it from the keyword
+arguments given when raising, so the text users read lives in one place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class TrackerError(Exception):
+    """{message}"""
+
+    def __init__(self, **fields: Any) -> None:
+        self.fields = fields
+        template = (self.__doc__ or "{message}").strip()
+        super().__init__(template.format(**fields))
+
+
+class BadInput(TrackerError):
+    """{path}: {problem}"""
+
+
+class NothingToIngest(TrackerError):
+    """{path}: no mem_sweep.json, *.jsonl probe file or <variant>_s<seed>.csv arm found"""
+
+
+class NotADirectory(TrackerError):
+    """{path}: not a directory"""
+
+
+class BadJobName(TrackerError):
+    """invalid job name {name!r}: use letters, digits, '.', '_' or '-', starting with a letter or digit, at most 100 characters"""
+
+
+class JobExists(TrackerError):
+    """job {name!r} already exists with different content; use --replace to swap it"""
+
+
+class JobNotFound(TrackerError):
+    """no job named {name!r}"""
+
+
+class UnknownRevision(TrackerError):
+    """database {url} is at schema revision {revision}, which this tracker does not know (newer tracker?); it was left untouched"""
+
+
+class NotATrackerDatabase(TrackerError):
+    """database {url} holds tables but no tracker schema version; it was left untouched"""
+
+
+class OutdatedSchema(TrackerError):
+    """database {url} is at schema revision {revision}, older than this tracker's {head}; run `tracker db upgrade`"""
+
+
+class DatabaseUnavailable(TrackerError):
+    """cannot use database {url}: {reason}"""
+
+
+class CurveNotFound(TrackerError):
+    """job {job!r} has no curve {metric!r} for arm {arm!r}"""

@@ -1,0 +1,142 @@
+"""Storing a job directory in the database, inside the caller's transaction.
+
+The caller owns the transaction (one per job), so an error anywhere, even in the last file
+read, leaves no trace of the job; ``--replace`` deletes the old job in the same transaction,
+so it stays intact until the new one has fully landed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sqlalchemy import delete, insert, select
+from sqlalchemy.orm import Session
+
+from tracker.errors import JobExists
+from tracker.jobfiles import Arm, ArmFiles, JobDirectory, read_arm, scan_job
+from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
+from tracker.points import write_points
+
+if TYPE_CHECKING:
+    import polars as pl
+
+DEFAULT_ARM_MODEL = "gpt-124m"
+
+
+@dataclass
+class IngestResult:
+    job: str
+    status: str  # "ingested", "replaced" or "unchanged"
+    probes: int = 0
+    failed_probes: int = 0
+    arms: int = 0
+    points: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        if self.status == "unchanged":
+            return f"{self.job}: unchanged, already ingested with identical content"
+        return (
+            f"{self.job}: {self.status} {self.probes} probes ({self.failed_probes} failed), "
+            f"{self.arms} arms, {self.points} points"
+        )
+
+
+def ingest_job(
+    session: Session,
+    directory: Path,
+    *,
+    name: str | None = None,
+    meta: Mapping[str, str] | None = None,
+    replace: bool = False,
+    arm_model: str = DEFAULT_ARM_MODEL,
+    on_arm: Callable[[ArmFiles], None] | None = None,
+) -> IngestResult:
+    """Store one job directory. ``on_arm`` is told of each arm once it is written."""
+    scanned = scan_job(directory, name)
+    existing = session.scalars(select(Job).where(Job.name == scanned.name)).one_or_none()
+    status = "ingested"
+    if existing is not None:
+        if existing.content_digest == scanned.digest:
+            return IngestResult(scanned.name, "unchanged", skipped=scanned.skipped)
+        if not replace:
+            raise JobExists(name=scanned.name)
+        session.execute(delete(Job).where(Job.id == existing.id))
+        session.expunge(existing)
+        status = "replaced"
+    job = _insert_job(session, scanned, meta or {})
+    result = IngestResult(scanned.name, status, skipped=scanned.skipped)
+    if scanned.probes:
+        session.execute(insert(Probe), [{"job_id": job.id, **p.columns()} for p in scanned.probes])
+    result.probes = len(scanned.probes)
+    result.failed_probes = sum(p.n_params is None for p in scanned.probes)
+    for arm_files in scanned.arms:
+        arm = read_arm(arm_files, arm_model)
+        result.points += _insert_arm(session, job.id, arm)
+        result.arms += 1
+        if on_arm is not None:
+            on_arm(arm_files)
+    return result
+
+
+def _insert_job(session: Session, scanned: JobDirectory, meta: Mapping[str, str]) -> Job:
+    job = Job(
+        name=scanned.name,
+        source_path=str(scanned.path.resolve()),
+        ingested_at=datetime.now(UTC),
+        content_digest=scanned.digest,
+        meta=[JobMeta(key=key, value=value) for key, value in meta.items()],
+        files=[SourceFile(path=f.path, sha256=f.sha256, size=f.size) for f in scanned.files],
+    )
+    session.add(job)
+    session.flush()
+    return job
+
+
+def _insert_arm(session: Session, job_id: int, arm: Arm) -> int:
+    import polars as pl
+
+    run_id = session.execute(
+        insert(Run).returning(Run.id),
+        {
+            "job_id": job_id,
+            "arm": arm.name,
+            "model": arm.model,
+            "variant": arm.variant,
+            "seed": arm.seed,
+            "val_loss": arm.val_loss,
+            "final_loss": arm.final_loss,
+            "diverged": arm.diverged,
+            "extra": arm.extra,
+        },
+    ).scalar_one()
+    written = 0
+    for metric in arm.curves.columns[1:]:
+        curve = arm.curves.select("step", pl.col(metric).alias("value")).drop_nulls()
+        curve_id = session.execute(
+            insert(Curve).returning(Curve.id), {"run_id": run_id, **curve_summary(metric, curve)}
+        ).scalar_one()
+        write_points(session.connection(), curve_id, curve)
+        written += curve.height
+    return written
+
+
+def curve_summary(metric: str, curve: pl.DataFrame) -> dict[str, object]:
+    """The per-curve row that lets listings skip the points: count, ends, finite range."""
+    values = curve["value"]
+    finite = values.filter(values.is_finite())
+    empty = curve.height == 0
+    return {
+        "metric": metric,
+        "n_points": curve.height,
+        "first_step": None if empty else curve["step"][0],
+        "last_step": None if empty else curve["step"][-1],
+        "first_value": None if empty else values[0],
+        "last_value": None if empty else values[-1],
+        "min_value": finite.min() if finite.len() else None,
+        "max_value": finite.max() if finite.len() else None,
+    }

@@ -1,0 +1,401 @@
+"""Reading a downloaded job directory: probe records, training arms and their provenance.
+
+Nothing here touches the database. ``scan_job`` validates the layout and hashes every file it
+will read; ``read_arm`` parses one arm when the ingest gets to it, so a large job is never held
+in memory whole. Every problem is a ``BadInput`` naming the file and the record or line.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tracker.errors import BadInput, BadJobName, NotADirectory, NothingToIngest
+
+if TYPE_CHECKING:
+    import polars as pl
+
+PROBE_FILE = "mem_sweep.json"
+JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+ARM_NAME = re.compile(r"(?P<variant>[A-Za-z0-9][A-Za-z0-9._-]*)_s(?P<seed>[0-9]{1,9})")
+NAME_MAX = 200
+CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+FLOAT_FIELDS = ("bpp_params", "bpp_state", "bpp_grads", "bpp_params_state_grads")
+INT_LIMIT = 10**15  # no probed model has a quadrillion parameters or bytes
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str  # relative to the job directory
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class ProbeRecord:
+    model: str
+    variant: str
+    origin: str  # "mem_sweep.json record 3", for messages
+    n_params: int | None = None
+    bpp_params: float | None = None
+    bpp_state: float | None = None
+    bpp_grads: float | None = None
+    bpp_params_state_grads: float | None = None
+    peak_steady: int | None = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def columns(self) -> dict[str, Any]:
+        """The record as probe-table columns."""
+        return {
+            "model": self.model,
+            "variant": self.variant,
+            "n_params": self.n_params,
+            **{name: getattr(self, name) for name in FLOAT_FIELDS},
+            "peak_steady": self.peak_steady,
+            "error": self.error,
+            "extra": self.extra,
+        }
+
+
+@dataclass(frozen=True)
+class ArmFiles:
+    name: str
+    variant: str
+    seed: int
+    csv_path: Path
+    json_path: Path
+
+
+@dataclass
+class Arm:
+    name: str
+    model: str
+    variant: str
+    seed: int
+    val_loss: float | None
+    final_loss: float | None
+    diverged: bool | None
+    extra: dict[str, Any]
+    curves: pl.DataFrame  # "step" (Int64) and one Float64 column per metric
+
+
+@dataclass
+class JobDirectory:
+    path: Path
+    name: str
+    probes: list[ProbeRecord]
+    arms: list[ArmFiles]
+    files: list[SourceFile]
+    skipped: list[str]
+
+    @property
+    def digest(self) -> str:
+        content = "\n".join(f"{f.path}\t{f.sha256}" for f in sorted(self.files, key=_by_path))
+        return hashlib.sha256(content.encode()).hexdigest()
+
+
+def _by_path(source: SourceFile) -> str:
+    return source.path
+
+
+def validate_job_name(name: str) -> str:
+    if not JOB_NAME.fullmatch(name):
+        raise BadJobName(name=name)
+    return name
+
+
+def _read_bytes(root: Path, path: Path) -> bytes:
+    where = path.name
+    resolved = path.resolve()
+    if not resolved.is_relative_to(root):
+        raise BadInput(path=where, problem="links outside the job directory")
+    try:
+        return resolved.read_bytes()
+    except OSError as exc:
+        raise BadInput(path=where, problem=f"cannot be read ({exc.strerror})") from None
+
+
+def scan_job(directory: Path, name: str | None = None) -> JobDirectory:
+    """Validate a job directory's layout, parse its probes and hash every file it uses."""
+    if not directory.is_dir():
+        raise NotADirectory(path=str(directory))
+    root = directory.resolve()
+    job_name = validate_job_name(name if name is not None else root.name)
+    probes: list[ProbeRecord] = []
+    files: list[SourceFile] = []
+    skipped: list[str] = []
+    csvs: dict[str, Path] = {}
+    summaries: dict[str, Path] = {}
+    for path in sorted(directory.iterdir()):
+        if path.is_dir():
+            skipped.append(path.name + "/")
+        elif path.name == PROBE_FILE or path.suffix == ".jsonl":
+            data = _read_bytes(root, path)
+            files.append(SourceFile(path.name, hashlib.sha256(data).hexdigest(), len(data)))
+            probes.extend(parse_probe_file(path.name, data))
+        elif path.suffix == ".csv":
+            csvs[path.stem] = path
+        elif path.suffix == ".json" and ARM_NAME.fullmatch(path.stem):
+            summaries[path.stem] = path
+        else:
+            skipped.append(path.name)
+    arms = [_pair_arm_files(stem, csv_path, summaries) for stem, csv_path in csvs.items()]
+    for stem in sorted(summaries.keys() - csvs.keys()):
+        raise BadInput(path=f"{stem}.json", problem=f"summary without its curve {stem}.csv")
+    for arm in arms:
+        for path in (arm.csv_path, arm.json_path):
+            data = _read_bytes(root, path)
+            files.append(SourceFile(path.name, hashlib.sha256(data).hexdigest(), len(data)))
+    if not probes and not arms and not any(f.path == PROBE_FILE for f in files):
+        raise NothingToIngest(path=str(directory))
+    return JobDirectory(directory, job_name, _merge_duplicates(probes), arms, files, skipped)
+
+
+def _pair_arm_files(stem: str, csv_path: Path, summaries: dict[str, Path]) -> ArmFiles:
+    match = ARM_NAME.fullmatch(stem)
+    if match is None:
+        raise BadInput(path=csv_path.name, problem="arm file not named <variant>_s<seed>.csv")
+    if stem not in summaries:
+        raise BadInput(path=csv_path.name, problem=f"arm without its summary {stem}.json")
+    return ArmFiles(stem, match["variant"], int(match["seed"]), csv_path, summaries[stem])
+
+
+def _merge_duplicates(probes: list[ProbeRecord]) -> list[ProbeRecord]:
+    """The probe prints JSON lines that may also be collected in mem_sweep.json: the same record
+    twice is one record; two different records for one (model, variant) are an error."""
+    seen: dict[tuple[str, str], ProbeRecord] = {}
+    for probe in probes:
+        key = (probe.model, probe.variant)
+        first = seen.setdefault(key, probe)
+        if first is not probe and first.columns() != probe.columns():
+            raise BadInput(
+                path=probe.origin,
+                problem=f"conflicts with {first.origin} for model {probe.model!r} "
+                f"variant {probe.variant!r}",
+            )
+    return list(seen.values())
+
+
+def parse_probe_file(filename: str, data: bytes) -> list[ProbeRecord]:
+    """Probe records from ``mem_sweep.json`` (a JSON list) or a ``*.jsonl`` file."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise BadInput(path=filename, problem="not UTF-8 text") from None
+    if filename.endswith(".jsonl"):
+        return [
+            parse_probe_record(
+                _load_json(f"{filename} line {number}", line), f"{filename} line {number}"
+            )
+            for number, line in _nonblank_lines(text)
+        ]
+    records = _load_json(filename, text)
+    if not isinstance(records, list):
+        raise BadInput(path=filename, problem="expected a JSON list of probe records")
+    return [
+        parse_probe_record(record, f"{filename} record {index}")
+        for index, record in enumerate(records)
+    ]
+
+
+def _nonblank_lines(text: str) -> Iterator[tuple[int, str]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            yield number, line
+
+
+def _load_json(where: str, text: str) -> Any:
+    try:
+        return json.loads(text)  # accepts NaN and Infinity, as Python's json.dump writes them
+    except json.JSONDecodeError as exc:
+        raise BadInput(
+            path=where, problem=f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except RecursionError:
+        raise BadInput(path=where, problem="malformed JSON: nested too deeply") from None
+
+
+def _name_field(record: dict[str, Any], key: str, origin: str) -> str:
+    value = record.get(key)
+    if value is None:
+        raise BadInput(path=origin, problem=f"missing {key!r}")
+    if not isinstance(value, str) or not value.strip():
+        raise BadInput(path=origin, problem=f"{key!r} must be a non-empty string")
+    if len(value) > NAME_MAX:
+        raise BadInput(path=origin, problem=f"{key!r} is longer than {NAME_MAX} characters")
+    if CONTROL_CHARS.search(value):
+        raise BadInput(path=origin, problem=f"{key!r} contains control characters")
+    return value
+
+
+def _number(value: Any, key: str, origin: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadInput(path=origin, problem=f"{key!r} must be a number, got {value!r:.60}")
+    if not math.isfinite(value) or value < 0:
+        raise BadInput(path=origin, problem=f"{key!r} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def _count(value: Any, key: str, origin: str, *, positive: bool = False) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadInput(path=origin, problem=f"{key!r} must be an integer, got {value!r:.60}")
+    if value < (1 if positive else 0) or value >= INT_LIMIT:
+        raise BadInput(path=origin, problem=f"{key!r} is out of range: {value}")
+    return value
+
+
+def parse_probe_record(record: Any, origin: str) -> ProbeRecord:
+    if not isinstance(record, dict):
+        raise BadInput(path=origin, problem="expected a JSON object")
+    model = _name_field(record, "model", origin)
+    variant = _name_field(record, "variant", origin)
+    known = {"model", "variant", "n_params", "peak_steady", "error", *FLOAT_FIELDS}
+    extra = {key: value for key, value in record.items() if key not in known}
+    error = record.get("error")
+    if error is not None and not isinstance(error, str):
+        error = json.dumps(error)
+    if "n_params" not in record:  # a failed probe: it measured nothing
+        return ProbeRecord(model, variant, origin, error=error, extra=extra)
+    for key in (*FLOAT_FIELDS, "peak_steady"):
+        if key not in record:
+            raise BadInput(path=origin, problem=f"missing {key!r}")
+    return ProbeRecord(
+        model,
+        variant,
+        origin,
+        n_params=_count(record["n_params"], "n_params", origin, positive=True),
+        **{key: _number(record[key], key, origin) for key in FLOAT_FIELDS},
+        peak_steady=_count(record["peak_steady"], "peak_steady", origin),
+        error=error,
+        extra=extra,
+    )
+
+
+def read_arm(arm: ArmFiles, default_model: str) -> Arm:
+    """Parse one arm's summary JSON and CSV curves."""
+    summary = _read_summary(arm)
+    model = summary.pop("model", None)
+    if model is None:
+        model = default_model
+    else:
+        model = _name_field({"model": model}, "model", arm.json_path.name)
+    seed = summary.get("seed")
+    if seed is not None and (isinstance(seed, bool) or seed != arm.seed):
+        raise BadInput(
+            path=arm.json_path.name,
+            problem=f"'seed' is {seed!r} but the file name says seed {arm.seed}",
+        )
+    val_loss = _optional_float(summary.pop("val_loss", None), "val_loss", arm.json_path.name)
+    final_loss = _optional_float(summary.pop("final_loss", None), "final_loss", arm.json_path.name)
+    diverged = summary.pop("diverged", None)
+    if diverged is not None and not isinstance(diverged, bool):
+        raise BadInput(
+            path=arm.json_path.name,
+            problem=f"'diverged' must be true or false, got {diverged!r:.60}",
+        )
+    return Arm(
+        name=arm.name,
+        model=model,
+        variant=arm.variant,
+        seed=arm.seed,
+        val_loss=val_loss,
+        final_loss=final_loss,
+        diverged=diverged,
+        extra=summary,
+        curves=parse_curve_csv(arm.csv_path.name, arm.csv_path.read_bytes()),
+    )
+
+
+def _read_summary(arm: ArmFiles) -> dict[str, Any]:
+    where = arm.json_path.name
+    try:
+        text = arm.json_path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise BadInput(path=where, problem="not UTF-8 text") from None
+    summary = _load_json(where, text)
+    if not isinstance(summary, dict):
+        raise BadInput(path=where, problem="expected a JSON object")
+    return summary
+
+
+def _optional_float(value: Any, key: str, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadInput(path=where, problem=f"{key!r} must be a number or null, got {value!r:.60}")
+    return float(value)
+
+
+def parse_curve_csv(filename: str, data: bytes) -> pl.DataFrame:
+    """Columns ``step`` (Int64, strictly increasing) and one Float64 column per numeric metric.
+
+    Empty cells are missing values (null); ``nan``, ``inf`` and ``-inf`` are values.
+    Columns holding only text are not metrics and are dropped.
+    """
+    import polars as pl
+
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise BadInput(path=filename, problem="not UTF-8 text") from None
+    header = next(csv.reader(io.StringIO(text.split("\n", 1)[0])), [])
+    header = [column.strip() for column in header]
+    for required in ("step", "loss"):
+        if required not in header:
+            raise BadInput(path=filename, problem="header must have 'step' and 'loss' columns")
+    if len(set(header)) != len(header):
+        raise BadInput(path=filename, problem="duplicate column names in the header")
+    try:
+        raw = pl.read_csv(io.StringIO(text), infer_schema=False, new_columns=header)
+    except pl.exceptions.PolarsError as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise BadInput(path=filename, problem=f"malformed CSV: {first}") from None
+    raw = raw.with_columns(pl.all().str.strip_chars()).with_row_index("line", offset=2)
+    raw = raw.filter(~pl.all_horizontal(pl.exclude("line").is_null() | (pl.exclude("line") == "")))
+    steps = raw["step"].cast(pl.Int64, strict=False)
+    _fail_on_first(filename, raw, steps.is_null(), "step", "is not an integer")
+    columns = [steps.alias("step")]
+    for name in header:
+        if name == "step":
+            continue
+        present = raw[name].is_not_null() & (raw[name] != "")
+        values = raw[name].cast(pl.Float64, strict=False)
+        unparsed = present & values.is_null()
+        if name != "loss" and present.any() and unparsed.sum() == present.sum():
+            continue  # a text column (a phase name, a timestamp): not a metric
+        _fail_on_first(filename, raw, unparsed, name, "is not a number")
+        columns.append(values.alias(name))
+    curves = pl.DataFrame(columns)
+    change = curves["step"].diff()
+    _fail_on_first(filename, raw, change == 0, "step", "is a duplicate")
+    _fail_on_first(filename, raw, change < 0, "step", "is lower than the step before it")
+    return curves
+
+
+def _fail_on_first(
+    filename: str, raw: pl.DataFrame, bad: pl.Series, column: str, problem: str
+) -> None:
+    if bad.any():
+        row = raw.filter(bad).row(0, named=True)
+        raise BadInput(
+            path=f"{filename} line {row['line']}",
+            problem=f"{column} {row[column]!r:.60} {problem}",
+        )
+
+
+def curve_bytes(directory: Path) -> int:
+    """Size of the curve files an ingest of ``directory`` will parse, for progress bars."""
+    if not directory.is_dir():
+        return 0
+    return sum(path.stat().st_size for path in directory.glob("*.csv") if path.is_file())

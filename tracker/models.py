@@ -1,0 +1,203 @@
+"""The schema, as typed SQLAlchemy models. Alembic migrations are the only way it is created.
+
+Non-finite floats: PostgreSQL stores NaN and +-inf natively; SQLite stores +-inf but turns a
+bound NaN into NULL. Scalar columns that may legitimately be NULL (a summary's ``val_loss``)
+use ``ExactFloat``, which stores NaN as the text 'NaN' on SQLite so that NULL and NaN stay
+distinct. Curve points never hold a NULL of their own (missing cells are not stored), so
+there NULL means NaN on both backends, which keeps the hot insert path free of conversions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeDecorator
+
+
+class _UnprocessedFloat(Float[float]):
+    """Float DDL, but values pass to and from the driver as they are (text 'NaN' included)."""
+
+    def bind_processor(self, dialect: Dialect) -> None:
+        return None
+
+    def result_processor(self, dialect: Dialect, coltype: object) -> None:
+        return None
+
+
+class ExactFloat(TypeDecorator[float]):
+    """A nullable float column that keeps NaN distinct from NULL on SQLite too."""
+
+    impl = Float
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> Any:
+        return _UnprocessedFloat() if dialect.name == "sqlite" else Float()
+
+    def process_bind_param(self, value: float | None, dialect: Dialect) -> Any:
+        if value is not None and dialect.name == "sqlite" and math.isnan(value):
+            return "NaN"  # a REAL-affinity column keeps non-numeric text as it is
+        return value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> float | None:
+        return None if value is None else float(value)
+
+
+class JSONDocument(TypeDecorator[dict[str, Any]]):
+    """A JSON object stored as text, so NaN and +-inf inside it survive on every backend."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: dict[str, Any] | None, dialect: Dialect) -> str | None:
+        return None if value is None else json.dumps(value, sort_keys=True)
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> dict[str, Any] | None:
+        return None if value is None else json.loads(value)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Job(Base):
+    """One downloaded cloud job directory."""
+
+    __tablename__ = "job"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    source_path: Mapped[str] = mapped_column(Text)
+    ingested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    content_digest: Mapped[str] = mapped_column(String(64))
+
+    meta: Mapped[list[JobMeta]] = relationship(
+        back_populates="job", cascade="all, delete-orphan", passive_deletes=True
+    )
+    files: Mapped[list[SourceFile]] = relationship(
+        back_populates="job", cascade="all, delete-orphan", passive_deletes=True
+    )
+    probes: Mapped[list[Probe]] = relationship(
+        back_populates="job", cascade="all, delete-orphan", passive_deletes=True
+    )
+    runs: Mapped[list[Run]] = relationship(
+        back_populates="job", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class JobMeta(Base):
+    """``--meta KEY=VALUE`` given at ingest; a table of its own so queries can filter on it."""
+
+    __tablename__ = "job_meta"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("job.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
+    job: Mapped[Job] = relationship(back_populates="meta")
+
+
+class SourceFile(Base):
+    """Provenance: every file read for a job, relative to the job directory."""
+
+    __tablename__ = "source_file"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("job.id", ondelete="CASCADE"), primary_key=True)
+    path: Mapped[str] = mapped_column(Text, primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64))
+    size: Mapped[int] = mapped_column(BigInteger)
+
+    job: Mapped[Job] = relationship(back_populates="files")
+
+
+class Probe(Base):
+    """One memory-probe record; a failed probe has no measurements and an ``error``."""
+
+    __tablename__ = "probe"
+    __table_args__ = (UniqueConstraint("job_id", "model", "variant"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("job.id", ondelete="CASCADE"), index=True)
+    model: Mapped[str] = mapped_column(String(200))
+    variant: Mapped[str] = mapped_column(String(200))
+    n_params: Mapped[int | None] = mapped_column(BigInteger)
+    bpp_params: Mapped[float | None] = mapped_column(ExactFloat)
+    bpp_state: Mapped[float | None] = mapped_column(ExactFloat)
+    bpp_grads: Mapped[float | None] = mapped_column(ExactFloat)
+    bpp_params_state_grads: Mapped[float | None] = mapped_column(ExactFloat)
+    peak_steady: Mapped[int | None] = mapped_column(BigInteger)
+    error: Mapped[str | None] = mapped_column(Text)
+    extra: Mapped[dict[str, Any]] = mapped_column(JSONDocument)
+
+    job: Mapped[Job] = relationship(back_populates="probes")
+
+
+class Run(Base):
+    """One training arm, ``<variant>_s<seed>``, with its summary JSON."""
+
+    __tablename__ = "run"
+    __table_args__ = (UniqueConstraint("job_id", "arm"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("job.id", ondelete="CASCADE"), index=True)
+    arm: Mapped[str] = mapped_column(String(200))
+    model: Mapped[str] = mapped_column(String(200))
+    variant: Mapped[str] = mapped_column(String(200))
+    seed: Mapped[int] = mapped_column(Integer)
+    val_loss: Mapped[float | None] = mapped_column(ExactFloat)
+    final_loss: Mapped[float | None] = mapped_column(ExactFloat)
+    diverged: Mapped[bool | None] = mapped_column(Boolean)
+    extra: Mapped[dict[str, Any]] = mapped_column(JSONDocument)
+
+    job: Mapped[Job] = relationship(back_populates="runs")
+    curves: Mapped[list[Curve]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class Curve(Base):
+    """One metric of one run, with a summary so listings never scan its points."""
+
+    __tablename__ = "curve"
+    __table_args__ = (UniqueConstraint("run_id", "metric"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"), index=True)
+    metric: Mapped[str] = mapped_column(String(200))
+    n_points: Mapped[int] = mapped_column(Integer)
+    first_step: Mapped[int | None] = mapped_column(BigInteger)
+    last_step: Mapped[int | None] = mapped_column(BigInteger)
+    first_value: Mapped[float | None] = mapped_column(ExactFloat)
+    last_value: Mapped[float | None] = mapped_column(ExactFloat)
+    min_value: Mapped[float | None] = mapped_column(ExactFloat)  # over finite values
+    max_value: Mapped[float | None] = mapped_column(ExactFloat)  # over finite values
+
+    run: Mapped[Run] = relationship(back_populates="curves")
+
+
+class Point(Base):
+    """A curve's value at one step. NULL ``value`` means NaN (see the module docstring)."""
+
+    __tablename__ = "point"
+    __table_args__ = {"sqlite_with_rowid": False}
+
+    curve_id: Mapped[int] = mapped_column(
+        ForeignKey("curve.id", ondelete="CASCADE"), primary_key=True
+    )
+    step: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    value: Mapped[float | None] = mapped_column(Float)

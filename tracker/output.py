@@ -1,0 +1,61 @@
+"""Rendering rows for the terminal or for scripts: ``--format table|csv|json``.
+
+Works on plain lists of dicts so that light commands never import polars.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from enum import StrEnum
+from typing import Any
+
+
+class Format(StrEnum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def render(rows: list[dict[str, Any]], fmt: Format, columns: list[str] | None = None) -> str:
+    """Rows as an aligned table, CSV (with header) or a JSON list of objects."""
+    names = columns or (list(rows[0]) if rows else [])
+    if fmt is Format.json:
+        data = [{name: _json_safe(row.get(name)) for name in names} for row in rows]
+        return json.dumps(data, indent=2, default=str)
+    if fmt is Format.csv:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(names)
+        writer.writerows([[_csv_cell(row.get(name)) for name in names] for row in rows])
+        return buffer.getvalue().rstrip("\n")
+    if not rows:
+        return "(no rows)"
+    cells = [[_cell(row.get(name)) for name in names] for row in rows]
+    widths = [max(len(name), *(len(line[i]) for line in cells)) for i, name in enumerate(names)]
+    lines = ["  ".join(name.ljust(w) for name, w in zip(names, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in cells]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _csv_cell(value: Any) -> Any:
+    return "" if value is None else value
