@@ -11,11 +11,11 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
-from tracker.curves import load_curve
-from tracker.db import write_session
-from tracker.ingest import ingest_job
+from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, Job, JobMeta, Point, Probe, Run, SourceFile
-from tracker.sample import write_sample_job
+from tracker.store.curves import load_curve
+from tracker.store.db import write_session
+from tracker.store.ingest import ingest_job
 
 STEPS = 200
 

@@ -1,4 +1,4 @@
-"""Tests of the deterministic sample-job generator (tracker.sample)."""
+"""Tests of the deterministic sample-job generator (tracker.jobdir.sample)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tracker.sample import (
+from tracker.jobdir.sample import (
     DEFAULT_ARMS,
     MODELS,
     VARIANTS,

@@ -28,7 +28,7 @@ class ErrorReportingGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         from sqlalchemy.exc import OperationalError
 
-        from tracker.db import first_line
+        from tracker.store.db import first_line
 
         try:
             return super().invoke(ctx)
@@ -59,7 +59,7 @@ class State:
         self.url = url
 
     def engine(self) -> Any:
-        from tracker.db import open_database
+        from tracker.store.db import open_database
 
         return open_database(self.url)
 
@@ -120,9 +120,9 @@ def ingest(
 
     Example: tracker ingest downloads/job2 --meta gpu=A10G --meta flashoptim=0.1.4
     """
-    from tracker.db import write_session
-    from tracker.ingest import ingest_job
-    from tracker.jobfiles import curve_bytes
+    from tracker.jobdir.reader import curve_bytes
+    from tracker.store.db import write_session
+    from tracker.store.ingest import ingest_job
 
     if job is not None and len(directories) > 1:
         raise typer.BadParameter("--job names one job; give one directory", param_hint="--job")
@@ -161,7 +161,7 @@ def jobs(ctx: typer.Context, fmt: FormatOption = Format.table) -> None:
     """
     from sqlalchemy.orm import Session
 
-    from tracker.catalog import list_jobs
+    from tracker.store.catalog import list_jobs
 
     with Session(_state(ctx).engine()) as session:
         rows = list_jobs(session)
@@ -182,7 +182,7 @@ def show(
 
     from sqlalchemy.orm import Session
 
-    from tracker.catalog import job_arms, job_probes
+    from tracker.store.catalog import job_arms, job_probes
 
     with Session(_state(ctx).engine()) as session:
         probes, arms = job_probes(session, job), job_arms(session, job)
@@ -206,8 +206,8 @@ def delete(ctx: typer.Context, job: Annotated[str, typer.Argument(help="Job name
 
     Example: tracker delete job2
     """
-    from tracker.catalog import delete_job
-    from tracker.db import write_session
+    from tracker.store.catalog import delete_job
+    from tracker.store.db import write_session
 
     with write_session(_state(ctx).engine()) as session, session.begin():
         delete_job(session, job)
@@ -226,9 +226,9 @@ def demo(
 
     Example: tracker demo --steps 5000
     """
-    from tracker.db import write_session
-    from tracker.ingest import ingest_job
-    from tracker.sample import write_demo_jobs
+    from tracker.jobdir.sample import write_demo_jobs
+    from tracker.store.db import write_session
+    from tracker.store.ingest import ingest_job
 
     engine = _state(ctx).engine()
     directories = write_demo_jobs(directory, steps=steps)
@@ -245,7 +245,7 @@ def db_upgrade(ctx: typer.Context) -> None:
 
     Example: tracker --db sqlite:///study.db db upgrade
     """
-    from tracker.db import check_schema, create_tracker_engine, head_revision, upgrade
+    from tracker.store.db import check_schema, create_tracker_engine, head_revision, upgrade
 
     engine = create_tracker_engine(_state(ctx).url)
     before = check_schema(engine, create=False)
@@ -264,7 +264,7 @@ def db_current(ctx: typer.Context) -> None:
 
     Example: tracker db current
     """
-    from tracker.db import check_schema, create_tracker_engine, head_revision
+    from tracker.store.db import check_schema, create_tracker_engine, head_revision
 
     engine = create_tracker_engine(_state(ctx).url)
     revision = check_schema(engine, create=False)

@@ -17,9 +17,9 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
 from tracker.errors import JobExists
-from tracker.jobfiles import Arm, ArmFiles, JobDirectory, read_arm, scan_job
+from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, read_arm, scan_job
 from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
-from tracker.points import write_points
+from tracker.store.points import write_points
 
 if TYPE_CHECKING:
     import polars as pl

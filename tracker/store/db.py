@@ -31,9 +31,9 @@ WRITE = {"tracker_write": True}
 
 def _migrations_dir() -> Path:
     # A wheel carries the scripts inside the package; a source checkout has them at the top.
-    here = Path(__file__).resolve().parent
-    inside = here / "migrations"
-    return inside if inside.is_dir() else here.parent / "migrations"
+    package = Path(__file__).resolve().parent.parent
+    inside = package / "migrations"
+    return inside if inside.is_dir() else package.parent / "migrations"
 
 
 def alembic_config() -> Config:

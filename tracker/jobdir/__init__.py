@@ -1,0 +1,1 @@
+"""Reading downloaded job directories, and writing realistic sample ones."""

@@ -1,0 +1,1 @@
+"""The database layer: engines and migrations, ingest, bulk points, catalog reads."""
