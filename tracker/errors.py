@@ -26,12 +26,16 @@ class NothingToIngest(TrackerError):
     """{path}: no mem_sweep.json, *.jsonl probe file or <variant>_s<seed>.csv arm found"""
 
 
+class NoSuchDirectory(TrackerError):
+    """{path}: no such directory"""
+
+
 class NotADirectory(TrackerError):
     """{path}: not a directory"""
 
 
 class BadJobName(TrackerError):
-    """invalid job name {name!r}: use letters, digits, '.', '_' or '-', starting with a letter or digit, at most 100 characters"""
+    """invalid job name {name!r}: use letters, digits, '.', '_' or '-', starting with a letter or digit, at most 100 characters (name the job with --job)"""
 
 
 class JobExists(TrackerError):
@@ -60,3 +64,7 @@ class DatabaseUnavailable(TrackerError):
 
 class CurveNotFound(TrackerError):
     """job {job!r} has no curve {metric!r} for arm {arm!r}"""
+
+
+class BadExpectations(TrackerError):
+    """{path}: {problem}"""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracker.errors import BadInput, BadJobName, NotADirectory, NothingToIngest
+from tracker.errors import BadInput, BadJobName, NoSuchDirectory, NotADirectory, NothingToIngest
 
 if TYPE_CHECKING:
     import polars as pl
@@ -118,6 +118,8 @@ def _read_bytes(root: Path, path: Path) -> bytes:
     resolved = path.resolve()
     if not resolved.is_relative_to(root):
         raise BadInput(path=where, problem="links outside the job directory")
+    if resolved.exists() and not resolved.is_file():
+        raise BadInput(path=where, problem="not a regular file")  # a FIFO would block forever
     try:
         return resolved.read_bytes()
     except OSError as exc:
@@ -126,6 +128,8 @@ def _read_bytes(root: Path, path: Path) -> bytes:
 
 def scan_job(directory: Path, name: str | None = None) -> JobDirectory:
     """Validate a job directory's layout, parse its probes and hash every file it uses."""
+    if not directory.exists():
+        raise NoSuchDirectory(path=str(directory))
     if not directory.is_dir():
         raise NotADirectory(path=str(directory))
     root = directory.resolve()
@@ -194,7 +198,8 @@ def parse_probe_file(filename: str, data: bytes) -> list[ProbeRecord]:
     if filename.endswith(".jsonl"):
         return [
             parse_probe_record(
-                _load_json(f"{filename} line {number}", line), f"{filename} line {number}"
+                _load_json(f"{filename} line {number}", line, one_line=True),
+                f"{filename} line {number}",
             )
             for number, line in _nonblank_lines(text)
         ]
@@ -203,7 +208,7 @@ def parse_probe_file(filename: str, data: bytes) -> list[ProbeRecord]:
         raise BadInput(path=filename, problem="expected a JSON list of probe records")
     return [
         parse_probe_record(record, f"{filename} record {index}")
-        for index, record in enumerate(records)
+        for index, record in enumerate(records, start=1)
     ]
 
 
@@ -213,15 +218,22 @@ def _nonblank_lines(text: str) -> Iterator[tuple[int, str]]:
             yield number, line
 
 
-def _load_json(where: str, text: str) -> Any:
+def _load_json(where: str, text: str, *, one_line: bool = False) -> Any:
+    if not text.strip():
+        raise BadInput(path=where, problem="empty file")
     try:
         return json.loads(text)  # accepts NaN and Infinity, as Python's json.dump writes them
     except json.JSONDecodeError as exc:
-        raise BadInput(
-            path=where, problem=f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from None
+        place = f"column {exc.colno}" if one_line else f"line {exc.lineno}, column {exc.colno}"
+        raise BadInput(path=where, problem=f"malformed JSON ({place}): {exc.msg}") from None
     except RecursionError:
         raise BadInput(path=where, problem="malformed JSON: nested too deeply") from None
+
+
+def _as_json(value: Any) -> str:
+    """A value as the file spells it (null, true), cut short for one-line messages."""
+    text = json.dumps(value, default=repr)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _name_field(record: dict[str, Any], key: str, origin: str) -> str:
@@ -239,9 +251,11 @@ def _name_field(record: dict[str, Any], key: str, origin: str) -> str:
 
 def _number(value: Any, key: str, origin: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise BadInput(path=origin, problem=f"{key!r} must be a number, got {value!r:.60}")
+        raise BadInput(path=origin, problem=f"{key!r} must be a number, got {_as_json(value)}")
     if not math.isfinite(value) or value < 0:
-        raise BadInput(path=origin, problem=f"{key!r} must be a finite number >= 0, got {value!r}")
+        raise BadInput(
+            path=origin, problem=f"{key!r} must be a finite number >= 0, got {_as_json(value)}"
+        )
     return float(value)
 
 
@@ -249,7 +263,7 @@ def _count(value: Any, key: str, origin: str, *, positive: bool = False) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise BadInput(path=origin, problem=f"{key!r} must be an integer, got {value!r:.60}")
+        raise BadInput(path=origin, problem=f"{key!r} must be an integer, got {_as_json(value)}")
     if value < (1 if positive else 0) or value >= INT_LIMIT:
         raise BadInput(path=origin, problem=f"{key!r} is out of range: {value}")
     return value
@@ -294,7 +308,7 @@ def read_arm(arm: ArmFiles, default_model: str) -> Arm:
     if seed is not None and (isinstance(seed, bool) or seed != arm.seed):
         raise BadInput(
             path=arm.json_path.name,
-            problem=f"'seed' is {seed!r} but the file name says seed {arm.seed}",
+            problem=f"'seed' is {_as_json(seed)} but the file name says seed {arm.seed}",
         )
     val_loss = _optional_float(summary.pop("val_loss", None), "val_loss", arm.json_path.name)
     final_loss = _optional_float(summary.pop("final_loss", None), "final_loss", arm.json_path.name)
@@ -302,7 +316,7 @@ def read_arm(arm: ArmFiles, default_model: str) -> Arm:
     if diverged is not None and not isinstance(diverged, bool):
         raise BadInput(
             path=arm.json_path.name,
-            problem=f"'diverged' must be true or false, got {diverged!r:.60}",
+            problem=f"'diverged' must be true or false, got {_as_json(diverged)}",
         )
     return Arm(
         name=arm.name,
@@ -333,7 +347,9 @@ def _optional_float(value: Any, key: str, where: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise BadInput(path=where, problem=f"{key!r} must be a number or null, got {value!r:.60}")
+        raise BadInput(
+            path=where, problem=f"{key!r} must be a number or null, got {_as_json(value)}"
+        )
     return float(value)
 
 
@@ -349,13 +365,16 @@ def parse_curve_csv(filename: str, data: bytes) -> pl.DataFrame:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise BadInput(path=filename, problem="not UTF-8 text") from None
-    header = next(csv.reader(io.StringIO(text.split("\n", 1)[0])), [])
-    header = [column.strip() for column in header]
+    if not text.strip():
+        raise BadInput(path=filename, problem="empty file")
+    header = [name.strip() for name in next(csv.reader(io.StringIO(text.split("\n", 1)[0])))]
     for required in ("step", "loss"):
         if required not in header:
             raise BadInput(path=filename, problem="header must have 'step' and 'loss' columns")
     if len(set(header)) != len(header):
-        raise BadInput(path=filename, problem="duplicate column names in the header")
+        twice = next(name for name in header if header.count(name) > 1)
+        raise BadInput(path=filename, problem=f"column {twice!r} appears twice in the header")
+    _check_field_counts(filename, text, len(header))
     try:
         raw = pl.read_csv(io.StringIO(text), infer_schema=False, new_columns=header)
     except pl.exceptions.PolarsError as exc:
@@ -364,6 +383,7 @@ def parse_curve_csv(filename: str, data: bytes) -> pl.DataFrame:
     raw = raw.with_columns(pl.all().str.strip_chars()).with_row_index("line", offset=2)
     raw = raw.filter(~pl.all_horizontal(pl.exclude("line").is_null() | (pl.exclude("line") == "")))
     steps = raw["step"].cast(pl.Int64, strict=False)
+    _fail_on_first(filename, raw, raw["step"].is_null(), "step", "is empty")
     _fail_on_first(filename, raw, steps.is_null(), "step", "is not an integer")
     columns = [steps.alias("step")]
     for name in header:
@@ -383,15 +403,32 @@ def parse_curve_csv(filename: str, data: bytes) -> pl.DataFrame:
     return curves
 
 
+def _check_field_counts(filename: str, text: str, expected: int) -> None:
+    """polars pads short rows with nulls and rejects long ones without a line number."""
+    import polars as pl
+
+    lines = pl.Series(text.split("\n")[1:]).str.strip_suffix("\r")
+    if '"' in text:  # quoted fields may hold commas: let the csv module count
+        counts = pl.Series([len(row) for row in csv.reader(lines.to_list())])
+    else:
+        counts = lines.str.count_matches(",", literal=True) + 1
+    bad = (lines.str.strip_chars() != "") & (counts != expected)
+    if bad.any():
+        index = bad.arg_max()
+        assert index is not None
+        raise BadInput(
+            path=f"{filename} line {index + 2}",
+            problem=f"{counts[index]} fields, but the header has {expected}",
+        )
+
+
 def _fail_on_first(
     filename: str, raw: pl.DataFrame, bad: pl.Series, column: str, problem: str
 ) -> None:
     if bad.any():
         row = raw.filter(bad).row(0, named=True)
-        raise BadInput(
-            path=f"{filename} line {row['line']}",
-            problem=f"{column} {row[column]!r:.60} {problem}",
-        )
+        shown = f" {row[column]!r:.60}" if row[column] else ""
+        raise BadInput(path=f"{filename} line {row['line']}", problem=f"{column}{shown} {problem}")
 
 
 def curve_bytes(directory: Path) -> int:

@@ -1,6 +1,6 @@
 """Engines and the schema's lifecycle: connect, check the Alembic revision, upgrade.
 
-SQLite connections run in WAL mode with a busy timeout so that several processes can ingest
+SQLite databases run in WAL mode, with a busy timeout, so that several processes can ingest
 into one file; write transactions start with ``BEGIN IMMEDIATE`` so that a writer waits for
 the lock up front instead of failing half-way with "database is locked".
 """
@@ -54,7 +54,6 @@ def _configure_sqlite(engine: Engine) -> None:
         dbapi_connection.isolation_level = None  # we emit BEGIN ourselves, below
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.close()
 
@@ -140,7 +139,18 @@ def open_database(url: str) -> Engine:
     if revision != head:
         engine.dispose()
         raise OutdatedSchema(url=url, revision=revision, head=head)
+    if engine.dialect.name == "sqlite":
+        _use_wal(engine)
     return engine
+
+
+def _use_wal(engine: Engine) -> None:
+    # Persistent in the file, so set once the file is known to be ours, never on a foreign one.
+    connection = engine.raw_connection()
+    try:
+        connection.cursor().execute("PRAGMA journal_mode = WAL")
+    finally:
+        connection.close()
 
 
 def write_session(engine: Engine) -> Session:

@@ -1,0 +1,138 @@
+"""The command line: help everywhere, listings in every format, errors as one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+from typer.main import get_command
+
+from tests.conftest import Cli
+from tracker.cli import app
+from tracker.jobdir.sample import write_sample_job
+
+
+def all_commands() -> list[list[str]]:
+    root = get_command(app)
+    found: list[list[str]] = []
+
+    def walk(command: object, path: list[str]) -> None:
+        for name, sub in getattr(command, "commands", {}).items():
+            found.append([*path, name])
+            walk(sub, [*path, name])
+
+    walk(root, [])
+    return found
+
+
+@pytest.mark.parametrize("path", all_commands(), ids=" ".join)
+def test_every_command_has_help_with_an_example(path: list[str]) -> None:
+    command = get_command(app)
+    for name in path:
+        command = command.commands[name]  # type: ignore[attr-defined]
+    assert command.help and command.help.strip(), f"{path} has no help"
+    if not hasattr(command, "commands"):
+        assert "Example: tracker " in command.help, f"{path} help has no example"
+    result = Cli("sqlite://")(*path, "--help")
+    assert result.stdout.startswith("\n Usage: tracker ") or "Usage:" in result.stdout
+
+
+@pytest.fixture
+def two_jobs(cli: Cli, tmp_path: Path) -> Cli:
+    cli("ingest", str(write_sample_job(tmp_path / "job1", steps=40)), "--meta", "gpu=A10G")
+    cli("ingest", str(write_sample_job(tmp_path / "job2", seed=1, steps=20, arms=("ref_s0",))))
+    return cli
+
+
+def test_jobs_in_every_format(two_jobs: Cli) -> None:
+    table = two_jobs("jobs").stdout.splitlines()
+    assert table[0].split() == [
+        "job",
+        "ingested_at",
+        "probes",
+        "failed_probes",
+        "arms",
+        "points",
+        "meta",
+        "source",
+    ]
+    assert table[2].split()[:1] + table[2].split()[2:7] == [
+        "job1",
+        "25",
+        "1",
+        "4",
+        "480",
+        "gpu=A10G",
+    ]
+    rows = json.loads(two_jobs("jobs", "--format", "json").stdout)
+    assert [(r["job"], r["arms"], r["points"]) for r in rows] == [("job1", 4, 480), ("job2", 1, 60)]
+    csv_lines = two_jobs("jobs", "--format", "csv").stdout.splitlines()
+    assert csv_lines[0] == "job,ingested_at,probes,failed_probes,arms,points,meta,source"
+    assert csv_lines[2].startswith("job2,")
+
+
+def test_show_lists_probes_and_arms(two_jobs: Cli) -> None:
+    shown = json.loads(two_jobs("show", "job1", "--format", "json").stdout)
+    assert len(shown["probes"]) == 25
+    arms = {a["arm"]: a for a in shown["arms"]}
+    assert set(arms) == {"ref_s0", "flash_s0", "ref_s1", "linear_s0"}
+    assert arms["linear_s0"]["diverged"] is True
+    assert arms["linear_s0"]["last_loss"] is None  # NaN is null in JSON
+    assert arms["ref_s0"]["points"] == 40
+    table = two_jobs("show", "job2").stdout
+    assert "arms of job2:" in table and "ref_s0" in table
+
+
+def test_delete_removes_the_job(two_jobs: Cli) -> None:
+    assert two_jobs("delete", "job2").stdout == "deleted job2\n"
+    assert [r["job"] for r in json.loads(two_jobs("jobs", "-f", "json").stdout)] == ["job1"]
+    missing = two_jobs("delete", "job2", ok=False)
+    assert (missing.exit_code, missing.stderr) == (1, "Error: no job named 'job2'\n")
+
+
+def test_show_unknown_job(cli: Cli) -> None:
+    result = cli("show", "nope", ok=False)
+    assert (result.exit_code, result.stderr) == (1, "Error: no job named 'nope'\n")
+
+
+def test_usage_errors_are_typers(cli: Cli, tmp_path: Path) -> None:
+    result = cli("ingest", str(tmp_path), "--meta", "novalue", ok=False)
+    assert result.exit_code == 2
+    assert "expected KEY=VALUE, got 'novalue'" in result.stderr
+    assert cli("jobs", "--format", "xml", ok=False).exit_code == 2
+
+
+def test_database_url_from_the_environment(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'env.db'}"
+    job = write_sample_job(tmp_path / "envjob", steps=5, arms=())
+    result = typer.testing.CliRunner(env={"TRACKER_DATABASE_URL": url}).invoke(
+        app, ["ingest", str(job)], catch_exceptions=False
+    )
+    assert result.exit_code == 0
+    assert (tmp_path / "env.db").exists()
+
+
+def test_unreachable_database_is_one_line(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'missing-dir' / 'x.db'}"
+    result = Cli(url)("jobs", ok=False)
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: cannot use database {url}: unable to open database file\n"
+
+
+def test_python_dash_m_and_default_database(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TRACKER_DATABASE_URL"}
+    done = subprocess.run(
+        [sys.executable, "-m", "tracker", "jobs"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout == "(no rows)\n"
+    assert (tmp_path / "tracker.db").exists()

@@ -1,0 +1,105 @@
+"""One job's data as polars frames: what the analysis and the figures work on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tracker.models import Curve, Probe, Run
+from tracker.store.catalog import get_job
+from tracker.store.curves import load_curves
+
+if TYPE_CHECKING:
+    import polars as pl
+
+PROBE_COLUMNS = (
+    "model",
+    "variant",
+    "n_params",
+    "bpp_params",
+    "bpp_state",
+    "bpp_grads",
+    "bpp_params_state_grads",
+    "peak_steady",
+    "error",
+    "extra",
+)
+RUN_COLUMNS = ("arm", "model", "variant", "seed", "val_loss", "final_loss", "diverged", "extra")
+
+
+@dataclass
+class JobData:
+    name: str
+    meta: dict[str, str]
+    probes: pl.DataFrame  # PROBE_COLUMNS, in the order the job's files listed them
+    runs: pl.DataFrame  # RUN_COLUMNS, one row per arm
+    curves: dict[str, pl.DataFrame]  # arm -> its loss curve: "step", "value" (full series)
+
+
+def _frame(rows: list[tuple[object, ...]], columns: tuple[str, ...], schema: dict) -> pl.DataFrame:
+    import polars as pl
+
+    return pl.DataFrame(rows, schema={name: schema.get(name) for name in columns}, orient="row")
+
+
+def load_job_data(session: Session, job_name: str, metric: str = "loss") -> JobData:
+    """Probes, runs and one metric's curves of a job. ``extra`` columns hold dicts."""
+    import polars as pl
+
+    job = get_job(session, job_name)
+    probe_rows = session.execute(
+        select(*(getattr(Probe, c) for c in PROBE_COLUMNS))
+        .where(Probe.job_id == job.id)
+        .order_by(Probe.id)
+    ).all()
+    probes = _frame(
+        [tuple(row) for row in probe_rows],
+        PROBE_COLUMNS,
+        {
+            "model": pl.String,
+            "variant": pl.String,
+            "n_params": pl.Int64,
+            "bpp_params": pl.Float64,
+            "bpp_state": pl.Float64,
+            "bpp_grads": pl.Float64,
+            "bpp_params_state_grads": pl.Float64,
+            "peak_steady": pl.Int64,
+            "error": pl.String,
+            "extra": pl.Object,
+        },
+    )
+    run_rows = session.execute(
+        select(*(getattr(Run, c) for c in RUN_COLUMNS), Run.id)
+        .where(Run.job_id == job.id)
+        .order_by(Run.variant, Run.seed)
+    ).all()
+    runs = _frame(
+        [tuple(row)[:-1] for row in run_rows],
+        RUN_COLUMNS,
+        {
+            "arm": pl.String,
+            "model": pl.String,
+            "variant": pl.String,
+            "seed": pl.Int64,
+            "val_loss": pl.Float64,
+            "final_loss": pl.Float64,
+            "diverged": pl.Boolean,
+            "extra": pl.Object,
+        },
+    )
+    arm_of_run = {row[-1]: row[0] for row in run_rows}
+    curve_rows = session.execute(
+        select(Curve.id, Curve.run_id).where(Curve.run_id.in_(arm_of_run), Curve.metric == metric)
+    ).all()
+    points = load_curves(session, [curve_id for curve_id, _ in curve_rows])
+    by_curve = {
+        key[0]: part.drop("curve_id")
+        for key, part in points.partition_by("curve_id", as_dict=True, maintain_order=True).items()
+    }
+    empty = pl.DataFrame(schema={"step": pl.Int64, "value": pl.Float64})
+    curves = {arm_of_run[run_id]: by_curve.get(curve_id, empty) for curve_id, run_id in curve_rows}
+    meta = {item.key: item.value for item in job.meta}
+    return JobData(job.name, meta, probes, runs, curves)
