@@ -213,3 +213,15 @@ def test_library_ingest_in_callers_transaction_rolls_back(job_dir: Path, engine:
         ingest_job(session, job_dir)
         raise RuntimeError("caller changed its mind")
     assert counts(engine)["job"] == 0
+
+
+def test_a_failed_probe_keeps_every_field_it_has(cli: Cli, job_dir: Path, engine: Engine) -> None:
+    records = json.loads((job_dir / "mem_sweep.json").read_text())
+    failed = next(r for r in records if "n_params" not in r)
+    failed.update(peak_steady=123, bpp_params=4.5, stage="optimizer.step")
+    (job_dir / "mem_sweep.json").write_text(json.dumps(records))
+    cli("ingest", str(job_dir))
+    with Session(engine) as session:
+        probe = session.scalars(select(Probe).where(Probe.n_params.is_(None))).one()
+    assert probe.extra == {"peak_steady": 123, "bpp_params": 4.5, "stage": "optimizer.step"}
+    assert probe.peak_steady is None

@@ -29,6 +29,7 @@ ARM_NAME = re.compile(r"(?P<variant>[A-Za-z0-9][A-Za-z0-9._-]*)_s(?P<seed>[0-9]{
 NAME_MAX = 200
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 FLOAT_FIELDS = ("bpp_params", "bpp_state", "bpp_grads", "bpp_params_state_grads")
+FAILURE_COLUMNS = ("model", "variant", "error")
 INT_LIMIT = 10**15  # no probed model has a quadrillion parameters or bytes
 
 
@@ -274,13 +275,14 @@ def parse_probe_record(record: Any, origin: str) -> ProbeRecord:
         raise BadInput(path=origin, problem="expected a JSON object")
     model = _name_field(record, "model", origin)
     variant = _name_field(record, "variant", origin)
-    known = {"model", "variant", "n_params", "peak_steady", "error", *FLOAT_FIELDS}
-    extra = {key: value for key, value in record.items() if key not in known}
     error = record.get("error")
     if error is not None and not isinstance(error, str):
         error = json.dumps(error)
-    if "n_params" not in record:  # a failed probe: it measured nothing
-        return ProbeRecord(model, variant, origin, error=error, extra=extra)
+    if "n_params" not in record:  # a failed probe: whatever else it holds is kept as it is
+        rest = {key: value for key, value in record.items() if key not in FAILURE_COLUMNS}
+        return ProbeRecord(model, variant, origin, error=error, extra=rest)
+    known = {*FAILURE_COLUMNS, "n_params", "peak_steady", *FLOAT_FIELDS}
+    extra = {key: value for key, value in record.items() if key not in known}
     for key in (*FLOAT_FIELDS, "peak_steady"):
         if key not in record:
             raise BadInput(path=origin, problem=f"missing {key!r}")

@@ -1,0 +1,65 @@
+"""One job's whole analysis: the study script's two JSON documents plus explicit verdicts."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tracker.analysis.memory import memory_analysis, memory_notes, memory_verdicts
+from tracker.analysis.training import analyze_training
+from tracker.analysis.verdict import Verdict
+
+if TYPE_CHECKING:
+    from tracker.analysis.expectations import Expectations
+    from tracker.store.jobdata import JobData
+
+__all__ = ["JobAnalysis", "analyze_job", "to_json"]
+
+
+@dataclass
+class JobAnalysis:
+    mem: dict[str, Any]  # the script's mem_analysis.json; {} without probes
+    gpt: dict[str, Any]  # the script's gpt_analysis.json; {} without training arms
+    verdicts: list[Verdict] = field(default_factory=list)  # memory first, then training
+    notes: list[str] = field(default_factory=list)  # what could not be analysed, and why
+
+
+def analyze_job(data: JobData, exp: Expectations) -> JobAnalysis:
+    """Analyse whatever parts the job has; a missing part is a note, never an exception."""
+    notes: list[str] = []
+    verdicts: list[Verdict] = []
+    mem: dict[str, Any] = {}
+    if data.probes.height == 0:
+        notes.append("no memory probes: memory analysis skipped")
+    else:
+        mem = memory_analysis(data.probes, exp)
+        verdicts.extend(memory_verdicts(data.probes, exp))
+        notes.extend(memory_notes(data.probes, exp))
+    training = analyze_training(data.runs, data.curves, exp)
+    verdicts.extend(training.verdicts)
+    notes.extend(training.notes)
+    return JobAnalysis(mem, training.gpt, verdicts, notes)
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(key): _jsonable(value) for key, value in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(value) for value in obj]
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return _jsonable(dataclasses.asdict(obj))
+    return obj
+
+
+def to_json(obj: Any) -> str:
+    """``obj`` as indented JSON (indent=2) with NaN and +-inf written as ``null``.
+
+    Python's ``json`` would write the bare tokens ``NaN`` / ``Infinity``, which strict JSON
+    parsers (browsers, jq) reject. Dataclasses (``Verdict``, ``JobAnalysis``) become objects.
+    """
+    return json.dumps(_jsonable(obj), indent=2, allow_nan=False)

@@ -1,0 +1,313 @@
+"""Memory probes: the study script's ``mem_analysis.json`` and bytes-per-parameter verdicts.
+
+Per-row numbers (bytes/parameter, GiB, extrapolations) are polars expressions over the probe
+frame; only the final scalars go through Python's ``round()``, which rounds the exact binary
+value of a float and so matches the study script digit for digit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from tracker.analysis.expectations import COMPONENTS, Expectations
+from tracker.analysis.verdict import FAIL, NA, Verdict, within
+
+__all__ = ["memory_analysis", "memory_notes", "memory_verdicts"]
+
+# The columns of a probe frame (tracker.store.jobdata.PROBE_COLUMNS) and their types.
+PROBE_SCHEMA: dict[str, Any] = {
+    "model": pl.String,
+    "variant": pl.String,
+    "n_params": pl.Int64,
+    "bpp_params": pl.Float64,
+    "bpp_state": pl.Float64,
+    "bpp_grads": pl.Float64,
+    "bpp_params_state_grads": pl.Float64,
+    "peak_steady": pl.Int64,
+    "error": pl.String,
+}
+MEASURED = ("n_params", "bpp_params", "bpp_state", "bpp_grads", "bpp_params_state_grads")
+# The study script reports its Table 4 extrapolation for these variants only; the verdicts
+# cover every variant of the expectations' Table 4.
+SCRIPT_TABLE4_VARIANTS = ("ref", "flash")
+
+
+def _r(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _with_columns(frame: pl.DataFrame, schema: dict[str, Any]) -> pl.DataFrame:
+    """``frame`` with every column of ``schema``; a missing one is all null."""
+    missing = [pl.lit(None, dtype).alias(name) for name, dtype in schema.items()]
+    return frame.with_columns(e for e in missing if e.meta.output_name() not in frame.columns)
+
+
+def _successes(probes: pl.DataFrame, exp: Expectations) -> pl.DataFrame:
+    """Successful probes in file order, with the derived per-row numbers."""
+    mem = exp.memory
+    frame = _with_columns(probes, PROBE_SCHEMA).select(
+        pl.col(name).cast(dtype) for name, dtype in PROBE_SCHEMA.items()
+    )
+    n = pl.col("n_params")
+    expected = {
+        f"exp_{c}": pl.col("variant").replace_strict(
+            {v: bpp.get(c) for v, bpp in mem.expected_bpp.items()},
+            default=None,
+            return_dtype=pl.Float64,
+        )
+        for c in COMPONENTS
+    }
+    return frame.filter(n.is_not_null()).with_columns(
+        **expected,
+        has_expectation=pl.col("variant").is_in(list(mem.expected_bpp)),
+        peak_bpp=pl.col("peak_steady") / n,
+        scaling=pl.col("model").str.starts_with(mem.scaling_model_prefix),
+        # GiB of this very model, and extrapolated to the Table 4 model (same evaluation
+        # order as the script: bpp * n / GiB)
+        gib_params=pl.col("bpp_params") * n / mem.gib,
+        gib_optim=pl.col("bpp_state") * n / mem.gib,
+        x_params_gib=pl.col("bpp_params") * mem.extrapolate_params / mem.gib,
+        x_optim_gib=pl.col("bpp_state") * mem.extrapolate_params / mem.gib,
+        x_total_gib=pl.col("bpp_params_state_grads") * mem.extrapolate_params / mem.gib,
+    )
+
+
+def _failures(probes: pl.DataFrame) -> pl.DataFrame:
+    frame = _with_columns(probes, {**PROBE_SCHEMA, "extra": pl.Object})
+    return frame.filter(pl.col("n_params").is_null())
+
+
+def _scaling_by_size(ok: pl.DataFrame) -> pl.DataFrame:
+    """Scaling-model probes sorted by size; ties keep file order (as Python's stable sort)."""
+    return ok.filter(pl.col("scaling")).sort("n_params", maintain_order=True)
+
+
+def _largest(ok: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per variant, the probe of the largest scaling model (the script's ``vs[-1]``)."""
+    last = _scaling_by_size(ok).group_by("variant", maintain_order=True).last()
+    return {row["variant"]: row for row in last.iter_rows(named=True)}
+
+
+def _failure_record(row: dict[str, Any]) -> dict[str, Any]:
+    """The original failure record: model, variant, error and the unknown keys merged back."""
+    record: dict[str, Any] = {"model": row["model"], "variant": row["variant"]}
+    if row["error"] is not None:
+        record["error"] = row["error"]
+    for key in (*MEASURED[1:], "peak_steady"):
+        if row[key] is not None:  # ingest keeps no measurement of a failed probe; just in case
+            record[key] = row[key]
+    record.update(row["extra"] or {})
+    return record
+
+
+def _first_line(error: str | None) -> str:
+    lines = [line.strip() for line in (error or "").splitlines() if line.strip()]
+    return lines[0] if lines else "the probe failed without an error message"
+
+
+def memory_analysis(probes: pl.DataFrame, exp: Expectations) -> dict[str, Any]:
+    """Exactly what the study script writes to ``mem_analysis.json``.
+
+    ``rows``: every successful probe in file order; ``verdicts``: per variant with at least
+    two measured scaling-model sizes, bytes/param by size and the extrapolation of the largest
+    to the Table 4 model; ``table4_extrapolation``: ``ref`` and ``flash`` (the script's keys);
+    ``failed_probes``: the failure records as the job wrote them.
+    """
+    mem = exp.memory
+    ok = _successes(probes, exp)
+    rows = [
+        {
+            "model": row["model"],
+            "variant": row["variant"],
+            "n": row["n_params"],
+            "bpp_params": _r(row["bpp_params"], 3),
+            "bpp_state": _r(row["bpp_state"], 3),
+            "bpp_grads": _r(row["bpp_grads"], 3),
+            "bpp_total": _r(row["bpp_params_state_grads"], 3),
+            "exp_params": row["exp_params"],
+            "exp_state": row["exp_state"],
+            "exp_grads": row["exp_grads"],
+            "peak_bpp": _r(row["peak_bpp"], 3),
+        }
+        for row in ok.iter_rows(named=True)
+    ]
+    by_size = _scaling_by_size(ok)
+    verdicts: dict[str, Any] = {}
+    for variant in mem.expected_bpp:
+        sizes = by_size.filter(pl.col("variant") == variant)
+        if sizes.height < 2:
+            continue
+        largest = sizes.row(-1, named=True)
+        verdicts[variant] = {
+            "bpp_by_size": {
+                f"{n / 1e6:.0f}M": _r(total, 3)
+                for n, total in zip(sizes["n_params"], sizes["bpp_params_state_grads"], strict=True)
+            },
+            "bpp_at_largest": _r(largest["bpp_params_state_grads"], 3),
+            "extrapolated_8B_params_state_grads_gib": _r(largest["x_total_gib"], 1),
+        }
+    largest_of = _largest(ok)
+    table4: dict[str, Any] = {}
+    for variant in SCRIPT_TABLE4_VARIANTS:
+        paper = mem.table4.rows.get(variant)
+        if paper is None or variant not in largest_of:
+            continue
+        row = largest_of[variant]
+        table4[variant] = {
+            "pred_params_gib": _r(row["x_params_gib"], 1),
+            "paper_params": paper.params,
+            "pred_optim_gib": _r(row["x_optim_gib"], 1),
+            "paper_optim": paper.optim,
+        }
+    failed = [_failure_record(row) for row in _failures(probes).iter_rows(named=True)]
+    return {
+        "rows": rows,
+        "verdicts": verdicts,
+        "table4_extrapolation": table4,
+        "failed_probes": failed,
+    }
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def _bpp_verdicts(ok: pl.DataFrame, exp: Expectations) -> list[Verdict]:
+    tolerance = exp.memory.bpp_tolerance
+    verdicts = []
+    for row in ok.iter_rows(named=True):
+        subject = f"{row['model']}/{row['variant']}"
+        for component in COMPONENTS:
+            check = f"bpp_{component}"
+            measured: float | None = row[check]
+            expected: float | None = row[f"exp_{component}"]
+            if not row["has_expectation"]:
+                status, tol = NA, None
+                detail = f"no expected bytes/param for variant {row['variant']!r}"
+            elif expected is None:
+                status, tol = NA, None
+                detail = f"{row['variant']} {component}: no analytic bytes/param to check against"
+            else:
+                status, tol = within(measured, expected, tolerance), tolerance
+                detail = (
+                    f"{component}: {_fmt(measured, '.3f')} B/param measured, "
+                    f"{expected:g} ± {tolerance:g} expected"
+                )
+            verdicts.append(Verdict(check, subject, measured, expected, tol, status, detail))
+    return verdicts
+
+
+def _relative(
+    check: str,
+    subject: str,
+    measured: float | None,
+    paper: float,
+    relative_tolerance: float,
+    what: str,
+) -> Verdict:
+    tolerance = relative_tolerance * paper
+    status = within(measured, paper, tolerance)
+    detail = (
+        f"{what}: {_fmt(measured, '.3f')} GiB vs paper {paper:g} GiB (± {relative_tolerance:.0%})"
+    )
+    return Verdict(check, subject, measured, paper, tolerance, status, detail)
+
+
+def _table4_verdicts(ok: pl.DataFrame, exp: Expectations) -> list[Verdict]:
+    mem = exp.memory
+    largest_of = _largest(ok)
+    verdicts = []
+    for variant, paper in mem.table4.rows.items():
+        row = largest_of.get(variant)
+        for part, column in (("params", "x_params_gib"), ("optim", "x_optim_gib")):
+            check = f"table4_{part}_gib"
+            expected: float = getattr(paper, part)
+            if row is None:
+                detail = (
+                    f"{variant} not measured on any {mem.scaling_model_prefix}* model: "
+                    "no extrapolation"
+                )
+                verdicts.append(Verdict(check, variant, None, expected, None, NA, detail))
+                continue
+            what = (
+                f"{part} extrapolated from {row['model']} "
+                f"({_fmt(row['bpp_params' if part == 'params' else 'bpp_state'], '.3f')} B/param) "
+                f"to {mem.extrapolate_params:,} parameters"
+            )
+            verdicts.append(
+                _relative(
+                    check, variant, row[column], expected, mem.table4.relative_tolerance, what
+                )
+            )
+    return verdicts
+
+
+def _gpt2_verdicts(ok: pl.DataFrame, failed: pl.DataFrame, exp: Expectations) -> list[Verdict]:
+    mem = exp.memory
+    model = mem.gpt2_model
+    measured_rows = {
+        row["variant"]: row for row in ok.filter(pl.col("model") == model).iter_rows(named=True)
+    }
+    failed_variants = set(failed.filter(pl.col("model") == model)["variant"].to_list())
+    verdicts = []
+    for variant, paper in mem.gpt2.rows.items():
+        subject = f"{model}/{variant}"
+        row = measured_rows.get(variant)
+        for part, column in (("params", "gib_params"), ("optim", "gib_optim")):
+            check = f"gpt2_124m_{part}_gib"
+            expected: float = getattr(paper, part)
+            if row is None:
+                why = "probe failed" if variant in failed_variants else "not measured"
+                verdicts.append(Verdict(check, subject, None, expected, None, NA, why))
+                continue
+            verdicts.append(
+                _relative(
+                    check, subject, row[column], expected, mem.gpt2.relative_tolerance, f"{part}"
+                )
+            )
+    return verdicts
+
+
+def _failed_verdicts(failed: pl.DataFrame) -> list[Verdict]:
+    return [
+        Verdict(
+            "probe_failed",
+            f"{row['model']}/{row['variant']}",
+            None,
+            None,
+            None,
+            FAIL,
+            _first_line(row["error"]),
+        )
+        for row in failed.select("model", "variant", "error").iter_rows(named=True)
+    ]
+
+
+def memory_verdicts(probes: pl.DataFrame, exp: Expectations) -> list[Verdict]:
+    """bpp_params/bpp_state/bpp_grads per successful probe (subject "model/variant"),
+    table4_params_gib/table4_optim_gib per Table 4 variant (subject the variant),
+    gpt2_124m_params_gib/gpt2_124m_optim_gib per appendix variant (subject "gpt-124m/variant")
+    and one probe_failed per failed probe (subject "model/variant")."""
+    ok = _successes(probes, exp)
+    failed = _failures(probes)
+    return [
+        *_bpp_verdicts(ok, exp),
+        *_table4_verdicts(ok, exp),
+        *_gpt2_verdicts(ok, failed, exp),
+        *_failed_verdicts(failed),
+    ]
+
+
+def memory_notes(probes: pl.DataFrame, exp: Expectations) -> list[str]:
+    """What the memory analysis could not do, for people."""
+    prefix = exp.memory.scaling_model_prefix
+    if probes.height == 0:
+        return ["no memory probes: memory analysis skipped"]
+    ok = _successes(probes, exp)
+    if ok.height == 0:
+        return ["every memory probe failed: no bytes/param measured"]
+    if not ok["scaling"].any():
+        return [f"no successful probe of a {prefix}* model: scaling and Table 4 checks skipped"]
+    return []

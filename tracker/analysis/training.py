@@ -1,0 +1,249 @@
+"""Training arms: the study script's ``gpt_analysis.json`` and the training verdicts.
+
+The arms play roles set in the expectations (``[training]``): a baseline (AdamW), a
+candidate that should track it (FlashAdamW, same seed), a seed twin of the baseline (the
+noise floor of that tracking) and a divergent ablation.
+
+Curves are aligned on the steps they have in common (inner join on ``step``), each EMA being
+computed on its arm's FULL series first; the EMA is causal, so on the script's data (identical
+step columns) this equals the script's truncation to the shortest curve. Means of |delta|
+are sequential sums (``cum_sum``), bit-identical to the script's Python ``sum``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from tracker.analysis.expectations import Expectations
+from tracker.analysis.smoothing import ema
+from tracker.analysis.verdict import FAIL, NA, PASS, Verdict, within
+
+__all__ = ["analyze_training", "training_analysis", "training_verdicts"]
+
+# The script's keys; they name the roles' default arms whatever arms the roles are given.
+DELTA_KEY = "flash_vs_ref_mean_abs_ema_delta_2nd_half"
+NOISE_KEY = "seed_noise_mean_abs_ema_delta_2nd_half"
+DIVERGED_KEY = "linear_diverged"
+FINAL_LOSS_KEY = "linear_final_loss"
+
+RUN_SCHEMA: dict[str, Any] = {
+    "arm": pl.String,
+    "variant": pl.String,
+    "val_loss": pl.Float64,
+    "final_loss": pl.Float64,
+    "diverged": pl.Boolean,
+}
+EMPTY_CURVE = pl.DataFrame(schema={"step": pl.Int64, "value": pl.Float64})
+
+
+@dataclass
+class TrainingResult:
+    gpt: dict[str, Any]
+    verdicts: list[Verdict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Delta:
+    """Mean |EMA(a) - EMA(b)| over the second half of ``steps`` aligned steps."""
+
+    value: float | None  # None: no common step
+    steps: int
+    first: int | None  # first step of the second half
+    last: int | None
+
+
+def _nan_to_none(value: Any) -> Any:
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def _runs(runs: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    missing = [
+        pl.lit(None, dtype).alias(name)
+        for name, dtype in RUN_SCHEMA.items()
+        if name not in runs.columns
+    ]
+    frame = runs.with_columns(missing).select(
+        pl.col(name).cast(dtype) for name, dtype in RUN_SCHEMA.items()
+    )
+    return {row["arm"]: row for row in frame.iter_rows(named=True)}
+
+
+def _smoothed(curves: dict[str, pl.DataFrame], arm: str, alpha: float, name: str) -> pl.DataFrame:
+    """``step`` and the EMA of the arm's full loss series as column ``name``."""
+    curve = curves.get(arm)
+    if curve is None or "step" not in curve.columns or "value" not in curve.columns:
+        curve = EMPTY_CURVE
+    values = curve["value"].cast(pl.Float64)
+    return pl.DataFrame(
+        {"step": curve["step"].cast(pl.Int64), name: ema(values, alpha)},
+        schema={"step": pl.Int64, name: pl.Float64},
+    )
+
+
+def _align(*frames: pl.DataFrame) -> pl.DataFrame:
+    """Rows of the steps every frame has, in step order."""
+    aligned = frames[0]
+    for frame in frames[1:]:
+        aligned = aligned.join(frame, on="step", how="inner", maintain_order="left")
+    return aligned.sort("step", maintain_order=True)
+
+
+def _mean_abs_delta(aligned: pl.DataFrame, a: str, b: str) -> _Delta:
+    """The script's ``sum(abs(x - y) for the 2nd half) / (n - n // 2)``, summed in order."""
+    n = aligned.height
+    if n == 0:
+        return _Delta(None, 0, None, None)
+    half = aligned.slice(n // 2)
+    total = half.select((pl.col(a) - pl.col(b)).abs().cum_sum().last()).item()
+    return _Delta(total / (n - n // 2), n, half["step"][0], half["step"][-1])
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.5f}"
+
+
+def _ema_verdict(
+    exp: Expectations, present: dict[str, Any], delta: _Delta | None, noise: _Delta | None
+) -> Verdict:
+    t = exp.training
+    check, subject = "ema_delta_vs_seed_noise", t.candidate
+
+    def na(detail: str, measured: float | None = None) -> Verdict:
+        return Verdict(check, subject, measured, None, None, NA, detail)
+
+    for arm in (t.baseline, t.candidate):
+        if arm not in present:
+            return na(f"arm {arm} missing: candidate-vs-baseline comparison not possible")
+    assert delta is not None
+    if delta.value is None:
+        return na(f"{t.candidate} and {t.baseline} have no step in common")
+    if t.seed_twin not in present:
+        return na(f"arm {t.seed_twin} missing: seed-noise check not possible", delta.value)
+    assert noise is not None
+    if noise.value is None:
+        return na(f"{t.seed_twin} has no step in common with the others", delta.value)
+    if not math.isfinite(noise.value):
+        return na(f"seed-noise delta {t.seed_twin} vs {t.baseline} is not finite", delta.value)
+    threshold = noise.value * t.noise_factor
+    measured = delta.value
+    status = PASS if measured <= threshold else FAIL  # a NaN delta compares False: FAIL
+    detail = (
+        f"mean |EMA delta| {t.candidate} vs {t.baseline} over steps {delta.first}-{delta.last}: "
+        f"{_fmt(measured)}; limit {t.noise_factor:g} x seed noise ({t.seed_twin} vs "
+        f"{t.baseline}, steps {noise.first}-{noise.last}: {_fmt(noise.value)}) = "
+        f"{_fmt(threshold)}"
+    )
+    return Verdict(check, subject, measured, threshold, None, status, detail)
+
+
+def _diverged_verdict(exp: Expectations, present: dict[str, Any]) -> Verdict:
+    arm = exp.training.divergent
+    if arm not in present:
+        detail = f"arm {arm} missing: divergence check not possible"
+        return Verdict("diverged", arm, None, True, None, NA, detail)
+    diverged = present[arm]["diverged"]
+    if diverged is None:
+        detail = "the summary has no 'diverged' flag"
+        return Verdict("diverged", arm, None, True, None, NA, detail)
+    status = PASS if diverged else FAIL
+    detail = "diverged, as expected" if diverged else "did not diverge; it was expected to"
+    return Verdict("diverged", arm, diverged, True, None, status, detail)
+
+
+def _val_loss_verdicts(exp: Expectations, present: dict[str, Any]) -> list[Verdict]:
+    t = exp.training
+    verdicts = []
+    for arm, run in present.items():
+        paper = t.val_loss.get(run["variant"])
+        if paper is None:
+            continue
+        measured = run["val_loss"]
+        if measured is None:
+            verdicts.append(
+                Verdict("val_loss", arm, None, paper, None, NA, "no validation loss in summary")
+            )
+            continue
+        status = within(measured, paper, t.val_loss_tolerance)
+        detail = (
+            f"final validation loss {measured:.4f} vs paper {paper:g} ± {t.val_loss_tolerance:g}"
+        )
+        verdicts.append(
+            Verdict("val_loss", arm, measured, paper, t.val_loss_tolerance, status, detail)
+        )
+    return verdicts
+
+
+def analyze_training(
+    runs: pl.DataFrame, curves: dict[str, pl.DataFrame], exp: Expectations
+) -> TrainingResult:
+    """The script's metrics, the training verdicts and notes on what could not be checked."""
+    present = _runs(runs)
+    if not present:
+        return TrainingResult({}, [], ["no training arms: training analysis skipped"])
+    t = exp.training
+    base, cand, twin, div = t.baseline, t.candidate, t.seed_twin, t.divergent
+    notes = []
+    for arm, consequence in (
+        (base, "candidate-vs-baseline comparison not possible"),
+        (cand, "candidate-vs-baseline comparison not possible"),
+        (twin, "seed-noise check not possible"),
+        (div, "divergence check not possible"),
+    ):
+        if arm not in present:
+            notes.append(f"arm {arm} missing: {consequence}")
+    notes = list(dict.fromkeys(notes))
+
+    gpt: dict[str, Any] = {}
+    delta = noise = None
+    if base in present and cand in present:
+        b = _smoothed(curves, base, t.ema_alpha, "b")
+        pair = _align(b, _smoothed(curves, cand, t.ema_alpha, "c"))
+        delta = _mean_abs_delta(pair, "b", "c")
+        if delta.value is None:
+            notes.append(f"arms {base} and {cand} have no step in common: no EMA comparison")
+        gpt[DELTA_KEY] = _nan_to_none(delta.value)
+        roles = dict.fromkeys((base, cand, twin, div))
+        gpt["final_val_loss"] = {
+            arm: _nan_to_none(present[arm]["val_loss"]) for arm in roles if arm in present
+        }
+        if twin in present:
+            # the script's window: the first min(n, len(twin)) points, i.e. the steps the
+            # three arms have in common
+            triple = _align(pair, _smoothed(curves, twin, t.ema_alpha, "t"))
+            noise = _mean_abs_delta(triple, "b", "t")
+            if noise.value is None and delta.value is not None:
+                notes.append(f"arm {twin} has no step in common with {base} and {cand}")
+            gpt[NOISE_KEY] = _nan_to_none(noise.value)
+        if div in present:
+            gpt[DIVERGED_KEY] = bool(present[div]["diverged"])
+            gpt[FINAL_LOSS_KEY] = _nan_to_none(present[div]["final_loss"])
+    verdicts = [
+        _ema_verdict(exp, present, delta, noise),
+        _diverged_verdict(exp, present),
+        *_val_loss_verdicts(exp, present),
+    ]
+    return TrainingResult(gpt, verdicts, notes)
+
+
+def training_analysis(
+    runs: pl.DataFrame, curves: dict[str, pl.DataFrame], exp: Expectations
+) -> dict[str, Any]:
+    """Exactly the study script's ``gpt_analysis.json`` (NaN as None); ``{}`` without arms.
+
+    As in the script, everything needs both the baseline and the candidate arm.
+    """
+    return analyze_training(runs, curves, exp).gpt
+
+
+def training_verdicts(
+    runs: pl.DataFrame, curves: dict[str, pl.DataFrame], exp: Expectations
+) -> list[Verdict]:
+    """``ema_delta_vs_seed_noise`` (subject: the candidate arm), ``diverged`` (the divergent
+    arm) and ``val_loss`` per arm whose variant has a paper value (the arm); no verdict
+    without any arm."""
+    return analyze_training(runs, curves, exp).verdicts

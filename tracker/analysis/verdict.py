@@ -1,0 +1,29 @@
+"""A verdict: one check of one subject, with what was measured and what was expected."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+PASS, FAIL, NA = "PASS", "FAIL", "N/A"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    check: str  # e.g. "bpp_state", "table4_optim_gib", "ema_delta_vs_seed_noise"
+    subject: str  # e.g. "gpt-124m/flash", "flash_s0"
+    measured: float | bool | str | None
+    expected: float | bool | str | None
+    tolerance: float | None
+    status: str  # PASS, FAIL or N/A
+    detail: str  # one line for people
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def within(measured: float | None, expected: float | None, tolerance: float) -> str:
+    """PASS when |measured - expected| <= tolerance; N/A when either side is missing."""
+    if measured is None or expected is None or measured != measured:
+        return NA if measured is None or expected is None else FAIL
+    return PASS if abs(measured - expected) <= tolerance else FAIL
