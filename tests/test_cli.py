@@ -53,6 +53,7 @@ def test_jobs_in_every_format(two_jobs: Cli) -> None:
     table = two_jobs("jobs").stdout.splitlines()
     assert table[0].split() == [
         "job",
+        "time",
         "ingested_at",
         "probes",
         "failed_probes",
@@ -61,7 +62,7 @@ def test_jobs_in_every_format(two_jobs: Cli) -> None:
         "meta",
         "source",
     ]
-    assert table[2].split()[:1] + table[2].split()[2:7] == [
+    assert table[2].split()[:1] + table[2].split()[3:8] == [
         "job1",
         "25",
         "1",
@@ -72,7 +73,7 @@ def test_jobs_in_every_format(two_jobs: Cli) -> None:
     rows = json.loads(two_jobs("jobs", "--format", "json").stdout)
     assert [(r["job"], r["arms"], r["points"]) for r in rows] == [("job1", 4, 480), ("job2", 1, 60)]
     csv_lines = two_jobs("jobs", "--format", "csv").stdout.splitlines()
-    assert csv_lines[0] == "job,ingested_at,probes,failed_probes,arms,points,meta,source"
+    assert csv_lines[0] == "job,time,ingested_at,probes,failed_probes,arms,points,meta,source"
     assert csv_lines[2].startswith("job2,")
 
 

@@ -221,12 +221,17 @@ def demo(
         Path, typer.Option("--dir", help="Where to write the sample job directories.")
     ] = Path("demo-jobs"),
     steps: Annotated[int, typer.Option(min=10, help="Training steps per sample arm.")] = 2000,
+    out: Annotated[Path, typer.Option("--out", help="Where to write the report.")] = Path("report"),
 ) -> None:
-    """Generate sample jobs, ingest them into the database and print what was done.
+    """Generate sample jobs, ingest them, write the report and print what was done.
 
     Example: tracker demo --steps 5000
     """
-    from tracker.jobdir.sample import write_demo_jobs
+    from sqlalchemy.orm import Session
+
+    from tracker.analysis.expectations import load_expectations
+    from tracker.jobdir.sample import DEMO_META, write_demo_jobs
+    from tracker.report import write_report
     from tracker.store.db import write_session
     from tracker.store.ingest import ingest_job
 
@@ -235,8 +240,231 @@ def demo(
     typer.echo(f"wrote {len(directories)} sample jobs under {directory}/")
     for job_directory in directories:
         with write_session(engine) as session, session.begin():
-            typer.echo(ingest_job(session, job_directory).summary())
+            meta = DEMO_META[job_directory.name]
+            typer.echo(ingest_job(session, job_directory, meta=meta).summary())
     typer.echo(f"database: {_state(ctx).url}")
+    with Session(engine) as session:
+        index = write_report(session, out, load_expectations())
+    typer.echo(f"report: {index.resolve()}")
+
+
+query_app = typer.Typer(
+    no_args_is_help=True, help="Tables across all ingested jobs, for people and scripts."
+)
+app.add_typer(query_app, name="query")
+
+JobFilter = Annotated[list[str] | None, typer.Option("--job", help="Only this job; repeatable.")]
+ModelFilter = Annotated[
+    list[str] | None, typer.Option("--model", help="Only this model; repeatable.")
+]
+VariantFilter = Annotated[
+    list[str] | None, typer.Option("--variant", help="Only this variant; repeatable.")
+]
+WhereFilter = Annotated[
+    list[str] | None,
+    typer.Option("--where", metavar="KEY=VALUE", help="Only jobs with this metadata; repeatable."),
+]
+GroupBy = Annotated[
+    list[str] | None,
+    typer.Option("--group-by", metavar="KEY", help="Add this metadata as a column; repeatable."),
+]
+
+
+def _selection(
+    job: list[str] | None,
+    model: list[str] | None,
+    variant: list[str] | None,
+    where: list[str] | None,
+    group_by: list[str] | None,
+) -> Any:
+    from tracker.queries.selection import Selection
+
+    pairs = []
+    for item in where or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--where")
+        pairs.append((key, value))
+    return Selection(
+        jobs=tuple(job or ()),
+        models=tuple(model or ()),
+        variants=tuple(variant or ()),
+        where=tuple(pairs),
+        group_by=tuple(group_by or ()),
+    )
+
+
+def _read(ctx: typer.Context, query: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run one library query in a read session."""
+    from sqlalchemy.orm import Session
+
+    with Session(_state(ctx).engine()) as session:
+        return query(session, *args, **kwargs)
+
+
+def _print_frame(frame: Any, fmt: Format) -> None:
+    typer.echo(render(frame.to_dicts(), fmt, frame.columns))
+
+
+@query_app.command("probes")
+def query_probes(
+    ctx: typer.Context,
+    job: JobFilter = None,
+    model: ModelFilter = None,
+    variant: VariantFilter = None,
+    where: WhereFilter = None,
+    group_by: GroupBy = None,
+    failed: Annotated[bool, typer.Option("--failed", help="Only failed probes.")] = False,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Memory probes of every job: bytes/param, parameters, peak memory.
+
+    Example: tracker query probes --model gpt-124m --variant flash --format csv
+    """
+    from tracker.queries.tables import probes
+
+    selection = _selection(job, model, variant, where, group_by)
+    _print_frame(_read(ctx, probes, selection, failed=failed), fmt)
+
+
+@query_app.command("runs")
+def query_runs(
+    ctx: typer.Context,
+    job: JobFilter = None,
+    model: ModelFilter = None,
+    variant: VariantFilter = None,
+    where: WhereFilter = None,
+    group_by: GroupBy = None,
+    aggregate_seeds: Annotated[
+        bool, typer.Option("--aggregate-seeds", help="Mean, std and count over seeds.")
+    ] = False,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Training arms of every job: losses, points, divergence.
+
+    Example: tracker query runs --variant ref --aggregate-seeds
+    """
+    from tracker.queries.tables import runs
+
+    selection = _selection(job, model, variant, where, group_by)
+    _print_frame(_read(ctx, runs, selection, aggregate_seeds=aggregate_seeds), fmt)
+
+
+@query_app.command("curve")
+def query_curve(
+    ctx: typer.Context,
+    arm: Annotated[list[str], typer.Option("--arm", help="Arm name, e.g. ref_s0; repeatable.")],
+    job: JobFilter = None,
+    metric: Annotated[str, typer.Option(help="Curve column.")] = "loss",
+    ema: Annotated[
+        float | None,
+        typer.Option(max=1.0, help="Add an EMA column with this alpha (0 < ALPHA <= 1)."),
+    ] = None,
+    every: Annotated[int, typer.Option(min=1, help="Keep every N-th point.")] = 1,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Points of one or more arms' curves.
+
+    Example: tracker query curve --job job2 --arm ref_s0 --ema 0.02 --every 100 --format csv
+    """
+    from tracker.queries.tables import curve
+
+    if ema is not None and ema <= 0:
+        raise typer.BadParameter("must be greater than 0", param_hint="--ema")
+    selection = _selection(job, None, None, None, None)
+    frame = _read(ctx, curve, selection, tuple(arm), metric=metric, ema_alpha=ema, every=every)
+    _print_frame(frame, fmt)
+
+
+@query_app.command("trend")
+def query_trend(
+    ctx: typer.Context,
+    metric: Annotated[str, typer.Option(help="A probe or run field, e.g. bpp_state, val_loss.")],
+    job: JobFilter = None,
+    model: ModelFilter = None,
+    variant: VariantFilter = None,
+    where: WhereFilter = None,
+    group_by: GroupBy = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """One figure of merit across jobs, in job order, with the change from the previous job.
+
+    Example: tracker query trend --metric bpp_state --model gpt-124m --variant flash
+    """
+    from tracker.queries.tables import trend
+
+    selection = _selection(job, model, variant, where, group_by)
+    _print_frame(_read(ctx, trend, selection, metric), fmt)
+
+
+ExpectationsOption = Annotated[
+    Path | None,
+    typer.Option("--expectations", metavar="FILE", help="TOML replacing the packaged one."),
+]
+
+
+@app.command()
+def compare(
+    ctx: typer.Context,
+    job_a: Annotated[str, typer.Argument(help="The earlier job.")],
+    job_b: Annotated[str, typer.Argument(help="The later job.")],
+    expectations: ExpectationsOption = None,
+    fail_on_regression: Annotated[
+        bool,
+        typer.Option(help="Exit with code 3 when a verdict or a bytes/param figure regressed."),
+    ] = False,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Every verdict of two jobs side by side, with deltas and regressions.
+
+    Example: tracker compare job2 job5 --fail-on-regression
+    """
+    from tracker.analysis.expectations import load_expectations
+    from tracker.queries.compare import compare_jobs
+
+    comparison = _read(ctx, compare_jobs, job_a, job_b, load_expectations(expectations))
+    _print_frame(comparison.table, fmt)
+    if fmt is Format.table:
+        typer.echo(f"\n{len(comparison.regressions)} regressions from {job_a} to {job_b}")
+        for line in comparison.regressions:
+            typer.echo(f"  {line}")
+    if fail_on_regression and comparison.regressed:
+        raise typer.Exit(3)
+
+
+@app.command()
+def sql(
+    ctx: typer.Context,
+    statement: Annotated[str, typer.Argument(help="One read-only SQL statement.")],
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Run one read-only SQL statement against the database (writes are refused by it).
+
+    Example: tracker sql "SELECT name, ingested_at FROM job ORDER BY ingested_at"
+    """
+    from tracker.store.readonly import run_readonly_sql
+
+    _state(ctx).engine().dispose()  # the schema checks of every command, before reading
+    result = run_readonly_sql(_state(ctx).url, statement)
+    typer.echo(render(result.as_dicts(), fmt, result.columns))
+
+
+@app.command()
+def report(
+    ctx: typer.Context,
+    job: JobFilter = None,
+    out: Annotated[Path, typer.Option("--out", help="Directory to write.")] = Path("report"),
+    expectations: ExpectationsOption = None,
+) -> None:
+    """Write the offline HTML report: verdicts, the study's numbers and figures per job.
+
+    Example: tracker report --job job2 --out report/
+    """
+    from tracker.analysis.expectations import load_expectations
+    from tracker.report import write_report
+
+    index = _read(ctx, write_report, out, load_expectations(expectations), job or None)
+    typer.echo(f"report: {index.resolve()}")
 
 
 @db_app.command("upgrade")

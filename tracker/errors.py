@@ -68,3 +68,15 @@ class CurveNotFound(TrackerError):
 
 class BadExpectations(TrackerError):
     """{path}: {problem}"""
+
+
+class BadTime(TrackerError):
+    """time {value!r} is not an ISO 8601 date or time (e.g. 2026-11-29T14:00:00Z)"""
+
+
+class UnknownMetric(TrackerError):
+    """unknown metric {metric!r}; choose one of: {known}"""
+
+
+class SqlRefused(TrackerError):
+    """sql: {reason}"""

@@ -357,13 +357,21 @@ def write_sample_job(
     return directory
 
 
+# Metadata the demo gives each job at ingest: when it ran, on what, with which library.
+DEMO_META: dict[str, dict[str, str]] = {
+    "job1": {"time": "2026-10-01T09:00:00Z", "gpu": "A10G", "flashoptim": "0.1.0"},
+    "job2": {"time": "2026-10-15T09:00:00Z", "gpu": "A10G", "flashoptim": "0.1.0"},
+    "job3": {"time": "2026-11-02T09:00:00Z", "gpu": "A10G", "flashoptim": "0.1.1"},
+}
+
+
 def write_demo_jobs(root: Path, steps: int = 2000) -> list[Path]:
     """Write three demo jobs under ``root`` and return their directories in order.
 
     ``job1``: seed 0, all default arms, the default failed probe;
     ``job2``: seed 1, all default arms, no failed probe;
     ``job3``: seed 2, arms ref_s0/flash_s0/ref_s1 only, flash state +0.5 B/param (a
-    simulated library regression).
+    simulated library regression). ``DEMO_META`` holds their ingest metadata.
     """
     root = Path(root)
     return [

@@ -9,24 +9,24 @@ from sqlalchemy.orm import Session
 
 from tracker.errors import JobNotFound
 from tracker.models import Curve, Job, JobMeta, Probe, Run
+from tracker.store.ingest import job_time
 
 Row = dict[str, Any]
 
 
-def _meta_text(session: Session, job_ids: list[int]) -> dict[int, str]:
-    pairs = session.execute(
+def _meta(session: Session, job_ids: list[int]) -> dict[int, dict[str, str]]:
+    meta: dict[int, dict[str, str]] = {}
+    for job_id, key, value in session.execute(
         select(JobMeta.job_id, JobMeta.key, JobMeta.value)
         .where(JobMeta.job_id.in_(job_ids))
         .order_by(JobMeta.job_id, JobMeta.key)
-    )
-    text: dict[int, list[str]] = {}
-    for job_id, key, value in pairs:
-        text.setdefault(job_id, []).append(f"{key}={value}")
-    return {job_id: " ".join(items) for job_id, items in text.items()}
+    ):
+        meta.setdefault(job_id, {})[key] = value
+    return meta
 
 
 def list_jobs(session: Session) -> list[Row]:
-    """One row per job, oldest ingest first, with probe, arm and point counts."""
+    """One row per job in job order (``time`` metadata, else ingest time), with counts."""
     probes = (
         select(
             Probe.job_id,
@@ -61,20 +61,25 @@ def list_jobs(session: Session) -> list[Row]:
         .outerjoin(runs, runs.c.job_id == Job.id)
         .order_by(Job.ingested_at, Job.id)
     ).all()
-    meta = _meta_text(session, [row[0] for row in rows])
-    return [
+    meta = _meta(session, [row[0] for row in rows])
+    listed = [
         {
             "job": name,
+            "time": job_time(meta.get(job_id, {}), ingested_at),
             "ingested_at": ingested_at.isoformat(timespec="seconds"),
             "probes": probes_n,
             "failed_probes": failed,
             "arms": arms,
             "points": points,
-            "meta": meta.get(job_id, ""),
+            "meta": " ".join(f"{k}={v}" for k, v in meta.get(job_id, {}).items()),
             "source": source,
         }
         for job_id, name, ingested_at, probes_n, failed, arms, points, source in rows
     ]
+    listed.sort(key=lambda row: row["time"])
+    for row in listed:
+        row["time"] = row["time"].isoformat(timespec="seconds")
+    return listed
 
 
 def get_job(session: Session, name: str) -> Job:

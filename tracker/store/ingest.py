@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
-from tracker.errors import JobExists
+from tracker.errors import BadTime, JobExists
 from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, read_arm, scan_job
 from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
 from tracker.store.points import write_points
@@ -25,6 +25,23 @@ if TYPE_CHECKING:
     import polars as pl
 
 DEFAULT_ARM_MODEL = "gpt-124m"
+TIME_KEY = "time"  # metadata that orders jobs in queries, instead of the ingest time
+
+
+def parse_time(value: str) -> datetime:
+    """An ISO 8601 time; one without a zone is taken as UTC."""
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise BadTime(value=value) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def job_time(meta: Mapping[str, str], ingested_at: datetime) -> datetime:
+    """When a job ran, for ordering: its ``time`` metadata, else when it was ingested."""
+    if TIME_KEY in meta:
+        return parse_time(meta[TIME_KEY])
+    return ingested_at if ingested_at.tzinfo else ingested_at.replace(tzinfo=UTC)
 
 
 @dataclass
@@ -57,6 +74,9 @@ def ingest_job(
     on_arm: Callable[[ArmFiles], None] | None = None,
 ) -> IngestResult:
     """Store one job directory. ``on_arm`` is told of each arm once it is written."""
+    meta = meta or {}
+    if TIME_KEY in meta:
+        parse_time(meta[TIME_KEY])
     scanned = scan_job(directory, name)
     existing = session.scalars(select(Job).where(Job.name == scanned.name)).one_or_none()
     status = "ingested"
@@ -68,7 +88,7 @@ def ingest_job(
         session.execute(delete(Job).where(Job.id == existing.id))
         session.expunge(existing)
         status = "replaced"
-    job = _insert_job(session, scanned, meta or {})
+    job = _insert_job(session, scanned, meta)
     result = IngestResult(scanned.name, status, skipped=scanned.skipped)
     if scanned.probes:
         session.execute(insert(Probe), [{"job_id": job.id, **p.columns()} for p in scanned.probes])

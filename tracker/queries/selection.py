@@ -1,0 +1,64 @@
+"""Which jobs a query looks at, in which order, and how they are grouped.
+
+Job order: the ``time`` metadata value given at ingest (ISO 8601) when there is one, else the
+ingest time. Metadata filters (``--where k=v``) and groupings (``--group-by k``) act on jobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tracker.models import Job, JobMeta
+from tracker.store.ingest import job_time
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+@dataclass(frozen=True)
+class Selection:
+    jobs: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()
+    where: tuple[tuple[str, str], ...] = ()
+    group_by: tuple[str, ...] = field(default=())
+
+
+def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
+    """``job_id``, ``job``, ``time`` and one column per group-by key, in job order."""
+    import polars as pl
+
+    query = select(Job.id, Job.name, Job.ingested_at)
+    if selection.jobs:
+        query = query.where(Job.name.in_(selection.jobs))
+    jobs = session.execute(query).all()
+    ids = [job_id for job_id, _, _ in jobs]
+    meta: dict[int, dict[str, str]] = {}
+    for job_id, key, value in session.execute(
+        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(ids))
+    ):
+        meta.setdefault(job_id, {})[key] = value
+    rows = []
+    for job_id, name, ingested_at in jobs:
+        own = meta.get(job_id, {})
+        if any(own.get(key) != value for key, value in selection.where):
+            continue
+        rows.append(
+            {
+                "job_id": job_id,
+                "job": name,
+                "time": job_time(own, ingested_at),
+                **{key: own.get(key) for key in selection.group_by},
+            }
+        )
+    schema: dict[str, pl.DataType] = {
+        "job_id": pl.Int64(),
+        "job": pl.String(),
+        "time": pl.Datetime("us", "UTC"),
+        **{key: pl.String() for key in selection.group_by},
+    }
+    return pl.DataFrame(rows, schema=schema).sort("time", "job_id")

@@ -1,0 +1,221 @@
+"""Cross-job tables as polars frames. Probes, runs and trends read summary rows only; curve
+points are read only by ``curve``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import and_, select
+from sqlalchemy.orm import Session
+
+from tracker.errors import UnknownMetric
+from tracker.models import Curve, Probe, Run
+from tracker.queries.selection import Selection, selected_jobs
+from tracker.store.curves import load_curves
+
+if TYPE_CHECKING:
+    import polars as pl
+
+PROBE_METRICS = (
+    "n_params",
+    "bpp_params",
+    "bpp_state",
+    "bpp_grads",
+    "bpp_total",
+    "peak_steady",
+    "peak_bpp",
+)
+RUN_METRICS = ("val_loss", "final_loss", "min_loss", "last_loss", "points")
+
+
+def _filtered(query: Any, entity: Any, selection: Selection, job_ids: list[int]) -> Any:
+    query = query.where(entity.job_id.in_(job_ids))
+    if selection.models:
+        query = query.where(entity.model.in_(selection.models))
+    if selection.variants:
+        query = query.where(entity.variant.in_(selection.variants))
+    return query
+
+
+def _with_jobs(jobs: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
+    """Attach job name, time and group columns, in job order."""
+    import polars as pl
+
+    ordered = jobs.with_row_index("_order")
+    joined = ordered.join(frame, on="job_id", how="inner").drop("job_id")
+    return (
+        joined.sort("_order", maintain_order=True)
+        .drop("_order")
+        .with_columns(pl.col("time").dt.to_string("%Y-%m-%dT%H:%M:%SZ"))
+    )
+
+
+def probes(session: Session, selection: Selection, *, failed: bool = False) -> pl.DataFrame:
+    """One row per (job, model, variant) with bytes/param, parameter count and peak memory."""
+    import polars as pl
+
+    jobs = selected_jobs(session, selection)
+    query = _filtered(
+        select(
+            Probe.job_id,
+            Probe.model,
+            Probe.variant,
+            Probe.n_params,
+            Probe.bpp_params,
+            Probe.bpp_state,
+            Probe.bpp_grads,
+            Probe.bpp_params_state_grads,
+            Probe.peak_steady,
+            Probe.error,
+        ).order_by(Probe.id),
+        Probe,
+        selection,
+        jobs["job_id"].to_list(),
+    )
+    if failed:
+        query = query.where(Probe.n_params.is_(None))
+    frame = pl.DataFrame(
+        session.execute(query).all(),
+        schema={
+            "job_id": pl.Int64,
+            "model": pl.String,
+            "variant": pl.String,
+            "n_params": pl.Int64,
+            "bpp_params": pl.Float64,
+            "bpp_state": pl.Float64,
+            "bpp_grads": pl.Float64,
+            "bpp_total": pl.Float64,
+            "peak_steady": pl.Int64,
+            "error": pl.String,
+        },
+        orient="row",
+    ).with_columns(peak_bpp=pl.col("peak_steady") / pl.col("n_params"))
+    return _with_jobs(jobs, frame).select(
+        "job", "time", *selection.group_by, "model", "variant", *PROBE_METRICS, "error"
+    )
+
+
+def runs(session: Session, selection: Selection, *, aggregate_seeds: bool = False) -> pl.DataFrame:
+    """One row per arm per job; with ``aggregate_seeds`` one per (job, model, variant) with the
+    mean, standard deviation and count over seeds."""
+    import polars as pl
+
+    jobs = selected_jobs(session, selection)
+    query = _filtered(
+        select(
+            Run.job_id,
+            Run.arm,
+            Run.model,
+            Run.variant,
+            Run.seed,
+            Curve.n_points,
+            Run.final_loss,
+            Curve.min_value,
+            Curve.last_value,
+            Run.val_loss,
+            Run.diverged,
+        )
+        .outerjoin(Curve, and_(Curve.run_id == Run.id, Curve.metric == "loss"))
+        .order_by(Run.variant, Run.seed, Run.arm),
+        Run,
+        selection,
+        jobs["job_id"].to_list(),
+    )
+    frame = pl.DataFrame(
+        session.execute(query).all(),
+        schema={
+            "job_id": pl.Int64,
+            "arm": pl.String,
+            "model": pl.String,
+            "variant": pl.String,
+            "seed": pl.Int64,
+            "points": pl.Int64,
+            "final_loss": pl.Float64,
+            "min_loss": pl.Float64,
+            "last_loss": pl.Float64,
+            "val_loss": pl.Float64,
+            "diverged": pl.Boolean,
+        },
+        orient="row",
+    ).with_columns(pl.col("points").fill_null(0))
+    table = _with_jobs(jobs, frame)
+    keys = ["job", "time", *selection.group_by, "model", "variant"]
+    if not aggregate_seeds:
+        return table.select(*keys, "arm", "seed", *RUN_METRICS[:-1], "points", "diverged")
+    metrics = ("val_loss", "final_loss", "min_loss")
+    return table.group_by(keys, maintain_order=True).agg(
+        pl.len().alias("seeds"),
+        *(pl.col(m).mean().alias(f"{m}_mean") for m in metrics),
+        *(pl.col(m).std().alias(f"{m}_std") for m in metrics),
+        pl.col("diverged").any().alias("any_diverged"),
+    )
+
+
+def trend(session: Session, selection: Selection, metric: str) -> pl.DataFrame:
+    """One figure of merit across jobs in job order, with the change from the previous job.
+
+    A probe field gives one series per (model, variant); a run field one per (model, variant)
+    with seeds aggregated (mean, std, count).
+    """
+    import polars as pl
+
+    series = [*selection.group_by, "model", "variant"]
+    if metric in PROBE_METRICS:
+        table = probes(session, selection).filter(pl.col("n_params").is_not_null())
+        table = table.select("job", "time", *series, pl.col(metric).cast(pl.Float64).alias("value"))
+    elif metric in RUN_METRICS:
+        table = (
+            runs(session, selection)
+            .group_by(["job", "time", *series], maintain_order=True)
+            .agg(
+                pl.col(metric).cast(pl.Float64).mean().alias("value"),
+                pl.col(metric).cast(pl.Float64).std().alias("std"),
+                pl.len().alias("seeds"),
+            )
+        )
+    else:
+        raise UnknownMetric(metric=metric, known=", ".join((*PROBE_METRICS, *RUN_METRICS)))
+    return table.with_columns(change=pl.col("value").diff().over(series))
+
+
+def curve(
+    session: Session,
+    selection: Selection,
+    arms: tuple[str, ...],
+    *,
+    metric: str = "loss",
+    ema_alpha: float | None = None,
+    every: int = 1,
+) -> pl.DataFrame:
+    """Points of the chosen arms of the chosen jobs: ``job``, ``arm``, ``step``, ``value``
+    (and ``ema``, smoothed over the full series before thinning to every N-th point)."""
+    import polars as pl
+
+    from tracker.analysis.smoothing import ema
+
+    jobs = selected_jobs(session, selection)
+    query = _filtered(
+        select(Run.job_id, Run.arm, Curve.id)
+        .join(Curve, and_(Curve.run_id == Run.id, Curve.metric == metric))
+        .order_by(Run.arm),
+        Run,
+        selection,
+        jobs["job_id"].to_list(),
+    )
+    if arms:
+        query = query.where(Run.arm.in_(arms))
+    found = pl.DataFrame(
+        session.execute(query).all(),
+        schema={"job_id": pl.Int64, "arm": pl.String, "curve_id": pl.Int64},
+        orient="row",
+    )
+    points = load_curves(session, found["curve_id"].to_list())
+    parts = []
+    for part in points.partition_by("curve_id", maintain_order=True):
+        if ema_alpha is not None:
+            part = part.with_columns(ema=ema(part["value"], ema_alpha))
+        parts.append(part.gather_every(every))
+    empty = points.head(0) if ema_alpha is None else points.head(0).with_columns(ema=pl.lit(0.0))
+    thinned = pl.concat(parts) if parts else empty
+    table = _with_jobs(jobs, found.join(thinned, on="curve_id").drop("curve_id"))
+    return table.drop("time")

@@ -1,0 +1,112 @@
+"""``tracker sql``: one statement, read-only, enforced by the database connection itself.
+
+SQLite: the file is opened read-only (``mode=ro``) and an authorizer allows reading and
+nothing else, so ATTACH, PRAGMA writes and ``load_extension`` are refused by SQLite.
+PostgreSQL: a READ ONLY transaction, a single statement (a prepared statement cannot hold
+two), the privileges of ``pg_read_all_data`` where the server has it, and it is rolled back.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import make_url
+
+from tracker.errors import SqlRefused
+from tracker.store.db import create_tracker_engine, first_line
+
+STATEMENT_TIMEOUT_MS = 60_000
+SQLITE_READS = {
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
+    sqlite3.SQLITE_RECURSIVE,
+}
+SQLITE_REFUSED_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"}
+
+
+@dataclass
+class SqlResult:
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+
+    def as_dicts(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+
+def _sqlite_authorizer(action: int, arg1: str | None, arg2: str | None, *_: object) -> int:
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in SQLITE_REFUSED_FUNCTIONS:
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK if action in SQLITE_READS else sqlite3.SQLITE_DENY
+
+
+def _run_sqlite(database: str, sql: str) -> SqlResult:
+    connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    try:
+        connection.set_authorizer(_sqlite_authorizer)
+        try:
+            cursor = connection.execute(sql)
+            rows = cursor.fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise SqlRefused(reason=_sqlite_reason(exc)) from None
+        return SqlResult([d[0] for d in cursor.description or []], rows)
+    finally:
+        connection.close()
+
+
+def _sqlite_reason(exc: sqlite3.DatabaseError) -> str:
+    message = str(exc)
+    if "one statement at a time" in message:
+        return "give one statement at a time"
+    if message in ("not authorized", "attempt to write a readonly database"):
+        return f"{message}: tracker sql only reads"
+    return message
+
+
+def _run_postgres(url: str, sql: str) -> SqlResult:
+    engine = create_tracker_engine(url)
+    try:
+        with engine.connect() as connection:
+            dbapi = connection.connection.driver_connection
+            assert dbapi is not None
+            with dbapi.cursor() as cursor:  # type: ignore[attr-defined]
+                cursor.execute("BEGIN READ ONLY")
+                cursor.execute(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}")
+                cursor.execute(
+                    "SELECT pg_has_role(current_user, 'pg_read_all_data', 'MEMBER') "
+                    "FROM pg_roles WHERE rolname = 'pg_read_all_data'"
+                )
+                if cursor.fetchone():
+                    cursor.execute("SET LOCAL ROLE pg_read_all_data")
+                try:
+                    cursor.execute(sql, prepare=True)
+                    rows = cursor.fetchall() if cursor.description else []
+                    columns = [d.name for d in cursor.description or []]
+                except Exception as exc:  # the driver's error is the user's message
+                    raise SqlRefused(reason=_postgres_reason(exc)) from None
+                finally:
+                    dbapi.rollback()
+            return SqlResult(columns, rows)
+    finally:
+        engine.dispose()
+
+
+def _postgres_reason(exc: Exception) -> str:
+    reason = first_line(exc)
+    if "read-only transaction" in reason or "permission denied" in reason:
+        return f"{reason}: tracker sql only reads"
+    if "multiple commands" in reason:
+        return "give one statement at a time"
+    return reason
+
+
+def run_readonly_sql(url: str, sql: str) -> SqlResult:
+    """Run one read-only statement against the tracker database at ``url``."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if not parsed.database:
+            raise SqlRefused(reason="an in-memory database has nothing to query")
+        return _run_sqlite(parsed.database, sql)
+    return _run_postgres(url, sql)
