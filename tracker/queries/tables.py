@@ -12,6 +12,7 @@ from tracker.errors import UnknownMetric
 from tracker.models import Curve, Probe, Run
 from tracker.queries.selection import Selection, selected_jobs
 from tracker.store.curves import load_curves
+from tracker.store.ingest import TIME_FORMAT
 
 if TYPE_CHECKING:
     import polars as pl
@@ -46,7 +47,7 @@ def _with_jobs(jobs: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
     return (
         joined.sort("_order", maintain_order=True)
         .drop("_order")
-        .with_columns(pl.col("time").dt.to_string("%Y-%m-%dT%H:%M:%SZ"))
+        .with_columns(pl.col("time").dt.to_string(TIME_FORMAT))
     )
 
 

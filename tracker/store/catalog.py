@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 from sqlalchemy import delete, func, select
@@ -9,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from tracker.errors import JobNotFound
 from tracker.models import Curve, Job, JobMeta, Probe, Run
-from tracker.store.ingest import job_time
+from tracker.store.ingest import TIME_FORMAT, job_time
 
 Row = dict[str, Any]
 
@@ -78,7 +79,7 @@ def list_jobs(session: Session) -> list[Row]:
     ]
     listed.sort(key=lambda row: row["time"])
     for row in listed:
-        row["time"] = row["time"].isoformat(timespec="seconds")
+        row["time"] = row["time"].astimezone(UTC).strftime(TIME_FORMAT)
     return listed
 
 
