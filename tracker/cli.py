@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import sys
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -121,7 +122,7 @@ def ingest(
     Example: tracker ingest downloads/job2 --meta gpu=A10G --meta flashoptim=0.1.4
     """
     from tracker.jobdir.reader import curve_bytes
-    from tracker.store.db import write_session
+    from tracker.store.db import in_write_transaction
     from tracker.store.ingest import ingest_job
 
     if job is not None and len(directories) > 1:
@@ -135,19 +136,20 @@ def ingest(
             bar = stack.enter_context(
                 typer.progressbar(length=total, label="ingesting", file=sys.stderr)
             )
+        on_arm = None if bar is None else lambda arm: bar.update(arm.csv_path.stat().st_size)
         for directory in directories:
-            with write_session(engine) as session, session.begin():
-                result = ingest_job(
-                    session,
-                    directory,
+            result = in_write_transaction(
+                engine,
+                partial(
+                    ingest_job,
+                    directory=directory,
                     name=job,
                     meta=job_meta,
                     replace=replace,
                     arm_model=arm_model,
-                    on_arm=None
-                    if bar is None
-                    else lambda arm: bar.update(arm.csv_path.stat().st_size),
-                )
+                    on_arm=on_arm,
+                ),
+            )
             typer.echo(result.summary())
             if result.skipped:
                 typer.echo(f"  skipped: {', '.join(result.skipped)}")
@@ -207,10 +209,9 @@ def delete(ctx: typer.Context, job: Annotated[str, typer.Argument(help="Job name
     Example: tracker delete job2
     """
     from tracker.store.catalog import delete_job
-    from tracker.store.db import write_session
+    from tracker.store.db import in_write_transaction
 
-    with write_session(_state(ctx).engine()) as session, session.begin():
-        delete_job(session, job)
+    in_write_transaction(_state(ctx).engine(), partial(delete_job, name=job))
     typer.echo(f"deleted {job}")
 
 
@@ -232,16 +233,16 @@ def demo(
     from tracker.analysis.expectations import load_expectations
     from tracker.jobdir.sample import DEMO_META, write_demo_jobs
     from tracker.report import write_report
-    from tracker.store.db import write_session
+    from tracker.store.db import in_write_transaction
     from tracker.store.ingest import ingest_job
 
     engine = _state(ctx).engine()
     directories = write_demo_jobs(directory, steps=steps)
     typer.echo(f"wrote {len(directories)} sample jobs under {directory}/")
     for job_directory in directories:
-        with write_session(engine) as session, session.begin():
-            meta = DEMO_META[job_directory.name]
-            typer.echo(ingest_job(session, job_directory, meta=meta).summary())
+        meta = DEMO_META[job_directory.name]
+        ingest = partial(ingest_job, directory=job_directory, meta=meta)
+        typer.echo(in_write_transaction(engine, ingest).summary())
     typer.echo(f"database: {_state(ctx).url}")
     with Session(engine) as session:
         index = write_report(session, out, load_expectations())
@@ -465,6 +466,25 @@ def report(
 
     index = _read(ctx, write_report, out, load_expectations(expectations), job or None)
     typer.echo(f"report: {index.resolve()}")
+
+
+@db_app.command("copy")
+def db_copy(
+    source: Annotated[str, typer.Argument(metavar="SRC_URL", help="Database to copy from.")],
+    destination: Annotated[str, typer.Argument(metavar="DST_URL", help="Database to copy to.")],
+) -> None:
+    """Copy every job the destination lacks, with all its data, one transaction per job.
+
+    Example: tracker db copy sqlite:///tracker.db postgresql+psycopg://me@dbhost/tracker
+    """
+    from tracker.store.copy import copy_jobs
+    from tracker.store.db import open_database
+
+    copied = 0
+    for outcome in copy_jobs(open_database(source), open_database(destination)):
+        typer.echo(outcome.summary())
+        copied += outcome.status == "copied"
+    typer.echo(f"{copied} jobs copied")
 
 
 @db_app.command("upgrade")

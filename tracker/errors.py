@@ -58,6 +58,10 @@ class OutdatedSchema(TrackerError):
     """database {url} is at schema revision {revision}, older than this tracker's {head}; run `tracker db upgrade`"""
 
 
+class DatabaseBusy(TrackerError):
+    """database {url} stayed locked by other writers for {seconds} s; nothing was written, try again"""
+
+
 class DatabaseUnavailable(TrackerError):
     """cannot use database {url}: {reason}"""
 

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from tracker.errors import JobNotFound
 from tracker.models import Curve, Job, JobMeta, Probe, Run
-from tracker.store.ingest import TIME_FORMAT, job_time
+from tracker.store.ingest import TIME_FORMAT, as_utc, job_time
 
 Row = dict[str, Any]
 
@@ -67,7 +67,7 @@ def list_jobs(session: Session) -> list[Row]:
         {
             "job": name,
             "time": job_time(meta.get(job_id, {}), ingested_at),
-            "ingested_at": ingested_at.isoformat(timespec="seconds"),
+            "ingested_at": as_utc(ingested_at).strftime(TIME_FORMAT),
             "probes": probes_n,
             "failed_probes": failed,
             "arms": arms,

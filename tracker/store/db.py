@@ -7,18 +7,24 @@ the lock up front instead of failing half-way with "database is locked".
 
 from __future__ import annotations
 
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event, inspect
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from tracker.errors import (
+    DatabaseBusy,
     DatabaseUnavailable,
     NotATrackerDatabase,
     OutdatedSchema,
@@ -26,7 +32,10 @@ from tracker.errors import (
 )
 
 SQLITE_BUSY_TIMEOUT_MS = 60_000
+WRITE_PATIENCE_S = 900.0
+SCHEMA_LOCK_ID = 0x7472_6163  # "trac": the advisory lock serialising schema changes
 WRITE = {"tracker_write": True}
+T = TypeVar("T")
 
 
 def _migrations_dir() -> Path:
@@ -84,44 +93,59 @@ def current_revision(connection: Connection) -> str | None:
     return MigrationContext.configure(connection).get_current_revision()
 
 
+@contextmanager
+def _schema_lock(engine: Engine) -> Iterator[Connection]:
+    """A transaction holding the database's write lock (SQLite) or the tracker's advisory lock
+    (PostgreSQL), so that concurrent first uses create the schema exactly once."""
+    with engine.execution_options(**WRITE).begin() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK_ID})")
+        yield connection
+
+
+def _migrate(connection: Connection, action: Callable[[Config, str], None], revision: str) -> None:
+    config = alembic_config()
+    config.attributes["connection"] = connection  # env.py runs inside our transaction
+    action(config, revision)
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    with engine.connect() as connection:
-        config = alembic_config()
-        config.attributes["connection"] = connection
-        command.upgrade(config, revision)
-        connection.commit()
+    with _schema_lock(engine) as connection:
+        _migrate(connection, command.upgrade, revision)
 
 
 def downgrade(engine: Engine, revision: str) -> None:
-    with engine.connect() as connection:
-        config = alembic_config()
-        config.attributes["connection"] = connection
-        command.downgrade(config, revision)
-        connection.commit()
+    with _schema_lock(engine) as connection:
+        _migrate(connection, command.downgrade, revision)
+
+
+def _inspect_schema(connection: Connection, url: str) -> str | None:
+    revision = current_revision(connection)
+    if revision is None and inspect(connection).get_table_names():
+        raise NotATrackerDatabase(url=url)
+    known = {
+        script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()
+    }
+    if revision is not None and revision not in known:
+        raise UnknownRevision(url=url, revision=revision)
+    return revision
 
 
 def check_schema(engine: Engine, *, create: bool = True) -> str | None:
     """Refuse foreign or newer databases; create the schema in an empty one.
 
-    Returns the revision the database is at afterwards.
+    Returns the revision the database is at afterwards (None: empty, not created).
     """
     url = engine.url.render_as_string(hide_password=True)
-    known = {
-        script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()
-    }
     with engine.connect() as connection:
-        revision = current_revision(connection)
-        tables = inspect(connection).get_table_names()
-    if revision is None:
-        if tables:
-            raise NotATrackerDatabase(url=url)
-        if not create:
-            return None
-        upgrade(engine)
-        return head_revision()
-    if revision not in known:
-        raise UnknownRevision(url=url, revision=revision)
-    return revision
+        revision = _inspect_schema(connection, url)
+    if revision is not None or not create:
+        return revision
+    with _schema_lock(engine) as connection:
+        revision = _inspect_schema(connection, url)  # another process may have won the race
+        if revision is None:
+            _migrate(connection, command.upgrade, "head")
+    return head_revision()
 
 
 def open_database(url: str) -> Engine:
@@ -146,9 +170,20 @@ def open_database(url: str) -> Engine:
 
 def _use_wal(engine: Engine) -> None:
     # Persistent in the file, so set once the file is known to be ours, never on a foreign one.
+    # Switching needs the file to itself: processes racing on a new file wait for each other.
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
     connection = engine.raw_connection()
     try:
-        connection.cursor().execute("PRAGMA journal_mode = WAL")
+        cursor = connection.cursor()
+        while cursor.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            try:
+                cursor.execute("PRAGMA journal_mode = WAL")
+            except sqlite3.OperationalError:
+                if time.monotonic() >= deadline:
+                    url = engine.url.render_as_string(hide_password=True)
+                    seconds = round(SQLITE_BUSY_TIMEOUT_MS / 1000)
+                    raise DatabaseBusy(url=url, seconds=seconds) from None
+                time.sleep(0.05 + random.random() * 0.1)
     finally:
         connection.close()
 
@@ -156,3 +191,35 @@ def _use_wal(engine: Engine) -> None:
 def write_session(engine: Engine) -> Session:
     """A session whose transactions take the write lock at BEGIN (SQLite)."""
     return Session(engine.execution_options(**WRITE))
+
+
+def _is_locked(exc: OperationalError) -> bool:
+    return "database is locked" in str(exc.orig) or "database is busy" in str(exc.orig)
+
+
+def in_write_transaction(
+    engine: Engine, work: Callable[[Session], T], *, patience_s: float = WRITE_PATIENCE_S
+) -> T:
+    """Run ``work`` in one write transaction, as the commands' unit of work.
+
+    SQLite writers queue on the lock (busy timeout) and are retried past it until
+    ``patience_s``; a unique-key race lost to a concurrent writer (PostgreSQL) is retried
+    once, so that the loser sees the winner's data and reports it as any later run would.
+    """
+    deadline = time.monotonic() + patience_s
+    raced = False
+    while True:
+        try:
+            with write_session(engine) as session, session.begin():
+                return work(session)
+        except OperationalError as exc:
+            if not _is_locked(exc):
+                raise
+            if time.monotonic() >= deadline:
+                url = engine.url.render_as_string(hide_password=True)
+                raise DatabaseBusy(url=url, seconds=round(patience_s)) from None
+            time.sleep(0.05 + random.random() * 0.2)
+        except IntegrityError:
+            if raced:
+                raise
+            raced = True

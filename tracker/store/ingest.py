@@ -35,14 +35,17 @@ def parse_time(value: str) -> datetime:
         moment = datetime.fromisoformat(value)
     except ValueError:
         raise BadTime(value=value) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return as_utc(moment)
 
 
 def job_time(meta: Mapping[str, str], ingested_at: datetime) -> datetime:
     """When a job ran, for ordering: its ``time`` metadata, else when it was ingested."""
-    if TIME_KEY in meta:
-        return parse_time(meta[TIME_KEY])
-    return ingested_at if ingested_at.tzinfo else ingested_at.replace(tzinfo=UTC)
+    return parse_time(meta[TIME_KEY]) if TIME_KEY in meta else as_utc(ingested_at)
+
+
+def as_utc(moment: datetime) -> datetime:
+    """SQLite hands back stored times without their zone; they were written in UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @dataclass

@@ -1,0 +1,65 @@
+"""Several processes writing to one database at once, on every backend."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session
+
+from tracker.jobdir.sample import write_sample_job
+from tracker.models import Job, Point
+from tracker.store.db import open_database
+
+STEPS = 3000
+
+
+def start_ingest(url: str, directory: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tracker", "--db", url, "ingest", str(directory), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def finish(process: subprocess.Popen[str]) -> tuple[int, str, str]:
+    out, err = process.communicate(timeout=300)
+    return process.returncode, out, err
+
+
+def test_eight_processes_ingest_eight_jobs_into_a_fresh_database(
+    db_url: str, tmp_path: Path
+) -> None:
+    # the database is empty: the processes also race to create the schema
+    jobs = [write_sample_job(tmp_path / f"job{i}", seed=i, steps=STEPS) for i in range(8)]
+    results = [finish(p) for p in [start_ingest(db_url, job) for job in jobs]]
+    for code, out, err in results:
+        assert (code, err) == (0, ""), out + err
+        assert "ingested 25 probes" in out
+    engine: Engine = open_database(db_url)
+    with Session(engine) as session:
+        assert session.scalar(select(func.count()).select_from(Job)) == 8
+        assert session.scalar(select(func.count()).select_from(Point)) == 8 * 4 * 3 * STEPS
+    engine.dispose()
+
+
+def test_two_processes_racing_for_one_job_name_one_wins(db_url: str, tmp_path: Path) -> None:
+    open_database(db_url).dispose()
+    first = write_sample_job(tmp_path / "a", seed=1, steps=STEPS)
+    second = write_sample_job(tmp_path / "b", seed=2, steps=STEPS)
+    racers = [start_ingest(db_url, d, "--job", "contested") for d in (first, second)]
+    results = sorted(finish(p) for p in racers)
+    assert [code for code, _, _ in results] == [0, 1]
+    assert results[0][1].startswith("contested: ingested 25 probes")
+    assert results[1][2] == (
+        "Error: job 'contested' already exists with different content; "
+        "use --replace to swap it\n"
+    )
+    engine = open_database(db_url)
+    with Session(engine) as session:
+        assert session.scalar(select(func.count()).select_from(Job)) == 1
+        assert session.scalar(select(func.count()).select_from(Point)) == 4 * 3 * STEPS
+    engine.dispose()

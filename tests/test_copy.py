@@ -1,0 +1,44 @@
+"""``tracker db copy``: a local SQLite history into another database (PostgreSQL in CI)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from polars.testing import assert_frame_equal
+
+from tests.conftest import Cli
+from tracker import api
+from tracker.jobdir.sample import write_sample_job
+
+
+def test_copy_every_job_then_nothing_the_second_time(db_url: str, tmp_path: Path) -> None:
+    local = Cli(f"sqlite:///{tmp_path / 'local.db'}")
+    local("ingest", str(write_sample_job(tmp_path / "j1", steps=60)), "--meta", "gpu=A10G")
+    local("ingest", str(write_sample_job(tmp_path / "j2", seed=3, steps=30, arms=("ref_s0",))))
+    first = local("db", "copy", local.url, db_url)
+    assert first.stdout.splitlines() == [
+        "j1: copied, 720 points",
+        "j2: copied, 90 points",
+        "2 jobs copied",
+    ]
+    again = local("db", "copy", local.url, db_url)
+    assert again.stdout.splitlines()[-1] == "0 jobs copied"
+    for query in (api.jobs, api.probes, api.runs):
+        assert_frame_equal(
+            query(local.url).drop("ingested_at", "source", strict=False),
+            query(db_url).drop("ingested_at", "source", strict=False),
+        )
+    for arm in ("ref_s0", "linear_s0"):
+        assert_frame_equal(api.curve(arm, local.url), api.curve(arm, db_url))  # NaN, inf too
+
+
+def test_copy_back_and_conflicting_names(db_url: str, tmp_path: Path) -> None:
+    shared = Cli(db_url)
+    shared("ingest", str(write_sample_job(tmp_path / "j1", steps=20)))
+    local = Cli(f"sqlite:///{tmp_path / 'local.db'}")
+    local("ingest", str(write_sample_job(tmp_path / "other" / "j1", seed=9, steps=20)))
+    result = local("db", "copy", db_url, local.url)
+    assert result.stdout.splitlines() == [
+        "j1: skipped, the destination has another job of this name",
+        "0 jobs copied",
+    ]

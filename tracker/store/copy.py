@@ -1,0 +1,86 @@
+"""Copying jobs between tracker databases (a local SQLite history to a team's PostgreSQL).
+
+Each job is read from the source and written to the destination in one destination
+transaction, with every row it owns; points go through the same bulk path as an ingest.
+A job the destination already holds is skipped, so copying twice copies nothing new.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from sqlalchemy import Engine, insert, select
+from sqlalchemy.orm import Session
+
+from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
+from tracker.store.curves import load_curves
+from tracker.store.db import in_write_transaction
+from tracker.store.points import write_points
+
+PROBE_FIELDS = [c.key for c in Probe.__table__.columns if c.key not in ("id", "job_id")]
+RUN_FIELDS = [c.key for c in Run.__table__.columns if c.key not in ("id", "job_id")]
+CURVE_FIELDS = [c.key for c in Curve.__table__.columns if c.key not in ("id", "run_id")]
+
+
+@dataclass
+class CopiedJob:
+    job: str
+    status: str  # "copied", "present" (same content) or "conflict" (same name, other content)
+    points: int = 0
+
+    def summary(self) -> str:
+        if self.status == "copied":
+            return f"{self.job}: copied, {self.points} points"
+        if self.status == "present":
+            return f"{self.job}: already in the destination"
+        return f"{self.job}: skipped, the destination has another job of this name"
+
+
+def _row(obj: Any, fields: list[str]) -> dict[str, Any]:
+    return {field: getattr(obj, field) for field in fields}
+
+
+def _copy_job(source: Session, destination: Session, name: str) -> CopiedJob:
+    job = source.scalars(select(Job).where(Job.name == name)).one()
+    present = destination.scalars(select(Job).where(Job.name == name)).one_or_none()
+    if present is not None:
+        status = "present" if present.content_digest == job.content_digest else "conflict"
+        return CopiedJob(name, status)
+    copy = Job(
+        name=job.name,
+        source_path=job.source_path,
+        ingested_at=job.ingested_at,
+        content_digest=job.content_digest,
+        meta=[JobMeta(key=m.key, value=m.value) for m in job.meta],
+        files=[SourceFile(path=f.path, sha256=f.sha256, size=f.size) for f in job.files],
+    )
+    destination.add(copy)
+    destination.flush()
+    probes = [{"job_id": copy.id, **_row(p, PROBE_FIELDS)} for p in job.probes]
+    if probes:
+        destination.execute(insert(Probe), probes)
+    points = 0
+    for run in job.runs:
+        run_id = destination.execute(
+            insert(Run).returning(Run.id), {"job_id": copy.id, **_row(run, RUN_FIELDS)}
+        ).scalar_one()
+        for curve in run.curves:
+            curve_id = destination.execute(
+                insert(Curve).returning(Curve.id), {"run_id": run_id, **_row(curve, CURVE_FIELDS)}
+            ).scalar_one()
+            values = load_curves(source, [curve.id]).drop("curve_id")
+            write_points(destination.connection(), curve_id, values)
+            points += values.height
+    return CopiedJob(name, "copied", points)
+
+
+def copy_jobs(source: Engine, destination: Engine) -> Iterator[CopiedJob]:
+    """Copy every job of ``source`` that ``destination`` lacks, one transaction per job,
+    yielding each job's outcome as soon as it is committed."""
+    with Session(source) as reader:
+        names = list(reader.scalars(select(Job.name).order_by(Job.ingested_at, Job.id)))
+        for name in names:
+            yield in_write_transaction(destination, partial(_copy_job, reader, name=name))
