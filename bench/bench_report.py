@@ -1,0 +1,148 @@
+"""Benchmark: `tracker report` against the study's reference script, same job, same run.
+
+Generates a sample job of 4 arms x 100,000 steps (plus the memory probes), ingests it into
+a temporary SQLite database, then times, best of 3 each:
+
+  (a) the tracker's report of that job: the library's ``write_report`` in this process
+      (imports already paid), and ``python -m tracker report --job NAME --out DIR`` in a
+      fresh process when the CLI has that command (imports included);
+  (b) the reference ``python analyze_job2.py JOB_DIR`` in a temporary working directory
+      (a fresh process: its imports are included, as they always are for a script).
+
+and compares the HTML written for the job (the report's per-job pages, plotly.min.js
+excluded, against the reference's two figure files). Targets: >= 3x faster, >= 5x smaller.
+
+Usage: python bench/bench_report.py [--reference PATH] [--steps N] [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy.orm import Session
+
+from tracker.analysis.expectations import load_expectations
+from tracker.jobdir.sample import write_sample_job
+from tracker.report import write_report
+from tracker.store.db import open_database, write_session
+from tracker.store.ingest import ingest_job
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_REFERENCE = REPO.parent / "shared" / "reference" / "analyze_job2.py"
+JOB = "job2"
+SPEED_TARGET, SIZE_TARGET = 3.0, 5.0
+
+
+def best_of(repeat: int, run: Callable[[int], None]) -> float:
+    times = []
+    for i in range(repeat):
+        start = time.perf_counter()
+        run(i)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def html_bytes(directory: Path) -> int:
+    return sum(p.stat().st_size for p in directory.glob("*.html"))
+
+
+def mb(n: int) -> str:
+    return f"{n / 1e6:.2f} MB"
+
+
+def cli_has_report() -> bool:
+    probe = subprocess.run(
+        [sys.executable, "-m", "tracker", "report", "--help"],
+        capture_output=True,
+        cwd=REPO,
+    )
+    return probe.returncode == 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reference", type=Path, default=DEFAULT_REFERENCE)
+    parser.add_argument("--steps", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    reference = args.reference.resolve()
+    if not reference.is_file():
+        print(f"reference script not found: {reference} (pass --reference PATH)")
+        return 2
+
+    with tempfile.TemporaryDirectory(prefix="bench_report_") as tmp_name:
+        tmp = Path(tmp_name)
+        start = time.perf_counter()
+        job_dir = write_sample_job(tmp / JOB, steps=args.steps)
+        url = f"sqlite:///{tmp / 'bench.db'}"
+        engine = open_database(url)
+        with write_session(engine) as session, session.begin():
+            ingested = ingest_job(session, job_dir)
+        print(f"job: {ingested.summary()} ({time.perf_counter() - start:.1f} s to make)")
+        exp = load_expectations()
+
+        def library(i: int) -> None:
+            with Session(engine) as session:
+                write_report(session, tmp / f"lib{i}", exp, [JOB])
+
+        def cli(i: int) -> None:
+            command = [sys.executable, "-m", "tracker", "--db", url, "report"]
+            command += ["--job", JOB, "--out", str(tmp / f"cli{i}")]
+            subprocess.run(command, check=True, capture_output=True, cwd=REPO)
+
+        def script(i: int) -> None:
+            cwd = tmp / f"ref{i}"
+            cwd.mkdir()
+            subprocess.run(
+                [sys.executable, str(reference), str(job_dir)],
+                check=True,
+                cwd=cwd,
+                stdout=subprocess.DEVNULL,
+            )
+
+        t_ref = best_of(args.repeat, script)
+        t_lib = best_of(args.repeat, library)
+        t_cli = best_of(args.repeat, cli) if cli_has_report() else None
+
+        ref_out = tmp / "ref0" / "repro_flashoptim" / "outputs" / "job2"
+        ref_size = html_bytes(ref_out)
+        report_size = html_bytes(tmp / "lib0" / JOB)
+        index_size = (tmp / "lib0" / "index.html").stat().st_size
+        plotly_size = (tmp / "lib0" / "plotly.min.js").stat().st_size
+        engine.dispose()
+
+    speed = t_ref / t_lib
+    size = ref_size / report_size
+    print(f"best of {args.repeat}, {args.steps:,} steps x 4 arms")
+    print(f"  reference script (fresh process)      {t_ref:7.3f} s")
+    print(f"  tracker write_report (library)        {t_lib:7.3f} s   {speed:5.1f}x faster")
+    if t_cli is not None:
+        print(
+            f"  tracker report (CLI, fresh process)   {t_cli:7.3f} s   {t_ref / t_cli:5.1f}x faster"
+        )
+    else:
+        print("  tracker report (CLI): no `report` command in this tracker yet, not timed")
+    print("HTML for the job")
+    print(f"  reference: mem_scaling.html + gpt_trajectories.html   {mb(ref_size)}")
+    print(f"  tracker:   {JOB}/*.html (4 pages)                      {mb(report_size)}")
+    print(f"  size ratio {size:.1f}x smaller")
+    print(
+        f"  (not counted: index.html {mb(index_size)}, plotly.min.js {mb(plotly_size)}, "
+        "written once per report)"
+    )
+    ok_speed, ok_size = speed >= SPEED_TARGET, size >= SIZE_TARGET
+    print(
+        f"targets: speed >= {SPEED_TARGET:g}x {'met' if ok_speed else 'MISSED'} ({speed:.1f}x), "
+        f"size >= {SIZE_TARGET:g}x {'met' if ok_size else 'MISSED'} ({size:.1f}x)"
+    )
+    return 0 if ok_speed and ok_size else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,385 @@
+"""The offline HTML report (tracker.report) and its figures (tracker.figures)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from plotly.offline import get_plotlyjs
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from tests.conftest import Cli
+from tracker.analysis.expectations import load_expectations
+from tracker.analysis.job import analyze_job
+from tracker.analysis.smoothing import ema
+from tracker.errors import JobNotFound
+from tracker.figures import memory_scaling, table4, training_trajectories
+from tracker.figures.downsample import DEFAULT_MAX_POINTS, downsample, minmax_indices
+from tracker.jobdir.sample import write_sample_job
+from tracker.report import generate_report, write_report
+from tracker.store.jobdata import load_job_data
+
+STEPS = 300
+JOB_FILES = (
+    "index.html",
+    "mem_analysis.json",
+    "gpt_analysis.json",
+    "verdicts.json",
+    "mem_scaling.html",
+    "gpt_trajectories.html",
+    "table4.html",
+)
+EVIL = "<script>alert(1)</script>"
+SCRIPT_SRC = re.compile(r"<script\b[^>]*\bsrc\s*=\s*[\"']?([^\"' >]+)", re.IGNORECASE)
+
+
+@pytest.fixture(scope="module")
+def exp():  # type: ignore[no-untyped-def]
+    return load_expectations()
+
+
+def strict_json(text: str) -> object:
+    def refuse(token: str) -> None:
+        raise ValueError(f"non-standard JSON token {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def html_files(root: Path) -> list[Path]:
+    return sorted(root.rglob("*.html"))
+
+
+def report(engine: Engine, out: Path, exp, jobs=None):  # type: ignore[no-untyped-def]
+    with Session(engine) as session:
+        return generate_report(session, out, exp, jobs)
+
+
+def evil_job(directory: Path) -> Path:
+    """A sample job whose model, variant and error texts are HTML/JS injections."""
+    write_sample_job(directory, steps=100)
+    path = directory / "mem_sweep.json"
+    records = json.loads(path.read_text())
+    for record in records:
+        if record["model"] == "gpt-30m":
+            record["model"] = f"gpt-{EVIL}\"'&"
+        if record["model"] == "gpt-82m" and record["variant"] == "quant_only":
+            record["variant"] = f"{EVIL}'\""
+        if "error" in record:
+            record["error"] = f'{EVIL} <img src=x onerror="alert(2)">'
+    path.write_text(json.dumps(records))
+    return directory
+
+
+# -- downsampling ----------------------------------------------------------------------
+
+
+def test_downsample_keeps_short_series_whole() -> None:
+    y = np.array([3.0, 1.0, 2.0])
+    assert minmax_indices(y, 10).tolist() == [0, 1, 2]
+    x, ys = downsample(np.array([5, 6, 7]), y, 10)
+    assert x.tolist() == [5, 6, 7] and ys.tolist() == [3.0, 1.0, 2.0]
+
+
+def test_downsample_bound_extremes_ends_and_gaps() -> None:
+    rng = np.random.default_rng(0)
+    y = rng.standard_normal(100_000)
+    y[123] = 50.0
+    y[77_777] = -50.0
+    y[40_000:40_010] = np.nan
+    y[60_000] = np.inf
+    original = y.copy()
+    keep = minmax_indices(y, 2000)
+    assert len(keep) <= 2000
+    assert np.all(np.diff(keep) > 0)  # sorted, unique
+    assert {0, 99_999, 123, 77_777, 40_000, 60_000} <= set(keep.tolist())
+    np.testing.assert_array_equal(y, original)  # pure
+
+
+def test_downsample_rejects_mismatched_shapes() -> None:
+    with pytest.raises(ValueError):
+        downsample(np.arange(3), np.arange(4.0))
+    with pytest.raises(ValueError):
+        minmax_indices(np.arange(10.0), 2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(
+        st.floats(allow_nan=True, allow_infinity=True, width=64), min_size=0, max_size=400
+    ),
+    max_points=st.integers(min_value=5, max_value=60),
+)
+def test_downsample_properties(values: list[float], max_points: int) -> None:
+    y = np.array(values, dtype=np.float64)
+    keep = minmax_indices(y, max_points)
+    assert len(keep) <= min(max_points, len(y))
+    if len(y) == 0:
+        return
+    assert keep[0] == 0 and keep[-1] == len(y) - 1
+    finite = np.isfinite(y)
+    if finite.any():
+        kept = y[keep][np.isfinite(y[keep])]
+        assert kept.min() == y[finite].min() and kept.max() == y[finite].max()
+    if (~finite).any():
+        assert (~np.isfinite(y[keep])).any()  # a gap stays a gap
+
+
+# -- figures ---------------------------------------------------------------------------
+
+
+def test_figures_follow_the_script(cli: Cli, engine: Engine, tmp_path: Path, exp) -> None:  # type: ignore[no-untyped-def]
+    cli("ingest", str(write_sample_job(tmp_path / "job2", steps=STEPS)))
+    with Session(engine) as session:
+        data = load_job_data(session, "job2")
+    analysis = analyze_job(data, exp)
+
+    mem = memory_scaling(data.probes, exp, gpu="A10G")
+    assert [t.name for t in mem.data] == ["ref", "flash", "flash_gr", "split_only", "quant_only"]
+    assert [t.line.color for t in mem.data] == [
+        "#2a78d6",
+        "#008300",
+        "#1baf7a",
+        "#e87ba4",
+        "#eda100",
+    ]
+    assert sorted(s.y0 for s in mem.layout.shapes) == [5.125, 7.125, 16.0]
+    assert mem.layout.xaxis.type == "log"
+    assert "A10G" in mem.layout.title.text
+    assert len(mem.data[0].x) == 3  # gpt-355m/ref failed: not drawn, listed under the plot
+    assert any("failed probe" in a.text for a in mem.layout.annotations)
+
+    traj = training_trajectories(data.curves, exp)
+    names = [(t.name, t.xaxis, t.showlegend) for t in traj.data]
+    assert names == [
+        ("AdamW (ref, seed0)", "x", True),
+        ("FlashAdamW (seed0)", "x", True),
+        ("AdamW (ref, seed1)", "x", True),
+        ("Linear-quant FlashAdamW", "x2", True),
+        ("AdamW raw (ref)", "x2", False),
+    ]
+    # left: EMA of the whole series; right: raw loss, non-finite values drawn as gaps
+    smoothed = ema(data.curves["ref_s0"].get_column("value"), exp.training.ema_alpha)
+    np.testing.assert_allclose(np.asarray(traj.data[0].y), smoothed.to_numpy())
+    raw = np.asarray(traj.data[3].y, dtype=float)
+    assert np.isnan(raw).any() and not np.isinf(raw).any()
+    assert traj.layout.yaxis2.type == "log"
+    assert any("all 1,500 points drawn" in a.text for a in traj.layout.annotations)
+
+    t4 = table4(analysis.verdicts)
+    assert len(t4.data) == 4
+    assert list(t4.data[0].x) == ["ref", "flash", "split_only", "quant_only"]
+    assert list(t4.data[1].y) == [29.9, 15.0, 15.0, 29.9]
+
+
+def test_figures_say_when_they_have_nothing(exp) -> None:  # type: ignore[no-untyped-def]
+    empty_probes = pl.DataFrame(
+        schema={"model": pl.String, "variant": pl.String, "n_params": pl.Int64}
+    )
+    for fig in (memory_scaling(empty_probes, exp), training_trajectories({}, exp), table4([])):
+        assert len(fig.data) == 0
+        assert fig.layout.annotations and fig.layout.annotations[0].text.startswith("no ")
+
+
+def test_trajectories_without_divergence_arm_is_one_panel(exp) -> None:  # type: ignore[no-untyped-def]
+    curve = pl.DataFrame({"step": np.arange(50), "value": np.linspace(5.0, 3.0, 50)})
+    fig = training_trajectories({"ref_s0": curve, "quant_only_s2": curve}, exp)
+    assert [t.name for t in fig.data] == ["AdamW (ref, seed0)", "Optimizer quant only (seed2)"]
+    assert fig.data[1].line.dash == "dash"
+    assert {t.xaxis for t in fig.data} == {"x"}
+
+
+def test_trajectories_downsample_after_smoothing(exp) -> None:  # type: ignore[no-untyped-def]
+    n = 50_000
+    rng = np.random.default_rng(1)
+    values = 3.0 + rng.standard_normal(n)
+    curve = pl.DataFrame({"step": np.arange(n), "value": values})
+    fig = training_trajectories({"ref_s0": curve, "linear_s0": curve}, exp)
+    full = ema(curve.get_column("value"), exp.training.ema_alpha).to_numpy()
+    for trace in fig.data:
+        assert len(trace.x) <= DEFAULT_MAX_POINTS
+    left = fig.data[0]
+    np.testing.assert_allclose(np.asarray(left.y), full[np.asarray(left.x)])
+    assert any("points" in a.text and "use all points" in a.text for a in fig.layout.annotations)
+
+
+# -- the report ------------------------------------------------------------------------
+
+
+def test_report_writes_every_file_offline(
+    cli: Cli,
+    engine: Engine,
+    tmp_path: Path,
+    exp,  # type: ignore[no-untyped-def]
+) -> None:
+    cli("ingest", str(write_sample_job(tmp_path / "job1", steps=STEPS)), "--meta", "gpu=A10G")
+    cli(
+        "ingest",
+        str(write_sample_job(tmp_path / "job2", seed=5, steps=STEPS, flash_state_shift=0.5)),
+    )
+    out = tmp_path / "report"
+    result = report(engine, out, exp)
+    assert result.index == out / "index.html"
+    assert [j.job for j in result.jobs] == ["job1", "job2"]  # ingest order
+
+    for job in ("job1", "job2"):
+        for name in JOB_FILES:
+            assert (out / job / name).is_file(), f"{job}/{name}"
+        for name in ("mem_analysis.json", "gpt_analysis.json", "verdicts.json"):
+            text = (out / job / name).read_text()
+            assert "NaN" not in text and "Infinity" not in text
+            strict_json(text)
+        verdicts = strict_json((out / job / "verdicts.json").read_text())
+        assert isinstance(verdicts, list) and verdicts
+        assert set(verdicts[0]) == {
+            "check",
+            "subject",
+            "measured",
+            "expected",
+            "tolerance",
+            "status",
+            "detail",
+        }
+        counts = next(j.counts for j in result.jobs if j.job == job)
+        assert counts == {
+            s: sum(v["status"] == s for v in verdicts) for s in ("PASS", "FAIL", "N/A")
+        }
+    gpt = strict_json((out / "job1" / "gpt_analysis.json").read_text())
+    assert isinstance(gpt, dict) and gpt["linear_final_loss"] is None  # NaN -> null
+
+    # plotly.js written once, at the top, and linked relatively by every page
+    assert [p.relative_to(out) for p in out.rglob("plotly*.js")] == [Path("plotly.min.js")]
+    assert (out / "plotly.min.js").read_text() == get_plotlyjs()
+    pages = html_files(out)
+    assert len(pages) == 1 + 2 * 4
+    for page in pages:
+        text = page.read_text()
+        assert "cdn.plot.ly" not in text and "https://" not in text, page
+        sources = SCRIPT_SRC.findall(text)
+        expected = "plotly.min.js" if page.parent == out else "../plotly.min.js"
+        assert sources == [expected], page
+        assert (page.parent / expected).resolve() == (out / "plotly.min.js").resolve()
+    index = (out / "index.html").read_text()
+    assert 'href="job1/index.html"' in index and 'href="job2/index.html"' in index
+    assert index.count('class="plot"') == 6  # three figures per job
+    assert 'class="badge fail"' in index and 'class="badge pass"' in index
+    assert "A10G" in (out / "job1" / "index.html").read_text()
+
+    # a second run rewrites the pages but keeps one plotly.min.js
+    again = report(engine, out, exp, ["job2"])
+    assert [j.job for j in again.jobs] == ["job2"]
+    assert [p.relative_to(out) for p in out.rglob("plotly*.js")] == [Path("plotly.min.js")]
+
+
+def test_report_escapes_database_text(cli: Cli, engine: Engine, tmp_path: Path, exp) -> None:  # type: ignore[no-untyped-def]
+    cli(
+        "ingest",
+        str(evil_job(tmp_path / "evil")),
+        "--meta",
+        f"note={EVIL}\"'",
+        "--meta",
+        "gpu=<b>A10G</b>",
+    )
+    out = tmp_path / "report"
+    report(engine, out, exp)
+    pages = html_files(out)
+    assert pages
+    for page in pages:
+        text = page.read_text()
+        assert "<script>alert" not in text.lower(), page
+        assert "<img" not in text.lower() and "<b>A10G" not in text, page
+    job_page = (out / "evil" / "index.html").read_text()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#x27;" in job_page  # the meta value
+    assert "gpt-&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#x27;&amp;" in job_page  # a subject
+    assert "&lt;img src=x onerror=&quot;alert(2)&quot;&gt;" in job_page  # the probe error
+    # plotly labels: entities, which plotly.js draws as the literal text (see the browser test)
+    assert '"name":"&lt;script&gt;alert(1)&lt;\\u002fscript&gt;\'\\""' in job_page
+
+
+def test_report_of_partial_jobs_renders_what_it_can(
+    cli: Cli,
+    engine: Engine,
+    tmp_path: Path,
+    exp,  # type: ignore[no-untyped-def]
+) -> None:
+    cli("ingest", str(write_sample_job(tmp_path / "probes", steps=STEPS, arms=())))
+    cli("ingest", str(write_sample_job(tmp_path / "arms", steps=STEPS, probes=False)))
+    out = tmp_path / "report"
+    report(engine, out, exp)
+    for job in ("probes", "arms"):
+        for name in JOB_FILES:
+            assert (out / job / name).is_file()
+    probes = (out / "probes" / "index.html").read_text()
+    assert "no training arms in this job" in probes
+    assert probes.count('class="plot"') == 2 and probes.count('class="empty"') == 1
+    assert 'class="empty"' in (out / "probes" / "gpt_trajectories.html").read_text()
+    assert strict_json((out / "probes" / "gpt_analysis.json").read_text()) == {}
+    arms = (out / "arms" / "index.html").read_text()
+    assert "no memory probes in this job" in arms
+    assert arms.count('class="plot"') == 1 and arms.count('class="empty"') == 2
+    assert strict_json((out / "arms" / "mem_analysis.json").read_text()) == {}
+    index = (out / "index.html").read_text()
+    assert index.count('class="plot"') == 3 and index.count('class="empty"') == 3
+
+
+def test_report_of_an_empty_database(engine: Engine, tmp_path: Path, exp) -> None:  # type: ignore[no-untyped-def]
+    result = report(engine, tmp_path / "report", exp)
+    assert result.jobs == []
+    assert "No jobs in the database" in result.index.read_text()
+
+
+def test_unknown_job_raises_before_writing(
+    cli: Cli,
+    engine: Engine,
+    tmp_path: Path,
+    exp,  # type: ignore[no-untyped-def]
+) -> None:
+    cli("ingest", str(write_sample_job(tmp_path / "job1", steps=50)))
+    out = tmp_path / "report"
+    with Session(engine) as session, pytest.raises(JobNotFound, match="'nope'"):
+        write_report(session, out, exp, ["job1", "nope"])
+    assert not out.exists()
+
+
+def test_job_names_never_clobber_the_index(
+    cli: Cli,
+    engine: Engine,
+    tmp_path: Path,
+    exp,  # type: ignore[no-untyped-def]
+) -> None:
+    job = write_sample_job(tmp_path / "src", steps=50, arms=())
+    cli("ingest", str(job), "--job", "index.html")
+    cli("ingest", str(job), "--job", "plotly.min.js")
+    out = tmp_path / "report"
+    result = report(engine, out, exp)
+    assert (out / "index.html").is_file() and (out / "plotly.min.js").is_file()
+    assert [j.page.parent.name for j in result.jobs] == ["index.html+2", "plotly.min.js+2"]
+    assert 'href="index.html%2B2/index.html"' in (out / "index.html").read_text()
+
+
+def test_report_size_is_bounded_for_long_curves(
+    cli: Cli,
+    engine: Engine,
+    tmp_path: Path,
+    exp,  # type: ignore[no-untyped-def]
+) -> None:
+    cli("ingest", str(write_sample_job(tmp_path / "long", steps=100_000)))
+    out = tmp_path / "report"
+    start = time.perf_counter()
+    report(engine, out, exp)
+    elapsed = time.perf_counter() - start
+    size = sum(p.stat().st_size for p in (out / "long").iterdir())
+    assert size < 5 * 2**20, f"{size / 2**20:.1f} MB"
+    assert elapsed < 15, f"report took {elapsed:.1f} s"
+    page = (out / "long" / "gpt_trajectories.html").read_text()
+    match = re.search(r"drawn from ([\d,]+) of ([\d,]+) points", page)
+    assert match is not None
+    drawn, total = (int(g.replace(",", "")) for g in match.groups())
+    assert total == 5 * 100_000 and drawn <= 5 * DEFAULT_MAX_POINTS

@@ -1,0 +1,173 @@
+"""The report in a real browser: Debian's chromium, offline, via file:// (Playwright)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from tests.conftest import Cli, require
+from tracker.analysis.expectations import load_expectations
+from tracker.jobdir.sample import write_sample_job
+from tracker.report import write_report
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+EVIL = "<script>alert(1)</script>"
+# traces per drawn figure, in page order (mem_scaling, gpt_trajectories, table4)
+TRACES = {
+    "job1": [5, 5, 4],
+    "evil": [6, 5, 4],  # one more variant: the injected one
+    "probes": [5, 4],  # no training arms: no trajectories figure
+}
+
+
+def _evil_job(directory: Path) -> Path:
+    write_sample_job(directory, steps=150)
+    path = directory / "mem_sweep.json"
+    records = json.loads(path.read_text())
+    for record in records:
+        if record["model"] == "gpt-82m" and record["variant"] == "quant_only":
+            record["variant"] = EVIL
+        if "error" in record:
+            record["error"] = f'{EVIL} <img src=x onerror="alert(2)">'
+    path.write_text(json.dumps(records))
+    return directory
+
+
+@pytest.fixture
+def report_dir(cli: Cli, engine: Engine, tmp_path: Path) -> Path:
+    # a regressed flash optimizer state guarantees FAIL verdicts next to PASS ones
+    job1 = write_sample_job(tmp_path / "job1", seed=5, steps=200, flash_state_shift=0.5)
+    cli("ingest", str(job1), "--meta", "gpu=A10G")
+    cli("ingest", str(_evil_job(tmp_path / "evil")), "--meta", f"note={EVIL}")
+    cli("ingest", str(write_sample_job(tmp_path / "probes", steps=50, arms=())))
+    out = tmp_path / "report"
+    with Session(engine) as session:
+        write_report(session, out, load_expectations())
+    return out
+
+
+@dataclass
+class Watch:
+    """Everything a page did that it should not have."""
+
+    network: list[str] = field(default_factory=list)
+    console: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+    def problems(self) -> dict[str, list[str]]:
+        return {k: v for k, v in vars(self).items() if v}
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    require(
+        importlib.util.find_spec("playwright") is not None,
+        "the playwright Python package is not installed",
+    )
+    require(CHROMIUM.is_file(), f"{CHROMIUM} is missing (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def open_page(browser: Any, path: Path, watch: Watch, figures: int) -> Any:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+
+    def route(request_route: Any) -> None:
+        url = request_route.request.url
+        if url.startswith(("file://", "data:", "blob:")):
+            request_route.continue_()
+        else:
+            watch.network.append(url)
+            request_route.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on(
+        "console",
+        lambda msg: watch.console.append(msg.text) if msg.type in ("error", "warning") else None,
+    )
+    page.on("pageerror", lambda exc: watch.errors.append(str(exc)))
+
+    def dialog(d: Any) -> None:
+        watch.dialogs.append(d.message)
+        d.dismiss()
+
+    page.on("dialog", dialog)
+    page.goto(path.as_uri(), wait_until="load")
+    page.wait_for_function(
+        f"document.querySelectorAll('.js-plotly-plot').length >= {figures}", timeout=20_000
+    )
+    page.wait_for_timeout(300)  # let any late error surface
+    return page
+
+
+def traces(page: Any) -> list[int]:
+    counts: list[int] = page.evaluate(
+        "Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => el.data.length)"
+    )
+    return counts
+
+
+def assert_verdicts_visible(page: Any) -> None:
+    assert page.locator("tr.pass span.badge.pass").first.is_visible()
+    assert page.locator("tr.fail span.badge.fail").first.is_visible()
+    assert page.locator(".chip.fail").first.is_visible()
+
+
+def test_index_renders_offline(browser: Any, report_dir: Path) -> None:
+    watch = Watch()
+    expected = [n for job in ("job1", "evil", "probes") for n in TRACES[job]]
+    page = open_page(browser, report_dir / "index.html", watch, len(expected))
+    assert traces(page) == expected
+    assert_verdicts_visible(page)
+    # the injected variant name is shown literally in the verdict table and in the legend
+    assert page.get_by_text(EVIL, exact=False).first.is_visible()
+    legend = page.evaluate(
+        "Array.from(document.querySelectorAll('.legendtext')).map(e => e.textContent)"
+    )
+    assert EVIL in legend
+    assert page.evaluate("document.querySelectorAll('img').length") == 0
+    assert watch.problems() == {}
+
+
+def test_job_page_renders_offline(browser: Any, report_dir: Path) -> None:
+    watch = Watch()
+    page = open_page(browser, report_dir / "evil" / "index.html", watch, 3)
+    assert traces(page) == TRACES["evil"]
+    assert_verdicts_visible(page)
+    assert page.get_by_text(EVIL, exact=False).first.is_visible()
+    assert page.get_by_text('<img src=x onerror="alert(2)">', exact=False).first.is_visible()
+    assert watch.problems() == {}
+
+
+def test_figure_pages_render_offline(browser: Any, report_dir: Path) -> None:
+    for name, count in zip(
+        ("mem_scaling", "gpt_trajectories", "table4"), TRACES["job1"], strict=True
+    ):
+        watch = Watch()
+        page = open_page(browser, report_dir / "job1" / f"{name}.html", watch, 1)
+        assert traces(page) == [count], name
+        assert watch.problems() == {}, name

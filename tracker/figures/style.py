@@ -1,0 +1,244 @@
+"""Colours, labels and layout shared by the report's figures (those of the study's script)."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+import plotly.graph_objects as go
+
+INK, MUTED, GRID, SURF = "#0b0b0b", "#898781", "#e1e0d9", "#fcfcfb"
+FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
+
+# The study's colour per variant, in the study's order.
+COLORS: dict[str, str] = {
+    "ref": "#2a78d6",
+    "flash": "#008300",
+    "flash_gr": "#1baf7a",
+    "split_only": "#e87ba4",
+    "quant_only": "#eda100",
+    "linear": "#e34948",
+}
+# Colours for variants the study did not know, assigned in order of appearance.
+FALLBACK_COLORS: tuple[str, ...] = (
+    "#7b4fc9",
+    "#00a3b4",
+    "#b3591f",
+    "#5c6f82",
+    "#c23b8f",
+    "#6b8e23",
+    "#3d4fb8",
+    "#a88b00",
+)
+
+# The study's labels and colours of its four training arms.
+ARM_STYLES: dict[str, tuple[str, str]] = {
+    "ref_s0": ("AdamW (ref, seed0)", "#2a78d6"),
+    "flash_s0": ("FlashAdamW (seed0)", "#008300"),
+    "ref_s1": ("AdamW (ref, seed1)", "#e87ba4"),
+    "linear_s0": ("Linear-quant FlashAdamW", "#e34948"),
+}
+VARIANT_LABELS: dict[str, str] = {
+    "ref": "AdamW (ref)",
+    "flash": "FlashAdamW",
+    "flash_gr": "FlashAdamW + grad release",
+    "split_only": "Weight split only",
+    "quant_only": "Optimizer quant only",
+    "linear": "Linear-quant FlashAdamW",
+}
+_ARM = re.compile(r"^(?P<variant>.+)_s(?P<seed>[0-9]+)$")
+
+
+def plot_text(value: object) -> str:
+    """Text from the database made literal for plotly, which renders some HTML in labels.
+
+    ``<``, ``>`` and ``&`` become entities; plotly.js decodes those back when it draws, so the
+    text shows exactly as stored and no tag of it is interpreted.
+    """
+    return html.escape(str(value), quote=False)
+
+
+def split_arm(arm: str) -> tuple[str, int | None]:
+    """``"flash_s0"`` -> ``("flash", 0)``; a name without a seed suffix -> ``(arm, None)``."""
+    match = _ARM.match(arm)
+    if match is None:
+        return arm, None
+    return match["variant"], int(match["seed"])
+
+
+class Palette:
+    """The study's colour for its variants; fallback colours, stable per name, for others."""
+
+    def __init__(self) -> None:
+        self._extra: dict[str, str] = {}
+
+    def __call__(self, variant: str) -> str:
+        if variant in COLORS:
+            return COLORS[variant]
+        if variant not in self._extra:
+            self._extra[variant] = FALLBACK_COLORS[len(self._extra) % len(FALLBACK_COLORS)]
+        return self._extra[variant]
+
+
+def arm_style(arm: str, palette: Palette) -> tuple[str, str, str]:
+    """Label (plain text, not yet escaped), colour and dash of a training arm."""
+    if arm in ARM_STYLES:
+        label, color = ARM_STYLES[arm]
+        return label, color, "solid"
+    variant, seed = split_arm(arm)
+    label = VARIANT_LABELS.get(variant, variant)
+    if seed is not None:
+        label = f"{label} (seed{seed})"
+    return label, palette(variant), "solid" if not seed else "dash"
+
+
+AXIS: dict[str, Any] = dict(gridcolor=GRID, color=MUTED, linecolor=GRID, zeroline=False)
+
+
+def layout(title: str, height: int, **overrides: Any) -> dict[str, Any]:
+    """The study's look as a layout dict: system-ui font, ink text, muted axes, light grid.
+
+    Figures are built in one ``go.Figure(data=..., layout=...)`` call from plain dicts:
+    plotly validates once, instead of once per ``update_*`` / ``add_hline`` call.
+    """
+    settings: dict[str, Any] = dict(
+        template="none",
+        title=dict(text=title, x=0.01, xanchor="left", y=0.97, font=dict(size=16)),
+        font=dict(family=FONT, color=INK, size=12),
+        paper_bgcolor=SURF,
+        plot_bgcolor=SURF,
+        height=height,
+        margin=dict(l=70, r=30, t=100, b=70),
+        legend=dict(orientation="h", y=1.1, x=0, yanchor="bottom"),
+        hoverlabel=dict(font=dict(family=FONT)),
+        xaxis=dict(AXIS),
+        yaxis=dict(AXIS),
+    )
+    settings.update(overrides)
+    return settings
+
+
+def axis(**settings: Any) -> dict[str, Any]:
+    return {**AXIS, **settings}
+
+
+def columns(widths: tuple[float, ...], spacing: float) -> list[list[float]]:
+    """x domains of side-by-side panels (as ``make_subplots(column_widths=...)``)."""
+    usable = 1.0 - spacing * (len(widths) - 1)
+    total = sum(widths)
+    domains, left = [], 0.0
+    for width in widths:
+        right = left + usable * width / total
+        domains.append([left, min(right, 1.0)])
+        left = right + spacing
+    return domains
+
+
+def panel_title(text: str, domain: list[float]) -> dict[str, Any]:
+    return dict(
+        text=text,
+        x=(domain[0] + domain[1]) / 2,
+        xref="paper",
+        xanchor="center",
+        y=1.0,
+        yref="paper",
+        yanchor="bottom",
+        showarrow=False,
+        font=dict(size=14),
+    )
+
+
+def hline(y: float, label: str, xref: str = "x", yref: str = "y") -> tuple[dict, dict]:
+    """A dotted muted line across a panel at ``y``, labelled at its right end."""
+    shape = dict(
+        type="line",
+        xref=f"{xref} domain",
+        x0=0,
+        x1=1,
+        yref=yref,
+        y0=y,
+        y1=y,
+        line=dict(dash="dot", color=MUTED, width=1.5),
+    )
+    note = dict(
+        text=label,
+        xref=f"{xref} domain",
+        x=1,
+        xanchor="right",
+        yref=yref,
+        y=y,
+        yanchor="bottom",
+        showarrow=False,
+        font=dict(color=MUTED),
+    )
+    return shape, note
+
+
+def vline(x: float, label: str, xref: str = "x", yref: str = "y") -> tuple[dict, dict]:
+    """A dotted muted vertical line at ``x``, labelled at its top, on its left."""
+    shape = dict(
+        type="line",
+        xref=xref,
+        x0=x,
+        x1=x,
+        yref=f"{yref} domain",
+        y0=0,
+        y1=1,
+        line=dict(dash="dot", color=MUTED, width=1.5),
+    )
+    note = dict(
+        text=label,
+        xref=xref,
+        x=x,
+        xanchor="right",
+        yref=f"{yref} domain",
+        y=1,
+        yanchor="top",
+        showarrow=False,
+        font=dict(color=MUTED),
+    )
+    return shape, note
+
+
+def note(text: str) -> dict[str, Any]:
+    """Why a figure has nothing to draw, in the middle of its plot area."""
+    return dict(
+        text=text,
+        xref="paper",
+        yref="paper",
+        x=0.5,
+        y=0.5,
+        showarrow=False,
+        font=dict(color=MUTED, size=14),
+    )
+
+
+def empty_figure(title: str, height: int, text: str) -> go.Figure:
+    """A figure without traces that says why (``text`` already escaped with ``plot_text``)."""
+    return go.Figure(
+        layout=layout(
+            title,
+            height,
+            annotations=[note(text)],
+            xaxis=dict(visible=False),
+            yaxis=dict(visible=False),
+        )
+    )
+
+
+def footnote(text: str) -> dict[str, Any]:
+    """A muted line under the plot area (text already escaped with ``plot_text``)."""
+    return dict(
+        text=text,
+        xref="paper",
+        yref="paper",
+        x=0,
+        y=0,
+        yshift=-58,
+        xanchor="left",
+        yanchor="top",
+        showarrow=False,
+        align="left",
+        font=dict(color=MUTED, size=11),
+    )

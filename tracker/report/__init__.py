@@ -1,0 +1,5 @@
+"""The offline HTML report of ingested jobs (see ``writer`` for the layout)."""
+
+from tracker.report.writer import JobReport, Report, generate_report, write_report
+
+__all__ = ["JobReport", "Report", "generate_report", "write_report"]
