@@ -191,13 +191,16 @@ class Curve(Base):
 
 
 class Point(Base):
-    """A curve's value at one step. NULL ``value`` means NaN (see the module docstring)."""
+    """A curve's value at one step. NULL ``value`` means NaN (see the module docstring).
+
+    No foreign key to ``curve``: a per-row check made bulk loads 4x slower on PostgreSQL.
+    Points are written only right after their curve, in the same transaction, and deleted
+    with their job by ``tracker.store.catalog.delete_job_rows``.
+    """
 
     __tablename__ = "point"
     __table_args__ = {"sqlite_with_rowid": False}
 
-    curve_id: Mapped[int] = mapped_column(
-        ForeignKey("curve.id", ondelete="CASCADE"), primary_key=True
-    )
+    curve_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     step: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     value: Mapped[float | None] = mapped_column(Float)

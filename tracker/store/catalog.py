@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import UTC
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tracker.errors import JobNotFound
 from tracker.models import Curve, Job, JobMeta, Probe, Run
-from tracker.store.ingest import TIME_FORMAT, as_utc, job_time
+from tracker.store.ingest import TIME_FORMAT, as_utc, delete_job_rows, job_time
 
 Row = dict[str, Any]
 
@@ -138,5 +138,4 @@ def job_arms(session: Session, name: str) -> list[Row]:
 
 
 def delete_job(session: Session, name: str) -> None:
-    job = get_job(session, name)
-    session.execute(delete(Job).where(Job.id == job.id))
+    delete_job_rows(session, get_job(session, name).id)

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from tracker.errors import BadTime, JobExists
 from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, read_arm, scan_job
-from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
+from tracker.models import Curve, Job, JobMeta, Point, Probe, Run, SourceFile
 from tracker.store.points import write_points
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def ingest_job(
             return IngestResult(scanned.name, "unchanged", skipped=scanned.skipped)
         if not replace:
             raise JobExists(name=scanned.name)
-        session.execute(delete(Job).where(Job.id == existing.id))
+        delete_job_rows(session, existing.id)
         session.expunge(existing)
         status = "replaced"
     job = _insert_job(session, scanned, meta)
@@ -105,6 +105,14 @@ def ingest_job(
         if on_arm is not None:
             on_arm(arm_files)
     return result
+
+
+def delete_job_rows(session: Session, job_id: int) -> None:
+    """Delete a job and all it owns: points explicitly (they carry no foreign key), the rest
+    by the database's cascades."""
+    curves = select(Curve.id).join(Run, Run.id == Curve.run_id).where(Run.job_id == job_id)
+    session.execute(delete(Point).where(Point.curve_id.in_(curves)))
+    session.execute(delete(Job).where(Job.id == job_id))
 
 
 def _insert_job(session: Session, scanned: JobDirectory, meta: Mapping[str, str]) -> Job:
