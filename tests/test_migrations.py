@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, func, select, text
 from sqlalchemy.orm import Session
 
@@ -15,7 +18,15 @@ from tests.conftest import Cli
 from tracker.errors import NotATrackerDatabase, UnknownRevision
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Base, Point, Run
-from tracker.store.db import check_schema, create_tracker_engine, downgrade, upgrade
+from tracker.store.db import (
+    HEAD,
+    REVISIONS,
+    alembic_config,
+    check_schema,
+    create_tracker_engine,
+    downgrade,
+    upgrade,
+)
 
 
 def snapshot(engine: Engine) -> dict[str, object]:
@@ -31,6 +42,28 @@ def test_models_and_migrations_agree(engine: Engine) -> None:
     with engine.connect() as connection:
         differences = compare_metadata(MigrationContext.configure(connection), Base.metadata)
     assert differences == []
+
+
+def test_the_revisions_the_code_knows_are_the_migrations() -> None:
+    scripts = ScriptDirectory.from_config(alembic_config())
+    assert tuple(reversed([s.revision for s in scripts.walk_revisions()])) == REVISIONS
+    assert scripts.get_current_head() == HEAD
+
+
+def test_commands_do_not_import_alembic_or_plotly(tmp_path: Path) -> None:
+    code = (
+        "import sys; from tracker.cli import main; sys.argv = ['tracker', 'jobs']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('alembic', 'plotly', 'polars') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    # the first use of a database migrates it, the second is a plain command
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.splitlines()[-1] == "[]"
 
 
 def test_downgrade_to_base_and_up_again_on_a_database_with_data(

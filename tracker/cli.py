@@ -493,12 +493,12 @@ def db_upgrade(ctx: typer.Context) -> None:
 
     Example: tracker --db sqlite:///study.db db upgrade
     """
-    from tracker.store.db import check_schema, create_tracker_engine, head_revision, upgrade
+    from tracker.store.db import HEAD, check_schema, create_tracker_engine, upgrade
 
     engine = create_tracker_engine(_state(ctx).url)
     before = check_schema(engine, create=False)
     upgrade(engine)
-    head = head_revision()
+    head = HEAD
     typer.echo(
         f"upgraded {before or 'empty database'} -> {head}"
         if before != head
@@ -512,11 +512,11 @@ def db_current(ctx: typer.Context) -> None:
 
     Example: tracker db current
     """
-    from tracker.store.db import check_schema, create_tracker_engine, head_revision
+    from tracker.store.db import HEAD, check_schema, create_tracker_engine
 
     engine = create_tracker_engine(_state(ctx).url)
     revision = check_schema(engine, create=False)
-    head = head_revision()
+    head = HEAD
     state = "up to date" if revision == head else "run `tracker db upgrade`"
     typer.echo(f"revision {revision or '(empty database)'}, head {head}: {state}")
 

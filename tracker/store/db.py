@@ -13,13 +13,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, create_engine, event, inspect
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -31,6 +27,13 @@ from tracker.errors import (
     UnknownRevision,
 )
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+# The migrations this code knows, oldest first (a test checks them against migrations/).
+# Knowing them here spares every command the import of Alembic, which only migrations need.
+REVISIONS = ("0001", "0002")
+HEAD = REVISIONS[-1]
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 WRITE_PATIENCE_S = 900.0
 SCHEMA_LOCK_ID = 0x7472_6163  # "trac": the advisory lock serialising schema changes
@@ -46,15 +49,11 @@ def _migrations_dir() -> Path:
 
 
 def alembic_config() -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(_migrations_dir()))
     return config
-
-
-def head_revision() -> str:
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
-    assert head is not None
-    return head
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -90,7 +89,9 @@ def create_tracker_engine(url: str) -> Engine:
 
 
 def current_revision(connection: Connection) -> str | None:
-    return MigrationContext.configure(connection).get_current_revision()
+    if not inspect(connection).has_table("alembic_version"):
+        return None
+    return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
 @contextmanager
@@ -103,30 +104,29 @@ def _schema_lock(engine: Engine) -> Iterator[Connection]:
         yield connection
 
 
-def _migrate(connection: Connection, action: Callable[[Config, str], None], revision: str) -> None:
+def _migrate(connection: Connection, direction: str, revision: str) -> None:
+    from alembic import command
+
     config = alembic_config()
     config.attributes["connection"] = connection  # env.py runs inside our transaction
-    action(config, revision)
+    getattr(command, direction)(config, revision)
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     with _schema_lock(engine) as connection:
-        _migrate(connection, command.upgrade, revision)
+        _migrate(connection, "upgrade", revision)
 
 
 def downgrade(engine: Engine, revision: str) -> None:
     with _schema_lock(engine) as connection:
-        _migrate(connection, command.downgrade, revision)
+        _migrate(connection, "downgrade", revision)
 
 
 def _inspect_schema(connection: Connection, url: str) -> str | None:
     revision = current_revision(connection)
     if revision is None and inspect(connection).get_table_names():
         raise NotATrackerDatabase(url=url)
-    known = {
-        script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()
-    }
-    if revision is not None and revision not in known:
+    if revision is not None and revision not in REVISIONS:
         raise UnknownRevision(url=url, revision=revision)
     return revision
 
@@ -144,8 +144,8 @@ def check_schema(engine: Engine, *, create: bool = True) -> str | None:
     with _schema_lock(engine) as connection:
         revision = _inspect_schema(connection, url)  # another process may have won the race
         if revision is None:
-            _migrate(connection, command.upgrade, "head")
-    return head_revision()
+            _migrate(connection, "upgrade", "head")
+    return HEAD
 
 
 def open_database(url: str) -> Engine:
@@ -159,10 +159,9 @@ def open_database(url: str) -> Engine:
     except Exception:
         engine.dispose()
         raise
-    head = head_revision()
-    if revision != head:
+    if revision != HEAD:
         engine.dispose()
-        raise OutdatedSchema(url=url, revision=revision, head=head)
+        raise OutdatedSchema(url=url, revision=revision, head=HEAD)
     if engine.dialect.name == "sqlite":
         _use_wal(engine)
     return engine
