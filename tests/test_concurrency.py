@@ -55,8 +55,7 @@ def test_two_processes_racing_for_one_job_name_one_wins(db_url: str, tmp_path: P
     assert [code for code, _, _ in results] == [0, 1]
     assert results[0][1].startswith("contested: ingested 25 probes")
     assert results[1][2] == (
-        "Error: job 'contested' already exists with different content; "
-        "use --replace to swap it\n"
+        "Error: job 'contested' already exists with different content; use --replace to swap it\n"
     )
     engine = open_database(db_url)
     with Session(engine) as session:
