@@ -171,3 +171,59 @@ def test_deleting_a_job_leaves_no_orphan_points(cli: Cli, engine: Engine, tmp_pa
     assert snapshot(engine)["points"] == 4 * 3 * 10
     cli("ingest", str(write_sample_job(tmp_path / "new" / "job2", seed=5, steps=7)), "--replace")
     assert snapshot(engine)["points"] == 4 * 3 * 7
+
+
+def database_at_0001_with_data(tmp_path: Path) -> tuple[Engine, str, Path]:
+    path = tmp_path / "old.db"
+    url = f"sqlite:///{path}"
+    engine = create_tracker_engine(url)
+    upgrade(engine, "0001")
+    job = write_sample_job(tmp_path / "job1", steps=20)
+    with sqlite3.connect(path) as connection:  # what an older tracker would have stored
+        connection.execute(
+            "INSERT INTO job (id, name, source_path, ingested_at, content_digest) "
+            "VALUES (1, 'job1', ?, '2026-10-01 00:00:00', 'x')",
+            (str(job),),
+        )
+        connection.execute(
+            "INSERT INTO run (id, job_id, arm, model, variant, seed, extra) "
+            "VALUES (1, 1, 'ref_s0', 'gpt-124m', 'ref', 0, '{}')"
+        )
+        connection.execute(
+            "INSERT INTO curve (id, run_id, metric, n_points) VALUES (1, 1, 'loss', 3)"
+        )
+        connection.executemany(
+            "INSERT INTO point VALUES (1, ?, ?)", [(0, 10.5), (1, float("inf")), (2, None)]
+        )
+    return engine, url, path
+
+
+def test_upgrade_copies_the_file_aside_first(tmp_path: Path) -> None:
+    engine, url, _ = database_at_0001_with_data(tmp_path)
+    before = full_snapshot(engine)
+    result = Cli(url)("db", "upgrade")
+    backups = list(tmp_path.glob("old.db.0001-*.bak"))
+    assert len(backups) == 1
+    assert result.stdout == (f"upgraded 0001 -> 0002 (the previous file is kept at {backups[0]})\n")
+    assert full_snapshot(engine) == before
+    kept = create_tracker_engine(f"sqlite:///{backups[0]}")
+    with kept.connect() as connection:
+        assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == (
+            "0001"
+        )
+    assert full_snapshot(kept) == before
+
+
+def test_a_failed_upgrade_leaves_the_original_in_place(tmp_path: Path) -> None:
+    engine, url, path = database_at_0001_with_data(tmp_path)
+    with sqlite3.connect(path) as connection:  # batch mode's work table: the upgrade will fail
+        connection.execute("CREATE TABLE _alembic_tmp_point (x INTEGER)")
+    before = full_snapshot(engine)
+    result = Cli(url)("db", "upgrade", ok=False)
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: upgrading {url} failed and was rolled back, it is still at revision 0001: "
+        "table _alembic_tmp_point already exists\n"
+    )
+    assert full_snapshot(engine) == before
+    assert Cli(url)("db", "current").stdout.startswith("revision 0001, head 0002")

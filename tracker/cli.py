@@ -489,21 +489,13 @@ def db_copy(
 
 @db_app.command("upgrade")
 def db_upgrade(ctx: typer.Context) -> None:
-    """Migrate the database schema to this tracker's newest revision.
+    """Migrate the database schema to this tracker's newest revision (SQLite: copy kept).
 
     Example: tracker --db sqlite:///study.db db upgrade
     """
-    from tracker.store.db import HEAD, check_schema, create_tracker_engine, upgrade
+    from tracker.store.db import create_tracker_engine, upgrade_database
 
-    engine = create_tracker_engine(_state(ctx).url)
-    before = check_schema(engine, create=False)
-    upgrade(engine)
-    head = HEAD
-    typer.echo(
-        f"upgraded {before or 'empty database'} -> {head}"
-        if before != head
-        else f"already at {head}"
-    )
+    typer.echo(upgrade_database(create_tracker_engine(_state(ctx).url)).summary())
 
 
 @db_app.command("current")

@@ -84,3 +84,7 @@ class UnknownMetric(TrackerError):
 
 class SqlRefused(TrackerError):
     """sql: {reason}"""
+
+
+class UpgradeFailed(TrackerError):
+    """upgrading {url} failed and was rolled back, it is still at revision {revision}: {reason}"""

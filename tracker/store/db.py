@@ -11,7 +11,9 @@ import random
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -25,6 +27,7 @@ from tracker.errors import (
     NotATrackerDatabase,
     OutdatedSchema,
     UnknownRevision,
+    UpgradeFailed,
 )
 
 if TYPE_CHECKING:
@@ -120,6 +123,51 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 def downgrade(engine: Engine, revision: str) -> None:
     with _schema_lock(engine) as connection:
         _migrate(connection, "downgrade", revision)
+
+
+@dataclass
+class Upgrade:
+    before: str | None  # None: the database was empty
+    after: str
+    backup: Path | None  # the copy taken first (SQLite files holding a schema)
+
+    def summary(self) -> str:
+        if self.before == self.after:
+            return f"already at {self.after}"
+        saved = f" (the previous file is kept at {self.backup})" if self.backup else ""
+        return f"upgraded {self.before or 'empty database'} -> {self.after}{saved}"
+
+
+def backup_sqlite(engine: Engine, revision: str) -> Path:
+    """A consistent copy of the database file beside it (SQLite's online backup, WAL-safe)."""
+    database = engine.url.database
+    assert database
+    source = Path(database)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = source.with_name(f"{source.name}.{revision}-{stamp}.bak")
+    with closing(sqlite3.connect(source)) as original, closing(sqlite3.connect(target)) as copy:
+        original.backup(copy)
+    return target
+
+
+def upgrade_database(engine: Engine) -> Upgrade:
+    """Bring a tracker database to this code's newest revision, safely.
+
+    A SQLite file is first copied aside; the upgrade runs in one transaction, so a failing
+    step leaves the database exactly as it was.
+    """
+    before = check_schema(engine, create=False)
+    if before == HEAD:
+        return Upgrade(before, HEAD, None)
+    backup = None
+    if before is not None and engine.dialect.name == "sqlite":
+        backup = backup_sqlite(engine, before)
+    try:
+        upgrade(engine)
+    except SQLAlchemyError as exc:
+        url = engine.url.render_as_string(hide_password=True)
+        raise UpgradeFailed(url=url, revision=before, reason=first_line(exc)) from None
+    return Upgrade(before, HEAD, backup)
 
 
 def _inspect_schema(connection: Connection, url: str) -> str | None:
