@@ -88,3 +88,7 @@ class SqlRefused(TrackerError):
 
 class UpgradeFailed(TrackerError):
     """upgrading {url} failed and was rolled back, it is still at revision {revision}: {reason}"""
+
+
+class GroupKeyClash(TrackerError):
+    """cannot group by metadata {key!r}: the table already has a column of that name"""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tracker.errors import GroupKeyClash
 from tracker.models import Job, JobMeta
 from tracker.store.ingest import job_time
 
@@ -28,10 +29,54 @@ class Selection:
     group_by: tuple[str, ...] = field(default=())
 
 
+# Columns of the query tables: a metadata key of the same name cannot become a column.
+TABLE_COLUMNS = frozenset(
+    {
+        "job_id",
+        "job",
+        "time",
+        "model",
+        "variant",
+        "arm",
+        "seed",
+        "step",
+        "value",
+        "ema",
+        "std",
+        "seeds",
+        "change",
+        "points",
+        "error",
+        "n_params",
+        "bpp_params",
+        "bpp_state",
+        "bpp_grads",
+        "bpp_total",
+        "peak_steady",
+        "peak_bpp",
+        "val_loss",
+        "final_loss",
+        "min_loss",
+        "last_loss",
+        "diverged",
+        "any_diverged",
+        "val_loss_mean",
+        "final_loss_mean",
+        "min_loss_mean",
+        "val_loss_std",
+        "final_loss_std",
+        "min_loss_std",
+    }
+)
+
+
 def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
     """``job_id``, ``job``, ``time`` and one column per group-by key, in job order."""
     import polars as pl
 
+    for key in selection.group_by:
+        if key in TABLE_COLUMNS:
+            raise GroupKeyClash(key=key)
     query = select(Job.id, Job.name, Job.ingested_at)
     if selection.jobs:
         query = query.where(Job.name.in_(selection.jobs))

@@ -12,6 +12,7 @@ from tracker.errors import UnknownMetric
 from tracker.models import Curve, Probe, Run
 from tracker.queries.selection import Selection, selected_jobs
 from tracker.store.curves import load_curves
+from tracker.store.frames import query_frame
 from tracker.store.ingest import TIME_FORMAT
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ def probes(session: Session, selection: Selection, *, failed: bool = False) -> p
             Probe.bpp_params,
             Probe.bpp_state,
             Probe.bpp_grads,
-            Probe.bpp_params_state_grads,
+            Probe.bpp_params_state_grads.label("bpp_total"),
             Probe.peak_steady,
             Probe.error,
         ).order_by(Probe.id),
@@ -75,22 +76,9 @@ def probes(session: Session, selection: Selection, *, failed: bool = False) -> p
     )
     if failed:
         query = query.where(Probe.n_params.is_(None))
-    frame = pl.DataFrame(
-        session.execute(query).all(),
-        schema={
-            "job_id": pl.Int64,
-            "model": pl.String,
-            "variant": pl.String,
-            "n_params": pl.Int64,
-            "bpp_params": pl.Float64,
-            "bpp_state": pl.Float64,
-            "bpp_grads": pl.Float64,
-            "bpp_total": pl.Float64,
-            "peak_steady": pl.Int64,
-            "error": pl.String,
-        },
-        orient="row",
-    ).with_columns(peak_bpp=pl.col("peak_steady") / pl.col("n_params"))
+    frame = query_frame(session, query).with_columns(
+        peak_bpp=pl.col("peak_steady") / pl.col("n_params")
+    )
     return _with_jobs(jobs, frame).select(
         "job", "time", *selection.group_by, "model", "variant", *PROBE_METRICS, "error"
     )
@@ -109,10 +97,10 @@ def runs(session: Session, selection: Selection, *, aggregate_seeds: bool = Fals
             Run.model,
             Run.variant,
             Run.seed,
-            Curve.n_points,
+            Curve.n_points.label("points"),
             Run.final_loss,
-            Curve.min_value,
-            Curve.last_value,
+            Curve.min_value.label("min_loss"),
+            Curve.last_value.label("last_loss"),
             Run.val_loss,
             Run.diverged,
         )
@@ -122,23 +110,7 @@ def runs(session: Session, selection: Selection, *, aggregate_seeds: bool = Fals
         selection,
         jobs["job_id"].to_list(),
     )
-    frame = pl.DataFrame(
-        session.execute(query).all(),
-        schema={
-            "job_id": pl.Int64,
-            "arm": pl.String,
-            "model": pl.String,
-            "variant": pl.String,
-            "seed": pl.Int64,
-            "points": pl.Int64,
-            "final_loss": pl.Float64,
-            "min_loss": pl.Float64,
-            "last_loss": pl.Float64,
-            "val_loss": pl.Float64,
-            "diverged": pl.Boolean,
-        },
-        orient="row",
-    ).with_columns(pl.col("points").fill_null(0))
+    frame = query_frame(session, query).with_columns(pl.col("points").fill_null(0))
     table = _with_jobs(jobs, frame)
     keys = ["job", "time", *selection.group_by, "model", "variant"]
     if not aggregate_seeds:
@@ -160,14 +132,20 @@ def trend(session: Session, selection: Selection, metric: str) -> pl.DataFrame:
     """
     import polars as pl
 
-    series = [*selection.group_by, "model", "variant"]
+    series = ["model", "variant"]  # grouping adds columns; the change stays job to job
     if metric in PROBE_METRICS:
         table = probes(session, selection).filter(pl.col("n_params").is_not_null())
-        table = table.select("job", "time", *series, pl.col(metric).cast(pl.Float64).alias("value"))
+        table = table.select(
+            "job",
+            "time",
+            *selection.group_by,
+            *series,
+            pl.col(metric).cast(pl.Float64).alias("value"),
+        )
     elif metric in RUN_METRICS:
         table = (
             runs(session, selection)
-            .group_by(["job", "time", *series], maintain_order=True)
+            .group_by(["job", "time", *selection.group_by, *series], maintain_order=True)
             .agg(
                 pl.col(metric).cast(pl.Float64).mean().alias("value"),
                 pl.col(metric).cast(pl.Float64).std().alias("std"),
@@ -205,11 +183,7 @@ def curve(
     )
     if arms:
         query = query.where(Run.arm.in_(arms))
-    found = pl.DataFrame(
-        session.execute(query).all(),
-        schema={"job_id": pl.Int64, "arm": pl.String, "curve_id": pl.Int64},
-        orient="row",
-    )
+    found = query_frame(session, query).rename({"id": "curve_id"})
     points = load_curves(session, found["curve_id"].to_list())
     parts = []
     for part in points.partition_by("curve_id", maintain_order=True):

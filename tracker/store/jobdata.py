@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from tracker.models import Curve, Probe, Run
 from tracker.store.catalog import get_job
 from tracker.store.curves import load_curves
+from tracker.store.frames import query_frame
 
 if TYPE_CHECKING:
     import polars as pl
@@ -39,58 +40,25 @@ class JobData:
     curves: dict[str, pl.DataFrame]  # arm -> its loss curve: "step", "value" (full series)
 
 
-def _frame(rows: list[tuple[object, ...]], columns: tuple[str, ...], schema: dict) -> pl.DataFrame:
-    import polars as pl
-
-    return pl.DataFrame(rows, schema={name: schema.get(name) for name in columns}, orient="row")
-
-
 def load_job_data(session: Session, job_name: str, metric: str = "loss") -> JobData:
     """Probes, runs and one metric's curves of a job. ``extra`` columns hold dicts."""
     import polars as pl
 
     job = get_job(session, job_name)
-    probe_rows = session.execute(
+    probes = query_frame(
+        session,
         select(*(getattr(Probe, c) for c in PROBE_COLUMNS))
         .where(Probe.job_id == job.id)
-        .order_by(Probe.id)
-    ).all()
-    probes = _frame(
-        [tuple(row) for row in probe_rows],
-        PROBE_COLUMNS,
-        {
-            "model": pl.String,
-            "variant": pl.String,
-            "n_params": pl.Int64,
-            "bpp_params": pl.Float64,
-            "bpp_state": pl.Float64,
-            "bpp_grads": pl.Float64,
-            "bpp_params_state_grads": pl.Float64,
-            "peak_steady": pl.Int64,
-            "error": pl.String,
-            "extra": pl.Object,
-        },
+        .order_by(Probe.id),
     )
-    run_rows = session.execute(
+    run_rows = query_frame(
+        session,
         select(*(getattr(Run, c) for c in RUN_COLUMNS), Run.id)
         .where(Run.job_id == job.id)
-        .order_by(Run.variant, Run.seed)
-    ).all()
-    runs = _frame(
-        [tuple(row)[:-1] for row in run_rows],
-        RUN_COLUMNS,
-        {
-            "arm": pl.String,
-            "model": pl.String,
-            "variant": pl.String,
-            "seed": pl.Int64,
-            "val_loss": pl.Float64,
-            "final_loss": pl.Float64,
-            "diverged": pl.Boolean,
-            "extra": pl.Object,
-        },
+        .order_by(Run.variant, Run.seed),
     )
-    arm_of_run = {row[-1]: row[0] for row in run_rows}
+    runs = run_rows.drop("id")
+    arm_of_run = dict(zip(run_rows["id"], run_rows["arm"], strict=True))
     curve_rows = session.execute(
         select(Curve.id, Curve.run_id).where(Curve.run_id.in_(arm_of_run), Curve.metric == metric)
     ).all()
