@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +24,16 @@ from tracker.analysis.job import analyze_job
 from tracker.analysis.smoothing import ema
 from tracker.errors import JobNotFound
 from tracker.figures import memory_scaling, table4, training_trajectories
+from tracker.figures.crossjob import (
+    Job,
+    bpp_across_jobs,
+    drawn_curve,
+    pick_model,
+    points_per_curve,
+)
 from tracker.figures.downsample import DEFAULT_MAX_POINTS, downsample, minmax_indices
-from tracker.jobdir.sample import write_sample_job
+from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_sample_job
+from tracker.queries.compare import compare_jobs
 from tracker.report import generate_report, write_report
 from tracker.store.jobdata import load_job_data
 
@@ -268,7 +278,7 @@ def test_report_writes_every_file_offline(
         assert (page.parent / expected).resolve() == (out / "plotly.min.js").resolve()
     index = (out / "index.html").read_text()
     assert 'href="job1/index.html"' in index and 'href="job2/index.html"' in index
-    assert index.count('class="plot"') == 6  # three figures per job
+    assert index.count('class="plot"') == 6 + 2 + 4  # three per job; across jobs: 2 + 4 arms
     assert 'class="badge fail"' in index and 'class="badge pass"' in index
     assert "A10G" in (out / "job1" / "index.html").read_text()
 
@@ -326,7 +336,9 @@ def test_report_of_partial_jobs_renders_what_it_can(
     assert arms.count('class="plot"') == 1 and arms.count('class="empty"') == 2
     assert strict_json((out / "arms" / "mem_analysis.json").read_text()) == {}
     index = (out / "index.html").read_text()
-    assert index.count('class="plot"') == 3 and index.count('class="empty"') == 3
+    assert index.count('class="plot"') == 3 + 2 and index.count('class="empty"') == 3
+    # across jobs: bytes/param of one job, val loss of the other, no arm in both
+    assert "No training arm appears in two or more of these jobs." in index
 
 
 def test_report_of_an_empty_database(engine: Engine, tmp_path: Path, exp) -> None:  # type: ignore[no-untyped-def]
@@ -383,3 +395,213 @@ def test_report_size_is_bounded_for_long_curves(
     assert match is not None
     drawn, total = (int(g.replace(",", "")) for g in match.groups())
     assert total == 5 * 100_000 and drawn <= 5 * DEFAULT_MAX_POINTS
+
+
+# -- across jobs -----------------------------------------------------------------------
+
+FIGURE_JSON = re.compile(r'<script type="application/json" id="([^"]+)-data">(.*?)</script>', re.S)
+
+
+def ingest_demo(cli: Cli, root: Path, steps: int, order: tuple[str, ...]) -> None:
+    """The three demo jobs, ingested in ``order`` with their metadata (``time`` orders them)."""
+    directories = {d.name: d for d in write_demo_jobs(root, steps=steps)}
+    for name in order:
+        meta = [arg for k, v in DEMO_META[name].items() for arg in ("--meta", f"{k}={v}")]
+        cli("ingest", str(directories[name]), *meta)
+
+
+def cross_job_html(index: str) -> str:
+    start = index.index('id="cross-job"')
+    end = index.index('<section class="card" id="job-')
+    assert index.index("<h2>Jobs</h2>") < start < end  # after the summary, before the jobs
+    return index[start:end]
+
+
+def figures_of(html: str) -> dict[str, dict]:
+    return {key: json.loads(text) for key, text in FIGURE_JSON.findall(html)}
+
+
+def test_cross_job_section_of_the_demo_jobs(
+    cli: Cli,
+    engine: Engine,
+    tmp_path: Path,
+    exp,  # type: ignore[no-untyped-def]
+) -> None:
+    # ingested out of order: job order follows the time metadata, not the ingest time
+    ingest_demo(cli, tmp_path / "jobs", STEPS, ("job3", "job1", "job2"))
+    out = tmp_path / "report"
+    result = report(engine, out, exp)
+    assert [j.job for j in result.jobs] == ["job1", "job2", "job3"]
+    index = (out / "index.html").read_text()
+    section = cross_job_html(index)
+    assert (
+        "3 jobs in job order (time metadata, else ingest time): "
+        '<a href="job1/index.html">job1</a> &rarr; <a href="job2/index.html">job2</a> &rarr; '
+        '<a href="job3/index.html">job3</a>'
+    ) in section
+
+    figures = figures_of(section)
+    assert list(figures) == ["x-bpp", "x-val", "x-arm-1", "x-arm-2", "x-arm-3", "x-arm-4"]
+    jobs = ["job1", "job2", "job3"]
+
+    bpp = figures["x-bpp"]
+    assert "gpt-124m" in bpp["layout"]["title"]["text"]  # says which model
+    assert [t["name"] for t in bpp["data"]] == [
+        "ref",
+        "flash",
+        "flash_gr",
+        "split_only",
+        "quant_only",
+    ]
+    assert all(t["x"] == jobs for t in bpp["data"])
+    flash = bpp["data"][1]["y"]
+    assert flash[2] - flash[1] == pytest.approx(0.5, abs=0.02)  # the job3 regression
+    analytic = sorted(s["y0"] for s in bpp["layout"]["shapes"])
+    assert analytic == [5.125, 7.125, 10.125, 16.0]
+    assert all(s["line"]["dash"] == "dot" for s in bpp["layout"]["shapes"])
+    # the table of the same numbers, the regressed value marked
+    assert '<table class="bpp">' in section
+    assert f'<td class="num off">{flash[2]:.3f}<span class="rise">' in section
+
+    val = figures["x-val"]
+    assert [t["name"] for t in val["data"]] == ["ref", "flash"]  # linear diverged: none
+    ref = val["data"][0]
+    assert ref["x"] == jobs and all(e > 0 for e in ref["error_y"]["array"])  # two seeds
+    assert val["data"][1]["error_y"]["array"] == [0.0, 0.0, 0.0]  # one seed
+    assert "No validation loss: linear (diverged in job1, job2)" in json.dumps(val)
+
+    arms = [figures[f"x-arm-{i}"] for i in range(1, 5)]
+    titles = [f["layout"]["title"]["text"].split(":")[0] for f in arms]
+    assert titles == ["ref_s0", "flash_s0", "ref_s1", "linear_s0"]
+    assert [[t["name"] for t in f["data"]] for f in arms] == [jobs, jobs, jobs, jobs[:2]]
+    assert arms[3]["layout"]["yaxis"]["type"] == "log"  # the divergence
+    for figure in arms:
+        notes = " ".join(a["text"] for a in figure["layout"]["annotations"])
+        assert "EMA (alpha=0.02) over all points" in notes and "points drawn" in notes
+
+    # the comparison of the two most recent jobs: job2 -> job3
+    with Session(engine) as session:
+        comparison = compare_jobs(session, "job2", "job3", exp)
+    compare = section[section.index('id="compare"') :]
+    assert '<a href="job2/index.html">job2</a> &rarr; <a href="job3/index.html">job3</a>' in compare
+    n = len(comparison.regressions)
+    assert n >= 1 and f"<strong>{n} regressions</strong>" in compare
+    assert "bpp_state gpt-124m/flash: PASS -&gt; FAIL" in compare
+    rows = re.findall(r'<tr class="(\w+)"><td><span class="badge \1">', compare)
+    assert len(rows) == comparison.table.height  # every row
+    assert rows[:n] == ["regressed"] * n and "regressed" not in rows[n:]  # regressions first
+    assert re.search(
+        r'<tr class="regressed">.*?<td class="mono">bpp_state</td><td>gpt-124m/flash</td>'
+        r'<td><span class="badge pass">PASS</span></td><td><span class="badge fail">FAIL</span>',
+        compare,
+    )
+    assert "Latest comparison, job2 &rarr; job3:" in index  # in the summary too
+    assert index.count('class="plot"') == 6 + 3 * 3
+
+
+def test_cross_job_curves_are_smoothed_then_downsampled(
+    cli: Cli,
+    engine: Engine,
+    tmp_path: Path,
+    exp,  # type: ignore[no-untyped-def]
+) -> None:
+    cli("ingest", str(write_sample_job(tmp_path / "a", steps=3000, arms=("ref_s0",))))
+    cli("ingest", str(write_sample_job(tmp_path / "b", seed=1, steps=3000, arms=("ref_s0",))))
+    out = tmp_path / "report"
+    report(engine, out, exp)
+    figure = figures_of(cross_job_html((out / "index.html").read_text()))["x-arm-1"]
+    with Session(engine) as session:
+        curve = load_job_data(session, "b").curves["ref_s0"]
+    full = ema(curve.get_column("value"), exp.training.ema_alpha).to_numpy()
+    trace = figure["data"][1]
+    assert trace["name"] == "b"
+    x, y = (np.frombuffer(base64.b64decode(trace[k]["bdata"]), trace[k]["dtype"]) for k in "xy")
+    assert len(x) <= points_per_curve(2) < 3000
+    np.testing.assert_allclose(y, full[x], rtol=1e-6)  # the EMA of all points, at the kept ones
+    drawn = drawn_curve(curve, exp.training.ema_alpha, 500)
+    assert drawn.points == 3000 and len(drawn.x) <= 500 and drawn.first_bad is None
+
+
+def test_single_job_report_has_a_cross_job_note(
+    cli: Cli,
+    engine: Engine,
+    tmp_path: Path,
+    exp,  # type: ignore[no-untyped-def]
+) -> None:
+    cli("ingest", str(write_sample_job(tmp_path / "job1", steps=STEPS)))
+    out = tmp_path / "report"
+    report(engine, out, exp)
+    index = (out / "index.html").read_text()
+    notes = re.findall(r'<p class="muted crossjob-note" id="cross-job">([^<]*)</p>', index)
+    assert notes == [
+        "Across jobs: nothing to compare, this report covers 1 job (two or more needed)."
+    ]
+    assert 'id="x-' not in index and 'id="compare"' not in index
+    assert index.count('class="plot"') == 3
+
+
+def test_cross_job_section_escapes_database_text(
+    cli: Cli,
+    engine: Engine,
+    tmp_path: Path,
+    exp,  # type: ignore[no-untyped-def]
+) -> None:
+    evil = evil_job(tmp_path / "evil")
+    cli("ingest", str(evil))
+    cli("ingest", str(evil), "--job", "evil2", "--meta", f"note={EVIL}")
+    out = tmp_path / "report"
+    report(engine, out, exp)
+    index = (out / "index.html").read_text()
+    section = cross_job_html(index)
+    assert "<script>alert" not in section.lower() and "<img" not in section.lower()
+    # a subject of the comparison table
+    assert "<td>gpt-&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#x27;&amp;/flash</td>" in section
+
+
+def test_cross_job_figures_escape_database_text(exp) -> None:  # type: ignore[no-untyped-def]
+    jobs = [Job("a", datetime(2026, 1, 1, tzinfo=UTC)), Job("b", datetime(2026, 2, 1, tzinfo=UTC))]
+    probes = pl.DataFrame(
+        {
+            "job": ["a", "b"],
+            "model": ["gpt-124m", "gpt-124m"],
+            "variant": [EVIL, EVIL],
+            "n_params": [10, 10],
+            "bpp_total": [3.0, 3.5],
+            "error": [None, None],
+        }
+    )
+    fig = bpp_across_jobs(probes, jobs, exp, pick_model(probes, "gpt"))
+    assert [t.name for t in fig.data] == ["&lt;script&gt;alert(1)&lt;/script&gt;"]
+    assert list(fig.data[0].x) == ["a", "b"]
+
+
+def test_pick_model_prefers_a_model_measured_everywhere() -> None:
+    def probes(rows: list[tuple[str, str, str, int | None]]) -> pl.DataFrame:
+        return pl.DataFrame(rows, schema=["job", "model", "variant", "n_params"], orient="row")
+
+    complete = probes(
+        [
+            ("a", "gpt-small", "ref", 10),
+            ("a", "gpt-big", "ref", None),  # out of memory
+            ("b", "gpt-small", "ref", 10),
+            ("b", "gpt-big", "ref", 100),
+            ("b", "resnet", "ref", 1000),
+        ]
+    )
+    choice = pick_model(complete, "gpt")
+    assert choice.model == "gpt-small" and "gpt-big: 1 failed probe" in choice.why
+    assert pick_model(complete.filter(pl.col("model") != "gpt-small"), "gpt").model == "gpt-big"
+    assert pick_model(complete, "llama").model is None
+
+
+def test_cross_job_section_size_for_three_long_jobs(
+    cli: Cli,
+    engine: Engine,
+    tmp_path: Path,
+    exp,  # type: ignore[no-untyped-def]
+) -> None:
+    ingest_demo(cli, tmp_path / "jobs", 2000, ("job1", "job2", "job3"))
+    out = tmp_path / "report"
+    report(engine, out, exp)
+    section = cross_job_html((out / "index.html").read_text())
+    assert len(section.encode()) < 300 * 2**10, f"{len(section) / 2**10:.0f} KB"

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import Cli, require
 from tracker.analysis.expectations import load_expectations
-from tracker.jobdir.sample import write_sample_job
+from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_sample_job
 from tracker.report import write_report
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -36,6 +36,9 @@ TRACES = {
     "evil": [6, 5, 4],  # one more variant: the injected one
     "probes": [5, 4],  # no training arms: no trajectories figure
 }
+# traces per cross-job figure of the demo jobs: bytes/param (5 variants), validation loss
+# (ref, flash: linear diverged), then ref_s0, flash_s0, ref_s1 (3 jobs), linear_s0 (2 jobs)
+CROSS_JOB_TRACES = [5, 2, 3, 3, 3, 2]
 
 
 def _evil_job(directory: Path) -> Path:
@@ -58,6 +61,18 @@ def report_dir(cli: Cli, engine: Engine, tmp_path: Path) -> Path:
     cli("ingest", str(job1), "--meta", "gpu=A10G")
     cli("ingest", str(_evil_job(tmp_path / "evil")), "--meta", f"note={EVIL}")
     cli("ingest", str(write_sample_job(tmp_path / "probes", steps=50, arms=())))
+    out = tmp_path / "report"
+    with Session(engine) as session:
+        write_report(session, out, load_expectations())
+    return out
+
+
+@pytest.fixture
+def demo_report(cli: Cli, engine: Engine, tmp_path: Path) -> Path:
+    jobs = {d.name: d for d in write_demo_jobs(tmp_path / "jobs", steps=300)}
+    for name in ("job2", "job3", "job1"):  # not in time order
+        meta = [arg for k, v in DEMO_META[name].items() for arg in ("--meta", f"{k}={v}")]
+        cli("ingest", str(jobs[name]), *meta)
     out = tmp_path / "report"
     with Session(engine) as session:
         write_report(session, out, load_expectations())
@@ -124,9 +139,11 @@ def open_page(browser: Any, path: Path, watch: Watch, figures: int) -> Any:
     return page
 
 
-def traces(page: Any) -> list[int]:
+def traces(page: Any, scope: str = "") -> list[int]:
+    """Traces of each drawn figure (within the elements ``scope`` selects), in page order."""
     counts: list[int] = page.evaluate(
-        "Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => el.data.length)"
+        f"Array.from(document.querySelectorAll('{scope} .js-plotly-plot'))"
+        ".map(el => el.data.length)"
     )
     return counts
 
@@ -141,7 +158,7 @@ def test_index_renders_offline(browser: Any, report_dir: Path) -> None:
     watch = Watch()
     expected = [n for job in ("job1", "evil", "probes") for n in TRACES[job]]
     page = open_page(browser, report_dir / "index.html", watch, len(expected))
-    assert traces(page) == expected
+    assert traces(page, 'section[id^="job-"]') == expected
     assert_verdicts_visible(page)
     # the injected variant name is shown literally in the verdict table and in the legend
     assert page.get_by_text(EVIL, exact=False).first.is_visible()
@@ -171,3 +188,29 @@ def test_figure_pages_render_offline(browser: Any, report_dir: Path) -> None:
         page = open_page(browser, report_dir / "job1" / f"{name}.html", watch, 1)
         assert traces(page) == [count], name
         assert watch.problems() == {}, name
+
+
+def test_cross_job_section_renders_offline(browser: Any, demo_report: Path) -> None:
+    watch = Watch()
+    page = open_page(browser, demo_report / "index.html", watch, len(CROSS_JOB_TRACES) + 9)
+    assert traces(page, "#cross-job") == CROSS_JOB_TRACES
+    # every figure drew its lines, with the jobs in time order on the x axes
+    assert page.evaluate(
+        "Array.from(document.querySelectorAll('#cross-job .js-plotly-plot'))"
+        ".every(el => el.querySelectorAll('.scatterlayer .trace').length === el.data.length)"
+    )
+    ticks = page.evaluate(
+        "Array.from(document.querySelectorAll('#x-bpp .xtick text')).map(e => e.textContent)"
+    )
+    assert [t[:4] for t in ticks] == ["job1", "job2", "job3"]
+    titles = page.evaluate(
+        "Array.from(document.querySelectorAll('#cross-job .gtitle')).map(e => e.textContent)"
+    )
+    assert any("gpt-124m" in t for t in titles)
+    # the comparison: regressions listed on top, their rows highlighted
+    compare = page.locator("#compare")
+    assert compare.locator(".regressions").is_visible()
+    assert compare.get_by_text("bpp_state gpt-124m/flash: PASS -> FAIL", exact=False).is_visible()
+    assert compare.locator("tr.regressed span.badge.regressed").first.is_visible()
+    assert page.locator("#compare a[href='job3/index.html']").first.is_visible()
+    assert watch.problems() == {}

@@ -41,7 +41,8 @@ def _drawable(values: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(values), values, np.nan)
 
 
-def _order(arms: list[str], exp: Expectations) -> list[str]:
+def arm_order(arms: list[str], exp: Expectations) -> list[str]:
+    """The expectations' arms first (baseline, candidate, seed twin, divergent), then by name."""
     tr = exp.training
     known = [tr.baseline, tr.candidate, tr.seed_twin, tr.divergent, *ARM_STYLES]
     first = [a for a in dict.fromkeys(known) if a in arms]
@@ -65,7 +66,7 @@ def training_trajectories(
     """
     tr = exp.training
     title = TITLE + (f" ({plot_text(gpu)})" if gpu else "")
-    present = _order([arm for arm, frame in curves.items() if frame.height > 0], exp)
+    present = arm_order([arm for arm, frame in curves.items() if frame.height > 0], exp)
     if not present:
         return empty_figure(title, HEIGHT, "no training curves in this job")
 

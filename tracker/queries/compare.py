@@ -8,6 +8,7 @@ by more than the expectations' bytes/param tolerance, with or without an analyti
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -67,12 +68,24 @@ def _delta(a: Verdict | None, b: Verdict | None) -> float | None:
 
 
 def compare_jobs(session: Session, job_a: str, job_b: str, exp: Expectations) -> Comparison:
+    """Analyse two jobs and compare their verdicts."""
+    verdicts_a, verdicts_b = (
+        analyze_job(load_job_data(session, job), exp).verdicts for job in (job_a, job_b)
+    )
+    return compare_verdicts(job_a, verdicts_a, job_b, verdicts_b, exp)
+
+
+def compare_verdicts(
+    job_a: str,
+    verdicts_a: Iterable[Verdict],
+    job_b: str,
+    verdicts_b: Iterable[Verdict],
+    exp: Expectations,
+) -> Comparison:
+    """Compare verdicts already computed (the report has them at hand)."""
     import polars as pl
 
-    verdicts = [
-        {(v.check, v.subject): v for v in analyze_job(load_job_data(session, job), exp).verdicts}
-        for job in (job_a, job_b)
-    ]
+    verdicts = [{(v.check, v.subject): v for v in found} for found in (verdicts_a, verdicts_b)]
     keys = list(verdicts[0]) + [key for key in verdicts[1] if key not in verdicts[0]]
     passed = {subject for (_, subject), v in verdicts[0].items() if v.status == PASS}
     rows = []

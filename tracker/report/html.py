@@ -13,9 +13,13 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tracker.analysis.verdict import FAIL, NA, PASS, Verdict
 from tracker.figures.style import FONT, GRID, INK, MUTED, SURF
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 STATUSES = (PASS, FAIL, NA)
 STATUS_CLASS = {PASS: "pass", FAIL: "fail", NA: "na"}
@@ -102,6 +106,29 @@ ul.notes li {{ margin: 2px 0; }}
 .warn {{ display: none; padding: 10px 14px; margin: 0 0 16px; border-radius: 6px;
   background: var(--fail-bg); color: var(--fail); border: 1px solid #f3b5b1; }}
 nav.crumbs {{ font-size: 13px; margin-bottom: 4px; }}
+.badge.regressed {{ color: var(--fail); background: var(--fail-bg); border-color: #f3b5b1; }}
+.badge.fixed {{ color: var(--pass); background: var(--pass-bg); border-color: #b7dfb3; }}
+.badge.changed {{ color: #8a5a00; background: #fff3d6; border-color: #f0dfae; }}
+.badge.new, .badge.gone, .badge.same {{ color: var(--na); background: var(--na-bg);
+  border-color: var(--grid); }}
+.badge.same {{ opacity: 0.6; }}
+tr.regressed td {{ background: #fff6f5; }}
+tr.regressed td:first-child {{ box-shadow: inset 3px 0 0 var(--fail); }}
+tr.fixed td:first-child {{ box-shadow: inset 3px 0 0 var(--pass); }}
+tr.changed td:first-child {{ box-shadow: inset 3px 0 0 #e0a800; }}
+.grid2 {{ display: grid; grid-template-columns: repeat(auto-fit, minmax(520px, 1fr));
+  gap: 0 16px; }}
+.regressions {{ margin: 6px 0 12px; padding: 8px 14px; border-radius: 6px;
+  background: var(--fail-bg); border: 1px solid #f3b5b1; }}
+.regressions.none {{ background: var(--pass-bg); border-color: #b7dfb3; color: var(--pass); }}
+.regressions strong {{ color: var(--fail); }}
+.regressions ul {{ margin: 4px 0 0; padding-left: 22px; }}
+table.bpp {{ width: auto; min-width: 50%; margin-top: 10px; }}
+td.off {{ color: var(--fail); font-weight: 600; }}
+.rise {{ color: var(--fail); font-size: 11.5px; margin-left: 4px; }}
+.absent {{ color: var(--muted); font-style: italic; }}
+p.crossjob-note {{ margin: 0 0 22px; }}
+.fail-text {{ color: var(--fail); }}
 """
 
 RENDER_JS = (
@@ -142,6 +169,23 @@ def figure_html(slot: FigureSlot, caption: str = "") -> str:
         f'<div class="figure"><div class="plot" id="{esc(slot.key)}" '
         f'data-figure="{esc(data_id)}" style="height:{int(slot.height)}px"></div>'
         f'<script type="application/json" id="{esc(data_id)}">{slot.json}</script>{cap}</div>'
+    )
+
+
+def figure_slot(fig: go.Figure, key: str, title: str, height: int) -> FigureSlot:
+    """A figure's slot: its JSON, or, when it has no trace, the note it shows instead."""
+    import plotly.io as pio
+
+    if len(fig.data) == 0:
+        texts = [a.text for a in fig.layout.annotations or () if a.text]
+        # the note was escaped for plotly; the page escapes it again itself
+        note = html.unescape(texts[0]) if texts else "nothing to draw"
+        return FigureSlot(key=key, title=title, json=None, height=height, note=note)
+    return FigureSlot(
+        key=key,
+        title=title,
+        json=pio.to_json(fig, validate=False, remove_uids=True),
+        height=height,
     )
 
 

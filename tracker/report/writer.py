@@ -2,7 +2,9 @@
 
 Layout of ``DIR``::
 
-    index.html             every job: verdict summary and table, figures, link to its page
+    index.html             summary; across jobs (2+): bytes/param and validation loss per
+                           variant, each arm's loss per job, the two most recent jobs compared;
+                           then every job: verdict table, figures, link to its page
     plotly.min.js          written once; every page links it by a relative path (no CDN)
     <job>/index.html       the job page: metadata, notes, verdict table, three figures
     <job>/mem_analysis.json, gpt_analysis.json, verdicts.json   (strict JSON, NaN -> null)
@@ -22,16 +24,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from sqlalchemy import select
-
 import tracker
 from tracker.errors import NotADirectory
+from tracker.report.crossjob import CrossJob, cross_job_section
 from tracker.report.html import (
     FigureSlot,
     chips,
     counts,
     esc,
     figure_html,
+    figure_slot,
     meta_html,
     notes_html,
     page,
@@ -39,11 +41,11 @@ from tracker.report.html import (
 )
 
 if TYPE_CHECKING:
-    import plotly.graph_objects as go
     from sqlalchemy.orm import Session
 
     from tracker.analysis.expectations import Expectations
     from tracker.analysis.job import JobAnalysis
+    from tracker.figures.crossjob import DrawnCurve
     from tracker.models import Job
     from tracker.store.jobdata import JobData
 
@@ -85,7 +87,7 @@ class Report:
 
 @dataclass
 class _JobPage:
-    """What the pages of one job need; the curves themselves are not kept."""
+    """What the pages of one job need; the full curves themselves are not kept."""
 
     name: str
     directory: str  # folder name under DIR
@@ -97,14 +99,16 @@ class _JobPage:
     notes: list[str]
     slots: dict[str, FigureSlot]
     captions: dict[str, str]
+    curves: dict[str, DrawnCurve]  # arm -> smoothed, downsampled loss, for the cross-job section
 
 
 def _job_names(session: Session, jobs: Sequence[str] | None) -> list[str]:
-    from tracker.models import Job
+    """``jobs`` as given (unknown names raise), or every job in job order when None."""
+    from tracker.queries.selection import Selection, selected_jobs
     from tracker.store.catalog import get_job
 
     if jobs is None:
-        return list(session.scalars(select(Job.name).order_by(Job.ingested_at, Job.id)))
+        return list(selected_jobs(session, Selection()).get_column("job"))
     names = list(dict.fromkeys(jobs))
     for name in names:
         get_job(session, name)  # JobNotFound before anything is written
@@ -129,24 +133,20 @@ def _directories(names: Sequence[str]) -> dict[str, str]:
     return folders
 
 
-def _figure_json(fig: go.Figure) -> str:
-    import plotly.io as pio
-
-    return pio.to_json(fig, validate=False, remove_uids=True)
-
-
-def _empty_note(fig: go.Figure) -> str:
-    texts = [a.text for a in fig.layout.annotations or () if a.text]
-    return texts[0] if texts else "nothing to draw"
-
-
 def _build_job(
-    session: Session, name: str, directory: str, exp: Expectations, position: int
+    session: Session,
+    name: str,
+    directory: str,
+    exp: Expectations,
+    position: int,
+    curve_points: int | None,
 ) -> _JobPage:
-    import html as html_lib
-
+    """A job's analysis and figures; with ``curve_points``, also its arms' smoothed curves
+    reduced to that many points each, for the cross-job section (the full curves are not
+    kept, and not read again)."""
     from tracker.analysis.job import analyze_job
     from tracker.figures import memory_scaling, table4, training_trajectories
+    from tracker.figures.crossjob import drawn_curve
     from tracker.store.catalog import get_job
     from tracker.store.jobdata import load_job_data
 
@@ -166,17 +166,12 @@ def _build_job(
         notes.append("no training arms in this job: no trajectories figure")
     slots, captions = {}, {}
     for key, title, height in FIGURES:
-        fig = figures[key]
-        empty = len(fig.data) == 0
-        slots[key] = FigureSlot(
-            key=f"j{position}-{key}",
-            title=title,
-            json=None if empty else _figure_json(fig),
-            height=height,
-            # the note was escaped for plotly; the page escapes it again itself
-            note=html_lib.unescape(_empty_note(fig)) if empty else "",
-        )
+        slots[key] = figure_slot(figures[key], f"j{position}-{key}", title, height)
         captions[key] = f'<a href="{quote(directory)}/{key}.html">{esc(key)}.html</a>'
+    drawn = {}
+    if curve_points is not None:
+        alpha = exp.training.ema_alpha
+        drawn = {arm: drawn_curve(frame, alpha, curve_points) for arm, frame in data.curves.items()}
     return _JobPage(
         name=name,
         directory=directory,
@@ -188,6 +183,7 @@ def _build_job(
         notes=notes,
         slots=slots,
         captions=captions,
+        curves=drawn,
     )
 
 
@@ -272,7 +268,11 @@ def _job_files(out_dir: Path, job: _JobPage, generated: str) -> JobReport:
 
 
 def _index(
-    pages: list[_JobPage], reports: list[JobReport], exp: Expectations, generated: str
+    pages: list[_JobPage],
+    reports: list[JobReport],
+    cross: CrossJob,
+    exp: Expectations,
+    generated: str,
 ) -> str:
     overview_rows = []
     for job, report in zip(pages, reports, strict=True):
@@ -296,6 +296,7 @@ def _index(
             if pages
             else '<p class="muted">No jobs in the database.</p>'
         )
+        + cross.summary_html()
         + "</section>"
     )
     sections = []
@@ -315,7 +316,7 @@ def _index(
     sub = f"{esc(generated)} &middot; expectations: {esc(exp.source)}"
     return page(
         "FlashOptim reproduction: tracker report",
-        overview + "".join(sections),
+        overview + cross.html + "".join(sections),
         plotly_src=PLOTLY_JS,
         heading=f"FlashOptim reproduction: {len(pages)} job{'s' if len(pages) != 1 else ''}",
         sub=sub,
@@ -325,12 +326,14 @@ def _index(
 def generate_report(
     session: Session, out_dir: Path, exp: Expectations, jobs: list[str] | None = None
 ) -> Report:
-    """Write the report of ``jobs`` (all, in ingest order, when None) under ``out_dir``.
+    """Write the report of ``jobs`` (all, in job order, when None) under ``out_dir``.
 
     Raises ``JobNotFound`` for an unknown job name before writing anything, and
     ``NotADirectory`` when ``out_dir`` exists as something else than a directory.
     """
     from plotly.offline import get_plotlyjs
+
+    from tracker.figures.crossjob import points_per_curve
 
     out_dir = Path(out_dir)
     names = _job_names(session, jobs)
@@ -341,14 +344,26 @@ def generate_report(
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
     generated = f"generated {stamp} by tracker {tracker.__version__}"
 
+    # each curve is read once, for its job's page; the cross-job section keeps it smoothed
+    # and downsampled, to a budget of points per figure
+    curve_points = points_per_curve(len(names)) if len(names) >= 2 else None
     pages, reports = [], []
     for position, name in enumerate(names, start=1):
-        job = _build_job(session, name, folders[name], exp, position)
+        job = _build_job(session, name, folders[name], exp, position, curve_points)
         reports.append(_job_files(out_dir, job, generated))
         pages.append(job)
+    cross = cross_job_section(
+        session,
+        names,
+        folders,
+        {job.name: job.curves for job in pages},
+        {job.name: job.analysis.verdicts for job in pages},
+        exp,
+        INDEX,
+    )
     _write_if_changed(out_dir / PLOTLY_JS, get_plotlyjs())
     index = out_dir / INDEX
-    _write(index, _index(pages, reports, exp, generated))
+    _write(index, _index(pages, reports, cross, exp, generated))
     return Report(index, reports)
 
 
