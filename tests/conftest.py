@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, create_engine, make_url, text
 from typer.testing import CliRunner
 
 from tracker.cli import app
@@ -49,6 +49,33 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     yield f"{server}{separator}options={quote(f'-csearch_path={schema}')}"
     with admin.connect() as connection:
         connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    admin.dispose()
+
+
+@pytest.fixture
+def reader_url(db_url: str) -> Iterator[str]:
+    """``db_url`` as a role without superuser rights (PostgreSQL), allowed to read the test's
+    schema: ``tracker sql`` refuses superusers. The same URL on SQLite."""
+    if not db_url.startswith("postgresql"):
+        yield db_url
+        return
+    url = make_url(db_url)
+    schema = str(url.query["options"]).removeprefix("-csearch_path=")
+    role = f"r_{schema}"
+    admin = create_engine(url.set(query={}), isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE ROLE "{role}" LOGIN'))
+        connection.execute(text(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"'))
+        connection.execute(text(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"'))
+        connection.execute(
+            text(
+                f'ALTER DEFAULT PRIVILEGES IN SCHEMA "{schema}" GRANT SELECT ON TABLES TO "{role}"'
+            )
+        )
+    yield url.set(username=role).render_as_string(hide_password=False)
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP OWNED BY "{role}"'))
+        connection.execute(text(f'DROP ROLE "{role}"'))
     admin.dispose()
 
 

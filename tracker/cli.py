@@ -426,7 +426,8 @@ def compare(
     comparison = _read(ctx, compare_jobs, job_a, job_b, load_expectations(expectations))
     _print_frame(comparison.table, fmt)
     if fmt is Format.table:
-        typer.echo(f"\n{len(comparison.regressions)} regressions from {job_a} to {job_b}")
+        count = len(comparison.regressions)
+        typer.echo(f"\n{count} regression{'' if count == 1 else 's'} from {job_a} to {job_b}")
         for line in comparison.regressions:
             typer.echo(f"  {line}")
     if fail_on_regression and comparison.regressed:

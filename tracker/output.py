@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import math
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
@@ -20,6 +21,8 @@ class Format(StrEnum):
 
 
 def _json_safe(value: Any) -> Any:
+    if isinstance(value, Decimal):  # PostgreSQL NUMERIC: a JSON number, as on SQLite
+        value = float(value)
     if isinstance(value, float) and not math.isfinite(value):
         return None if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return value

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.errors import GroupKeyClash
+from tracker.errors import GroupKeyClash, JobNotFound
 from tracker.models import Job, JobMeta
 from tracker.store.ingest import job_time
 
@@ -81,6 +81,9 @@ def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
     if selection.jobs:
         query = query.where(Job.name.in_(selection.jobs))
     jobs = session.execute(query).all()
+    missing = sorted(set(selection.jobs) - {name for _, name, _ in jobs})
+    if missing:
+        raise JobNotFound(name=missing[0])
     ids = [job_id for job_id, _, _ in jobs]
     meta: dict[int, dict[str, str]] = {}
     for job_id, key, value in session.execute(

@@ -27,6 +27,7 @@ PROBE_METRICS = (
     "peak_steady",
     "peak_bpp",
 )
+ORDER = "#order"  # a column name no metadata key can take (see --group-by)
 RUN_METRICS = ("val_loss", "final_loss", "min_loss", "last_loss", "points")
 
 
@@ -43,11 +44,11 @@ def _with_jobs(jobs: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
     """Attach job name, time and group columns, in job order."""
     import polars as pl
 
-    ordered = jobs.with_row_index("_order")
+    ordered = jobs.with_row_index(ORDER)
     joined = ordered.join(frame, on="job_id", how="inner").drop("job_id")
     return (
-        joined.sort("_order", maintain_order=True)
-        .drop("_order")
+        joined.sort(ORDER, maintain_order=True)
+        .drop(ORDER)
         .with_columns(pl.col("time").dt.to_string(TIME_FORMAT))
     )
 

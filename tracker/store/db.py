@@ -216,6 +216,8 @@ def open_database(url: str) -> Engine:
 
 
 def _use_wal(engine: Engine) -> None:
+    if engine.url.database in (None, "", ":memory:"):
+        return  # an in-memory database has no journal file
     # Persistent in the file, so set once the file is known to be ours, never on a foreign one.
     # Switching needs the file to itself: processes racing on a new file wait for each other.
     deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000

@@ -3,7 +3,8 @@
 SQLite: the file is opened read-only (``mode=ro``) and an authorizer allows reading and
 nothing else, so ATTACH, PRAGMA writes and ``load_extension`` are refused by SQLite.
 PostgreSQL: a READ ONLY transaction, a single statement (a prepared statement cannot hold
-two), the privileges of ``pg_read_all_data`` where the server has it, and it is rolled back.
+two), the privileges of ``pg_read_all_data`` where the role may take them, rolled back; and
+never as a superuser, who could undo all of that from within the statement.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import make_url
 
@@ -18,6 +20,8 @@ from tracker.errors import SqlRefused
 from tracker.store.db import create_tracker_engine, first_line
 
 STATEMENT_TIMEOUT_MS = 60_000
+# A superuser can leave any guard set inside its own session (a DO block can SET ROLE back).
+SUPERUSER = "superusers can leave any read-only guard; connect as a role without superuser rights"
 SQLITE_READS = {
     sqlite3.SQLITE_SELECT,
     sqlite3.SQLITE_READ,
@@ -43,7 +47,7 @@ def _sqlite_authorizer(action: int, arg1: str | None, arg2: str | None, *_: obje
 
 
 def _run_sqlite(database: str, sql: str) -> SqlResult:
-    connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    connection = sqlite3.connect(f"file:{quote(database)}?mode=ro", uri=True)
     try:
         connection.set_authorizer(_sqlite_authorizer)
         try:
@@ -72,13 +76,22 @@ def _run_postgres(url: str, sql: str) -> SqlResult:
             dbapi = connection.connection.driver_connection
             assert dbapi is not None
             with dbapi.cursor() as cursor:  # type: ignore[attr-defined]
+                cursor.execute(
+                    "SELECT session_user, rolsuper FROM pg_roles WHERE rolname = session_user"
+                )
+                user, superuser = cursor.fetchone()
+                if superuser:
+                    dbapi.rollback()
+                    raise SqlRefused(
+                        reason=f"will not run as PostgreSQL superuser {user!r}: {SUPERUSER}"
+                    )
                 cursor.execute("BEGIN READ ONLY")
                 cursor.execute(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}")
-                cursor.execute(
-                    "SELECT pg_has_role(current_user, 'pg_read_all_data', 'MEMBER') "
-                    "FROM pg_roles WHERE rolname = 'pg_read_all_data'"
+                cursor.execute(  # a role that may read everything and nothing more
+                    "SELECT 1 FROM pg_roles WHERE rolname = 'pg_read_all_data' "
+                    "AND pg_has_role(current_user, 'pg_read_all_data', 'MEMBER')"
                 )
-                if cursor.fetchone():
+                if cursor.fetchone() is not None:
                     cursor.execute("SET LOCAL ROLE pg_read_all_data")
                 try:
                     cursor.execute(sql, prepare=True)

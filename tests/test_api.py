@@ -1,0 +1,204 @@
+"""The Python API: the CLI's queries as polars DataFrames, equal to the CLI's JSON output."""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from sqlalchemy import Engine, text
+
+from tests.conftest import Cli
+from tracker import api
+from tracker.config import DATABASE_URL_ENV
+from tracker.errors import JobNotFound, SqlRefused, UnknownMetric
+from tracker.jobdir.sample import write_sample_job
+
+STEPS = 30
+JOBS: dict[str, tuple[dict[str, Any], list[str]]] = {
+    "j1": ({"seed": 0}, ["time=2026-10-01T00:00:00Z", "gpu=A10G", "flashoptim=0.1.0"]),
+    "j3": (
+        {"seed": 2, "flash_state_shift": 0.5},
+        ["time=2026-11-01T00:00:00Z", "gpu=A10G", "flashoptim=0.1.1"],
+    ),
+    "j2": (
+        {"seed": 1, "failed_probe": None},
+        ["time=2026-10-15T00:00:00Z", "gpu=L4", "flashoptim=0.1.0"],
+    ),
+}
+
+Query = Callable[[Any], pl.DataFrame]
+CASES: list[tuple[str, Query, tuple[str, ...]]] = [
+    ("jobs", lambda db: api.jobs(db), ("jobs",)),
+    ("probes", lambda db: api.probes(db), ("query", "probes")),
+    (
+        "probes filtered",
+        lambda db: api.probes(
+            db,
+            job=["j1", "j3"],
+            model="gpt-124m",
+            variant=("flash", "ref"),
+            where={"gpu": "A10G"},
+            group_by="flashoptim",
+        ),
+        tuple(
+            shlex.split(
+                "query probes --job j1 --job j3 --model gpt-124m --variant flash --variant ref "
+                "--where gpu=A10G --group-by flashoptim"
+            )
+        ),
+    ),
+    ("failed probes", lambda db: api.probes(db, failed=True), ("query", "probes", "--failed")),
+    ("no probes", lambda db: api.probes(db, model="nope"), ("query", "probes", "--model", "nope")),
+    ("runs", lambda db: api.runs(db), ("query", "runs")),
+    (
+        "runs aggregated",
+        lambda db: api.runs(db, aggregate_seeds=True, group_by=["gpu"]),
+        ("query", "runs", "--aggregate-seeds", "--group-by", "gpu"),
+    ),
+    (
+        "trend of a probe field",
+        lambda db: api.trend("bpp_state", db, model="gpt-124m", variant="flash"),
+        ("query", "trend", "--metric", "bpp_state", "--model", "gpt-124m", "--variant", "flash"),
+    ),
+    (
+        "trend of a run field",
+        lambda db: api.trend("val_loss", db, variant="ref", where={"gpu": "A10G"}),
+        ("query", "trend", "--metric", "val_loss", "--variant", "ref", "--where", "gpu=A10G"),
+    ),
+    (
+        "curve",
+        lambda db: api.curve("linear_s0", db, job="j1", ema=0.2, every=3),
+        ("query", "curve", "--arm", "linear_s0", "--job", "j1", "--ema", "0.2", "--every", "3"),
+    ),
+    (
+        "curves",
+        lambda db: api.curve(["ref_s0", "flash_s0"], db),
+        ("query", "curve", "--arm", "ref_s0", "--arm", "flash_s0"),
+    ),
+    ("compare", lambda db: api.compare("j1", "j3", db), ("compare", "j1", "j3")),
+]
+
+
+def js(value: Any) -> Any:
+    """A value as the CLI's JSON shows it: NaN is null, infinities are strings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value
+
+
+@pytest.fixture
+def study(cli: Cli, tmp_path: Path) -> Cli:
+    for name, (spec, meta) in JOBS.items():
+        directory = write_sample_job(tmp_path / name, steps=STEPS, **spec)
+        cli("ingest", str(directory), *(f"--meta={item}" for item in meta))
+    return cli
+
+
+@pytest.fixture(params=["url", "engine", "environment"])
+def database(
+    request: pytest.FixtureRequest, db_url: str, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> Any:
+    """The database as a URL, an Engine, or None with the URL in the environment."""
+    if request.param == "environment":
+        monkeypatch.setenv(DATABASE_URL_ENV, db_url)
+        return None
+    return db_url if request.param == "url" else engine
+
+
+@pytest.mark.parametrize(("query", "args"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_frames_equal_the_cli_json(
+    study: Cli, database: Any, query: Query, args: tuple[str, ...]
+) -> None:
+    frame = query(database)
+    assert isinstance(frame, pl.DataFrame)
+    expected = json.loads(study(*args, "--format", "json").stdout)
+    assert [{k: js(v) for k, v in row.items()} for row in frame.to_dicts()] == expected
+    if expected:
+        assert frame.columns == list(expected[0])
+
+
+def test_empty_frames_keep_their_columns(study: Cli, database: Any) -> None:
+    assert api.probes(database, model="nope").columns == api.probes(database).columns
+    assert api.runs(database, model="nope").columns == api.runs(database).columns
+    assert api.curve("nope", database).height == 0
+
+
+@pytest.fixture(params=["url", "engine", "environment"])
+def reader(
+    request: pytest.FixtureRequest, reader_url: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Any]:
+    """``database`` for ``api.sql``, as a role that is no PostgreSQL superuser."""
+    if request.param == "environment":
+        monkeypatch.setenv(DATABASE_URL_ENV, reader_url)
+        yield None
+    elif request.param == "url":
+        yield reader_url
+    else:
+        engine = api.connect(reader_url)
+        yield engine
+        engine.dispose()
+
+
+def test_an_engine_stays_usable_after_api_calls(
+    study: Cli, engine: Engine, reader_url: str
+) -> None:
+    reading = api.connect(reader_url)
+    for _ in range(2):
+        assert api.probes(engine, job="j1").height == 25
+        assert api.sql("SELECT count(*) AS n FROM job", reading)["n"].to_list() == [3]
+    reading.dispose()
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM run")).scalar_one() == 12
+
+
+def test_connect_gives_an_engine(study: Cli, db_url: str) -> None:
+    engine = api.connect(db_url)
+    try:
+        assert isinstance(engine, Engine)
+        assert api.jobs(engine)["job"].to_list() == ["j1", "j2", "j3"]
+    finally:
+        engine.dispose()
+
+
+def test_sql(study: Cli, reader: Any, reader_url: str) -> None:
+    database = reader
+    statement = "SELECT name, source_path FROM job ORDER BY name"
+    frame = api.sql(statement, database)
+    assert isinstance(frame, pl.DataFrame)
+    assert frame.columns == ["name", "source_path"]
+    assert frame["name"].to_list() == ["j1", "j2", "j3"]
+    cli_json = Cli(reader_url)("sql", statement, "--format", "json").stdout
+    assert frame.to_dicts() == json.loads(cli_json)
+    counted = api.sql(
+        "SELECT r.arm, count(*) AS points FROM run r JOIN curve c ON c.run_id = r.id "
+        "JOIN point p ON p.curve_id = c.id JOIN job j ON j.id = r.job_id "
+        "WHERE j.name = 'j1' AND c.metric = 'loss' GROUP BY r.arm ORDER BY r.arm",
+        database,
+    )
+    assert counted.rows() == [(arm, STEPS) for arm in ("flash_s0", "linear_s0", "ref_s0", "ref_s1")]
+    empty = api.sql("SELECT name FROM job WHERE name = 'nope'", database)
+    assert (empty.columns, empty.height) == (["name"], 0)
+
+
+def test_sql_refuses_writes(study: Cli, reader: Any) -> None:
+    database = reader
+    with pytest.raises(SqlRefused, match=r"^sql: .*tracker sql only reads$"):
+        api.sql("DELETE FROM job", database)
+    with pytest.raises(SqlRefused, match=r"^sql: give one statement at a time$"):
+        api.sql("SELECT 1; DELETE FROM job", database)
+    assert api.sql("SELECT count(*) AS n FROM job", database)["n"].to_list() == [3]
+
+
+def test_expected_errors_are_tracker_errors(study: Cli, database: Any) -> None:
+    with pytest.raises(UnknownMetric, match=r"^unknown metric 'nope'; choose one of: "):
+        api.trend("nope", database)
+    with pytest.raises(JobNotFound, match=r"^no job named 'nope'$"):
+        api.compare("j1", "nope", database)
+    with pytest.raises(JobNotFound, match=r"^no job named 'nope'$"):
+        api.probes(database, job=["j1", "nope"])
