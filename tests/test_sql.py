@@ -273,11 +273,10 @@ def test_sql_checks_the_schema_first(tmp_path: Path) -> None:
     assert rows == []  # the empty database was migrated first, so the table exists
 
 
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
 def test_a_postgresql_superuser_is_refused(cli: Cli, job_dir: Path, db_url: str) -> None:
     """A superuser can SET ROLE back from inside a DO block and then write files or run
     programs on the server: no in-session guard holds, so tracker sql refuses to run."""
-    if backend(db_url) != "postgresql":
-        pytest.skip("superusers are a PostgreSQL notion")
     cli("ingest", str(job_dir))
     user = make_url(db_url).username
     line = refused(cli("sql", "SELECT 1", ok=False))
