@@ -27,7 +27,7 @@ class ErrorReportingGroup(TyperGroup):
     """Turns expected errors into one line on stderr, without a traceback."""
 
     def invoke(self, ctx: Any) -> Any:
-        from sqlalchemy.exc import OperationalError
+        from sqlalchemy.exc import DBAPIError
 
         from tracker.store.db import first_line
 
@@ -36,7 +36,7 @@ class ErrorReportingGroup(TyperGroup):
         except TrackerError as exc:
             typer.echo(f"Error: {exc}", err=True)
             raise typer.Exit(1) from None
-        except OperationalError as exc:
+        except DBAPIError as exc:  # reads: a damaged file, a server gone away
             typer.echo(f"Error: database error: {first_line(exc)}", err=True)
             raise typer.Exit(1) from None
 

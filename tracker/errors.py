@@ -62,6 +62,10 @@ class DatabaseBusy(TrackerError):
     """database {url} stayed locked by other writers for {seconds} s; nothing was written, try again"""
 
 
+class DatabaseFailed(TrackerError):
+    """database error: {reason}; nothing of this transaction was written"""
+
+
 class DatabaseUnavailable(TrackerError):
     """cannot use database {url}: {reason}"""
 

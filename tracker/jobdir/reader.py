@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 ARM_NAME = re.compile(r"(?P<variant>[A-Za-z0-9][A-Za-z0-9._-]*)_s(?P<seed>[0-9]{1,9})")
 NAME_MAX = 200
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+SURROGATES = re.compile(r"[\ud800-\udfff]")
 FLOAT_FIELDS = ("bpp_params", "bpp_state", "bpp_grads", "bpp_params_state_grads")
 FAILURE_COLUMNS = ("model", "variant", "error")
 INT_LIMIT = 10**15  # no probed model has a quadrillion parameters or bytes
@@ -192,10 +194,7 @@ def _merge_duplicates(probes: list[ProbeRecord]) -> list[ProbeRecord]:
 
 def parse_probe_file(filename: str, data: bytes) -> list[ProbeRecord]:
     """Probe records from ``mem_sweep.json`` (a JSON list) or a ``*.jsonl`` file."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise BadInput(path=filename, problem="not UTF-8 text") from None
+    text = _decode(filename, data)
     if filename.endswith(".jsonl"):
         return [
             parse_probe_record(
@@ -214,7 +213,8 @@ def parse_probe_file(filename: str, data: bytes) -> list[ProbeRecord]:
 
 
 def _nonblank_lines(text: str) -> Iterator[tuple[int, str]]:
-    for number, line in enumerate(text.splitlines(), start=1):
+    # JSON lines end at "\n" only: str.splitlines would also cut at U+2028 inside strings
+    for number, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             yield number, line
 
@@ -229,6 +229,8 @@ def _load_json(where: str, text: str, *, one_line: bool = False) -> Any:
         raise BadInput(path=where, problem=f"malformed JSON ({place}): {exc.msg}") from None
     except RecursionError:
         raise BadInput(path=where, problem="malformed JSON: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise BadInput(path=where, problem=f"malformed JSON: {exc}") from None
 
 
 def _as_json(value: Any) -> str:
@@ -243,21 +245,37 @@ def _name_field(record: dict[str, Any], key: str, origin: str) -> str:
         raise BadInput(path=origin, problem=f"missing {key!r}")
     if not isinstance(value, str) or not value.strip():
         raise BadInput(path=origin, problem=f"{key!r} must be a non-empty string")
-    if len(value) > NAME_MAX:
-        raise BadInput(path=origin, problem=f"{key!r} is longer than {NAME_MAX} characters")
-    if CONTROL_CHARS.search(value):
-        raise BadInput(path=origin, problem=f"{key!r} contains control characters")
+    _check_name(value, repr(key), origin)
     return value
+
+
+def _check_name(value: str, label: str, origin: str) -> None:
+    """Names (models, variants, metrics) are short, printable, storable text."""
+    if len(value) > NAME_MAX:
+        raise BadInput(path=origin, problem=f"{label} is longer than {NAME_MAX} characters")
+    if CONTROL_CHARS.search(value):
+        raise BadInput(path=origin, problem=f"{label} contains control characters")
+    _check_storable(value, label, origin)
+
+
+def _check_storable(value: str, label: str, origin: str) -> None:
+    # JSON can spell a lone surrogate ("\ud800"), which no database text column can store
+    if SURROGATES.search(value):
+        raise BadInput(path=origin, problem=f"{label} contains an unpaired surrogate character")
 
 
 def _number(value: Any, key: str, origin: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise BadInput(path=origin, problem=f"{key!r} must be a number, got {_as_json(value)}")
-    if not math.isfinite(value) or value < 0:
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond any float
+        number = math.inf
+    if not math.isfinite(number) or number < 0:
         raise BadInput(
             path=origin, problem=f"{key!r} must be a finite number >= 0, got {_as_json(value)}"
         )
-    return float(value)
+    return number
 
 
 def _count(value: Any, key: str, origin: str, *, positive: bool = False) -> int:
@@ -278,6 +296,9 @@ def parse_probe_record(record: Any, origin: str) -> ProbeRecord:
     error = record.get("error")
     if error is not None and not isinstance(error, str):
         error = json.dumps(error)
+    if error is not None:
+        _check_storable(error, "'error'", origin)
+        error = error.replace("\x00", "\ufffd")  # PostgreSQL text cannot hold NUL
     if "n_params" not in record:  # a failed probe: whatever else it holds is kept as it is
         rest = {key: value for key, value in record.items() if key not in FAILURE_COLUMNS}
         return ProbeRecord(model, variant, origin, error=error, extra=rest)
@@ -335,10 +356,7 @@ def read_arm(arm: ArmFiles, default_model: str) -> Arm:
 
 def _read_summary(arm: ArmFiles) -> dict[str, Any]:
     where = arm.json_path.name
-    try:
-        text = arm.json_path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise BadInput(path=where, problem="not UTF-8 text") from None
+    text = _decode(where, arm.json_path.read_bytes())
     summary = _load_json(where, text)
     if not isinstance(summary, dict):
         raise BadInput(path=where, problem="expected a JSON object")
@@ -363,30 +381,25 @@ def parse_curve_csv(filename: str, data: bytes) -> pl.DataFrame:
     """
     import polars as pl
 
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise BadInput(path=filename, problem="not UTF-8 text") from None
+    text = _decode(filename, data).replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         raise BadInput(path=filename, problem="empty file")
-    header = [name.strip() for name in next(csv.reader(io.StringIO(text.split("\n", 1)[0])))]
-    for required in ("step", "loss"):
-        if required not in header:
-            raise BadInput(path=filename, problem="header must have 'step' and 'loss' columns")
-    if len(set(header)) != len(header):
-        twice = next(name for name in header if header.count(name) > 1)
-        raise BadInput(path=filename, problem=f"column {twice!r} appears twice in the header")
+    header = _header(filename, text)
+    line = "#line"  # the row index: a name no header column can take
+    while line in header:
+        line += "#"
     _check_field_counts(filename, text, len(header))
     try:
         raw = pl.read_csv(io.StringIO(text), infer_schema=False, new_columns=header)
     except pl.exceptions.PolarsError as exc:
         first = str(exc).strip().splitlines()[0]
         raise BadInput(path=filename, problem=f"malformed CSV: {first}") from None
-    raw = raw.with_columns(pl.all().str.strip_chars()).with_row_index("line", offset=2)
-    raw = raw.filter(~pl.all_horizontal(pl.exclude("line").is_null() | (pl.exclude("line") == "")))
+    raw = raw.with_columns(pl.all().str.strip_chars()).with_row_index(line, offset=2)
+    raw = raw.filter(~pl.all_horizontal(pl.exclude(line).is_null() | (pl.exclude(line) == "")))
+    fail = partial(_fail_on_first, filename, raw, line)
     steps = raw["step"].cast(pl.Int64, strict=False)
-    _fail_on_first(filename, raw, raw["step"].is_null(), "step", "is empty")
-    _fail_on_first(filename, raw, steps.is_null(), "step", "is not an integer")
+    fail(raw["step"].is_null(), "step", "is empty")
+    fail(steps.is_null(), "step", "is not an integer")
     columns = [steps.alias("step")]
     for name in header:
         if name == "step":
@@ -396,41 +409,78 @@ def parse_curve_csv(filename: str, data: bytes) -> pl.DataFrame:
         unparsed = present & values.is_null()
         if name != "loss" and present.any() and unparsed.sum() == present.sum():
             continue  # a text column (a phase name, a timestamp): not a metric
-        _fail_on_first(filename, raw, unparsed, name, "is not a number")
+        fail(unparsed, name, "is not a number")
         columns.append(values.alias(name))
     curves = pl.DataFrame(columns)
     change = curves["step"].diff()
-    _fail_on_first(filename, raw, change == 0, "step", "is a duplicate")
-    _fail_on_first(filename, raw, change < 0, "step", "is lower than the step before it")
+    fail(change == 0, "step", "is a duplicate")
+    fail(change < 0, "step", "is lower than the step before it")
     return curves
+
+
+def _decode(filename: str, data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise BadInput(path=filename, problem="not UTF-8 text") from None
+
+
+def _header(filename: str, text: str) -> list[str]:
+    first = text.split("\n", 1)[0]
+    if not first.strip():
+        raise BadInput(path=f"{filename} line 1", problem="empty: the first line is the header")
+    try:
+        header = [name.strip() for name in next(csv.reader([first]))]
+    except csv.Error as exc:
+        raise BadInput(path=f"{filename} line 1", problem=f"malformed CSV header: {exc}") from None
+    for required in ("step", "loss"):
+        if required not in header:
+            raise BadInput(path=filename, problem="header must have 'step' and 'loss' columns")
+    for position, name in enumerate(header, start=1):
+        if not name:
+            raise BadInput(path=filename, problem=f"column {position} of the header has no name")
+        _check_name(name, f"column {name!r:.60}", filename)
+    if len(set(header)) != len(header):
+        twice = next(name for name in header if header.count(name) > 1)
+        raise BadInput(path=filename, problem=f"column {twice!r} appears twice in the header")
+    return header
 
 
 def _check_field_counts(filename: str, text: str, expected: int) -> None:
     """polars pads short rows with nulls and rejects long ones without a line number."""
     import polars as pl
 
-    lines = pl.Series(text.split("\n")[1:]).str.strip_suffix("\r")
-    if '"' in text:  # quoted fields may hold commas: let the csv module count
-        counts = pl.Series([len(row) for row in csv.reader(lines.to_list())])
-    else:
-        counts = lines.str.count_matches(",", literal=True) + 1
+    if '"' in text:  # quoted fields may hold commas and line breaks: the csv module counts
+        reader = csv.reader(io.StringIO(text))
+        try:
+            for row in reader:
+                if reader.line_num > 1 and row and len(row) != expected:
+                    _wrong_count(filename, reader.line_num, len(row), expected)
+        except csv.Error as exc:
+            raise BadInput(path=f"{filename} line {reader.line_num}", problem=str(exc)) from None
+        return
+    lines = pl.Series(text.split("\n")[1:], dtype=pl.String)
+    counts = lines.str.count_matches(",", literal=True) + 1
     bad = (lines.str.strip_chars() != "") & (counts != expected)
     if bad.any():
         index = bad.arg_max()
         assert index is not None
-        raise BadInput(
-            path=f"{filename} line {index + 2}",
-            problem=f"{counts[index]} fields, but the header has {expected}",
-        )
+        _wrong_count(filename, index + 2, counts[index], expected)
+
+
+def _wrong_count(filename: str, line: int, found: int, expected: int) -> None:
+    raise BadInput(
+        path=f"{filename} line {line}", problem=f"{found} fields, but the header has {expected}"
+    )
 
 
 def _fail_on_first(
-    filename: str, raw: pl.DataFrame, bad: pl.Series, column: str, problem: str
+    filename: str, raw: pl.DataFrame, line: str, bad: pl.Series, column: str, problem: str
 ) -> None:
     if bad.any():
         row = raw.filter(bad).row(0, named=True)
         shown = f" {row[column]!r:.60}" if row[column] else ""
-        raise BadInput(path=f"{filename} line {row['line']}", problem=f"{column}{shown} {problem}")
+        raise BadInput(path=f"{filename} line {row[line]}", problem=f"{column}{shown} {problem}")
 
 
 def curve_bytes(directory: Path) -> int:

@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from tracker.errors import (
     DatabaseBusy,
+    DatabaseFailed,
     DatabaseUnavailable,
     NotATrackerDatabase,
     OutdatedSchema,
@@ -254,8 +255,10 @@ def in_write_transaction(
     SQLite writers queue on the lock (busy timeout) and are retried past it until
     ``patience_s``; a unique-key race lost to a concurrent writer (PostgreSQL) is retried
     once, so that the loser sees the winner's data and reports it as any later run would.
+    Any other database failure (a full disk, a read-only or damaged file) is one
+    ``DatabaseFailed``; the transaction is rolled back either way.
     """
-    deadline = time.monotonic() + patience_s
+    start = time.monotonic()
     raced = False
     while True:
         try:
@@ -263,12 +266,15 @@ def in_write_transaction(
                 return work(session)
         except OperationalError as exc:
             if not _is_locked(exc):
-                raise
-            if time.monotonic() >= deadline:
+                raise DatabaseFailed(reason=first_line(exc)) from None
+            waited = time.monotonic() - start
+            if waited >= patience_s:
                 url = engine.url.render_as_string(hide_password=True)
-                raise DatabaseBusy(url=url, seconds=round(patience_s)) from None
+                raise DatabaseBusy(url=url, seconds=round(waited)) from None
             time.sleep(0.05 + random.random() * 0.2)
-        except IntegrityError:
+        except IntegrityError as exc:
             if raced:
-                raise
+                raise DatabaseFailed(reason=first_line(exc)) from None
             raced = True
+        except DBAPIError as exc:
+            raise DatabaseFailed(reason=first_line(exc)) from None

@@ -111,8 +111,10 @@ def delete_job_rows(session: Session, job_id: int) -> None:
     """Delete a job and all it owns: points explicitly (they carry no foreign key), the rest
     by the database's cascades."""
     curves = select(Curve.id).join(Run, Run.id == Curve.run_id).where(Run.job_id == job_id)
-    session.execute(delete(Point).where(Point.curve_id.in_(curves)))
-    session.execute(delete(Job).where(Job.id == job_id))
+    # plain SQL deletes: the ORM would fetch every deleted row back to synchronise a session
+    quiet = {"synchronize_session": False}
+    session.execute(delete(Point).where(Point.curve_id.in_(curves)), execution_options=quiet)
+    session.execute(delete(Job).where(Job.id == job_id), execution_options=quiet)
 
 
 def _insert_job(session: Session, scanned: JobDirectory, meta: Mapping[str, str]) -> Job:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import io
 from itertools import repeat
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
+
+from tracker.errors import DatabaseFailed
+from tracker.store.db import first_line
 
 if TYPE_CHECKING:
     import polars as pl
@@ -26,21 +29,26 @@ def write_points(connection: Connection, curve_id: int, curve: pl.DataFrame) -> 
         return
     dbapi = connection.connection.driver_connection
     assert dbapi is not None
-    if connection.dialect.name == "postgresql":
-        _copy_postgres(dbapi, curve_id, curve)
-    else:
-        rows = zip(
-            repeat(curve_id), curve["step"].to_list(), curve["value"].to_list(), strict=False
-        )
-        dbapi.cursor().executemany(INSERT_SQLITE, rows)
+    try:
+        if connection.dialect.name == "postgresql":
+            _copy_postgres(dbapi, curve_id, curve)
+        else:
+            _insert_sqlite(dbapi, curve_id, curve)
+    except connection.dialect.loaded_dbapi.Error as exc:  # the driver's own, past SQLAlchemy
+        raise DatabaseFailed(reason=first_line(exc)) from None
 
 
-def _copy_postgres(dbapi: object, curve_id: int, curve: pl.DataFrame) -> None:
+def _insert_sqlite(dbapi: Any, curve_id: int, curve: pl.DataFrame) -> None:
+    rows = zip(repeat(curve_id), curve["step"].to_list(), curve["value"].to_list(), strict=False)
+    dbapi.cursor().executemany(INSERT_SQLITE, rows)
+
+
+def _copy_postgres(dbapi: Any, curve_id: int, curve: pl.DataFrame) -> None:
     import polars as pl
 
     text = io.BytesIO()
     curve.select(
         pl.lit(curve_id).alias("curve_id"), "step", pl.col("value").fill_nan(None)
     ).write_csv(text, include_header=False, separator="\t", null_value="\\N", float_precision=None)
-    with dbapi.cursor() as cursor, cursor.copy(COPY_POSTGRES) as copy:  # type: ignore[attr-defined]
+    with dbapi.cursor() as cursor, cursor.copy(COPY_POSTGRES) as copy:
         copy.write(text.getbuffer())

@@ -47,7 +47,15 @@ def _sqlite_authorizer(action: int, arg1: str | None, arg2: str | None, *_: obje
 
 
 def _run_sqlite(database: str, sql: str) -> SqlResult:
-    connection = sqlite3.connect(f"file:{quote(database)}?mode=ro", uri=True)
+    path = (
+        database.removeprefix("file:").split("?", 1)[0]
+        if database.startswith("file:")
+        else database
+    )
+    try:
+        connection = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise SqlRefused(reason=str(exc)) from None
     try:
         connection.set_authorizer(_sqlite_authorizer)
         try:

@@ -1,0 +1,456 @@
+"""SIGKILL in the middle of a write leaves whole jobs or nothing, on every backend.
+
+Each test starts the real command line as a subprocess on a large job, kills it with SIGKILL
+at several moments, and checks the database after every kill: it opens, SQLite's
+``PRAGMA integrity_check`` passes, and the job is either absent (or, for ``--replace``, the
+old version is exactly intact) -- never partly written. A last, unkilled run then completes.
+
+The moments: one fixed time after the start (the process is still importing or reading
+files), the rest measured from the moment the process's write transaction is first seen:
+SQLite's write lock is held (``BEGIN IMMEDIATE`` from here fails at once), PostgreSQL shows
+a transaction id for the process's ``application_name``. A kill that comes after the commit
+is allowed (the job is then whole) but recorded; most kills must land inside the write.
+Run with ``-s`` to see where each kill landed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import case, create_engine, func, make_url, select, text
+from sqlalchemy.orm import Session
+
+from tracker.jobdir.sample import write_sample_job
+from tracker.models import Curve, Job, JobMeta, Point, Probe, Run, SourceFile
+from tracker.store.catalog import delete_job
+from tracker.store.db import in_write_transaction, open_database
+from tracker.store.ingest import as_utc, ingest_job
+
+TABLES = (Job, JobMeta, SourceFile, Probe, Run, Curve, Point)
+ARMS = 4
+METRICS = 3  # loss, lr, step_ms per sample arm
+BIG = 1e308  # values beyond are infinite
+
+
+@dataclass(frozen=True)
+class Moment:
+    label: str
+    after_start: float = 0.0  # seconds after the process started
+    into_write: float | None = None  # seconds after its write transaction was first seen
+
+
+MOMENTS = (
+    Moment("startup", after_start=0.3),
+    Moment("write+0.0s", into_write=0.0),
+    Moment("write+0.5s", into_write=0.5),
+    Moment("write+1.5s", into_write=1.5),
+    Moment("write+3.0s", into_write=3.0),
+)
+MIN_KILLS_IN_WRITE = 3
+
+
+@dataclass
+class Kill:
+    moment: str
+    since_start: float  # when the kill came, seconds after the process started
+    since_write: float | None  # ... and after its write was first seen (None: never seen)
+    in_write: bool  # the process held its write transaction right before the kill
+    finished: int | None  # the exit code, when the process ended before the kill
+    stdout: str
+    outcome: str = ""
+
+    def line(self) -> str:
+        write = "-" if self.since_write is None else f"{self.since_write:5.2f}s"
+        where = "inside the write" if self.in_write else "outside the write"
+        if self.finished is not None:
+            where = f"after the process ended (exit {self.finished})"
+        return (
+            f"  {self.moment:<11} at {self.since_start:5.2f}s (write {write}): "
+            f"{where}; afterwards: {self.outcome}"
+        )
+
+
+# -- watching the writer ---------------------------------------------------------------------
+
+
+class WriteProbe:
+    """Tells whether a process holds a write transaction on the database at ``url``."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.app = f"crash_{uuid.uuid4().hex[:12]}"
+        parsed = make_url(url)
+        self.sqlite = parsed.get_backend_name() == "sqlite"
+        if self.sqlite:
+            assert parsed.database
+            self.path = parsed.database
+        else:
+            self.engine = create_engine(url, isolation_level="AUTOCOMMIT")
+
+    def url_for_process(self) -> str:
+        """``url`` naming the process, so that its PostgreSQL sessions can be found."""
+        if self.sqlite:
+            return self.url
+        separator = "&" if "?" in self.url else "?"
+        return f"{self.url}{separator}application_name={self.app}"
+
+    def writing(self) -> bool:
+        if self.sqlite:
+            connection = sqlite3.connect(self.path, timeout=0, isolation_level=None)
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if "locked" in str(exc) or "busy" in str(exc):
+                    return True
+                raise
+            finally:
+                connection.close()  # rolls back our empty transaction, if it began
+            return False
+        return self._sessions(" AND backend_xid IS NOT NULL") > 0
+
+    def _sessions(self, condition: str = "") -> int:
+        with self.engine.connect() as connection:
+            query = "SELECT count(*) FROM pg_stat_activity WHERE application_name = :app"
+            return connection.execute(text(query + condition), {"app": self.app}).scalar_one()
+
+    def wait_for_server_cleanup(self) -> None:
+        """PostgreSQL notices the dead client and rolls its transaction back."""
+        if self.sqlite:
+            return
+        deadline = time.monotonic() + 30
+        while self._sessions() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert self._sessions() == 0, "the killed client's session is still on the server"
+
+    def close(self) -> None:
+        if not self.sqlite:
+            self.engine.dispose()
+
+
+@contextmanager
+def write_probe(url: str) -> Iterator[WriteProbe]:
+    probe = WriteProbe(url)
+    try:
+        yield probe
+    finally:
+        probe.close()
+
+
+def tracker(*args: str) -> list[str]:
+    return [sys.executable, "-m", "tracker", *args]
+
+
+def run_tracker(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(tracker(*args), capture_output=True, text=True, timeout=600)
+
+
+def start_and_kill(command: list[str], probe: WriteProbe, moment: Moment) -> Kill:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # stdout tells what was committed
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    started = time.monotonic()
+    write_seen: float | None = None
+    try:
+        while time.monotonic() - started < moment.after_start and process.poll() is None:
+            time.sleep(0.005)
+        if moment.into_write is not None:
+            while process.poll() is None and time.monotonic() - started < 120:
+                if probe.writing():
+                    write_seen = time.monotonic()
+                    break
+                time.sleep(0.005)
+            assert write_seen is not None or process.poll() is not None, "no write seen"
+            while (
+                write_seen is not None
+                and process.poll() is None
+                and time.monotonic() - write_seen < moment.into_write
+            ):
+                time.sleep(0.005)
+        in_write = process.poll() is None and probe.writing()
+        finished = process.poll()
+        killed_at = time.monotonic()
+        if finished is None:
+            process.send_signal(signal.SIGKILL)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        stdout, _ = process.communicate(timeout=60)
+    probe.wait_for_server_cleanup()
+    return Kill(
+        moment=moment.label,
+        since_start=killed_at - started,
+        since_write=None if write_seen is None else killed_at - write_seen,
+        in_write=in_write,
+        finished=finished,
+        stdout=stdout,
+    )
+
+
+# -- what the database holds -----------------------------------------------------------------
+
+
+def assert_sqlite_intact(url: str) -> None:
+    """Run before anything else opens the file after a kill: this opening recovers it."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return
+    assert parsed.database
+    connection = sqlite3.connect(parsed.database)
+    try:
+        assert connection.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    finally:
+        connection.close()
+
+
+def table_counts(session: Session) -> dict[str, int]:
+    return {
+        model.__tablename__: session.scalar(select(func.count()).select_from(model)) or 0
+        for model in TABLES
+    }
+
+
+def point_columns() -> list[Any]:
+    """count, non-NaN count, +inf count, -inf count, sum of finite values, sum of steps."""
+    return [
+        func.count(),
+        func.count(Point.value),
+        func.coalesce(func.sum(case((Point.value > BIG, 1), else_=0)), 0),
+        func.coalesce(func.sum(case((Point.value < -BIG, 1), else_=0)), 0),
+        func.sum(case((Point.value.between(-BIG, BIG), Point.value))),
+        func.sum(Point.step),
+    ]
+
+
+def checksum(row: Any) -> tuple[Any, ...]:
+    count, values, pos_inf, neg_inf, finite_sum, step_sum = row
+    total = None if finite_sum is None else float(finite_sum)
+    return (count, values, int(pos_inf), int(neg_inf), total, int(step_sum or 0))
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal, but sums of floats only to 12 digits: the backends may add in any order."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[key], b[key]) for key in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-12)
+    return bool(a == b)
+
+
+def job_fingerprints(session: Session) -> dict[str, dict[str, Any]]:
+    """Per job: its row, how many rows of each kind it owns, a checksum of its points."""
+    jobs = {
+        job.name: {
+            "digest": job.content_digest,
+            "ingested_at": as_utc(job.ingested_at),
+            "meta": sorted((m.key, m.value) for m in job.meta),
+            "files": sorted((f.path, f.sha256, f.size) for f in job.files),
+            "probes": len(job.probes),
+            "runs": len(job.runs),
+            "curves": sum(len(run.curves) for run in job.runs),
+            "points": (0, 0, 0, 0, None, 0),
+        }
+        for job in session.scalars(select(Job))
+    }
+    per_job = (
+        select(Job.name, *point_columns())
+        .select_from(Point)
+        .join(Curve, Curve.id == Point.curve_id)
+        .join(Run, Run.id == Curve.run_id)
+        .join(Job, Job.id == Run.job_id)
+        .group_by(Job.name)
+    )
+    for name, *row in session.execute(per_job):
+        jobs[name]["points"] = checksum(row)
+    return jobs
+
+
+def snapshot(url: str) -> dict[str, Any]:
+    """Everything the crash must not change: counts, jobs, a checksum of all points."""
+    engine = open_database(url)  # also: the database opens
+    try:
+        with Session(engine) as session:
+            return {
+                "tables": table_counts(session),
+                "jobs": job_fingerprints(session),
+                "points": checksum(session.execute(select(*point_columns())).one()),
+            }
+    finally:
+        engine.dispose()
+
+
+def expected_tables(steps: int, arms: int = ARMS) -> dict[str, int]:
+    return {
+        "job": 1,
+        "job_meta": 0,
+        "source_file": 1 + 2 * arms,
+        "probe": 25,
+        "run": arms,
+        "curve": arms * METRICS,
+        "point": arms * METRICS * steps,
+    }
+
+
+def kill_repeatedly(
+    command: list[str], probe: WriteProbe, check: Callable[[Kill], None], what: str
+) -> list[Kill]:
+    kills = []
+    for moment in MOMENTS:
+        kill = start_and_kill(command, probe, moment)
+        kills.append(kill)
+        check(kill)
+    print(f"\n{what} ({make_url(probe.url).get_backend_name()}):")
+    print("\n".join(kill.line() for kill in kills))
+    inside = [kill for kill in kills if kill.in_write]
+    assert len(inside) >= MIN_KILLS_IN_WRITE, "too few kills landed inside the write:\n" + (
+        "\n".join(kill.line() for kill in kills)
+    )
+    return kills
+
+
+# -- the tests ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def jobs_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("crash_jobs")
+
+
+def test_killed_ingest_leaves_no_trace_and_the_next_ingest_completes(
+    db_url: str, jobs_root: Path
+) -> None:
+    steps = 200_000
+    job = jobs_root / "ingest" / "big"
+    if not job.exists():
+        write_sample_job(job, steps=steps)
+    open_database(db_url).dispose()  # the schema exists: the kills hit the ingest itself
+    empty = snapshot(db_url)
+
+    def check(kill: Kill) -> None:
+        assert_sqlite_intact(db_url)
+        after = snapshot(db_url)
+        if same(after, empty):
+            kill.outcome = "no trace of the job"
+            assert "ingested" not in kill.stdout, "reported ingested, but nothing was stored"
+            return
+        assert not kill.in_write, f"killed inside the write, yet data is left: {after['tables']}"
+        assert after["tables"] == expected_tables(steps), f"partly written: {after['tables']}"
+        kill.outcome = "the whole job (the kill came after the commit)"
+        engine = open_database(db_url)
+        in_write_transaction(engine, partial(delete_job, name="big"))
+        engine.dispose()
+
+    with write_probe(db_url) as probe:
+        command = tracker("--db", probe.url_for_process(), "ingest", str(job))
+        kill_repeatedly(command, probe, check, "SIGKILL during `tracker ingest`")
+
+    done = run_tracker("--db", db_url, "ingest", str(job))
+    assert done.returncode == 0, done.stderr
+    points = ARMS * METRICS * steps
+    assert done.stdout == f"big: ingested 25 probes (1 failed), 4 arms, {points} points\n"
+    assert_sqlite_intact(db_url)
+    assert snapshot(db_url)["tables"] == expected_tables(steps)
+
+
+def test_killed_replace_keeps_the_old_job_exactly_and_the_next_replace_completes(
+    db_url: str, jobs_root: Path
+) -> None:
+    old_steps, new_steps = 60_000, 150_000
+    old = jobs_root / "replace_old" / "big"
+    new = jobs_root / "replace_new" / "big"
+    if not old.exists():
+        write_sample_job(old, seed=1, steps=old_steps)
+        write_sample_job(new, seed=2, steps=new_steps)
+    engine = open_database(db_url)
+    in_write_transaction(engine, partial(ingest_job, directory=old, meta={"version": "old"}))
+    engine.dispose()
+    before = snapshot(db_url)
+    assert before["tables"] == {**expected_tables(old_steps), "job_meta": 1}
+
+    def check(kill: Kill) -> None:
+        assert_sqlite_intact(db_url)
+        after = snapshot(db_url)
+        assert "replaced" not in kill.stdout, kill.stdout
+        assert same(after, before), f"the old job changed: {after['tables']}"
+        kill.outcome = "the old job exactly intact"
+
+    with write_probe(db_url) as probe:
+        command = tracker("--db", probe.url_for_process(), "ingest", str(new), "--replace")
+        kill_repeatedly(command, probe, check, "SIGKILL during `tracker ingest --replace`")
+
+    done = run_tracker("--db", db_url, "ingest", str(new), "--replace")
+    assert done.returncode == 0, done.stderr
+    points = ARMS * METRICS * new_steps
+    assert done.stdout == f"big: replaced 25 probes (1 failed), 4 arms, {points} points\n"
+    assert_sqlite_intact(db_url)
+    after = snapshot(db_url)
+    assert after["tables"] == expected_tables(new_steps)  # no old point left behind
+    assert after["jobs"]["big"]["digest"] != before["jobs"]["big"]["digest"]
+
+
+COPY_JOBS = ("j1", "j2", "j3")
+COPY_STEPS = 50_000
+
+
+@pytest.fixture(scope="module")
+def copy_source(jobs_root: Path) -> str:
+    """A local SQLite history of a few large jobs."""
+    url = f"sqlite:///{jobs_root / 'source.db'}"
+    engine = open_database(url)
+    for seed, name in enumerate(COPY_JOBS, start=1):
+        directory = write_sample_job(jobs_root / "copy" / name, seed=seed, steps=COPY_STEPS)
+        meta = {"gpu": "A10G", "n": str(seed)}
+        in_write_transaction(engine, partial(ingest_job, directory=directory, meta=meta))
+    engine.dispose()
+    return url
+
+
+def test_killed_copy_leaves_only_whole_jobs_and_the_next_copy_completes(
+    db_url: str, copy_source: str
+) -> None:
+    source = snapshot(copy_source)
+    assert sorted(source["jobs"]) == sorted(COPY_JOBS)
+    open_database(db_url).dispose()
+
+    def check(kill: Kill) -> None:
+        assert_sqlite_intact(db_url)
+        assert_sqlite_intact(copy_source)  # only read, but its reader was killed too
+        after = snapshot(db_url)
+        for name, fingerprint in after["jobs"].items():
+            assert same(fingerprint, source["jobs"][name]), f"job {name} is not whole"
+        reported = {line.split(":")[0] for line in kill.stdout.splitlines() if "copied," in line}
+        assert reported <= set(after["jobs"]), "reported copied, but not in the destination"
+        whole = [source["jobs"][name] for name in after["jobs"]]
+        assert after["tables"]["point"] == sum(job["points"][0] for job in whole), "stray points"
+        assert after["tables"]["curve"] == sum(job["curves"] for job in whole)
+        assert after["tables"]["probe"] == sum(job["probes"] for job in whole)
+        kill.outcome = f"whole jobs only: {sorted(after['jobs']) or 'none'}"
+
+    with write_probe(db_url) as probe:
+        command = tracker("db", "copy", copy_source, probe.url_for_process())
+        kills = kill_repeatedly(command, probe, check, "SIGKILL during `tracker db copy`")
+
+    present = len(snapshot(db_url)["jobs"])
+    done = run_tracker("db", "copy", copy_source, db_url)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == f"{len(COPY_JOBS) - present} jobs copied"
+    assert_sqlite_intact(db_url)
+    after = snapshot(db_url)
+    assert same(after, source)
+    assert any(kill.in_write for kill in kills)
