@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
-from tests.golden.cases import CASES
+from tests.golden.cases import CASES, OUTPUTS, run_reference
 from tracker.analysis.expectations import Expectations, load_expectations
 from tracker.analysis.job import JobAnalysis, analyze_job, to_json
 from tracker.analysis.memory import memory_analysis, memory_verdicts
@@ -36,7 +34,6 @@ from tracker.store.jobdata import JobData, load_job_data
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "tests" / "golden"
 REFERENCE = REPO.parent / "shared" / "reference" / "analyze_job2.py"
-OUTPUTS = ("mem_analysis.json", "gpt_analysis.json")
 STEPS = 400  # crafted training tests; the goldens use the cases' own steps
 
 PROBE_SCHEMA: dict[str, Any] = {
@@ -125,16 +122,7 @@ def test_matches_reference_script(
         pytest.skip(f"reference script not found at {REFERENCE}: goldens only")
     pytest.importorskip("plotly", reason="the reference script draws with plotly")
     job = write_sample_job(tmp_path / "job2", **CASES[case])
-    cwd = tmp_path / "cwd"
-    cwd.mkdir()
-    subprocess.run(
-        [sys.executable, str(REFERENCE), str(job)],
-        cwd=cwd,
-        check=True,
-        stdout=subprocess.DEVNULL,
-        timeout=300,
-    )
-    out = cwd / "repro_flashoptim" / "outputs" / "job2"
+    out = run_reference(REFERENCE, job, tmp_path / "cwd")
     result = ingest_and_analyze(cli, engine, job, exp)
     for name, got in zip(OUTPUTS, (result.mem, result.gpt), strict=True):
         want = nan_to_none(json.loads((out / name).read_text()))

@@ -7,6 +7,9 @@ jobs) and for the tests that compare the tracker against the goldens.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 CASES: dict[str, dict[str, Any]] = {
@@ -23,3 +26,20 @@ CASES: dict[str, dict[str, Any]] = {
     # simulated library regression: flash optimizer state +0.5 B/param
     "regressed": {"seed": 5, "steps": 2000, "flash_state_shift": 0.5, "failed_probe": None},
 }
+
+
+OUTPUTS = ("mem_analysis.json", "gpt_analysis.json")
+
+
+def run_reference(script: Path, job: Path, workdir: Path) -> Path:
+    """Run the study's script on ``job``; returns the folder it wrote its JSON files to (it
+    writes below its working directory)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, str(script), str(job)],
+        cwd=workdir,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        timeout=300,
+    )
+    return workdir / "repro_flashoptim" / "outputs" / "job2"

@@ -15,7 +15,6 @@ The default script path is ``../shared/reference/analyze_job2.py`` relative to t
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -25,11 +24,9 @@ REPO_ROOT = HERE.parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(HERE))
 
-from cases import CASES  # noqa: E402
+from cases import CASES, OUTPUTS, run_reference  # noqa: E402
 
 from tracker.jobdir.sample import write_sample_job  # noqa: E402
-
-OUTPUTS = ("mem_analysis.json", "gpt_analysis.json")
 
 
 def make_case(name: str, kwargs: dict, script: Path) -> Path:
@@ -37,15 +34,7 @@ def make_case(name: str, kwargs: dict, script: Path) -> Path:
     dest.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f"golden_{name}_") as tmp:
         job = write_sample_job(Path(tmp) / "job", **kwargs)
-        cwd = Path(tmp) / "cwd"
-        cwd.mkdir()
-        subprocess.run(
-            [sys.executable, str(script), str(job)],
-            cwd=cwd,
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-        out = cwd / "repro_flashoptim" / "outputs" / "job2"
+        out = run_reference(script, job, Path(tmp) / "cwd")
         for filename in OUTPUTS:
             shutil.copyfile(out / filename, dest / filename)
     return dest
