@@ -478,13 +478,18 @@ def db_copy(
 
     Example: tracker db copy sqlite:///tracker.db postgresql+psycopg://me@dbhost/tracker
     """
-    from tracker.store.copy import copy_jobs
-    from tracker.store.db import open_database
+    from sqlalchemy.orm import Session
 
+    from tracker.store.copy import copy_job, job_names
+    from tracker.store.db import in_write_transaction, open_database
+
+    target = open_database(destination)
     copied = 0
-    for outcome in copy_jobs(open_database(source), open_database(destination)):
-        typer.echo(outcome.summary())
-        copied += outcome.status == "copied"
+    with Session(open_database(source)) as reader:
+        for name in job_names(reader):
+            outcome = in_write_transaction(target, partial(copy_job, reader, name=name))
+            typer.echo(outcome.summary())
+            copied += outcome.status == "copied"
     typer.echo(f"{copied} jobs copied")
 
 

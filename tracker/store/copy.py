@@ -1,23 +1,20 @@
 """Copying jobs between tracker databases (a local SQLite history to a team's PostgreSQL).
 
-Each job is read from the source and written to the destination in one destination
-transaction, with every row it owns; points go through the same bulk path as an ingest.
-A job the destination already holds is skipped, so copying twice copies nothing new.
+The command copies each job in one destination transaction, with every row it owns; points go
+through the same bulk path as an ingest. A job the destination already holds is skipped, so
+copying twice copies nothing new.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
 from tracker.store.curves import load_curves
-from tracker.store.db import in_write_transaction
 from tracker.store.points import write_points
 
 PROBE_FIELDS = [c.key for c in Probe.__table__.columns if c.key not in ("id", "job_id")]
@@ -43,7 +40,8 @@ def _row(obj: Any, fields: list[str]) -> dict[str, Any]:
     return {field: getattr(obj, field) for field in fields}
 
 
-def _copy_job(source: Session, destination: Session, name: str) -> CopiedJob:
+def copy_job(source: Session, destination: Session, name: str) -> CopiedJob:
+    """Copy one job into ``destination``'s transaction, unless it is already there."""
     job = source.scalars(select(Job).where(Job.name == name)).one()
     present = destination.scalars(select(Job).where(Job.name == name)).one_or_none()
     if present is not None:
@@ -77,10 +75,6 @@ def _copy_job(source: Session, destination: Session, name: str) -> CopiedJob:
     return CopiedJob(name, "copied", points)
 
 
-def copy_jobs(source: Engine, destination: Engine) -> Iterator[CopiedJob]:
-    """Copy every job of ``source`` that ``destination`` lacks, one transaction per job,
-    yielding each job's outcome as soon as it is committed."""
-    with Session(source) as reader:
-        names = list(reader.scalars(select(Job.name).order_by(Job.ingested_at, Job.id)))
-        for name in names:
-            yield in_write_transaction(destination, partial(_copy_job, reader, name=name))
+def job_names(source: Session) -> list[str]:
+    """The jobs of a database, oldest ingest first: the order a copy takes them in."""
+    return list(source.scalars(select(Job.name).order_by(Job.ingested_at, Job.id)))
