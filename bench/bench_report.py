@@ -56,15 +56,6 @@ def mb(n: int) -> str:
     return f"{n / 1e6:.2f} MB"
 
 
-def cli_has_report() -> bool:
-    probe = subprocess.run(
-        [sys.executable, "-m", "tracker", "report", "--help"],
-        capture_output=True,
-        cwd=REPO,
-    )
-    return probe.returncode == 0
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reference", type=Path, default=DEFAULT_REFERENCE)
@@ -108,7 +99,7 @@ def main() -> int:
 
         t_ref = best_of(args.repeat, script)
         t_lib = best_of(args.repeat, library)
-        t_cli = best_of(args.repeat, cli) if cli_has_report() else None
+        t_cli = best_of(args.repeat, cli)
 
         ref_out = tmp / "ref0" / "repro_flashoptim" / "outputs" / "job2"
         ref_size = html_bytes(ref_out)
@@ -122,12 +113,7 @@ def main() -> int:
     print(f"best of {args.repeat}, {args.steps:,} steps x 4 arms")
     print(f"  reference script (fresh process)      {t_ref:7.3f} s")
     print(f"  tracker write_report (library)        {t_lib:7.3f} s   {speed:5.1f}x faster")
-    if t_cli is not None:
-        print(
-            f"  tracker report (CLI, fresh process)   {t_cli:7.3f} s   {t_ref / t_cli:5.1f}x faster"
-        )
-    else:
-        print("  tracker report (CLI): no `report` command in this tracker yet, not timed")
+    print(f"  tracker report (CLI, fresh process)   {t_cli:7.3f} s   {t_ref / t_cli:5.1f}x faster")
     print("HTML for the job")
     print(f"  reference: mem_scaling.html + gpt_trajectories.html   {mb(ref_size)}")
     print(f"  tracker:   {JOB}/*.html (4 pages)                      {mb(report_size)}")
@@ -136,12 +122,17 @@ def main() -> int:
         f"  (not counted: index.html {mb(index_size)}, plotly.min.js {mb(plotly_size)}, "
         "written once per report)"
     )
-    ok_speed, ok_size = speed >= SPEED_TARGET, size >= SIZE_TARGET
-    print(
-        f"targets: speed >= {SPEED_TARGET:g}x {'met' if ok_speed else 'MISSED'} ({speed:.1f}x), "
-        f"size >= {SIZE_TARGET:g}x {'met' if ok_size else 'MISSED'} ({size:.1f}x)"
-    )
-    return 0 if ok_speed and ok_size else 1
+    cli_speed = t_ref / t_cli
+    verdicts = [
+        ("speed, report work (library)", speed, SPEED_TARGET),
+        ("speed, whole command (fresh process)", cli_speed, SPEED_TARGET),
+        ("HTML size", size, SIZE_TARGET),
+    ]
+    for what, ratio, target in verdicts:
+        print(
+            f"target {what} >= {target:g}x: {'met' if ratio >= target else 'MISSED'} ({ratio:.1f}x)"
+        )
+    return 0 if all(ratio >= target for _, ratio, target in verdicts) else 1
 
 
 if __name__ == "__main__":
