@@ -23,6 +23,7 @@ from tests.conftest import Cli
 from tests.golden.cases import CASES, OUTPUTS, run_reference
 from tracker.analysis.expectations import Expectations, load_expectations
 from tracker.analysis.job import JobAnalysis, analyze_job, to_json
+from tracker.analysis.memory import PROBE_SCHEMA as MEMORY_PROBE_SCHEMA
 from tracker.analysis.memory import memory_analysis, memory_verdicts
 from tracker.analysis.training import training_analysis, training_verdicts
 from tracker.analysis.verdict import FAIL, NA, PASS, Verdict
@@ -36,18 +37,7 @@ GOLDEN = REPO / "tests" / "golden"
 REFERENCE = REPO.parent / "shared" / "reference" / "analyze_job2.py"
 STEPS = 400  # crafted training tests; the goldens use the cases' own steps
 
-PROBE_SCHEMA: dict[str, Any] = {
-    "model": pl.String,
-    "variant": pl.String,
-    "n_params": pl.Int64,
-    "bpp_params": pl.Float64,
-    "bpp_state": pl.Float64,
-    "bpp_grads": pl.Float64,
-    "bpp_params_state_grads": pl.Float64,
-    "peak_steady": pl.Int64,
-    "error": pl.String,
-    "extra": pl.Object,
-}
+PROBE_SCHEMA: dict[str, Any] = {**MEMORY_PROBE_SCHEMA, "extra": pl.Object}
 RUN_SCHEMA: dict[str, Any] = {
     "arm": pl.String,
     "model": pl.String,

@@ -26,6 +26,7 @@ from tracker.figures.style import (
     footnote,
     layout,
     plot_text,
+    short_list,
 )
 
 if TYPE_CHECKING:
@@ -265,7 +266,7 @@ def bpp_across_jobs(
             f"{plot_text(v)} in {plot_text(j)}"
             for j, v in failed.select("job", "variant").iter_rows()
         ]
-        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        shown = short_list(names)
         notes.append(f"Not drawn, failed probe{'s' if len(names) > 1 else ''}: {shown}.")
     return go.Figure(
         data=traces,

@@ -15,6 +15,7 @@ from tracker.figures.style import (
     hline,
     layout,
     plot_text,
+    short_list,
 )
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ def memory_scaling(probes: pl.DataFrame, exp: Expectations, *, gpu: str | None =
             f"{plot_text(m)}/{plot_text(v)}"
             for m, v in failed.select("model", "variant").iter_rows()
         ]
-        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        shown = short_list(names)
         plural = "s" if len(names) > 1 else ""
         notes.append(footnote(f"not drawn: {len(names)} failed probe{plural} ({shown})"))
         extra["margin"] = dict(l=70, r=30, t=100, b=95)

@@ -227,6 +227,12 @@ def empty_figure(title: str, height: int, text: str) -> go.Figure:
     )
 
 
+def short_list(names: list[str], limit: int = 6) -> str:
+    """The first ``limit`` names, comma-separated, and how many more there are."""
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
 def footnote(text: str) -> dict[str, Any]:
     """A muted line under the plot area (text already escaped with ``plot_text``)."""
     return dict(
