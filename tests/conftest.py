@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from hypothesis import HealthCheck, settings
 from sqlalchemy import Engine, create_engine, make_url, text
 from typer.testing import CliRunner
 
@@ -22,6 +23,13 @@ from tracker.store.db import open_database
 
 POSTGRES_ENV = "TRACKER_TEST_POSTGRES_URL"
 IN_CI = os.environ.get("CI") == "true"
+
+# No property test may depend on the machine's speed: no deadline per example, and no
+# health check that fails because generating data was slow (a loaded CI machine).
+settings.register_profile(
+    "any_machine", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("any_machine")
 
 
 def require(condition: bool, reason: str) -> None:

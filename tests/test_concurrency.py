@@ -1,4 +1,8 @@
-"""Several processes writing to one database at once, on every backend."""
+"""Several processes writing to one database at once, on every backend.
+
+Every order in which the processes reach the database is a valid one: a writer that finds
+the SQLite lock taken says that it waits (one line on stderr) and goes on afterwards.
+"""
 
 from __future__ import annotations
 
@@ -25,9 +29,12 @@ def start_ingest(url: str, directory: Path, *extra: str) -> subprocess.Popen[str
     )
 
 
-def finish(process: subprocess.Popen[str]) -> tuple[int, str, str]:
-    out, err = process.communicate(timeout=300)
-    return process.returncode, out, err
+def finish(process: subprocess.Popen[str], url: str) -> tuple[int, str, str]:
+    """Exit code, stdout, and stderr less the notices of having waited for the write lock."""
+    out, err = process.communicate(timeout=900)  # a safety net, not a verdict
+    waited = f"waiting for another writer to finish with {url} ..."
+    errors = "".join(line for line in err.splitlines(keepends=True) if line.rstrip() != waited)
+    return process.returncode, out, errors
 
 
 def test_eight_processes_ingest_eight_jobs_into_a_fresh_database(
@@ -35,7 +42,7 @@ def test_eight_processes_ingest_eight_jobs_into_a_fresh_database(
 ) -> None:
     # the database is empty: the processes also race to create the schema
     jobs = [write_sample_job(tmp_path / f"job{i}", seed=i, steps=STEPS) for i in range(8)]
-    results = [finish(p) for p in [start_ingest(db_url, job) for job in jobs]]
+    results = [finish(p, db_url) for p in [start_ingest(db_url, job) for job in jobs]]
     for code, out, err in results:
         assert (code, err) == (0, ""), out + err
         assert "ingested 25 probes" in out
@@ -51,7 +58,7 @@ def test_two_processes_racing_for_one_job_name_one_wins(db_url: str, tmp_path: P
     first = write_sample_job(tmp_path / "a", seed=1, steps=STEPS)
     second = write_sample_job(tmp_path / "b", seed=2, steps=STEPS)
     racers = [start_ingest(db_url, d, "--job", "contested") for d in (first, second)]
-    results = sorted(finish(p) for p in racers)
+    results = sorted(finish(p, db_url) for p in racers)
     assert [code for code, _, _ in results] == [0, 1]
     assert results[0][1].startswith("contested: ingested 25 probes")
     assert results[1][2] == (

@@ -2,14 +2,17 @@
 
 Each test starts the real command line as a subprocess on a large job, kills it with SIGKILL
 at several moments, and checks the database after every kill: it opens, SQLite's
-``PRAGMA integrity_check`` passes, and the job is either absent (or, for ``--replace``, the
-old version is exactly intact) -- never partly written. A last, unkilled run then completes.
+``PRAGMA integrity_check`` passes, and the job is either untouched (absent, or for
+``--replace`` the old version exactly) or whole -- never partly written.
 
-The moments: one fixed time after the start (the process is still importing or reading
-files), the rest measured from the moment the process's write transaction is first seen:
-SQLite's write lock is held (``BEGIN IMMEDIATE`` from here fails at once), PostgreSQL shows
-a transaction id for the process's ``application_name``. A kill that comes after the commit
-is allowed (the job is then whole) but recorded; most kills must land inside the write.
+No moment is a fixed clock time, so that the tests hold on a machine of any speed. Each test
+first runs the command once uninterrupted and measures how long its write transaction lasts
+on the machine at hand; the kills then come right after the start, and at 0, 25, 50 and 75 %
+of that duration after the process's write transaction is first seen (SQLite's write lock is
+held: ``BEGIN IMMEDIATE`` from here fails at once; PostgreSQL shows a transaction id for the
+process's ``application_name``). A kill that comes after the commit (the machine sped up) is
+a valid outcome with its own check: the new data must then be complete and exact. Kills at
+the moment the write is seen are added until enough of them have landed inside the write.
 Run with ``-s`` to see where each kill landed.
 """
 
@@ -44,23 +47,26 @@ TABLES = (Job, JobMeta, SourceFile, Probe, Run, Curve, Point)
 ARMS = 4
 METRICS = 3  # loss, lr, step_ms per sample arm
 BIG = 1e308  # values beyond are infinite
+SAFETY_NET_S = 900  # only for a process that hangs: no verdict depends on it
 
 
 @dataclass(frozen=True)
 class Moment:
     label: str
-    after_start: float = 0.0  # seconds after the process started
-    into_write: float | None = None  # seconds after its write transaction was first seen
+    # When to kill, as a fraction of an uninterrupted write's duration after the write is
+    # first seen; None: right after the process starts (it is still importing).
+    into_write: float | None
 
 
 MOMENTS = (
-    Moment("startup", after_start=0.3),
-    Moment("write+0.0s", into_write=0.0),
-    Moment("write+0.5s", into_write=0.5),
-    Moment("write+1.5s", into_write=1.5),
-    Moment("write+3.0s", into_write=3.0),
+    Moment("start", None),
+    Moment("write+0%", 0.0),
+    Moment("write+25%", 0.25),
+    Moment("write+50%", 0.5),
+    Moment("write+75%", 0.75),
 )
 MIN_KILLS_IN_WRITE = 3
+EXTRA_KILLS = 6  # more kills the moment the write is seen, until enough landed inside it
 
 
 @dataclass
@@ -72,14 +78,20 @@ class Kill:
     finished: int | None  # the exit code, when the process ended before the kill
     stdout: str
     outcome: str = ""
+    interrupted: bool = False  # the database shows the command's work cut short
+
+    @property
+    def inside(self) -> bool:
+        """Landed inside the write: seen writing just before, and nothing of it committed."""
+        return self.in_write and self.interrupted
 
     def line(self) -> str:
         write = "-" if self.since_write is None else f"{self.since_write:5.2f}s"
-        where = "inside the write" if self.in_write else "outside the write"
+        where = "inside the write" if self.inside else "outside the write"
         if self.finished is not None:
             where = f"after the process ended (exit {self.finished})"
         return (
-            f"  {self.moment:<11} at {self.since_start:5.2f}s (write {write}): "
+            f"  {self.moment:<10} at {self.since_start:5.2f}s (write {write}): "
             f"{where}; afterwards: {self.outcome}"
         )
 
@@ -131,7 +143,7 @@ class WriteProbe:
         """PostgreSQL notices the dead client and rolls its transaction back."""
         if self.sqlite:
             return
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + SAFETY_NET_S
         while self._sessions() and time.monotonic() < deadline:
             time.sleep(0.05)
         assert self._sessions() == 0, "the killed client's session is still on the server"
@@ -155,30 +167,48 @@ def tracker(*args: str) -> list[str]:
 
 
 def run_tracker(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(tracker(*args), capture_output=True, text=True, timeout=600)
+    return subprocess.run(tracker(*args), capture_output=True, text=True, timeout=SAFETY_NET_S)
 
 
-def start_and_kill(command: list[str], probe: WriteProbe, moment: Moment) -> Kill:
+def start(command: list[str]) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # stdout tells what was committed
-    process = subprocess.Popen(
+    return subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
+
+
+def wait_for_write(process: subprocess.Popen[str], probe: WriteProbe) -> float | None:
+    """When the process's write transaction is first seen; None if it ended unseen."""
+    while process.poll() is None:
+        if probe.writing():
+            return time.monotonic()
+        time.sleep(0.005)
+    return None
+
+
+def measure_write(command: list[str], probe: WriteProbe) -> float:
+    """Seconds from an uninterrupted run's write first seen to its end, on this machine."""
+    process = start(command)
+    write_seen = wait_for_write(process, probe)
+    stdout, stderr = process.communicate(timeout=SAFETY_NET_S)
+    ended = time.monotonic()
+    assert process.returncode == 0, stdout + stderr
+    assert write_seen is not None, "the uninterrupted run's write was never seen"
+    return ended - write_seen
+
+
+def start_and_kill(command: list[str], probe: WriteProbe, moment: Moment, write_s: float) -> Kill:
+    process = start(command)
     started = time.monotonic()
     write_seen: float | None = None
     try:
-        while time.monotonic() - started < moment.after_start and process.poll() is None:
-            time.sleep(0.005)
         if moment.into_write is not None:
-            while process.poll() is None and time.monotonic() - started < 120:
-                if probe.writing():
-                    write_seen = time.monotonic()
-                    break
-                time.sleep(0.005)
-            assert write_seen is not None or process.poll() is not None, "no write seen"
+            write_seen = wait_for_write(process, probe)
+            wait_s = moment.into_write * write_s
             while (
                 write_seen is not None
                 and process.poll() is None
-                and time.monotonic() - write_seen < moment.into_write
+                and time.monotonic() - write_seen < wait_s
             ):
                 time.sleep(0.005)
         in_write = process.poll() is None and probe.writing()
@@ -189,7 +219,7 @@ def start_and_kill(command: list[str], probe: WriteProbe, moment: Moment) -> Kil
     finally:
         if process.poll() is None:
             process.kill()
-        stdout, _ = process.communicate(timeout=60)
+        stdout, _ = process.communicate(timeout=SAFETY_NET_S)
     probe.wait_for_server_cleanup()
     return Kill(
         moment=moment.label,
@@ -308,19 +338,29 @@ def expected_tables(steps: int, arms: int = ARMS) -> dict[str, int]:
 
 
 def kill_repeatedly(
-    command: list[str], probe: WriteProbe, check: Callable[[Kill], None], what: str
+    command: list[str],
+    probe: WriteProbe,
+    check: Callable[[Kill], None],
+    what: str,
+    write_s: float,
 ) -> list[Kill]:
+    """Kill at every moment, then at the write's start until enough kills landed inside it.
+
+    ``check`` judges the database after each kill, sets ``outcome`` and ``interrupted``, and
+    puts the database back in the state the command starts from.
+    """
     kills = []
-    for moment in MOMENTS:
-        kill = start_and_kill(command, probe, moment)
+    extra = (Moment(f"write+0% #{n}", 0.0) for n in range(2, EXTRA_KILLS + 2))
+    for moment in (*MOMENTS, *extra):
+        if moment not in MOMENTS and sum(k.inside for k in kills) >= MIN_KILLS_IN_WRITE:
+            break
+        kill = start_and_kill(command, probe, moment, write_s)
         kills.append(kill)
         check(kill)
-    print(f"\n{what} ({make_url(probe.url).get_backend_name()}):")
-    print("\n".join(kill.line() for kill in kills))
-    inside = [kill for kill in kills if kill.in_write]
-    assert len(inside) >= MIN_KILLS_IN_WRITE, "too few kills landed inside the write:\n" + (
-        "\n".join(kill.line() for kill in kills)
-    )
+    report = "\n".join(kill.line() for kill in kills)
+    print(f"\n{what} ({make_url(probe.url).get_backend_name()}), write {write_s:.2f}s:\n{report}")
+    inside = sum(kill.inside for kill in kills)
+    assert inside >= MIN_KILLS_IN_WRITE, f"too few kills landed inside the write:\n{report}"
     return kills
 
 
@@ -330,6 +370,15 @@ def kill_repeatedly(
 @pytest.fixture(scope="module")
 def jobs_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("crash_jobs")
+
+
+def content(state: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot without the ingest times, which differ between two runs of one command."""
+    jobs = {
+        name: {key: value for key, value in job.items() if key != "ingested_at"}
+        for name, job in state["jobs"].items()
+    }
+    return {**state, "jobs": jobs}
 
 
 def test_killed_ingest_leaves_no_trace_and_the_next_ingest_completes(
@@ -342,30 +391,37 @@ def test_killed_ingest_leaves_no_trace_and_the_next_ingest_completes(
     open_database(db_url).dispose()  # the schema exists: the kills hit the ingest itself
     empty = snapshot(db_url)
 
-    def check(kill: Kill) -> None:
-        assert_sqlite_intact(db_url)
-        after = snapshot(db_url)
-        if same(after, empty):
-            kill.outcome = "no trace of the job"
-            assert "ingested" not in kill.stdout, "reported ingested, but nothing was stored"
-            return
-        assert not kill.in_write, f"killed inside the write, yet data is left: {after['tables']}"
-        assert after["tables"] == expected_tables(steps), f"partly written: {after['tables']}"
-        kill.outcome = "the whole job (the kill came after the commit)"
+    def undo() -> None:
         engine = open_database(db_url)
         in_write_transaction(engine, partial(delete_job, name="big"))
         engine.dispose()
 
     with write_probe(db_url) as probe:
         command = tracker("--db", probe.url_for_process(), "ingest", str(job))
-        kill_repeatedly(command, probe, check, "SIGKILL during `tracker ingest`")
+        write_s = measure_write(command, probe)
+        whole = content(snapshot(db_url))
+        assert whole["tables"] == expected_tables(steps)
+        undo()
+
+        def check(kill: Kill) -> None:
+            assert_sqlite_intact(db_url)
+            after = snapshot(db_url)
+            if same(after, empty):
+                kill.outcome, kill.interrupted = "no trace of the job", True
+                assert "ingested" not in kill.stdout, "reported ingested, but nothing was stored"
+                return
+            assert same(content(after), whole), f"partly written: {after['tables']}"
+            kill.outcome = "the whole job (the kill came after the commit)"
+            undo()
+
+        kill_repeatedly(command, probe, check, "SIGKILL during `tracker ingest`", write_s)
 
     done = run_tracker("--db", db_url, "ingest", str(job))
     assert done.returncode == 0, done.stderr
     points = ARMS * METRICS * steps
     assert done.stdout == f"big: ingested 25 probes (1 failed), 4 arms, {points} points\n"
     assert_sqlite_intact(db_url)
-    assert snapshot(db_url)["tables"] == expected_tables(steps)
+    assert same(content(snapshot(db_url)), whole)
 
 
 def test_killed_replace_keeps_the_old_job_exactly_and_the_next_replace_completes(
@@ -377,22 +433,37 @@ def test_killed_replace_keeps_the_old_job_exactly_and_the_next_replace_completes
     if not old.exists():
         write_sample_job(old, seed=1, steps=old_steps)
         write_sample_job(new, seed=2, steps=new_steps)
-    engine = open_database(db_url)
-    in_write_transaction(engine, partial(ingest_job, directory=old, meta={"version": "old"}))
-    engine.dispose()
-    before = snapshot(db_url)
-    assert before["tables"] == {**expected_tables(old_steps), "job_meta": 1}
 
-    def check(kill: Kill) -> None:
-        assert_sqlite_intact(db_url)
-        after = snapshot(db_url)
-        assert "replaced" not in kill.stdout, kill.stdout
-        assert same(after, before), f"the old job changed: {after['tables']}"
-        kill.outcome = "the old job exactly intact"
+    def put_back_the_old_job() -> dict[str, Any]:
+        engine = open_database(db_url)
+        ingest = partial(ingest_job, directory=old, meta={"version": "old"}, replace=True)
+        in_write_transaction(engine, ingest)
+        engine.dispose()
+        return snapshot(db_url)
+
+    before = put_back_the_old_job()
+    assert before["tables"] == {**expected_tables(old_steps), "job_meta": 1}
 
     with write_probe(db_url) as probe:
         command = tracker("--db", probe.url_for_process(), "ingest", str(new), "--replace")
-        kill_repeatedly(command, probe, check, "SIGKILL during `tracker ingest --replace`")
+        write_s = measure_write(command, probe)
+        replaced = content(snapshot(db_url))
+        assert replaced["tables"] == expected_tables(new_steps)  # no old point left behind
+        before = put_back_the_old_job()
+
+        def check(kill: Kill) -> None:
+            nonlocal before
+            assert_sqlite_intact(db_url)
+            after = snapshot(db_url)
+            if same(after, before):
+                kill.outcome, kill.interrupted = "the old job exactly intact", True
+                assert "replaced" not in kill.stdout, kill.stdout
+                return
+            assert same(content(after), replaced), f"neither old nor new: {after['tables']}"
+            kill.outcome = "the whole new job (the kill came after the commit)"
+            before = put_back_the_old_job()
+
+        kill_repeatedly(command, probe, check, "SIGKILL during `tracker ingest --replace`", write_s)
 
     done = run_tracker("--db", db_url, "ingest", str(new), "--replace")
     assert done.returncode == 0, done.stderr
@@ -400,7 +471,7 @@ def test_killed_replace_keeps_the_old_job_exactly_and_the_next_replace_completes
     assert done.stdout == f"big: replaced 25 probes (1 failed), 4 arms, {points} points\n"
     assert_sqlite_intact(db_url)
     after = snapshot(db_url)
-    assert after["tables"] == expected_tables(new_steps)  # no old point left behind
+    assert same(content(after), replaced)
     assert after["jobs"]["big"]["digest"] != before["jobs"]["big"]["digest"]
 
 
@@ -428,6 +499,15 @@ def test_killed_copy_leaves_only_whole_jobs_and_the_next_copy_completes(
     assert sorted(source["jobs"]) == sorted(COPY_JOBS)
     open_database(db_url).dispose()
 
+    def empty_the_destination() -> None:
+        engine = open_database(db_url)
+        for name in COPY_JOBS:
+            with Session(engine) as session:
+                present = session.scalar(select(Job.id).where(Job.name == name))
+            if present is not None:
+                in_write_transaction(engine, partial(delete_job, name=name))
+        engine.dispose()
+
     def check(kill: Kill) -> None:
         assert_sqlite_intact(db_url)
         assert_sqlite_intact(copy_source)  # only read, but its reader was killed too
@@ -441,16 +521,18 @@ def test_killed_copy_leaves_only_whole_jobs_and_the_next_copy_completes(
         assert after["tables"]["curve"] == sum(job["curves"] for job in whole)
         assert after["tables"]["probe"] == sum(job["probes"] for job in whole)
         kill.outcome = f"whole jobs only: {sorted(after['jobs']) or 'none'}"
+        kill.interrupted = len(after["jobs"]) < len(COPY_JOBS)
+        empty_the_destination()
 
     with write_probe(db_url) as probe:
         command = tracker("db", "copy", copy_source, probe.url_for_process())
-        kills = kill_repeatedly(command, probe, check, "SIGKILL during `tracker db copy`")
+        write_s = measure_write(command, probe)
+        assert same(snapshot(db_url), source)
+        empty_the_destination()
+        kill_repeatedly(command, probe, check, "SIGKILL during `tracker db copy`", write_s)
 
-    present = len(snapshot(db_url)["jobs"])
     done = run_tracker("db", "copy", copy_source, db_url)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == f"{len(COPY_JOBS) - present} jobs copied"
+    assert done.stdout.splitlines()[-1] == f"{len(COPY_JOBS)} jobs copied"
     assert_sqlite_intact(db_url)
-    after = snapshot(db_url)
-    assert same(after, source)
-    assert any(kill.in_write for kill in kills)
+    assert same(snapshot(db_url), source)

@@ -44,7 +44,7 @@ BIG_STEPS = 20_000  # 240,000 points: several MB of database, 2.5 MB of CSV (no 
 
 def run_cli(url: str, *args: str, **popen: Any) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "tracker", "--db", url, *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300, **popen)
+    return subprocess.run(command, capture_output=True, text=True, timeout=900, **popen)
 
 
 def assert_one_error_line(result: subprocess.CompletedProcess[str], *words: str) -> str:
@@ -274,7 +274,11 @@ def write_lock_held(path: Path) -> Iterator[None]:
         yield
     finally:
         holder.stdin.close()
-        assert holder.wait(timeout=30) == 0
+        assert holder.wait(timeout=600) == 0  # a safety net, not a verdict
+
+
+def waiting_line(url: str) -> str:
+    return f"waiting for another writer to finish with {url} ...\n"
 
 
 def busy_message(url: str, seconds: int) -> str:
@@ -299,7 +303,7 @@ def test_library_gives_up_on_a_lock_held_too_long_and_writes_nothing(
                 in_write_transaction(engine, ingest, patience_s=1)
             waited = time.monotonic() - started
             assert str(raised.value) == busy_message(url, 1)
-            assert 1 <= waited < 5
+            assert waited >= 1  # it kept trying for its whole patience (however slow the machine)
             assert state(url) == empty  # readers are not blocked, and nothing was written
         result = in_write_transaction(engine, partial(ingest_job, directory=jobs["first"]))
     finally:
@@ -322,7 +326,7 @@ def test_cli_gives_up_on_a_lock_held_too_long_in_one_line(
             result = runner.invoke(app, ["--db", url, "ingest", str(jobs["first"])])
     assert isinstance(result.exception, SystemExit), result.exception
     assert result.exit_code == 1
-    assert result.stderr == f"Error: {busy_message(url, 1)}\n"
+    assert result.stderr == f"{waiting_line(url)}Error: {busy_message(url, 1)}\n"
     assert state(url)["counts"]["job"] == 0
     done = runner.invoke(app, ["--db", url, "ingest", str(jobs["first"])])
     assert done.exit_code == 0, done.output
@@ -339,10 +343,13 @@ def test_cli_waits_for_a_lock_held_briefly_then_ingests(
         waiting = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
-        time.sleep(3)
-        assert waiting.poll() is None, "the ingest did not wait for the lock"
+        assert waiting.stderr is not None
+        # The event, not a clock: the ingest has met the lock and said that it waits.
+        told = waiting.stderr.readline()
+        assert told == waiting_line(url), told + waiting.stderr.read()
+        assert waiting.poll() is None, "the ingest gave up instead of waiting for the lock"
         assert state(url)["counts"]["job"] == 0
-    out, err = waiting.communicate(timeout=120)
+    out, err = waiting.communicate(timeout=600)  # a safety net: the lock is released
     assert (waiting.returncode, err) == (0, "")
     assert out.startswith("first: ingested 25 probes")
 

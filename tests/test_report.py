@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -384,12 +383,9 @@ def test_report_size_is_bounded_for_long_curves(
 ) -> None:
     cli("ingest", str(write_sample_job(tmp_path / "long", steps=100_000)))
     out = tmp_path / "report"
-    start = time.perf_counter()
-    report(engine, out, exp)
-    elapsed = time.perf_counter() - start
+    report(engine, out, exp)  # its speed is bench/bench_report.py's business, not a test's
     size = sum(p.stat().st_size for p in (out / "long").iterdir())
     assert size < 5 * 2**20, f"{size / 2**20:.1f} MB"
-    assert elapsed < 15, f"report took {elapsed:.1f} s"
     page = (out / "long" / "gpt_trajectories.html").read_text()
     match = re.search(r"drawn from ([\d,]+) of ([\d,]+) points", page)
     assert match is not None

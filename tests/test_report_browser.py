@@ -29,6 +29,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+SAFETY_NET_MS = 300_000  # only for a page that never draws: no verdict depends on it
 EVIL = "<script>alert(1)</script>"
 # traces per drawn figure, in page order (mem_scaling, gpt_trajectories, table4)
 TRACES = {
@@ -131,11 +132,16 @@ def open_page(browser: Any, path: Path, watch: Watch, figures: int) -> Any:
         d.dismiss()
 
     page.on("dialog", dialog)
+    context.set_default_timeout(SAFETY_NET_MS)
     page.goto(path.as_uri(), wait_until="load")
+    # Events, not a clock: every figure has drawn its SVG, then two frames have been painted,
+    # so that errors thrown while drawing have surfaced.
     page.wait_for_function(
-        f"document.querySelectorAll('.js-plotly-plot').length >= {figures}", timeout=20_000
+        "n => { const plots = document.querySelectorAll('.js-plotly-plot');"
+        " return plots.length >= n && [...plots].every(p => p.querySelector('.main-svg')); }",
+        arg=figures,
     )
-    page.wait_for_timeout(300)  # let any late error surface
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     return page
 
 

@@ -60,9 +60,16 @@ class State:
         self.url = url
 
     def engine(self) -> Any:
-        from tracker.store.db import open_database
+        from tracker.store.db import ON_LOCK_WAIT, open_database
 
-        return open_database(self.url)
+        engine = open_database(self.url)
+        return engine.execution_options(**{ON_LOCK_WAIT: partial(_tell_waiting, engine)})
+
+
+def _tell_waiting(engine: Any) -> None:
+    """A write that queues for the lock says why the command seems to hang."""
+    url = engine.url.render_as_string(hide_password=True)
+    typer.echo(f"waiting for another writer to finish with {url} ...", err=True)
 
 
 @app.callback()

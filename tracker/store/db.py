@@ -42,6 +42,8 @@ SQLITE_BUSY_TIMEOUT_MS = 60_000
 WRITE_PATIENCE_S = 900.0
 SCHEMA_LOCK_ID = 0x7472_6163  # "trac": the advisory lock serialising schema changes
 WRITE = {"tracker_write": True}
+# Execution option: a callable run when a SQLite write has to queue behind another writer.
+ON_LOCK_WAIT = "tracker_on_lock_wait"
 T = TypeVar("T")
 
 
@@ -71,8 +73,30 @@ def _configure_sqlite(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def on_begin(connection: Connection) -> None:
-        immediate = connection.get_execution_options().get("tracker_write", False)
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        options = connection.get_execution_options()
+        if not options.get("tracker_write", False):
+            connection.exec_driver_sql("BEGIN")
+            return
+        on_wait = options.get(ON_LOCK_WAIT)
+        if on_wait is not None and _begin_without_waiting(connection):
+            return
+        if on_wait is not None:
+            on_wait()  # someone else holds the lock: say so before queueing behind them
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _begin_without_waiting(connection: Connection) -> bool:
+    """``BEGIN IMMEDIATE`` if the write lock is free right now; False if another writer has it."""
+    connection.exec_driver_sql("PRAGMA busy_timeout = 0")
+    try:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    except OperationalError as exc:
+        if not _is_locked(exc):
+            raise
+        return False
+    finally:
+        connection.exec_driver_sql(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+    return True
 
 
 def first_line(exc: BaseException) -> str:
@@ -271,6 +295,7 @@ def in_write_transaction(
             if waited >= patience_s:
                 url = engine.url.render_as_string(hide_password=True)
                 raise DatabaseBusy(url=url, seconds=round(waited)) from None
+            engine = engine.execution_options(**{ON_LOCK_WAIT: None})  # the wait was told once
             time.sleep(0.05 + random.random() * 0.2)
         except IntegrityError as exc:
             if raced:
