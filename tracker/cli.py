@@ -469,6 +469,39 @@ def report(
     typer.echo(f"report: {index.resolve()}")
 
 
+SERVE_TOKEN_ENV = "TRACKER_SERVE_TOKEN"
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Address to listen on (loopback by default).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one).")] = 8765,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            envvar=SERVE_TOKEN_ENV,
+            help=f"Require this token (env {SERVE_TOKEN_ENV}); needed off loopback.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Serve the tracker live and read-only in a browser, with its JSON API under /api/.
+
+    Example: TRACKER_SERVE_TOKEN=s3cret tracker serve --host 0.0.0.0 --port 8765
+    """
+    import uvicorn
+
+    from tracker.server import create_app
+    from tracker.server.security import check_host
+
+    check_host(host, token)
+    _state(ctx).engine().dispose()  # the schema checks of every command, before reading
+    uvicorn.run(create_app(_state(ctx).url, token), host=host, port=port, log_level="info")
+
+
 @db_app.command("copy")
 def db_copy(
     source: Annotated[str, typer.Argument(metavar="SRC_URL", help="Database to copy from.")],
