@@ -435,6 +435,29 @@ def compare(
 
 
 @app.command()
+def claims(
+    ctx: typer.Context,
+    job: JobFilter = None,
+    where: WhereFilter = None,
+    group_by: Annotated[
+        list[str] | None,
+        typer.Option("--group-by", metavar="KEY", help="Judge each value's jobs apart."),
+    ] = None,
+    expectations: ExpectationsOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """The study's claims judged on all jobs together: reproduced, not, mixed or inconclusive.
+
+    Example: tracker claims --group-by flashoptim --format json
+    """
+    from tracker.analysis.expectations import load_expectations
+    from tracker.queries.claims import claims as judge
+
+    selection = _selection(job, None, None, where, group_by)
+    _print_frame(_read(ctx, judge, selection, load_expectations(expectations)), fmt)
+
+
+@app.command()
 def sql(
     ctx: typer.Context,
     statement: Annotated[str, typer.Argument(help="One read-only SQL statement.")],
