@@ -76,7 +76,7 @@ def create_app(url: str, token: str | None = None) -> FastAPI:
     """The live tracker on the database at ``url``, read-only; ``token`` guards every page."""
     from tracker.analysis.expectations import load_expectations
     from tracker.server.database import open_read_only
-    from tracker.server.routers import assets, auth, compare, curve, jobs, trend
+    from tracker.server.routers import assets, auth, claims, compare, curve, jobs, trend
 
     served = Served(open_read_only(url), load_expectations(), templates(), token or None)
 
@@ -105,7 +105,7 @@ def create_app(url: str, token: str | None = None) -> FastAPI:
     app.add_exception_handler(Exception, _unexpected)
     app.include_router(auth.router)
     guarded = [Depends(require_token)]
-    for module in (jobs, compare, trend, curve, assets):
+    for module in (jobs, claims, compare, trend, curve, assets):
         app.include_router(module.router, dependencies=guarded)
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=guarded)

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from tracker.server.deps import ServedDep, SessionDep
-from tracker.server.responses import TrackerJSON, page
+from tracker.server.responses import TrackerJSON, page, rows
 from tracker.server.views import job_analysis, job_view
 from tracker.store.catalog import get_job, job_arms, job_curves, job_probes, list_jobs
 
@@ -15,10 +15,16 @@ router = APIRouter(tags=["jobs"])
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 def index(request: Request, session: SessionDep, served: ServedDep) -> HTMLResponse:
+    from tracker.queries.selection import Selection
     from tracker.queries.tables import PROBE_METRICS, RUN_METRICS
+    from tracker.server.routers.claims import claims_table
 
     return page(
-        request, "index.html", jobs=list_jobs(session), metrics=(*PROBE_METRICS, *RUN_METRICS)
+        request,
+        "index.html",
+        jobs=list_jobs(session),
+        claims=rows(claims_table(served, session, Selection())),
+        metrics=(*PROBE_METRICS, *RUN_METRICS),
     )
 
 
