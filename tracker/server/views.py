@@ -44,7 +44,8 @@ def job_digest(session: Session, name: str) -> str:
 
 def digests(session: Session) -> tuple[tuple[str, str], ...]:
     """(name, digest) of every job: the key of results made from all of them."""
-    return tuple(session.execute(select(Job.name, Job.content_digest).order_by(Job.name)).tuples())
+    query = select(Job.name, Job.content_digest).order_by(Job.name)
+    return tuple((name, digest) for name, digest in session.execute(query))
 
 
 def job_view(served: Served, session: Session, name: str) -> JobView:

@@ -1,4 +1,5 @@
-"""``/``: the claims and every job; ``/jobs/{name}``: one job's verdicts and figures."""
+"""``/``: the claims and every job; ``/jobs/{name}``: one job's verdicts and figures (a
+name is matched as a path: a job name from another tool may hold a slash)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def api_jobs(session: SessionDep) -> TrackerJSON:
     return TrackerJSON(list_jobs(session))
 
 
-@router.get("/jobs/{name}", response_class=HTMLResponse, include_in_schema=False)
+@router.get("/jobs/{name:path}", response_class=HTMLResponse, include_in_schema=False)
 def job_page(request: Request, name: str, session: SessionDep, served: ServedDep) -> HTMLResponse:
     from tracker.queries.selection import Selection, selected_jobs
 
@@ -53,7 +54,7 @@ def job_page(request: Request, name: str, session: SessionDep, served: ServedDep
     )
 
 
-@router.get("/api/jobs/{name}", response_class=TrackerJSON)
+@router.get("/api/jobs/{name:path}", response_class=TrackerJSON)
 def api_job(name: str, session: SessionDep, served: ServedDep) -> TrackerJSON:
     """One job: metadata, probes, arms, curves and verdicts (``tracker show`` and more)."""
     analysis = job_analysis(served, session, name)
