@@ -30,15 +30,16 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 EVIL = "<script>alert(1)</script>"
-# traces per drawn figure, in page order (mem_scaling, gpt_trajectories, table4)
+# traces per drawn figure, in page order (mem_scaling, gpt_trajectories, table4: two bars
+# per panel and the legend's neutral swatch)
 TRACES = {
-    "job1": [5, 5, 4],
-    "evil": [6, 5, 4],  # one more variant: the injected one
-    "probes": [5, 4],  # no training arms: no trajectories figure
+    "job1": [5, 5, 5],
+    "evil": [6, 5, 5],  # one more variant: the injected one
+    "probes": [5, 5],  # no training arms: no trajectories figure
 }
 # traces per cross-job figure of the demo jobs: bytes/param (5 variants), validation loss
 # (ref, flash: linear diverged), then ref_s0, flash_s0, ref_s1 (3 jobs), linear_s0 (2 jobs)
-CROSS_JOB_TRACES = [5, 2, 3, 3, 3, 2]
+CROSS_JOB_TRACES = [6, 2, 3, 3, 3, 2]  # bytes/param: 5 variants and the red rings
 
 
 def _evil_job(directory: Path) -> Path:
@@ -156,16 +157,13 @@ def assert_verdicts_visible(page: Any) -> None:
 
 def test_index_renders_offline(browser: Any, report_dir: Path) -> None:
     watch = Watch()
-    expected = [n for job in ("job1", "evil", "probes") for n in TRACES[job]]
-    page = open_page(browser, report_dir / "index.html", watch, len(expected))
-    assert traces(page, 'section[id^="job-"]') == expected
-    assert_verdicts_visible(page)
-    # the injected variant name is shown literally in the verdict table and in the legend
-    assert page.get_by_text(EVIL, exact=False).first.is_visible()
-    legend = page.evaluate(
-        "Array.from(document.querySelectorAll('.legendtext')).map(e => e.textContent)"
-    )
-    assert EVIL in legend
+    # across jobs: bytes/param, validation loss, the arms two jobs share (job1 and evil)
+    page = open_page(browser, report_dir / "index.html", watch, 6)
+    assert len(traces(page, "#cross-job")) == 6
+    assert page.locator('section[id^="job-"]').count() == 0  # no job's own figures here
+    # the injected variant name is shown literally in the comparison table
+    assert page.locator("#compare").get_by_text(EVIL, exact=False).first.is_visible()
+    assert page.locator("#jobs-table tbody tr").count() == 3
     assert page.evaluate("document.querySelectorAll('img').length") == 0
     assert watch.problems() == {}
 
@@ -192,17 +190,16 @@ def test_figure_pages_render_offline(browser: Any, report_dir: Path) -> None:
 
 def test_cross_job_section_renders_offline(browser: Any, demo_report: Path) -> None:
     watch = Watch()
-    page = open_page(browser, demo_report / "index.html", watch, len(CROSS_JOB_TRACES) + 9)
+    page = open_page(browser, demo_report / "index.html", watch, len(CROSS_JOB_TRACES))
     assert traces(page, "#cross-job") == CROSS_JOB_TRACES
-    # every figure drew its lines, with the jobs in time order on the x axes
+    # every figure drew its lines
     assert page.evaluate(
         "Array.from(document.querySelectorAll('#cross-job .js-plotly-plot'))"
         ".every(el => el.querySelectorAll('.scatterlayer .trace').length === el.data.length)"
     )
-    ticks = page.evaluate(
-        "Array.from(document.querySelectorAll('#x-bpp .xtick text')).map(e => e.textContent)"
-    )
-    assert [t[:4] for t in ticks] == ["job1", "job2", "job3"]
+    # the jobs on a time axis, in time order; hover names the job
+    names = page.evaluate("document.getElementById('x-bpp').data[0].text")
+    assert names == ["job1", "job2", "job3"]
     titles = page.evaluate(
         "Array.from(document.querySelectorAll('#cross-job .gtitle')).map(e => e.textContent)"
     )

@@ -478,18 +478,36 @@ def sql(
 def report(
     ctx: typer.Context,
     job: JobFilter = None,
+    where: WhereFilter = None,
+    since: Annotated[
+        str | None,
+        typer.Option(metavar="TIME", help="Only jobs whose time is at or after TIME (ISO 8601)."),
+    ] = None,
     out: Annotated[Path, typer.Option("--out", help="Directory to write.")] = Path("report"),
     expectations: ExpectationsOption = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Render every job's pages, even those up to date.")
+    ] = False,
 ) -> None:
-    """Write the offline HTML report: verdicts, the study's numbers and figures per job.
+    """Write the offline HTML report; into an earlier one, render only what changed.
 
-    Example: tracker report --job job2 --out report/
+    Example: tracker report --where gpu=A10G --since 2026-10-01 --out report/
     """
-    from tracker.analysis.expectations import load_expectations
-    from tracker.report import write_report
+    from dataclasses import replace
 
-    index = _read(ctx, write_report, out, load_expectations(expectations), job or None)
-    typer.echo(f"report: {index.resolve()}")
+    from tracker.analysis.expectations import load_expectations
+    from tracker.report import generate_report
+    from tracker.store.ingest import parse_time
+
+    selection = _selection(job, None, None, where, None)
+    if since is not None:
+        try:
+            selection = replace(selection, since=parse_time(since))
+        except TrackerError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--since") from None
+    exp = load_expectations(expectations)
+    result = _read(ctx, generate_report, out, exp, selection, force=force)
+    typer.echo(result.summary())
 
 
 SERVE_TOKEN_ENV = "TRACKER_SERVE_TOKEN"
