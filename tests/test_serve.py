@@ -30,7 +30,7 @@ JOBS = {
     ),
     "j2": ({"seed": 1, "failed_probe": None}, ["time=2026-10-15T00:00:00Z", "gpu=L4"]),
 }
-EVIL = "<script>alert(1)</script>"
+EVIL = "<img src=x onerror=alert(1)>"  # HTML, and no slash: a job page's path holds it
 TOKEN = "s3cret-token"
 
 
@@ -134,6 +134,8 @@ def test_whole_curve_is_downsampled_keeping_its_extremes(client: TestClient, stu
 PAGES = [
     ("/", ["j1", "j2", "j3", "Claims"]),
     ("/jobs/j3", ["Verdicts", "bpp_state", 'class="badge fail"', "/curve?job=j3&amp;arm=ref_s0"]),
+    ("/jobs/j3/index.html", ["Verdicts", 'href="mem_scaling.html"', 'href="verdicts.json"']),
+    ("/jobs/j3/gpt_trajectories.html", ["j3: Training trajectories", 'data-figure="gpt_traj']),
     ("/compare?a=j1&b=j3", ["regression", "bpp_state", 'class="badge regressed"']),
     ("/trend?metric=bpp_state&model=gpt-124m", ["bpp_state across jobs", "j2"]),
     ("/trend", ["val_loss across jobs"]),
@@ -153,6 +155,16 @@ def test_pages(client: TestClient, path: str, texts: list[str]) -> None:
     assert "<script>" not in response.text  # scripts only from files, never inline
 
 
+def test_job_files_are_the_reports(client: TestClient, study: Cli) -> None:
+    verdicts = client.get("/jobs/j3/verdicts.json")
+    assert verdicts.headers["content-type"] == "application/json"
+    assert verdicts.json() == client.get("/api/jobs/j3").json()["verdicts"]
+    memory = client.get("/jobs/j3/mem_analysis.json").json()
+    assert isinstance(memory, dict) and memory
+    redirect = client.get("/jobs/j3", follow_redirects=False)
+    assert redirect.status_code in (307, 308) and redirect.headers["location"].endswith("/jobs/j3/")
+
+
 def test_job_list_is_in_job_order(client: TestClient) -> None:
     html = client.get("/").text
     table = html[html.index('id="jobs"') :]
@@ -167,14 +179,16 @@ def test_assets_come_from_the_server(client: TestClient) -> None:
     assert response.status_code == 200
     assert response.content == plotly_js.read_bytes()
     assert response.headers["content-type"].startswith("text/javascript")
-    for name in ("figures.js", "explorer.js", "filter.js"):
+    for name in ("render.js", "explorer.js", "filter.js"):
         assert client.get(f"/static/{name}").headers["content-type"].startswith("text/javascript")
-    assert client.get("/static/tracker.css").headers["content-type"].startswith("text/css")
+    assert client.get("/static/server.css").headers["content-type"].startswith("text/css")
     assert "/api/curve" in client.get("/openapi.json").json()["paths"]
 
 
 ERRORS = [
     ("/jobs/nope", 404, "Error: no job named 'nope'"),
+    ("/jobs/nope/verdicts.json", 404, "Error: no job named 'nope'"),
+    ("/jobs/j1/secrets.txt", 404, "Error: job 'j1' has no file 'secrets.txt'"),
     ("/api/jobs/nope", 404, "no job named 'nope'"),
     ("/compare?a=j1&b=nope", 404, "Error: no job named 'nope'"),
     ("/api/compare?a=j1", 422, "bad parameter 'b': Field required"),
@@ -290,14 +304,15 @@ def test_job_names_holding_html_stay_inert(study: Cli, db_url: str, engine: Engi
         connection.execute(text("UPDATE job SET name = :evil WHERE name = 'j2'"), {"evil": EVIL})
     with client_for(db_url) as client:
         index = client.get("/").text
-        assert EVIL not in index and "&lt;script&gt;alert(1)&lt;/script&gt;" in index
-        page = client.get(f"/jobs/{quote(EVIL, safe='')}")
+        escaped = "&lt;img src=x onerror=alert(1)&gt;"
+        assert EVIL not in index and escaped in index
+        page = client.get(f"/jobs/{quote(EVIL, safe='')}/")
         assert page.status_code == 200
-        assert EVIL not in page.text and "&lt;script&gt;" in page.text
+        assert EVIL not in page.text and escaped in page.text
         assert client.get("/api/jobs").json()[1]["job"] == EVIL
         compare = client.get("/compare", params={"a": EVIL, "b": "j3"}).text
         assert EVIL not in compare
-        missing = client.get(f"/jobs/{quote(EVIL + 'x', safe='')}")
+        missing = client.get(f"/jobs/{quote(EVIL + 'x', safe='')}/")
         assert missing.status_code == 404
         assert missing.headers["content-type"].startswith("text/plain")
 

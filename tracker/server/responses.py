@@ -39,27 +39,30 @@ def rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
     return frame.to_dicts()
 
 
-def page(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
-    """A template of the served pages, rendered with autoescaping."""
+def page(request: Request, template: str, **context: Any) -> HTMLResponse:
+    """A page from a template. The report's base template links plotly.js and runs an inline
+    script only when given ``plotly_src``: the server never does (its Content-Security-Policy
+    forbids inline script) and links both scripts as files instead."""
     environment = request.app.state.served.templates
-    html = environment.get_template(template).render(request=request, **context)
-    return HTMLResponse(html, status_code=status_code)
-
-
-def _fmt(value: Any, signed: bool = False) -> str:
-    from tracker.report.html import fmt_value
-
-    if signed and isinstance(value, int | float) and not isinstance(value, bool):
-        return f"{value:+.4g}"
-    return fmt_value(value)
+    defaults = {"crumbs": "/", "job_name": "", "generated": "", "plotly_src": None}
+    html = environment.get_template(template).render({**defaults, **context})
+    return HTMLResponse(html)
 
 
 def templates() -> jinja2.Environment:
-    """The pages' templates, autoescaped: text from the database is always inert."""
+    """The report's environment (autoescaped, its filters, its templates: ``base.html``,
+    ``job.html``, ...) with the server's own pages under ``server/``."""
     import jinja2
 
-    environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, trim_blocks=True
+    from tracker.report.templates import environment
+    from tracker.server.views import job_href
+
+    report = environment()
+    assert report.loader is not None
+    served = report.overlay(
+        loader=jinja2.ChoiceLoader(
+            [jinja2.PrefixLoader({"server": jinja2.FileSystemLoader(TEMPLATES)}), report.loader]
+        )
     )
-    environment.filters["fmt"] = _fmt
-    return environment
+    served.globals = {**report.globals, "href": job_href}  # the report's own stay unchanged
+    return served

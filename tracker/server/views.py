@@ -1,13 +1,14 @@
 """What the pages and the API show, computed once per job content digest.
 
 A job's digest is read (one indexed row) on every request, so a replaced or new job is
-seen at once; the work behind it (analysis, figures, downsampled curves) is cached.
+seen at once; the work behind it (analysis, figures, downsampled curves) is cached. A job's
+page is the report's own (``tracker.report.pages.JobView`` and its template).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -18,24 +19,21 @@ from tracker.store.catalog import get_job
 if TYPE_CHECKING:
     from tracker.analysis.job import JobAnalysis
     from tracker.queries.compare import Comparison
-    from tracker.report.html import FigureSlot
+    from tracker.report.pages import JobView
     from tracker.server.deps import Served
-
-# (key, title, height) of a job page's figures, in page order
-JOB_FIGURES: tuple[tuple[str, str, int], ...] = (
-    ("mem_scaling", "Memory: bytes/param vs model size", 480),
-    ("gpt_trajectories", "Training trajectories", 480),
-    ("table4", "Table 4 extrapolation (Llama-3.1-8B)", 440),
-)
 
 
 @dataclass(frozen=True)
-class JobView:
-    name: str
-    meta: dict[str, str]
-    analysis: JobAnalysis
-    slots: list[FigureSlot]
-    notes: list[str]
+class LiveJob:
+    view: JobView  # what the report's job page shows
+    analysis: JobAnalysis  # and the JSON files beside it
+
+
+def job_href(name: str) -> str:
+    """Where the server shows a job: the report's job folder, under /jobs/."""
+    from urllib.parse import quote
+
+    return f"/jobs/{quote(name, safe='')}/"
 
 
 def job_digest(session: Session, name: str) -> str:
@@ -48,9 +46,9 @@ def digests(session: Session) -> tuple[tuple[str, str], ...]:
     return tuple((name, digest) for name, digest in session.execute(query))
 
 
-def job_view(served: Served, session: Session, name: str) -> JobView:
+def live_job(served: Served, session: Session, name: str) -> LiveJob:
     key = (name, job_digest(session, name))
-    return served.job_views.get(key, lambda: _build_view(served, session, name, key))
+    return served.job_views.get(key, lambda: _build(served, session, name, key))
 
 
 def job_analysis(served: Served, session: Session, name: str) -> JobAnalysis:
@@ -69,21 +67,40 @@ def comparison(served: Served, session: Session, a: str, b: str) -> Comparison:
     return compare_verdicts(a, verdicts_a, b, verdicts_b, served.exp)
 
 
-def _build_view(served: Served, session: Session, name: str, key: Any) -> JobView:
+def _build(served: Served, session: Session, name: str, key: tuple[str, str]) -> LiveJob:
+    """The report's job view, made as ``tracker report`` makes it (``writer._render_job``)."""
     from tracker.analysis.job import analyze_job
+    from tracker.analysis.smoothing import ema
     from tracker.figures import memory_scaling, table4, training_trajectories
-    from tracker.report.html import figure_slot
+    from tracker.report.pages import JobFigure, JobView, figure_slot
+    from tracker.report.values import counts, failures_first
+    from tracker.report.writer import FIGURES, _meta_items
     from tracker.store.jobdata import load_job_data
 
+    exp = served.exp
+    job = get_job(session, name)
     data = load_job_data(session, name)
-    analysis = served.analyses.get(key, lambda: analyze_job(data, served.exp))
+    smoothed = {
+        arm: ema(frame.get_column("value"), exp.training.ema_alpha)
+        for arm, frame in data.curves.items()
+    }
+    analysis = served.analyses.get(key, lambda: analyze_job(data, exp, smoothed))
     gpu = data.meta.get("gpu")
     figures = {
-        "mem_scaling": memory_scaling(data.probes, served.exp, gpu=gpu),
-        "gpt_trajectories": training_trajectories(data.curves, served.exp, gpu=gpu),
+        "mem_scaling": memory_scaling(data.probes, exp, gpu=gpu),
+        "gpt_trajectories": training_trajectories(data.curves, exp, gpu=gpu, smoothed=smoothed),
         "table4": table4(analysis.verdicts),
     }
-    slots = [
-        figure_slot(figures[figure], figure, title, height) for figure, title, height in JOB_FIGURES
-    ]
-    return JobView(name, dict(sorted(data.meta.items())), analysis, slots, list(analysis.notes))
+    notes = list(analysis.notes)
+    view = JobView(
+        name=name,
+        meta=_meta_items(job, data, exp),
+        notes=notes,
+        tally=counts(analysis.verdicts),
+        verdicts=failures_first(analysis.verdicts),
+        figures=[
+            JobFigure(f"{figure}.html", title, figure_slot(figures[figure], figure, title, height))
+            for figure, title, height in FIGURES
+        ],
+    )
+    return LiveJob(view, analysis)

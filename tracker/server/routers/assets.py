@@ -5,12 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from fastapi import APIRouter, HTTPException
-from fastapi.responses import FileResponse, Response
+from fastapi.responses import FileResponse
 
 router = APIRouter(include_in_schema=False)
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
-SCRIPTS = ("figures.js", "explorer.js", "filter.js")
+REPORT = Path(__file__).resolve().parent.parent.parent / "report" / "templates"
+# name -> (file, media type): the report's figure script, the server's own scripts and style
+FILES = {
+    "render.js": (REPORT / "render.js", "text/javascript"),
+    "explorer.js": (STATIC / "explorer.js", "text/javascript"),
+    "filter.js": (STATIC / "filter.js", "text/javascript"),
+    "server.css": (STATIC / "server.css", "text/css"),
+}
 
 
 def _plotly_js() -> Path:
@@ -24,15 +31,9 @@ def plotly_js() -> FileResponse:
     return FileResponse(_plotly_js(), media_type="text/javascript")
 
 
-@router.get("/static/tracker.css")
-def stylesheet() -> Response:
-    from tracker.report.html import CSS
-
-    return Response(CSS + (STATIC / "server.css").read_text(), media_type="text/css")
-
-
 @router.get("/static/{name}")
-def script(name: str) -> FileResponse:
-    if name not in SCRIPTS:
+def static_file(name: str) -> FileResponse:
+    if name not in FILES:
         raise HTTPException(status_code=404, detail=f"no static file {name!r}")
-    return FileResponse(STATIC / name, media_type="text/javascript")
+    path, media_type = FILES[name]
+    return FileResponse(path, media_type=media_type)

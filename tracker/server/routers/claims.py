@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 router = APIRouter(tags=["claims"])
+CLAIMS_NOTE = "No claim can be judged: no job is selected."
 
 
 def claims_table(served: Served, session: Session, selection: Selection) -> pl.DataFrame:
@@ -31,12 +32,21 @@ def claims_table(served: Served, session: Session, selection: Selection) -> pl.D
 def claims_page(
     request: Request, selection: SelectionDep, session: SessionDep, served: ServedDep
 ) -> HTMLResponse:
+    from tracker.queries.selection import selected_jobs
+
     table = claims_table(served, session, selection)
     return page(
-        request, "claims.html", selection=selection, columns=table.columns, table=rows(table)
+        request,
+        "server/claims.html",
+        selection=selection,
+        rows=selected_jobs(session, selection).get_column("job").to_list(),
+        columns=table.columns,
+        claims=rows(table),
+        claims_note=CLAIMS_NOTE,
     )
 
 
+@router.get("/claims.json", response_class=TrackerJSON, include_in_schema=False)
 @router.get("/api/claims", response_class=TrackerJSON)
 def api_claims(selection: SelectionDep, session: SessionDep, served: ServedDep) -> TrackerJSON:
     """One row per claim and subject over the selected jobs (``job``, ``where``); with

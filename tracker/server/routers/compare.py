@@ -7,7 +7,6 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from tracker.report.crossjob import CHANGE_ORDER
 from tracker.server.deps import ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page, rows
 from tracker.server.views import comparison
@@ -21,21 +20,12 @@ JobB = Annotated[str, Query(description="The later job.")]
 def compare_page(
     request: Request, a: JobA, b: JobB, session: SessionDep, served: ServedDep
 ) -> HTMLResponse:
-    import polars as pl
+    from tracker.report.crossjob import comparison_view
 
-    result = comparison(served, session, a, b)
-    rank = {change: i for i, change in enumerate(CHANGE_ORDER)}
-    ordered = result.table.with_row_index("row").sort(
-        pl.col("change").replace_strict(rank, default=len(rank), return_dtype=pl.Int64), "row"
-    )
-    tally = ordered.group_by("change", maintain_order=True).len()
-    return page(
-        request,
-        "compare.html",
-        result=result,
-        table=rows(ordered),
-        tally=dict(tally.iter_rows()),
-    )
+    # the report links a job as quote(FOLDER)/index.html: here the folder is /jobs/NAME
+    folders = {name: f"/jobs/{name}" for name in (a, b)}
+    view = comparison_view(comparison(served, session, a, b), folders)
+    return page(request, "server/compare.html", c=view)
 
 
 @router.get("/api/compare", response_class=TrackerJSON)

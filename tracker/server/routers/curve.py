@@ -81,7 +81,7 @@ def curve_page(
     curve = find_curve(session, job, arm, metric)
     return page(
         request,
-        "curve.html",
+        "server/curve.html",
         job=job,
         arm=arm,
         metric=metric,

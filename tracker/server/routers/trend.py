@@ -20,13 +20,13 @@ def trend_page(
 ) -> HTMLResponse:
     from tracker.figures.trend import trend_figure
     from tracker.queries.tables import PROBE_METRICS, RUN_METRICS, trend
-    from tracker.report.html import figure_slot
+    from tracker.report.pages import figure_slot
 
     table = trend(session, selection, metric)
     slot = figure_slot(trend_figure(table, metric), "trend", metric, 460)
     return page(
         request,
-        "trend.html",
+        "server/trend.html",
         metric=metric,
         metrics=(*PROBE_METRICS, *RUN_METRICS),
         selection=selection,
