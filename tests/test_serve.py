@@ -395,3 +395,18 @@ def test_an_empty_or_missing_database_is_refused(tmp_path: Path) -> None:
     with pytest.raises(DatabaseUnavailable):
         create_app(f"sqlite:///{tmp_path / 'missing.db'}")
     assert not (tmp_path / "missing.db").exists()  # opened read-only: never created
+
+
+def test_serve_neither_creates_nor_migrates_a_database(cli: Cli, db_url: str) -> None:
+    if db_url.startswith("sqlite"):
+        missing = db_url.replace("tracker.db", "missing.db")
+        result = Cli(missing)("serve", ok=False)
+        assert result.exit_code == 1
+        assert result.stderr.startswith(f"Error: cannot use database {missing}: ")
+        assert result.stderr.count("\n") == 1
+        assert not Path(missing.removeprefix("sqlite:///")).exists()
+    else:
+        result = cli("serve", ok=False)  # an empty schema: nothing to serve until ingested
+        assert result.exit_code == 1
+        assert "schema revision none (empty database)" in result.stderr
+        assert result.stderr.count("\n") == 1

@@ -539,7 +539,7 @@ def serve(
     from tracker.server.security import check_host
 
     check_host(host, token)
-    _state(ctx).engine().dispose()  # the schema checks of every command, before reading
+    # opened read-only (never created or migrated), the schema checked before listening
     uvicorn.run(create_app(_state(ctx).url, token), host=host, port=port, log_level="info")
 
 
