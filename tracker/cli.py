@@ -426,8 +426,7 @@ def compare(
     comparison = _read(ctx, compare_jobs, job_a, job_b, load_expectations(expectations))
     _print_frame(comparison.table, fmt)
     if fmt is Format.table:
-        count = len(comparison.regressions)
-        typer.echo(f"\n{count} regression{'' if count == 1 else 's'} from {job_a} to {job_b}")
+        typer.echo(f"\n{comparison.summary()}")
         for line in comparison.regressions:
             typer.echo(f"  {line}")
     if fail_on_regression and comparison.regressed:
