@@ -7,6 +7,7 @@ taken from the code under test.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -287,3 +288,22 @@ def test_cli_claims_formats_and_errors(cli: Cli, tmp_path: Path) -> None:
     usage = cli("claims", "--where", "flashoptim", ok=False)
     assert usage.exit_code == 2
     assert "expected KEY=VALUE, got 'flashoptim'" in usage.stderr
+
+
+def test_the_demo_prints_its_claims_and_they_decide(cli: Cli, tmp_path: Path) -> None:
+    result = cli(
+        "demo", "--dir", str(tmp_path / "jobs"), "--out", str(tmp_path / "r"), "--steps", "60"
+    )
+    assert result.stdout.startswith("wrote 6 sample jobs under ")
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("claims: ")]
+    assert line.endswith(" (see `tracker claims`)")
+    for status in ("REPRODUCED", "MIXED", "NOT_REPRODUCED"):
+        assert re.search(rf"\b\d+ {status}\b", line), line
+    rows = json.loads(cli("claims", "-f", "json").stdout)
+    decided = {
+        r["claim"]: r["status"] for r in rows if r["subject"] in ("flash vs ref", "linear_s0")
+    }
+    assert decided == {"val_loss_equivalence": "REPRODUCED", "ablation_diverges": "REPRODUCED"}
+    flash = next(r for r in rows if (r["claim"], r["subject"]) == ("table4_optim", "flash"))
+    assert flash["status"] == "MIXED" and flash["jobs_failing"] == ["job3"]
+    assert "every failing job has flashoptim=0.1.1" in flash["detail"]
