@@ -58,7 +58,11 @@ DETERMINISTIC = {
     "gpt2_124m_params_gib": "gpt2_124m_params",
     "gpt2_124m_optim_gib": "gpt2_124m_optim",
 }
-COMPONENT_WORDS = {"params": "parameters", "state": "optimizer state", "grads": "gradients"}
+COMPONENT_WORDS = {
+    "params": "parameters take",
+    "state": "optimizer state takes",
+    "grads": "gradients take",
+}
 UNSET = "(unset)"
 TIME_KEY = "time"  # tracker.store.ingest.TIME_KEY; not imported, this module reads no database
 
@@ -119,8 +123,8 @@ def _statement(claim: str, subject: str, expected: float | None, tolerance: floa
     if claim.startswith("bpp_"):
         what = COMPONENT_WORDS[claim.removeprefix("bpp_")]
         return (
-            f"{subject}: its {what} take {exp} bytes per parameter "
-            f"(± {tol} plus the fixed overhead fitted over model sizes)"
+            f"{subject}: its {what} {exp} bytes per parameter "
+            f"(± {tol}, with the fixed overhead fitted over model sizes)"
         )
     part = "parameters take" if claim.endswith("params") else "optimizer state takes"
     if claim.startswith("table4_"):
