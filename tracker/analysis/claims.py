@@ -58,7 +58,11 @@ DETERMINISTIC = {
     "gpt2_124m_params_gib": "gpt2_124m_params",
     "gpt2_124m_optim_gib": "gpt2_124m_optim",
 }
-COMPONENT_WORDS = {"params": "parameters", "state": "optimizer state", "grads": "gradients"}
+COMPONENT_WORDS = {
+    "params": "parameters take",
+    "state": "optimizer state takes",
+    "grads": "gradients take",
+}
 UNSET = "(unset)"
 TIME_KEY = "time"  # tracker.store.ingest.TIME_KEY; not imported, this module reads no database
 
@@ -118,14 +122,16 @@ def _statement(claim: str, subject: str, expected: float | None, tolerance: floa
     exp, tol = _f(expected), _f(tolerance, 2)
     if claim.startswith("bpp_"):
         what = COMPONENT_WORDS[claim.removeprefix("bpp_")]
-        return f"{subject} keeps {exp} bytes of {what} per parameter (± {tol} plus fixed overhead)"
-    part = "parameters" if claim.endswith("params") else "optimizer state"
+        return (
+            f"{subject}: its {what} {exp} bytes per parameter "
+            f"(± {tol}, with the fixed overhead fitted over model sizes)"
+        )
+    part = "parameters take" if claim.endswith("params") else "optimizer state takes"
     if claim.startswith("table4_"):
         return (
-            f"Extrapolated to the paper's Table 4 model, {subject}'s {part} take {exp} GiB "
-            f"(± {tol} GiB)"
+            f"Extrapolated to the paper's Table 4 model, {subject}'s {part} {exp} GiB (± {tol} GiB)"
         )
-    return f"{subject}'s {part} take {exp} GiB as in the paper's appendix (± {tol} GiB)"
+    return f"{subject}: its {part} {exp} GiB as in the paper's appendix (± {tol} GiB)"
 
 
 def deterministic_claims(verdicts: pl.DataFrame, meta: pl.DataFrame) -> list[Claim]:

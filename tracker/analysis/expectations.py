@@ -60,6 +60,7 @@ class MemoryExpectations:
     table4: PaperTable
     gpt2_model: str
     gpt2: PaperTable
+    known_differences: Mapping[str, str]  # variant -> why the study differs from the paper
 
 
 @dataclass(frozen=True)
@@ -195,6 +196,7 @@ def _parse(doc: dict[str, Any], source: str) -> Expectations:
             "expected_bpp",
             "table4",
             "gpt2_124m",
+            "known_differences",
         },
     )
     expected_bpp = {}
@@ -204,6 +206,10 @@ def _parse(doc: dict[str, Any], source: str) -> Expectations:
         expected_bpp[variant] = ComponentBpp(
             *(r.number(comps, c, where) if c in comps else None for c in COMPONENTS)
         )
+    known = r.sub(mem, "known_differences", "memory")
+    known_differences = {
+        variant: r.string(known, variant, "memory.known_differences") for variant in known
+    }
     table4 = r.sub(mem, "table4", "memory")
     gpt2 = r.sub(mem, "gpt2_124m", "memory")
     memory = MemoryExpectations(
@@ -223,6 +229,7 @@ def _parse(doc: dict[str, Any], source: str) -> Expectations:
                 r.paper_rows(gpt2, "memory.gpt2_124m", {"relative_tolerance", "model"})
             ),
         ),
+        known_differences=MappingProxyType(known_differences),
     )
     tr = r.sub(
         doc,

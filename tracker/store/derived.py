@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 # Bump when a change of the analysis changes a verdict or a number for the same data and
 # expectations: stored rows of an older version are then ignored (analysed afresh).
-ANALYSIS_VERSION = 2
+ANALYSIS_VERSION = 1
 EMA_DELTA = "ema_delta"  # mean |EMA(candidate) - EMA(baseline)| over the 2nd half
 SEED_NOISE = "seed_noise"  # mean |EMA(seed twin) - EMA(baseline)| over the 2nd half
 DIVERGED_AT = "diverged_at"  # first step whose loss is not finite, of the divergent arm
@@ -138,13 +138,13 @@ def load_derived(session: Session, job_ids: list[int], exp: Expectations) -> dic
         .where(JobVerdict.job_id.in_(list(numbers)), JobVerdict.expectations == digest)
         .order_by(JobVerdict.job_id, JobVerdict.position)
     )
-    for job_id, *fields in session.execute(query).tuples():
+    for job_id, *fields in session.execute(query):
         verdicts[job_id].append(Verdict(*fields))
     for job_id, own in numbers.items():
         found[job_id] = Derived(verdicts[job_id], own)
     missing = [job_id for job_id in job_ids if job_id not in found]
     if missing:
-        names = dict(session.execute(select(Job.id, Job.name).where(Job.id.in_(missing))).tuples())
+        names = dict(session.execute(select(Job.id, Job.name).where(Job.id.in_(missing))).all())
         for job_id in missing:
             found[job_id] = derive(load_job_data(session, names[job_id]), exp)
     return found
