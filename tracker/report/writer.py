@@ -59,7 +59,6 @@ FIGURES: tuple[tuple[str, str, int], ...] = (
 )
 # from this many jobs to render on, a second process renders half of them
 PARALLEL_FROM = 4
-CLAIMS_MISSING = "No claims were computed for this report."
 
 
 @dataclass(frozen=True)
@@ -320,7 +319,7 @@ def generate_report(
     from tracker.models import JobMeta
     from tracker.queries.selection import Selection, selected_jobs
     from tracker.report.crossjob import cross_job_view, job_href
-    from tracker.report.pages import IndexView, index_page, meta_text, status_of
+    from tracker.report.pages import CLAIMS_MISSING, IndexView, index_page, meta_text, status_of
     from tracker.report.pages import JobRow as TableRow
     from tracker.store.jobdata import load_job_data
 
