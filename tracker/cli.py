@@ -426,12 +426,34 @@ def compare(
     comparison = _read(ctx, compare_jobs, job_a, job_b, load_expectations(expectations))
     _print_frame(comparison.table, fmt)
     if fmt is Format.table:
-        count = len(comparison.regressions)
-        typer.echo(f"\n{count} regression{'' if count == 1 else 's'} from {job_a} to {job_b}")
+        typer.echo(f"\n{comparison.summary()}")
         for line in comparison.regressions:
             typer.echo(f"  {line}")
     if fail_on_regression and comparison.regressed:
         raise typer.Exit(3)
+
+
+@app.command()
+def claims(
+    ctx: typer.Context,
+    job: JobFilter = None,
+    where: WhereFilter = None,
+    group_by: Annotated[
+        list[str] | None,
+        typer.Option("--group-by", metavar="KEY", help="Judge each value's jobs apart."),
+    ] = None,
+    expectations: ExpectationsOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """The study's claims judged on all jobs together: reproduced, not, mixed or inconclusive.
+
+    Example: tracker claims --group-by flashoptim --format json
+    """
+    from tracker.analysis.expectations import load_expectations
+    from tracker.queries.claims import claims as judge
+
+    selection = _selection(job, None, None, where, group_by)
+    _print_frame(_read(ctx, judge, selection, load_expectations(expectations)), fmt)
 
 
 @app.command()

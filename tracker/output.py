@@ -35,6 +35,8 @@ def _cell(value: Any) -> str:
         return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:.6g}"
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
     return str(value)
 
 
@@ -61,4 +63,6 @@ def render(rows: list[dict[str, Any]], fmt: Format, columns: list[str] | None = 
 
 
 def _csv_cell(value: Any) -> Any:
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
     return "" if value is None else value

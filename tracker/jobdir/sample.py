@@ -275,9 +275,13 @@ def _step_ms(seed: int, variant: str, arm_seed: int, steps: int) -> np.ndarray:
     return np.round(ms, 2)
 
 
-def _write_arm(directory: Path, arm: str, seed: int, steps: int) -> None:
+def _write_arm(
+    directory: Path, arm: str, seed: int, steps: int, loss_shift: float, val_loss_shift: float
+) -> None:
     variant, arm_seed = _parse_arm(arm)
     loss = _loss_curve(seed, variant, arm_seed, steps)
+    if variant == "flash" and loss_shift:
+        loss = loss + loss_shift
     step_ms = _step_ms(seed, variant, arm_seed, steps)
     frame = pl.DataFrame(
         {
@@ -299,7 +303,8 @@ def _write_arm(directory: Path, arm: str, seed: int, steps: int) -> None:
     if not diverged:
         seed_noise = 0.0008 * _rng(seed, "val", arm_seed).standard_normal()
         own_noise = 0.0004 * _rng(seed, "val", variant, arm_seed).standard_normal()
-        val_loss = round(_VAL_LOSS[variant] + seed_noise + own_noise, 6)
+        shift = val_loss_shift if variant == "flash" else 0.0
+        val_loss = round(_VAL_LOSS[variant] + seed_noise + own_noise + shift, 6)
         final_loss = round(final_loss, 6)
     summary = {
         "val_loss": val_loss,
@@ -322,6 +327,8 @@ def write_sample_job(
     probes: bool = True,
     failed_probe: tuple[str, str] | None = ("gpt-355m", "ref"),
     flash_state_shift: float = 0.0,
+    flash_loss_shift: float = 0.0,
+    flash_val_loss_shift: float = 0.0,
 ) -> Path:
     """Write a realistic sample job directory and return it.
 
@@ -334,6 +341,9 @@ def write_sample_job(
         failed_probe: (model, variant) whose probe record is an out-of-memory failure.
         flash_state_shift: added to ``bpp_state`` of every ``flash`` probe record
             (a simulated library regression; the probes then report another version).
+        flash_loss_shift: added to every training loss of the ``flash`` arms (a candidate
+            that no longer tracks the baseline).
+        flash_val_loss_shift: added to the final validation loss of the ``flash`` arms.
     """
     if seed < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")
@@ -353,7 +363,7 @@ def write_sample_job(
         records = _mem_sweep(seed, failed_probe, flash_state_shift)
         (directory / "mem_sweep.json").write_text(json.dumps(records, indent=2) + "\n")
     for arm in arm_names:
-        _write_arm(directory, arm, seed, steps)
+        _write_arm(directory, arm, seed, steps, flash_loss_shift, flash_val_loss_shift)
     return directory
 
 

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from tracker.errors import BadTime, JobExists
 from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, read_arm, scan_job
 from tracker.models import Curve, Job, JobMeta, Point, Probe, Run, SourceFile
+from tracker.store.derived import store_packaged_derived
 from tracker.store.points import write_points
 
 if TYPE_CHECKING:
@@ -104,6 +105,7 @@ def ingest_job(
         result.arms += 1
         if on_arm is not None:
             on_arm(arm_files)
+    store_packaged_derived(session, job.id)
     return result
 
 
