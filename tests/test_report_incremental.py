@@ -50,6 +50,7 @@ def test_second_report_renders_only_the_new_job(cli: Cli, tmp_path: Path) -> Non
     everything = {str(p.relative_to(out)) for p in files(out)}
     assert everything == job_files("job1") | job_files("job2") | {
         "index.html",
+        "claims.json",
         "manifest.json",
         "plotly.min.js",
     }
@@ -60,12 +61,15 @@ def test_second_report_renders_only_the_new_job(cli: Cli, tmp_path: Path) -> Non
     assert again.stdout.splitlines()[0] == "0 job pages rendered, 2 up to date"
     assert touched(out) == {"index.html"}
 
-    # one more job: its pages, the index and the cross-job data, nothing else
+    # one more job: its pages, the index and the cross-job data (claims, manifest), no other
     ingest(cli, tmp_path / "jobs", "job3", seed=3)
     age(out)
     third = cli("report", "--out", str(out))
     assert third.stdout.splitlines()[0] == "1 job pages rendered, 2 up to date"
-    assert touched(out) == job_files("job3") | {"index.html", "manifest.json"}
+    assert touched(out) == job_files("job3") | {"index.html", "claims.json", "manifest.json"}
+    claims = json.loads((out / "claims.json").read_text())
+    assert claims and {row["n_jobs"] for row in claims} <= {0, 1, 2, 3}
+    assert max(row["n_jobs"] for row in claims) == 3
     manifest = json.loads((out / "manifest.json").read_text())
     assert list(manifest["jobs"]) == ["job1", "job2", "job3"]
     assert set(manifest["jobs"]["job3"]["curves"]) == {"ref_s0", "flash_s0"}
@@ -85,7 +89,7 @@ def test_second_report_renders_only_the_new_job(cli: Cli, tmp_path: Path) -> Non
     after = cli("report", "--out", str(out))
     assert after.stdout.splitlines()[0] == "0 job pages rendered, 2 up to date, 1 removed"
     assert not (out / "job2").exists()
-    assert touched(out) == {"index.html", "manifest.json"}
+    assert touched(out) == {"index.html", "claims.json", "manifest.json"}
     assert "job2" not in (out / "index.html").read_text()
 
 
