@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from tracker.figures.style import Figure
 
 
+CLAIMS_MISSING = "No claims were computed for this report."
+
+
 @dataclass(frozen=True)
 class FigureSlot:
     """One figure of a page: its JSON (already safe inside a script element) or, when it
@@ -93,7 +96,7 @@ class IndexView:
     failing: int  # jobs with at least one FAIL
     cross: Any  # tracker.report.crossjob.CrossJobView
     claims: Sequence[Mapping[str, Any]] = ()
-    claims_note: str = ""
+    claims_note: str = CLAIMS_MISSING  # shown when there are no claim rows
     page_size: int = 25
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from functools import cache
 from typing import TYPE_CHECKING
-from urllib.parse import quote
 
 from tracker.report.values import fmt_value
 
@@ -22,7 +21,7 @@ def environment() -> Environment:
     """The environment every page is rendered with (one per process, templates cached)."""
     from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-    from tracker.figures.style import FONT, GRID, INK, MUTED, SURF
+    from tracker.figures.style import FONT, GRID, INK, MUTED, SURF, short_list
 
     env = Environment(
         loader=PackageLoader("tracker.report", "templates"),
@@ -33,6 +32,6 @@ def environment() -> Environment:
         keep_trailing_newline=True,
     )
     env.filters["value"] = fmt_value
-    env.filters["url"] = lambda text: quote(str(text))
+    env.filters["names"] = lambda names: short_list([str(name) for name in names])
     env.globals.update(ink=INK, muted=MUTED, grid=GRID, surf=SURF, font=FONT)
     return env

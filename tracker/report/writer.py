@@ -4,7 +4,7 @@ Layout of ``DIR``::
 
     index.html             summary: claims across the jobs, the jobs table (filters and pages
                            in the browser), the figures across jobs, the latest comparison
-    claims.json            the claims' rows, when claims were computed
+    claims.json            the claims across the jobs (tracker.queries.claims), one per row
     manifest.json          what each job's pages were made from, and the cross-job data kept
                            from them (verdict counts, smoothed curves on a grid)
     plotly.min.js          written once; every page links it by a relative path (no CDN)
@@ -37,7 +37,6 @@ from tracker.errors import NotADirectory
 from tracker.report.values import counts, failures_first
 
 if TYPE_CHECKING:
-    import polars as pl
     from sqlalchemy.orm import Session
 
     from tracker.analysis.expectations import Expectations
@@ -59,7 +58,6 @@ FIGURES: tuple[tuple[str, str, int], ...] = (
 )
 # from this many jobs to render on, a second process renders half of them
 PARALLEL_FROM = 4
-CLAIMS_MISSING = "No claims were computed for this report."
 
 
 @dataclass(frozen=True)
@@ -302,13 +300,12 @@ def generate_report(
     selection: Selection | None = None,
     *,
     force: bool = False,
-    claims: pl.DataFrame | None = None,
 ) -> Report:
     """Write the report of the selected jobs (all by default) under ``out_dir``.
 
-    Only jobs whose pages are missing or out of date are rendered (all with ``force``);
-    ``claims``: the rows of ``tracker.queries.claims.claims`` for the same selection, shown
-    on the index and written to ``claims.json``. Raises ``JobNotFound`` for an unknown job
+    Only jobs whose pages are missing or out of date are rendered (all with ``force``).
+    The claims across the selected jobs (``tracker.queries.claims``) are shown on the index
+    and written to ``claims.json``. Raises ``JobNotFound`` for an unknown job
     name before writing anything, and ``NotADirectory`` when ``out_dir`` exists as something
     else than a directory.
     """
@@ -318,6 +315,7 @@ def generate_report(
     from tracker.figures.crossjob import GridCurve, Job
     from tracker.models import Job as JobRow
     from tracker.models import JobMeta
+    from tracker.queries.claims import claims
     from tracker.queries.selection import Selection, selected_jobs
     from tracker.report.crossjob import cross_job_view, job_href
     from tracker.report.pages import IndexView, index_page, meta_text, status_of
@@ -409,18 +407,17 @@ def generate_report(
         for job in reversed(jobs)
     ]
     tally = {status: sum(row.tally[status] for row in rows) for status in ("PASS", "FAIL", "N/A")}
-    claim_rows = [] if claims is None else claims.to_dicts()
+    claim_rows = claims(session, selection or Selection(), exp).to_dicts()
     view = IndexView(
         rows=rows,
         tally=tally,
         failing=sum(row.tally["FAIL"] > 0 for row in rows),
         cross=cross,
         claims=claim_rows,
-        claims_note=CLAIMS_MISSING if claims is None else "No claim could be evaluated.",
+        claims_note="No claim could be judged: no job of this report has what they need.",
     )
     _write_if_changed(out_dir / PLOTLY_JS, _plotly_js())
-    if claims is not None:
-        _write_if_changed(out_dir / CLAIMS, (to_json(claim_rows) + "\n").encode("utf-8"))
+    _write_if_changed(out_dir / CLAIMS, (to_json(claim_rows) + "\n").encode("utf-8"))
     index = out_dir / INDEX
     sub = f"{generated}"
     _write(index, index_page(view, sub, exp.source, plotly_src=PLOTLY_JS))
