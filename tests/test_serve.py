@@ -226,12 +226,10 @@ def test_errors_are_one_line(client: TestClient, path: str, status: int, message
 def test_an_unexpected_failure_is_one_line_too(
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tracker.server.routers import jobs
-
     def broken(_session: Any) -> None:
         raise RuntimeError("boom\nwith a second line")
 
-    monkeypatch.setattr(jobs, "list_jobs", broken)
+    monkeypatch.setattr("tracker.store.catalog.list_jobs", broken)
     response = client.get("/api/jobs")
     assert response.status_code == 500
     assert response.json() == {"detail": "internal error (the server's log has the details)"}

@@ -23,6 +23,7 @@ TOKEN_COOKIE = "tracker_token"
 JOB_VIEWS = 64  # a job's page holds its figures (~100 KB to 1 MB): the recent ones are kept
 ANALYSES = 4096  # verdicts of a job are small: every job of a large study stays cached
 CURVES = 256  # downsampled whole curves (the explorer's first view)
+SUMMARIES = 32  # results over all jobs (the jobs list, the index, claims), per selection
 
 
 @dataclass
@@ -36,7 +37,7 @@ class Served:
     job_views: DigestCache[Any] = field(default_factory=lambda: DigestCache(JOB_VIEWS))
     analyses: DigestCache[Any] = field(default_factory=lambda: DigestCache(ANALYSES))
     curves: DigestCache[Any] = field(default_factory=lambda: DigestCache(CURVES))
-    summaries: DigestCache[Any] = field(default_factory=lambda: DigestCache(16))
+    summaries: DigestCache[Any] = field(default_factory=lambda: DigestCache(SUMMARIES))
 
 
 def get_served(request: Request) -> Served:

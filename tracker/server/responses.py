@@ -39,14 +39,17 @@ def rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
     return frame.to_dicts()
 
 
-def page(request: Request, template: str, **context: Any) -> HTMLResponse:
+def render(request: Request, template: str, **context: Any) -> str:
     """A page from a template. The report's base template links plotly.js and runs an inline
     script only when given ``plotly_src``: the server never does (its Content-Security-Policy
     forbids inline script) and links both scripts as files instead."""
     environment = request.app.state.served.templates
     defaults = {"crumbs": "/", "job_name": "", "generated": "", "plotly_src": None}
-    html = environment.get_template(template).render({**defaults, **context})
-    return HTMLResponse(html)
+    return environment.get_template(template).render({**defaults, **context})
+
+
+def page(request: Request, template: str, **context: Any) -> HTMLResponse:
+    return HTMLResponse(render(request, template, **context))
 
 
 def templates() -> jinja2.Environment:

@@ -8,7 +8,7 @@ page is the report's own (``tracker.report.pages.JobView`` and its template).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -44,6 +44,14 @@ def digests(session: Session) -> tuple[tuple[str, str], ...]:
     """(name, digest) of every job: the key of results made from all of them."""
     query = select(Job.name, Job.content_digest).order_by(Job.name)
     return tuple((name, digest) for name, digest in session.execute(query))
+
+
+def job_list(served: Served, session: Session) -> list[dict[str, Any]]:
+    """``list_jobs``, kept until a job is added, replaced or deleted (metadata only changes
+    with a job's content: re-ingesting the same content is a no-op)."""
+    from tracker.store.catalog import list_jobs
+
+    return served.summaries.get(("jobs", digests(session)), lambda: list_jobs(session))
 
 
 def live_job(served: Served, session: Session, name: str) -> LiveJob:

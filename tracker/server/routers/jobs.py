@@ -7,9 +7,9 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response
 
 from tracker.server.deps import ServedDep, SessionDep
-from tracker.server.responses import TrackerJSON, page, rows
-from tracker.server.views import job_analysis, live_job
-from tracker.store.catalog import get_job, job_arms, job_curves, job_probes, list_jobs
+from tracker.server.responses import TrackerJSON, page, render, rows
+from tracker.server.views import digests, job_analysis, job_list, live_job
+from tracker.store.catalog import get_job, job_arms, job_curves, job_probes
 
 router = APIRouter(tags=["jobs"])
 ANALYSES = ("verdicts.json", "mem_analysis.json", "gpt_analysis.json")
@@ -21,20 +21,25 @@ def index(request: Request, session: SessionDep, served: ServedDep) -> HTMLRespo
     from tracker.queries.tables import PROBE_METRICS, RUN_METRICS
     from tracker.server.routers.claims import CLAIMS_NOTE, claims_table
 
-    return page(
-        request,
-        "server/index.html",
-        rows=list_jobs(session),
-        claims=rows(claims_table(served, session, Selection())),
-        claims_note=CLAIMS_NOTE,
-        metrics=(*PROBE_METRICS, *RUN_METRICS),
-    )
+    def index_html() -> str:
+        return render(
+            request,
+            "server/index.html",
+            rows=job_list(served, session),
+            claims=rows(claims_table(served, session, Selection())),
+            claims_note=CLAIMS_NOTE,
+            metrics=(*PROBE_METRICS, *RUN_METRICS),
+        )
+
+    return HTMLResponse(served.summaries.get(("index", digests(session)), index_html))
 
 
 @router.get("/api/jobs", response_class=TrackerJSON)
-def api_jobs(session: SessionDep) -> TrackerJSON:
+def api_jobs(session: SessionDep, served: ServedDep) -> Response:
     """Every job with its counts and metadata, in job order (``tracker.api.jobs``)."""
-    return TrackerJSON(list_jobs(session))
+    key = ("jobs.json", digests(session))
+    body = served.summaries.get(key, lambda: TrackerJSON(job_list(served, session)).body)
+    return Response(body, media_type="application/json")
 
 
 @router.get("/jobs/{name}/", response_class=HTMLResponse, include_in_schema=False)
