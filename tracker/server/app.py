@@ -72,6 +72,17 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     return _error(request, 500, "internal error (the server's log has the details)")
 
 
+def _import_page_modules() -> None:
+    """What a job page, the claims and a curve need (polars, scipy, the analysis, the
+    figures): imported at start-up, so that the first visitor does not wait for it."""
+    import scipy.stats  # noqa: F401
+
+    import tracker.analysis.job
+    import tracker.figures
+    import tracker.queries.claims
+    import tracker.queries.tables  # noqa: F401
+
+
 def create_app(url: str, token: str | None = None) -> FastAPI:
     """The live tracker on the database at ``url``, read-only; ``token`` guards every page."""
     from tracker.analysis.expectations import load_expectations
@@ -82,6 +93,7 @@ def create_app(url: str, token: str | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        _import_page_modules()  # before the first request, not during it
         yield
         served.engine.dispose()
 

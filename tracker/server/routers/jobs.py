@@ -45,10 +45,8 @@ def api_jobs(session: SessionDep, served: ServedDep) -> Response:
 @router.get("/jobs/{name}/", response_class=HTMLResponse, include_in_schema=False)
 @router.get("/jobs/{name}/index.html", response_class=HTMLResponse, include_in_schema=False)
 def job_page(request: Request, name: str, session: SessionDep, served: ServedDep) -> HTMLResponse:
-    from tracker.queries.selection import Selection, selected_jobs
-
     job = live_job(served, session, name).view
-    jobs = selected_jobs(session, Selection()).get_column("job").to_list()
+    jobs = [row["job"] for row in job_list(served, session)]  # in job order
     at = jobs.index(name)
     return page(
         request,
