@@ -307,3 +307,30 @@ def test_the_demo_prints_its_claims_and_they_decide(cli: Cli, tmp_path: Path) ->
     flash = next(r for r in rows if (r["claim"], r["subject"]) == ("table4_optim", "flash"))
     assert flash["status"] == "MIXED" and flash["jobs_failing"] == ["job3"]
     assert "every failing job has flashoptim=0.1.1" in flash["detail"]
+
+
+def test_the_stratified_bootstrap_agrees_with_scipys_on_strata_as_samples(
+    exp: Expectations,
+) -> None:
+    from tracker.analysis.claims import stratified_bootstrap
+
+    candidate = {"a": np.array([1.0, 2.0, 4.0]), "b": np.array([3.0, 5.0]), "c": np.array([2.0])}
+    baseline = {"a": np.array([0.5, 1.5]), "b": np.array([2.0, 2.5, 2.0, 7.0])}
+    n_x, n_y = 6, 6
+
+    def difference(x1: Any, x2: Any, y1: Any, y2: Any, axis: int = -1) -> Any:
+        return (x1.sum(axis) + x2.sum(axis) + 2.0) / n_x - (y1.sum(axis) + y2.sum(axis)) / n_y
+
+    samples = (candidate["a"], candidate["b"], baseline["a"], baseline["b"])
+    oracle = stats.bootstrap(
+        samples,
+        difference,
+        n_resamples=20_000,
+        confidence_level=0.90,
+        method="percentile",
+        rng=np.random.default_rng(1),
+    ).confidence_interval
+    low, high = stratified_bootstrap(candidate, baseline, exp)  # type: ignore[misc]
+    assert low == pytest.approx(oracle.low, abs=0.1)
+    assert high == pytest.approx(oracle.high, abs=0.1)
+    assert stratified_bootstrap({"a": np.array([1.0])}, {"a": np.array([2.0])}, exp) is None

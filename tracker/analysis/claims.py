@@ -2,8 +2,9 @@
 
 Pure statistics over polars frames; the statistics themselves are scipy.stats': Welch's
 interval (``ttest_ind(equal_var=False).confidence_interval``), the equivalence test as two
-one-sided Welch tests, ``bootstrap`` with the resampling stratified by job, ``binomtest`` and
-its ``proportion_ci``, and ``mannwhitneyu`` for the probability of improvement.
+one-sided Welch tests, ``binomtest`` and its ``proportion_ci``, and ``mannwhitneyu`` for the
+probability of improvement. The bootstrap resamples within jobs, which scipy's does not offer
+(see ``stratified_bootstrap``).
 
 Inputs, one row per job and item, jobs already filtered and de-duplicated by the caller:
 
@@ -256,43 +257,38 @@ def seeds_to_decide(diff: float, sd: float, margin: float, alpha: float, n: floa
 def stratified_bootstrap(
     candidate: dict[str, np.ndarray], baseline: dict[str, np.ndarray], exp: Expectations
 ) -> tuple[float, float] | None:
-    """Interval of mean(candidate) - mean(baseline), resampling within each job and arm.
+    """Percentile interval of mean(candidate) - mean(baseline), resampling within each job.
 
-    scipy.stats.bootstrap resamples each sample it is given independently, so each (job,
-    arm) stratum is passed as a sample of its own. A stratum of one value resamples to
-    itself, so it enters the statistic as a constant (scipy takes samples of two or more).
-    None when every stratum has one value: the resampled statistic would never vary.
+    scipy.stats.bootstrap resamples each sample it is given on its own but has no strata,
+    and passing each (job, variant) group as a sample of its own costs a Python loop per
+    group (3 s for 1,000 jobs), so the resampling within groups is done here with numpy:
+    each group of m runs is redrawn m times with replacement, all groups of one size at
+    once; a group of one run always redraws itself. None when no group has two runs: the
+    statistic would never vary.
     """
-    from scipy.stats import bootstrap
-
-    strata = [(values, 1) for values in candidate.values()]
-    strata += [(values, -1) for values in baseline.values()]
-    n_c = sum(len(v) for v in candidate.values())
-    n_b = sum(len(v) for v in baseline.values())
-    resampled = [(values, sign) for values, sign in strata if len(values) >= 2]
-    if not resampled:
+    rng = np.random.default_rng(exp.claims.bootstrap_seed)
+    resamples = exp.claims.bootstrap_resamples
+    statistic = np.zeros(resamples)
+    varied = False
+    for groups, sign in ((candidate, 1.0), (baseline, -1.0)):
+        total = sum(len(values) for values in groups.values())
+        by_size: dict[int, list[np.ndarray]] = {}
+        for values in groups.values():
+            by_size.setdefault(len(values), []).append(values)
+        for size, same in by_size.items():
+            stacked = np.stack(same)  # (groups, size)
+            if size == 1:
+                statistic += sign * stacked.sum() / total
+                continue
+            varied = True
+            picks = rng.integers(0, size, (resamples, len(same), size))
+            rows = np.arange(len(same))[None, :, None]
+            statistic += sign * stacked[rows, picks].sum(axis=(1, 2)) / total
+    if not varied:
         return None
-    constant = sum(
-        sign * values.sum() / (n_c if sign > 0 else n_b)
-        for values, sign in strata
-        if len(values) < 2
-    )
-    weights = [sign / (n_c if sign > 0 else n_b) for _, sign in resampled]
-
-    def statistic(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
-        total = sum(w * s.sum(axis=axis) for w, s in zip(weights, samples, strict=True))
-        return np.asarray(total) + constant
-
-    result = bootstrap(
-        tuple(values for values, _ in resampled),
-        statistic,
-        n_resamples=exp.claims.bootstrap_resamples,
-        confidence_level=exp.claims.confidence,
-        method="percentile",
-        vectorized=True,
-        rng=np.random.default_rng(exp.claims.bootstrap_seed),
-    )
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+    tail = (1 - exp.claims.confidence) / 2
+    low, high = np.quantile(statistic, [tail, 1 - tail])
+    return float(low), float(high)
 
 
 def _variant_of(runs: pl.DataFrame, arm: str) -> str:
