@@ -334,3 +334,26 @@ def test_the_stratified_bootstrap_agrees_with_scipys_on_strata_as_samples(
     assert low == pytest.approx(oracle.low, abs=0.1)
     assert high == pytest.approx(oracle.high, abs=0.1)
     assert stratified_bootstrap({"a": np.array([1.0])}, {"a": np.array([2.0])}, exp) is None
+
+
+def test_separating_metadata_names_only_keys_that_split_failing_from_passing() -> None:
+    from tracker.analysis.claims import separating_metadata
+
+    meta = pl.DataFrame(
+        {
+            "job": ["a", "b", "c", "a", "b", "c", "a", "b", "c"],
+            "key": ["lib"] * 3 + ["gpu"] * 3 + ["time"] * 3,
+            "value": ["0.1", "0.1", "0.2", "A", "B", "A", "t1", "t2", "t3"],
+        }
+    )
+    assert separating_metadata(["c"], ["a", "b"], meta) == (
+        "every failing job has lib=0.2 (the others: lib=0.1)"
+    )
+    assert separating_metadata(["b"], ["a", "c"], meta) == (
+        "every failing job has gpu=B (the others: gpu=A)"
+    )
+    two = meta.filter(pl.col("job") != "c")  # with two jobs, any difference is the evidence
+    assert (
+        separating_metadata(["b"], ["a"], two) == "every failing job has gpu=B (the others: gpu=A)"
+    )
+    assert separating_metadata(["a", "b"], [], meta) == ""

@@ -97,7 +97,8 @@ def _jobs(names: Sequence[str], limit: int = 8) -> str:
 def separating_metadata(failing: Sequence[str], passing: Sequence[str], meta: pl.DataFrame) -> str:
     """'every failing job has k=v (the others: k=w)' for each metadata key whose values
     among the failing jobs are disjoint from those among the passing ones; '' if none.
-    The ``time`` key and keys with a different value for every job are left out."""
+    The ``time`` key is left out, and so, among three or more jobs, is a key with a different
+    value for every job: it tells the jobs apart, not the failing ones from the others."""
     if not failing or not passing:
         return ""
     values: dict[str, dict[str, str]] = {}
@@ -106,8 +107,7 @@ def separating_metadata(failing: Sequence[str], passing: Sequence[str], meta: pl
     found = []
     jobs = len(failing) + len(passing)
     for key in sorted(values):
-        # a key that names each job apart (its time) tells nothing about the failing ones
-        if key == TIME_KEY or len(set(values[key].values())) == jobs:
+        if key == TIME_KEY or (jobs > 2 and len(set(values[key].values())) == jobs):
             continue
         bad = {values[key].get(job, UNSET) for job in failing}
         good = {values[key].get(job, UNSET) for job in passing}
