@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 import pytest
 from scipy import stats
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
@@ -357,3 +357,27 @@ def test_separating_metadata_names_only_keys_that_split_failing_from_passing() -
         separating_metadata(["b"], ["a"], two) == "every failing job has gpu=B (the others: gpu=A)"
     )
     assert separating_metadata(["a", "b"], [], meta) == ""
+
+
+def test_db_copy_carries_the_derived_rows(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path, exp: Expectations
+) -> None:
+    source = f"sqlite:///{tmp_path / 'source.db'}"
+    make_jobs(Cli(source), tmp_path / "jobs", 2)
+    cli("db", "copy", source, db_url)
+
+    def numbers(url_or_engine: Any) -> list[tuple[Any, ...]]:
+        target = url_or_engine if isinstance(url_or_engine, Engine) else api.connect(url_or_engine)
+        with target.connect() as connection:
+            return [
+                tuple(row)
+                for row in connection.execute(
+                    text(
+                        "SELECT job.name, n.name, n.value FROM job_number n "
+                        "JOIN job ON job.id = n.job_id ORDER BY 1, 2"
+                    )
+                )
+            ]
+
+    assert numbers(engine) == numbers(source) and len(numbers(source)) == 2 * 3
+    assert judge(engine, exp).equals(judge(api.connect(source), exp))
