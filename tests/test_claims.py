@@ -381,3 +381,20 @@ def test_db_copy_carries_the_derived_rows(
 
     assert numbers(engine) == numbers(source) and len(numbers(source)) == 2 * 3
     assert judge(engine, exp).equals(judge(api.connect(source), exp))
+
+
+def test_a_claim_no_job_could_measure_is_inconclusive(
+    cli: Cli, engine: Engine, tmp_path: Path, exp: Expectations
+) -> None:
+    job = write_sample_job(tmp_path / "j0", steps=STEPS, arms=())
+    sweep = job / "mem_sweep.json"
+    sweep.write_text(
+        json.dumps([r for r in json.loads(sweep.read_text()) if r["variant"] != "flash"])
+    )
+    cli("ingest", str(job))
+    table4 = row(judge(engine, exp), "table4_optim", "flash")
+    assert (table4["status"], table4["n_jobs"], table4["expected"]) == ("INCONCLUSIVE", 0, 23.4)
+    assert table4["detail"] == (
+        "no job measured it; 1 jobs have it N/A, e.g. j0: flash not measured on any gpt* model: "
+        "no extrapolation"
+    )

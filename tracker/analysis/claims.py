@@ -9,7 +9,7 @@ probability of improvement. The bootstrap resamples within jobs, which scipy's d
 Inputs, one row per job and item, jobs already filtered and de-duplicated by the caller:
 
 * ``verdicts``: ``job``, ``check``, ``subject``, ``measured``, ``expected``, ``tolerance``,
-  ``status``: every job's own verdicts;
+  ``status``, ``detail``: every job's own verdicts;
 * ``numbers``: ``job``, ``ema_delta``, ``seed_noise``, ``diverged_at``;
 * ``runs``: ``job``, ``arm``, ``variant``, ``val_loss``, ``diverged``;
 * ``meta``: ``job``, ``key``, ``value``: to say which metadata separates failing jobs.
@@ -137,11 +137,30 @@ def _statement(claim: str, subject: str, expected: float | None, tolerance: floa
 
 def deterministic_claims(verdicts: pl.DataFrame, meta: pl.DataFrame) -> list[Claim]:
     """One claim per deterministic check and subject, judged job by job."""
-    judged = verdicts.filter(
-        pl.col("check").is_in(list(DETERMINISTIC)) & pl.col("status").is_in([PASS, FAIL])
+    # a verdict without an expected value has nothing to reproduce (no analytic bytes/param)
+    checked = verdicts.filter(
+        pl.col("check").is_in(list(DETERMINISTIC)) & pl.col("expected").is_not_null()
     )
     claims = []
-    for (check, subject), rows in judged.group_by("check", "subject", maintain_order=True):
+    for (check, subject), found in checked.group_by("check", "subject", maintain_order=True):
+        name = DETERMINISTIC[str(check)]
+        rows = found.filter(pl.col("status").is_in([PASS, FAIL]))
+        if rows.height == 0:
+            expected = _float(found["expected"].median())
+            claims.append(
+                Claim(
+                    name,
+                    str(subject),
+                    _statement(name, str(subject), expected, None),
+                    INCONCLUSIVE,
+                    0,
+                    0,
+                    expected=expected,
+                    detail=f"no job measured it; {found.height} jobs have it N/A, e.g. "
+                    f"{found['job'][0]}: {found['detail'][0]}",
+                )
+            )
+            continue
         passing = rows.filter(pl.col("status") == PASS)["job"].to_list()
         failing = rows.filter(pl.col("status") == FAIL)["job"].to_list()
         measured = rows["measured"].drop_nulls().drop_nans()
@@ -159,7 +178,6 @@ def deterministic_claims(verdicts: pl.DataFrame, meta: pl.DataFrame) -> list[Cla
             why += f"; {separated}" if separated else "; no metadata key separates them"
         median, low, high = _spread(measured)
         detail = f"{why}; median {_f(median)}, range {_f(low)} to {_f(high)}"
-        name = DETERMINISTIC[str(check)]
         claims.append(
             Claim(
                 name,
