@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from tracker.store.jobdata import JobData
 
 # Bump when a change of the analysis changes a verdict or a number for the same data and
-# expectations: stored rows of an older version are then ignored (analysed afresh).
+# expectations: stored rows of an older version are then ignored (analysed afresh on every
+# read), so ship the bump with a migration that refills them (as 0003 does).
 ANALYSIS_VERSION = 1
 EMA_DELTA = "ema_delta"  # mean |EMA(candidate) - EMA(baseline)| over the 2nd half
 SEED_NOISE = "seed_noise"  # mean |EMA(seed twin) - EMA(baseline)| over the 2nd half
