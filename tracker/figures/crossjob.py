@@ -187,8 +187,10 @@ def pick_model(probes: pl.DataFrame, prefix: str) -> ModelChoice:
     )
 
 
-def _times(jobs: Sequence[Job]) -> list[str]:
-    return [job.time.strftime("%Y-%m-%d %H:%M:%S") for job in jobs]
+def _times(jobs: Sequence[Job]) -> np.ndarray:
+    """Each job's time in milliseconds since 1970 (what a plotly.js date axis takes): as a
+    typed array, a third of the bytes of date strings."""
+    return np.array([job.time.timestamp() * 1000 for job in jobs], dtype=np.float64)
 
 
 def _time_axis() -> dict[str, Any]:
@@ -256,7 +258,7 @@ def bpp_across_jobs(
     times = _times(jobs)
     palette = Palette()
     traces: list[dict[str, Any]] = []
-    rings: dict[str, list[Any]] = {"x": [], "y": [], "text": []}
+    rings: dict[str, list[Any]] = {"x": [], "y": [], "text": []}  # x: job positions
     references: list[tuple[dict[str, Any], dict[str, Any]]] = []
     present = ok.get_column("variant").unique(maintain_order=True).to_list()
     for variant in variant_order(present, exp):
@@ -267,12 +269,12 @@ def bpp_across_jobs(
         name = plot_text(variant)
         color = palette(variant)
         total = analytic_total(exp, variant)
-        x = [times[i] for i, _ in found]
+        positions = [i for i, _ in found]
         y = [value for _, value in found]
-        text = [plot_text(jobs[i].name) for i, _ in found]
+        text = [plot_text(jobs[i].name) for i in positions]
         traces.append(
             scatter(
-                x=x,
+                x=times[positions],
                 y=y,
                 text=text,
                 mode="lines+markers",
@@ -285,7 +287,7 @@ def bpp_across_jobs(
         )
         if total is not None:
             references.append(_reference(total, color, f"{total:g}"))
-            for xi, yi, ti in zip(x, y, text, strict=True):
+            for xi, yi, ti in zip(positions, y, text, strict=True):
                 if abs(yi - total) > exp.memory.bpp_tolerance:
                     rings["x"].append(xi)
                     rings["y"].append(yi)
@@ -293,7 +295,9 @@ def bpp_across_jobs(
     if rings["x"]:
         traces.append(
             scatter(
-                **rings,
+                x=times[rings["x"]],
+                y=rings["y"],
+                text=rings["text"],
                 mode="markers",
                 name=f"off the analytic by > {exp.memory.bpp_tolerance:g}",
                 marker=dict(size=13, color="rgba(0,0,0,0)", line=dict(color=FAIL_COLOR, width=2)),
@@ -367,7 +371,7 @@ def val_loss_across_jobs(runs: pl.DataFrame, jobs: Sequence[Job], exp: Expectati
         std = [row["val_loss_std"] or 0.0 for _, row in found]
         traces.append(
             scatter(
-                x=[times[i] for i, _ in found],
+                x=times[[i for i, _ in found]],
                 y=means,
                 text=[plot_text(jobs[i].name) for i, _ in found],
                 customdata=[

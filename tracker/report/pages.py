@@ -84,10 +84,6 @@ class JobRow:
     meta: str  # "key=value, ..."
     status: str  # fail / pass / na: what the table filters on
 
-    @property
-    def search(self) -> str:
-        return f"{self.name} {self.meta}".lower()
-
 
 @dataclass(frozen=True)
 class IndexView:

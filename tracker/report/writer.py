@@ -15,7 +15,7 @@ Layout of ``DIR``::
 Incremental: a job's pages are keyed by its content digest, its metadata, the expectations
 and the tracker's version; a report into a folder that holds one renders only the jobs whose
 key changed (``force`` renders all), always the index, and removes the folders of jobs no
-longer in the report. Many jobs are rendered by two processes (a fork shares the imports).
+longer in the report. Many jobs are rendered by two processes.
 
 Curves are smoothed and checked on all their points; only the drawn traces are downsampled.
 """
@@ -30,6 +30,7 @@ import shutil
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import tracker
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
     from tracker.analysis.expectations import Expectations
-    from tracker.analysis.verdict import Verdict
     from tracker.models import Job
     from tracker.queries.selection import Selection
     from tracker.store.jobdata import JobData
@@ -56,8 +56,9 @@ FIGURES: tuple[tuple[str, str, int], ...] = (
     ("gpt_trajectories", "Training trajectories", 480),
     ("table4", "Table 4 extrapolation (Llama-3.1-8B)", 440),
 )
-# from this many jobs to render on, a second process renders half of them
-PARALLEL_FROM = 4
+# from this many jobs to render on, a second process renders half of them (it takes about
+# a second to start: its imports)
+PARALLEL_FROM = 16
 
 
 @dataclass(frozen=True)
@@ -89,13 +90,12 @@ class Report:
 
 @dataclass(frozen=True)
 class _Task:
-    """What rendering one job's pages needs (picklable: it may go to the second process)."""
+    """One job's pages to render (picklable: it may go to the second process)."""
 
     name: str
     folder: str
     key: str
     out_dir: Path
-    exp: Expectations
     generated: str
 
 
@@ -158,8 +158,8 @@ def _write_if_changed(path: Path, data: bytes) -> None:
     tmp.replace(path)
 
 
-def _render_job(session: Session, task: _Task) -> tuple[dict[str, Any], list[Verdict]]:
-    """Write one job's folder; return its manifest entry and its verdicts."""
+def _render_job(session: Session, exp: Expectations, task: _Task) -> dict[str, Any]:
+    """Write one job's folder; return its manifest entry."""
     from tracker.analysis.job import analyze_job, to_json
     from tracker.analysis.smoothing import ema
     from tracker.figures import memory_scaling, table4, training_trajectories
@@ -168,7 +168,6 @@ def _render_job(session: Session, task: _Task) -> tuple[dict[str, Any], list[Ver
     from tracker.store.catalog import get_job
     from tracker.store.jobdata import load_job_data
 
-    exp = task.exp
     job = get_job(session, task.name)
     data = load_job_data(session, task.name)
     # the EMA of each arm, once: for the verdicts, the figure and the cross-job data
@@ -217,7 +216,7 @@ def _render_job(session: Session, task: _Task) -> tuple[dict[str, Any], list[Ver
         ).to_json()
         for arm, frame in data.curves.items()
     }
-    entry = {
+    return {
         "key": task.key,
         "folder": task.folder,
         "tally": tally,
@@ -226,42 +225,54 @@ def _render_job(session: Session, task: _Task) -> tuple[dict[str, Any], list[Ver
         "arms": data.runs.height,
         "curves": curves,
     }
-    return entry, analysis.verdicts
 
 
-# The second process's own database session (set up in it after the fork).
-_worker_session: Session | None = None
+# The second process's own database session and expectations.
+_worker: tuple[Session, Expectations] | None = None
 
 
-def _open_worker(url: str) -> None:
+def _open_worker(url: str, exp: Expectations) -> None:
     from sqlalchemy.orm import Session
 
     from tracker.store.db import open_database
 
-    global _worker_session
-    _worker_session = Session(open_database(url))
+    global _worker
+    _worker = (Session(open_database(url)), exp)
 
 
-def _render_in_worker(task: _Task) -> tuple[dict[str, Any], list[Verdict]]:
-    assert _worker_session is not None
-    return _render_job(_worker_session, task)
+def _render_in_worker(task: _Task) -> dict[str, Any]:
+    assert _worker is not None
+    return _render_job(*_worker, task)
 
 
 def _render_all(
-    session: Session, tasks: list[_Task]
-) -> dict[str, tuple[dict[str, Any], list[Verdict]]]:
-    """Every task's job rendered; with enough of them on two cores, half by a forked
-    process (it inherits the imports, opens its own connection and returns small data)."""
+    session: Session, exp: Expectations, tasks: list[_Task]
+) -> dict[str, dict[str, Any]]:
+    """Every task's job rendered; with enough of them on two cores, half by a second
+    process, which opens its own connection and returns small data. It is spawned, not
+    forked: polars' thread pool does not survive a fork (the child would deadlock)."""
     if len(tasks) < PARALLEL_FROM or (os.cpu_count() or 1) < 2:
-        return {task.name: _render_job(session, task) for task in tasks}
+        return {task.name: _render_job(session, exp, task) for task in tasks}
     url = session.get_bind().engine.url.render_as_string(hide_password=False)
-    context = multiprocessing.get_context("fork")
-    with context.Pool(1, initializer=_open_worker, initargs=(url,)) as pool:
+    from multiprocessing.reduction import ForkingPickler
+
+    context = multiprocessing.get_context("spawn")
+    # the expectations hold read-only mappings, which pickle as the dicts they wrap
+    ForkingPickler.register(MappingProxyType, _mapping_proxy)
+    with context.Pool(1, initializer=_open_worker, initargs=(url, exp)) as pool:
         theirs = pool.map_async(_render_in_worker, tasks[1::2], chunksize=2)
-        mine = [_render_job(session, task) for task in tasks[0::2]]
+        mine = [_render_job(session, exp, task) for task in tasks[0::2]]
         results = dict(zip([t.name for t in tasks[0::2]], mine, strict=True))
         results.update(zip([t.name for t in tasks[1::2]], theirs.get(), strict=True))
     return results
+
+
+def _mapping_proxy(proxy: MappingProxyType[Any, Any]) -> tuple[Any, tuple[dict[Any, Any]]]:
+    return _read_only, (dict(proxy),)
+
+
+def _read_only(mapping: dict[Any, Any]) -> MappingProxyType[Any, Any]:
+    return MappingProxyType(mapping)
 
 
 def _read_manifest(out_dir: Path) -> dict[str, Any]:
@@ -311,7 +322,7 @@ def generate_report(
     """
     from sqlalchemy import select
 
-    from tracker.analysis.job import analyze_job, to_json
+    from tracker.analysis.job import to_json
     from tracker.figures.crossjob import GridCurve, Job
     from tracker.models import Job as JobRow
     from tracker.models import JobMeta
@@ -320,7 +331,7 @@ def generate_report(
     from tracker.report.crossjob import cross_job_view, job_href
     from tracker.report.pages import IndexView, index_page, meta_text, status_of
     from tracker.report.pages import JobRow as TableRow
-    from tracker.store.jobdata import load_job_data
+    from tracker.store.derived import load_derived
 
     out_dir = Path(out_dir)
     ordered = selected_jobs(session, selection or Selection())
@@ -365,12 +376,12 @@ def generate_report(
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
     generated = f"generated {stamp} by tracker {version}"
     tasks = [
-        _Task(name, folders[name], keys[name], out_dir, exp, generated)
+        _Task(name, folders[name], keys[name], out_dir, generated)
         for name in names
         if name not in kept
     ]
-    rendered = _render_all(session, tasks)
-    entries = {name: kept[name] if name in kept else rendered[name][0] for name in names}
+    rendered = _render_all(session, exp, tasks)
+    entries = {name: kept.get(name) or rendered[name] for name in names}
 
     # folders of an earlier report that no job of this one uses
     removed = []
@@ -380,12 +391,9 @@ def generate_report(
         if folder not in in_use and _remove_folder(out_dir, folder):
             removed.append(str(folder))
 
-    latest: list[list[Verdict]] = []
-    for name in names[-2:]:
-        if name in rendered:
-            latest.append(rendered[name][1])
-        else:
-            latest.append(analyze_job(load_job_data(session, name), exp).verdicts)
+    # the two latest jobs' verdicts as kept at ingest (as ``tracker compare`` reads them)
+    derived = load_derived(session, [ids[name] for name in names[-2:]], exp)
+    latest = [derived[ids[name]].verdicts for name in names[-2:]]
     curves = {
         name: {arm: GridCurve.from_json(doc) for arm, doc in entries[name]["curves"].items()}
         for name in names

@@ -2,6 +2,8 @@
   var table = document.getElementById('jobs-table');
   if (!table) return;
   var rows = Array.prototype.slice.call(table.tBodies[0].rows);
+  // what the filter matches: the row's text (name, time, counts, metadata), lower case
+  var texts = rows.map(function (row) { return row.textContent.toLowerCase(); });
   var filter = document.getElementById('jobs-filter');
   var status = document.getElementById('jobs-status');
   var info = document.getElementById('jobs-info');
@@ -24,10 +26,9 @@
   function apply() {
     var words = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
     var wanted = status.value;
-    shown = rows.filter(function (row) {
-      var text = row.dataset.search;
-      return (!wanted || row.dataset.status === wanted) &&
-        words.every(function (word) { return text.indexOf(word) >= 0; });
+    shown = rows.filter(function (row, i) {
+      return (!wanted || row.className === wanted) &&
+        words.every(function (word) { return texts[i].indexOf(word) >= 0; });
     });
     page = 0;
     draw();
