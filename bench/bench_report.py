@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import load_expectations
 from tracker.jobdir.sample import write_sample_job
+from tracker.queries.selection import Selection
 from tracker.report import write_report
 from tracker.store.db import open_database, write_session
 from tracker.store.ingest import ingest_job
@@ -80,7 +81,7 @@ def main() -> int:
 
         def library(i: int) -> None:
             with Session(engine) as session:
-                write_report(session, tmp / f"lib{i}", exp, [JOB])
+                write_report(session, tmp / f"lib{i}", exp, Selection(jobs=(JOB,)))
 
         def cli(i: int) -> None:
             command = [sys.executable, "-m", "tracker", "--db", url, "report"]

@@ -712,11 +712,17 @@ def test_compare_fail_on_regression_names_the_flash_state_regression(study: Stud
     assert gated.exit_code == 3
     assert gated.stdout == plain.stdout
     tail = gated.stdout.split("\n\n")[-1].splitlines()
-    assert re.fullmatch(r"\d+ regressions from j1 to j3", tail[0])
+    assert re.fullmatch(
+        r"\d+ regressions from j1 to j3 \(\d+ regressed, \d+ fixed, \d+ new, \d+ gone, "
+        r"\d+ changed, \d+ noise, \d+ same\)",
+        tail[0],
+    )
     assert int(tail[0].split()[0]) == len(tail) - 1
     flash = [line for line in tail if line.startswith("  bpp_state gpt-124m/flash: ")]
     assert len(flash) == 1 and re.fullmatch(
-        r"  bpp_state gpt-124m/flash: PASS -> FAIL \(delta \+0\.4\d*\)", flash[0]
+        r"  bpp_state gpt-124m/flash: PASS -> FAIL \(delta \+0\.4\d*\); "
+        r"deterministic: PASS -> FAIL",
+        flash[0],
     )
     assert all("/flash" in line or " flash" in line for line in tail[1:])  # nothing else
     as_json = study.cli("compare", "j1", "j3", "--fail-on-regression", "-f", "json", ok=False)
@@ -726,14 +732,21 @@ def test_compare_fail_on_regression_names_the_flash_state_regression(study: Stud
 def test_compare_a_probe_now_out_of_memory_is_a_regression(study: Study) -> None:
     result = study.cli("compare", "j2", "j1", "--fail-on-regression", ok=False)
     assert result.exit_code == 3
-    assert "  probe_failed gpt-355m/ref: absent -> FAIL\n" in result.stdout
+    assert (
+        "  probe_failed gpt-355m/ref: absent -> FAIL; "
+        "deterministic: a new FAIL of a subject that passed before\n"
+    ) in result.stdout
 
 
 def test_compare_identical_content_has_no_regression(study: Study) -> None:
     study.cli("ingest", str(study.dirs["j1"]), "--job", "j1-again", "--meta", "gpu=A10G")
     result = study.cli("compare", "j1", "j1-again", "--fail-on-regression")
     assert result.exit_code == 0
-    assert result.stdout.endswith("\n0 regressions from j1 to j1-again\n")
+    same = len(study.rows("compare", "j1", "j1-again"))
+    assert result.stdout.endswith(
+        f"\n0 regressions from j1 to j1-again (0 regressed, 0 fixed, 0 new, 0 gone, "
+        f"0 changed, 0 noise, {same} same)\n"
+    )
     rows = study.rows("compare", "j1", "j1-again")
     assert rows and all(r["change"] == "same" and r["status_a"] == r["status_b"] for r in rows)
     assert all(r["delta"] in (0.0, None) for r in rows)

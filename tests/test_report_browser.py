@@ -31,15 +31,16 @@ CHROMIUM_ARGS = [
 ]
 SAFETY_NET_MS = 300_000  # only for a page that never draws: no verdict depends on it
 EVIL = "<script>alert(1)</script>"
-# traces per drawn figure, in page order (mem_scaling, gpt_trajectories, table4)
+# traces per drawn figure, in page order (mem_scaling, gpt_trajectories, table4: two bars
+# per panel and the legend's neutral swatch)
 TRACES = {
-    "job1": [5, 5, 4],
-    "evil": [6, 5, 4],  # one more variant: the injected one
-    "probes": [5, 4],  # no training arms: no trajectories figure
+    "job1": [5, 5, 5],
+    "evil": [6, 5, 5],  # one more variant: the injected one
+    "probes": [5, 5],  # no training arms: no trajectories figure
 }
 # traces per cross-job figure of the demo jobs: bytes/param (5 variants), validation loss
 # (ref, flash: linear diverged), then ref_s0, flash_s0, ref_s1 (3 jobs), linear_s0 (2 jobs)
-CROSS_JOB_TRACES = [5, 2, 3, 3, 3, 2]
+CROSS_JOB_TRACES = [6, 2, 3, 3, 3, 2]  # bytes/param: 5 variants and the red rings
 
 
 def _evil_job(directory: Path) -> Path:
@@ -108,8 +109,8 @@ def browser() -> Iterator[Any]:
         browser.close()
 
 
-def open_page(browser: Any, path: Path, watch: Watch, figures: int) -> Any:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+def open_page(browser: Any, path: Path, watch: Watch, figures: int, width: int = 1400) -> Any:
+    context = browser.new_context(viewport={"width": width, "height": 1000})
 
     def route(request_route: Any) -> None:
         url = request_route.request.url
@@ -162,16 +163,13 @@ def assert_verdicts_visible(page: Any) -> None:
 
 def test_index_renders_offline(browser: Any, report_dir: Path) -> None:
     watch = Watch()
-    expected = [n for job in ("job1", "evil", "probes") for n in TRACES[job]]
-    page = open_page(browser, report_dir / "index.html", watch, len(expected))
-    assert traces(page, 'section[id^="job-"]') == expected
-    assert_verdicts_visible(page)
-    # the injected variant name is shown literally in the verdict table and in the legend
-    assert page.get_by_text(EVIL, exact=False).first.is_visible()
-    legend = page.evaluate(
-        "Array.from(document.querySelectorAll('.legendtext')).map(e => e.textContent)"
-    )
-    assert EVIL in legend
+    # across jobs: bytes/param, validation loss, the arms two jobs share (job1 and evil)
+    page = open_page(browser, report_dir / "index.html", watch, 6)
+    assert len(traces(page, "#cross-job")) == 6
+    assert page.locator('section[id^="job-"]').count() == 0  # no job's own figures here
+    # the injected variant name is shown literally in the comparison table
+    assert page.locator("#compare").get_by_text(EVIL, exact=False).first.is_visible()
+    assert page.locator("#jobs-table tbody tr").count() == 3
     assert page.evaluate("document.querySelectorAll('img').length") == 0
     assert watch.problems() == {}
 
@@ -198,17 +196,16 @@ def test_figure_pages_render_offline(browser: Any, report_dir: Path) -> None:
 
 def test_cross_job_section_renders_offline(browser: Any, demo_report: Path) -> None:
     watch = Watch()
-    page = open_page(browser, demo_report / "index.html", watch, len(CROSS_JOB_TRACES) + 9)
+    page = open_page(browser, demo_report / "index.html", watch, len(CROSS_JOB_TRACES))
     assert traces(page, "#cross-job") == CROSS_JOB_TRACES
-    # every figure drew its lines, with the jobs in time order on the x axes
+    # every figure drew its lines
     assert page.evaluate(
         "Array.from(document.querySelectorAll('#cross-job .js-plotly-plot'))"
         ".every(el => el.querySelectorAll('.scatterlayer .trace').length === el.data.length)"
     )
-    ticks = page.evaluate(
-        "Array.from(document.querySelectorAll('#x-bpp .xtick text')).map(e => e.textContent)"
-    )
-    assert [t[:4] for t in ticks] == ["job1", "job2", "job3"]
+    # the jobs on a time axis, in time order; hover names the job
+    names = page.evaluate("document.getElementById('x-bpp').data[0].text")
+    assert names == ["job1", "job2", "job3"]
     titles = page.evaluate(
         "Array.from(document.querySelectorAll('#cross-job .gtitle')).map(e => e.textContent)"
     )
@@ -219,4 +216,86 @@ def test_cross_job_section_renders_offline(browser: Any, demo_report: Path) -> N
     assert compare.get_by_text("bpp_state gpt-124m/flash: PASS -> FAIL", exact=False).is_visible()
     assert compare.locator("tr.regressed span.badge.regressed").first.is_visible()
     assert page.locator("#compare a[href='job3/index.html']").first.is_visible()
+    assert watch.problems() == {}
+
+
+MANY = 300
+
+
+@pytest.fixture(scope="module")
+def many_jobs_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A report of 300 small jobs (a page's test, not a database's: SQLite only, built once)."""
+    from tracker.store.db import open_database, write_session
+    from tracker.store.ingest import ingest_job
+
+    root = tmp_path_factory.mktemp("many")
+    engine = open_database(f"sqlite:///{root / 'many.db'}")
+    for i in range(MANY):
+        job = write_sample_job(
+            root / "jobs" / f"run{i:03d}",
+            seed=i,
+            steps=30,
+            arms=("ref_s0", "flash_s0"),
+            flash_state_shift=0.5 if i % 7 == 0 else 0.0,
+        )
+        time = f"2026-{1 + i // 28 % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:00:00Z"
+        meta = {"gpu": ("A10G", "H100")[i % 2], "time": time}
+        with write_session(engine) as session, session.begin():
+            ingest_job(session, job, meta=meta)
+    out = root / "report"
+    with Session(engine) as session:
+        write_report(session, out, load_expectations())
+    engine.dispose()
+    return out
+
+
+def test_index_of_many_jobs_filters_and_pages(browser: Any, many_jobs_report: Path) -> None:
+    watch = Watch()
+    index = many_jobs_report / "index.html"
+    assert index.stat().st_size < 2**20  # a summary, not every job's figures
+    page = open_page(browser, index, watch, 4, width=1280)  # bpp, val loss, 2 arms
+    info = page.locator("#jobs-info")
+    visible = "#jobs-table tbody tr:not([hidden])"
+    assert page.locator("#jobs-table tbody tr").count() == MANY
+    page.wait_for_function("document.getElementById('jobs-info').textContent !== ''")
+    assert info.text_content() == f"jobs 1\u201325 of {MANY}"
+    assert page.locator(visible).count() == 25
+    # newest first (time metadata): the page after the first starts 25 jobs further back
+    newest = sorted(range(MANY), key=lambda i: (1 + i // 28 % 12, 1 + i % 28, i % 24), reverse=True)
+    assert page.locator(visible).first.locator("td.name").text_content() == f"run{newest[0]:03d}"
+    page.click("#jobs-next")
+    assert info.text_content() == f"jobs 26\u201350 of {MANY}"
+    assert page.locator(visible).first.locator("td.name").text_content() == f"run{newest[25]:03d}"
+    page.click("#jobs-prev")
+    assert info.text_content() == f"jobs 1\u201325 of {MANY}"
+
+    # the filter: names and metadata; the verdict filter: jobs with a FAIL
+    page.fill("#jobs-filter", "run12")
+    names = page.locator(f"{visible} td.name").all_text_contents()
+    assert sorted(names) == [f"run{i}" for i in range(120, 130)]
+    assert info.text_content() == f"jobs 1\u201310 of 10 (filtered from {MANY})"
+    page.fill("#jobs-filter", "h100")
+    assert info.text_content() == f"jobs 1\u201325 of {MANY // 2} (filtered from {MANY})"
+    page.fill("#jobs-filter", "")
+    manifest = json.loads((many_jobs_report / "manifest.json").read_text())
+    tallies = [entry["tally"] for entry in manifest["jobs"].values()]
+    failing = sum(tally["FAIL"] > 0 for tally in tallies)
+    passing = sum(tally["FAIL"] == 0 and tally["PASS"] > 0 for tally in tallies)
+    assert failing >= MANY // 7  # the regressed jobs at least
+    for status, count in (("fail", failing), ("pass", passing)):
+        page.select_option("#jobs-status", status)
+        assert page.locator(visible).count() == min(25, count)
+        assert page.locator(f"{visible}.{status}").count() == min(25, count)
+        if count:
+            assert info.text_content().startswith(f"jobs 1\u2013{min(25, count)} of {count}")
+        else:
+            assert info.text_content() == f"no job matches (of {MANY})"
+
+    # the claims across every job, and nothing wider than the window
+    assert page.locator("#claims h2").text_content() == f"Claims across {MANY} jobs"
+    assert page.locator("#claims table.claims tbody tr").count() > 0
+    widths = page.evaluate(
+        "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+    assert widths[0] <= widths[1], widths
     assert watch.problems() == {}

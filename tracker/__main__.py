@@ -1,3 +1,5 @@
 from tracker.cli import main
 
-main()
+# guarded: the report's second process (spawned) imports the main module again
+if __name__ == "__main__":
+    main()

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import load_expectations
 from tracker.config import database_url
+from tracker.queries import claims as _claims
 from tracker.queries import compare as _compare
 from tracker.queries import tables
 from tracker.queries.selection import Selection
@@ -30,7 +31,7 @@ from tracker.store.readonly import run_readonly_sql
 Database = str | Engine | None
 T = TypeVar("T")
 
-__all__ = ["compare", "connect", "curve", "jobs", "probes", "runs", "sql", "trend"]
+__all__ = ["claims", "compare", "connect", "curve", "jobs", "probes", "runs", "sql", "trend"]
 
 
 def connect(url: str | None = None) -> Engine:
@@ -137,6 +138,21 @@ def compare(
     """Every verdict of two jobs side by side; the ``change`` column marks regressions."""
     exp = load_expectations(expectations)
     return _with_session(db, lambda s: _compare.compare_jobs(s, job_a, job_b, exp).table)
+
+
+def claims(
+    db: Database = None,
+    *,
+    job: Iterable[str] | str | None = None,
+    where: Mapping[str, str] | None = None,
+    group_by: Iterable[str] | str | None = None,
+    expectations: Path | None = None,
+) -> pl.DataFrame:
+    """The study's claims judged on all selected jobs together, one row per claim and subject
+    (with ``group_by``, per group of jobs in a ``group`` column)."""
+    exp = load_expectations(expectations)
+    selection = _selection(job, None, None, where, group_by)
+    return _with_session(db, lambda s: _claims.claims(s, selection, exp))
 
 
 def sql(statement: str, db: Database = None) -> pl.DataFrame:

@@ -238,21 +238,28 @@ def demo(
     from sqlalchemy.orm import Session
 
     from tracker.analysis.expectations import load_expectations
-    from tracker.jobdir.sample import DEMO_META, write_demo_jobs
+    from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_demo_seed_jobs
+    from tracker.queries.claims import claims as judge
+    from tracker.queries.selection import Selection
     from tracker.report import write_report
     from tracker.store.db import in_write_transaction
     from tracker.store.ingest import ingest_job
 
     engine = _state(ctx).engine()
     directories = write_demo_jobs(directory, steps=steps)
+    directories += write_demo_seed_jobs(directory, steps=steps)
     typer.echo(f"wrote {len(directories)} sample jobs under {directory}/")
     for job_directory in directories:
         meta = DEMO_META[job_directory.name]
         ingest = partial(ingest_job, directory=job_directory, meta=meta)
         typer.echo(in_write_transaction(engine, ingest).summary())
     typer.echo(f"database: {_state(ctx).url}")
+    exp = load_expectations()
     with Session(engine) as session:
-        index = write_report(session, out, load_expectations())
+        statuses = judge(session, Selection(), exp)["status"].value_counts(sort=True)
+        index = write_report(session, out, exp)
+    counts = ", ".join(f"{n} {status}" for status, n in statuses.iter_rows())
+    typer.echo(f"claims: {counts} (see `tracker claims`)")
     typer.echo(f"report: {index.resolve()}")
 
 
@@ -433,12 +440,34 @@ def compare(
     comparison = _read(ctx, compare_jobs, job_a, job_b, load_expectations(expectations))
     _print_frame(comparison.table, fmt)
     if fmt is Format.table:
-        count = len(comparison.regressions)
-        typer.echo(f"\n{count} regression{'' if count == 1 else 's'} from {job_a} to {job_b}")
+        typer.echo(f"\n{comparison.summary()}")
         for line in comparison.regressions:
             typer.echo(f"  {line}")
     if fail_on_regression and comparison.regressed:
         raise typer.Exit(3)
+
+
+@app.command()
+def claims(
+    ctx: typer.Context,
+    job: JobFilter = None,
+    where: WhereFilter = None,
+    group_by: Annotated[
+        list[str] | None,
+        typer.Option("--group-by", metavar="KEY", help="Judge each value's jobs apart."),
+    ] = None,
+    expectations: ExpectationsOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """The study's claims judged on all jobs together: reproduced, not, mixed or inconclusive.
+
+    Example: tracker claims --group-by flashoptim --format json
+    """
+    from tracker.analysis.expectations import load_expectations
+    from tracker.queries.claims import claims as judge
+
+    selection = _selection(job, None, None, where, group_by)
+    _print_frame(_read(ctx, judge, selection, load_expectations(expectations)), fmt)
 
 
 @app.command()
@@ -462,18 +491,69 @@ def sql(
 def report(
     ctx: typer.Context,
     job: JobFilter = None,
+    where: WhereFilter = None,
+    since: Annotated[
+        str | None,
+        typer.Option(metavar="TIME", help="Only jobs whose time is at or after TIME (ISO 8601)."),
+    ] = None,
     out: Annotated[Path, typer.Option("--out", help="Directory to write.")] = Path("report"),
     expectations: ExpectationsOption = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Render every job's pages, even those up to date.")
+    ] = False,
 ) -> None:
-    """Write the offline HTML report: verdicts, the study's numbers and figures per job.
+    """Write the offline HTML report; into an earlier one, render only what changed.
 
-    Example: tracker report --job job2 --out report/
+    Example: tracker report --where gpu=A10G --since 2026-10-01 --out report/
     """
-    from tracker.analysis.expectations import load_expectations
-    from tracker.report import write_report
+    from dataclasses import replace
 
-    index = _read(ctx, write_report, out, load_expectations(expectations), job or None)
-    typer.echo(f"report: {index.resolve()}")
+    from tracker.analysis.expectations import load_expectations
+    from tracker.report import generate_report
+    from tracker.store.ingest import parse_time
+
+    selection = _selection(job, None, None, where, None)
+    if since is not None:
+        try:
+            selection = replace(selection, since=parse_time(since))
+        except TrackerError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--since") from None
+    exp = load_expectations(expectations)
+    result = _read(ctx, generate_report, out, exp, selection, force=force)
+    typer.echo(result.summary())
+
+
+SERVE_TOKEN_ENV = "TRACKER_SERVE_TOKEN"
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Address to listen on (loopback by default).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one).")] = 8765,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            envvar=SERVE_TOKEN_ENV,
+            help=f"Require this token (env {SERVE_TOKEN_ENV}); needed off loopback.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Serve the tracker live and read-only in a browser, with its JSON API under /api/.
+
+    Example: TRACKER_SERVE_TOKEN=s3cret tracker serve --host 0.0.0.0 --port 8765
+    """
+    import uvicorn
+
+    from tracker.server import create_app
+    from tracker.server.security import check_host
+
+    check_host(host, token)
+    # opened read-only (never created or migrated), the schema checked before listening
+    uvicorn.run(create_app(_state(ctx).url, token), host=host, port=port, log_level="info")
 
 
 @db_app.command("copy")

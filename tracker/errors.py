@@ -96,3 +96,7 @@ class UpgradeFailed(TrackerError):
 
 class GroupKeyClash(TrackerError):
     """cannot group by metadata {key!r}: the table already has a column of that name"""
+
+
+class UnsafeHost(TrackerError):
+    """refusing to serve on {host} without a token: anyone who can reach it could read the study; give --token (or TRACKER_SERVE_TOKEN), or serve on 127.0.0.1"""

@@ -204,3 +204,33 @@ class Point(Base):
     curve_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     step: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     value: Mapped[float | None] = mapped_column(Float)
+
+
+class JobVerdict(Base):
+    """A job's verdicts as its analysis found them, kept so cross-job claims and gates never
+    re-read points. ``expectations`` is the digest of what they were judged against (see
+    tracker.store.derived); other expectations are analysed afresh and not stored."""
+
+    __tablename__ = "job_verdict"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("job.id", ondelete="CASCADE"), primary_key=True)
+    expectations: Mapped[str] = mapped_column(String(64), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    check: Mapped[str] = mapped_column(String(100))
+    subject: Mapped[str] = mapped_column(String(300))
+    measured: Mapped[float | None] = mapped_column(ExactFloat)  # a flag as 1.0 / 0.0
+    expected: Mapped[float | None] = mapped_column(ExactFloat)
+    tolerance: Mapped[float | None] = mapped_column(ExactFloat)
+    status: Mapped[str] = mapped_column(String(8))
+    detail: Mapped[str] = mapped_column(Text)
+
+
+class JobNumber(Base):
+    """Per-job numbers that need every point (EMA deltas, the step an arm diverged at)."""
+
+    __tablename__ = "job_number"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("job.id", ondelete="CASCADE"), primary_key=True)
+    expectations: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[float | None] = mapped_column(ExactFloat)

@@ -20,7 +20,8 @@ class Format(StrEnum):
     json = "json"
 
 
-def _json_safe(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
+    """A value as ``--format json`` writes it: NaN is null, +-inf the strings +-Infinity."""
     if isinstance(value, Decimal):  # PostgreSQL NUMERIC: a JSON number, as on SQLite
         value = float(value)
     if isinstance(value, float) and not math.isfinite(value):
@@ -35,6 +36,8 @@ def _cell(value: Any) -> str:
         return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:.6g}"
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
     return str(value)
 
 
@@ -42,7 +45,7 @@ def render(rows: list[dict[str, Any]], fmt: Format, columns: list[str] | None = 
     """Rows as an aligned table, CSV (with header) or a JSON list of objects."""
     names = columns or (list(rows[0]) if rows else [])
     if fmt is Format.json:
-        data = [{name: _json_safe(row.get(name)) for name in names} for row in rows]
+        data = [{name: json_safe(row.get(name)) for name in names} for row in rows]
         return json.dumps(data, indent=2, default=str)
     if fmt is Format.csv:
         buffer = io.StringIO()
@@ -61,4 +64,6 @@ def render(rows: list[dict[str, Any]], fmt: Format, columns: list[str] | None = 
 
 
 def _csv_cell(value: Any) -> Any:
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
     return "" if value is None else value

@@ -60,6 +60,7 @@ class MemoryExpectations:
     table4: PaperTable
     gpt2_model: str
     gpt2: PaperTable
+    known_differences: Mapping[str, str]  # variant -> why the study differs from the paper
 
 
 @dataclass(frozen=True)
@@ -75,9 +76,33 @@ class TrainingExpectations:
 
 
 @dataclass(frozen=True)
+class ClaimsExpectations:
+    """How cross-job claims are decided (see docs/claims.md)."""
+
+    confidence: float  # of the Welch interval, the TOST (alpha = 1 - confidence) and bootstrap
+    val_loss_margin: float  # equivalence margin of the final validation losses
+    bootstrap_resamples: int
+    bootstrap_seed: int
+    min_share_within: float  # share of jobs within seed noise the tracking claim needs
+    proportion_confidence: float  # of the binomial interval of that share
+
+
+@dataclass(frozen=True)
+class GateExpectations:
+    """When ``compare`` counts a change of a stochastic check as a regression."""
+
+    alpha: float  # significance against the seed noise pooled over all jobs
+    min_noise_jobs: int  # pooled values needed for that test; fewer: the margins decide
+    ema_margin_factor: float  # candidate delta above this many pooled seed-noise deltas
+    val_loss_margin: float  # validation loss rise beyond this
+
+
+@dataclass(frozen=True)
 class Expectations:
     memory: MemoryExpectations
     training: TrainingExpectations
+    claims: ClaimsExpectations
+    gate: GateExpectations
     source: str  # the file they were read from, for reports
 
 
@@ -130,6 +155,12 @@ class _Reader:
             raise self.fail(f"{where}.{key} must be a positive integer, got {value!r:.60}")
         return value
 
+    def fraction(self, doc: dict[str, Any], key: str, where: str) -> float:
+        value = self.number(doc, key, where, positive=True)
+        if value >= 1:
+            raise self.fail(f"{where}.{key} must be in (0, 1), got {value!r}")
+        return value
+
     def string(self, doc: dict[str, Any], key: str, where: str) -> str:
         value = self.value(doc, key, where)
         if not isinstance(value, str) or not value.strip():
@@ -152,7 +183,7 @@ class _Reader:
 
 def _parse(doc: dict[str, Any], source: str) -> Expectations:
     r = _Reader(source)
-    r.table(doc, "the file", {"memory", "training"})
+    r.table(doc, "the file", {"memory", "training", "claims", "gate"})
     mem = r.sub(
         doc,
         "memory",
@@ -165,6 +196,7 @@ def _parse(doc: dict[str, Any], source: str) -> Expectations:
             "expected_bpp",
             "table4",
             "gpt2_124m",
+            "known_differences",
         },
     )
     expected_bpp = {}
@@ -174,6 +206,10 @@ def _parse(doc: dict[str, Any], source: str) -> Expectations:
         expected_bpp[variant] = ComponentBpp(
             *(r.number(comps, c, where) if c in comps else None for c in COMPONENTS)
         )
+    known = r.sub(mem, "known_differences", "memory")
+    known_differences = {
+        variant: r.string(known, variant, "memory.known_differences") for variant in known
+    }
     table4 = r.sub(mem, "table4", "memory")
     gpt2 = r.sub(mem, "gpt2_124m", "memory")
     memory = MemoryExpectations(
@@ -193,6 +229,7 @@ def _parse(doc: dict[str, Any], source: str) -> Expectations:
                 r.paper_rows(gpt2, "memory.gpt2_124m", {"relative_tolerance", "model"})
             ),
         ),
+        known_differences=MappingProxyType(known_differences),
     )
     tr = r.sub(
         doc,
@@ -228,7 +265,40 @@ def _parse(doc: dict[str, Any], source: str) -> Expectations:
             }
         ),
     )
-    return Expectations(memory, training, source)
+    cl = r.sub(
+        doc,
+        "claims",
+        "",
+        {
+            "confidence",
+            "val_loss_margin",
+            "bootstrap_resamples",
+            "bootstrap_seed",
+            "min_share_within",
+            "proportion_confidence",
+        },
+    )
+    claims = ClaimsExpectations(
+        confidence=r.fraction(cl, "confidence", "claims"),
+        val_loss_margin=r.number(cl, "val_loss_margin", "claims", positive=True),
+        bootstrap_resamples=r.integer(cl, "bootstrap_resamples", "claims"),
+        bootstrap_seed=r.integer(cl, "bootstrap_seed", "claims"),
+        min_share_within=r.fraction(cl, "min_share_within", "claims"),
+        proportion_confidence=r.fraction(cl, "proportion_confidence", "claims"),
+    )
+    ga = r.sub(
+        doc,
+        "gate",
+        "",
+        {"alpha", "min_noise_jobs", "ema_margin_factor", "val_loss_margin"},
+    )
+    gate = GateExpectations(
+        alpha=r.fraction(ga, "alpha", "gate"),
+        min_noise_jobs=r.integer(ga, "min_noise_jobs", "gate"),
+        ema_margin_factor=r.number(ga, "ema_margin_factor", "gate", positive=True),
+        val_loss_margin=r.number(ga, "val_loss_margin", "gate", positive=True),
+    )
+    return Expectations(memory, training, claims, gate, source)
 
 
 def load_expectations(path: Path | None = None) -> Expectations:

@@ -13,6 +13,10 @@ from tracker.analysis.training import analyze_training
 from tracker.analysis.verdict import Verdict
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    import polars as pl
+
     from tracker.analysis.expectations import Expectations
     from tracker.store.jobdata import JobData
 
@@ -27,8 +31,13 @@ class JobAnalysis:
     notes: list[str] = field(default_factory=list)  # what could not be analysed, and why
 
 
-def analyze_job(data: JobData, exp: Expectations) -> JobAnalysis:
-    """Analyse whatever parts the job has; a missing part is a note, never an exception."""
+def analyze_job(
+    data: JobData, exp: Expectations, smoothed: Mapping[str, pl.Series] | None = None
+) -> JobAnalysis:
+    """Analyse whatever parts the job has; a missing part is a note, never an exception.
+
+    ``smoothed``: arm -> EMA of its loss, when the caller has it (see ``analyze_training``).
+    """
     notes: list[str] = []
     verdicts: list[Verdict] = []
     mem: dict[str, Any] = {}
@@ -38,7 +47,7 @@ def analyze_job(data: JobData, exp: Expectations) -> JobAnalysis:
         mem = memory_analysis(data.probes, exp)
         verdicts.extend(memory_verdicts(data.probes, exp))
         notes.extend(memory_notes(data.probes, exp))
-    training = analyze_training(data.runs, data.curves, exp)
+    training = analyze_training(data.runs, data.curves, exp, smoothed)
     verdicts.extend(training.verdicts)
     notes.extend(training.notes)
     return JobAnalysis(mem, training.gpt, verdicts, notes)

@@ -13,6 +13,7 @@ are sequential sums (``cum_sum``), bit-identical to the script's Python ``sum``.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,14 +74,23 @@ def _runs(runs: pl.DataFrame) -> dict[str, dict[str, Any]]:
     return {row["arm"]: row for row in frame.iter_rows(named=True)}
 
 
-def _smoothed(curves: dict[str, pl.DataFrame], arm: str, alpha: float, name: str) -> pl.DataFrame:
-    """``step`` and the EMA of the arm's full loss series as column ``name``."""
+def _smoothed(
+    curves: Mapping[str, pl.DataFrame],
+    arm: str,
+    alpha: float,
+    name: str,
+    smoothed: Mapping[str, pl.Series],
+) -> pl.DataFrame:
+    """``step`` and the EMA of the arm's full loss series as column ``name`` (taken from
+    ``smoothed`` when the caller already has it)."""
     curve = curves.get(arm)
     if curve is None or "step" not in curve.columns or "value" not in curve.columns:
         curve = EMPTY_CURVE
-    values = curve["value"].cast(pl.Float64)
+    values = smoothed.get(arm)
+    if values is None:
+        values = ema(curve["value"].cast(pl.Float64), alpha)
     return pl.DataFrame(
-        {"step": curve["step"].cast(pl.Int64), name: ema(values, alpha)},
+        {"step": curve["step"].cast(pl.Int64), name: values},
         schema={"step": pl.Int64, name: pl.Float64},
     )
 
@@ -179,9 +189,17 @@ def _val_loss_verdicts(exp: Expectations, present: dict[str, Any]) -> list[Verdi
 
 
 def analyze_training(
-    runs: pl.DataFrame, curves: dict[str, pl.DataFrame], exp: Expectations
+    runs: pl.DataFrame,
+    curves: dict[str, pl.DataFrame],
+    exp: Expectations,
+    smoothed: Mapping[str, pl.Series] | None = None,
 ) -> TrainingResult:
-    """The script's metrics, the training verdicts and notes on what could not be checked."""
+    """The script's metrics, the training verdicts and notes on what could not be checked.
+
+    ``smoothed``: arm -> the EMA (``exp.training.ema_alpha``) of its loss, when the caller
+    has computed it already (the report draws it too); computed here otherwise.
+    """
+    smoothed = smoothed or {}
     present = _runs(runs)
     if not present:
         return TrainingResult({}, [], ["no training arms: training analysis skipped"])
@@ -201,8 +219,8 @@ def analyze_training(
     gpt: dict[str, Any] = {}
     delta = noise = None
     if base in present and cand in present:
-        b = _smoothed(curves, base, t.ema_alpha, "b")
-        pair = _align(b, _smoothed(curves, cand, t.ema_alpha, "c"))
+        b = _smoothed(curves, base, t.ema_alpha, "b", smoothed)
+        pair = _align(b, _smoothed(curves, cand, t.ema_alpha, "c", smoothed))
         delta = _mean_abs_delta(pair, "b", "c")
         if delta.value is None:
             notes.append(f"arms {base} and {cand} have no step in common: no EMA comparison")
@@ -214,7 +232,7 @@ def analyze_training(
         if twin in present:
             # the script's window: the first min(n, len(twin)) points, i.e. the steps the
             # three arms have in common
-            triple = _align(pair, _smoothed(curves, twin, t.ema_alpha, "t"))
+            triple = _align(pair, _smoothed(curves, twin, t.ema_alpha, "t", smoothed))
             noise = _mean_abs_delta(triple, "b", "t")
             if noise.value is None and delta.value is not None:
                 notes.append(f"arm {twin} has no step in common with {base} and {cand}")

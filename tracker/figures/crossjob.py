@@ -1,8 +1,16 @@
-"""Figures across jobs: bytes/param and validation loss per variant, one arm's loss per job.
+"""Figures across jobs that stay readable from two jobs to thousands.
 
-The x axis of the per-variant figures is the jobs, in job order (``time`` metadata, else
-ingest time), each tick labelled with the job's time. Curves are EMA-smoothed over their
-full series (``drawn_curve``) and only then downsampled for drawing, as in the job figures.
+Per-variant figures (bytes/param, validation loss) put each job at its time (``time``
+metadata, else ingest time) on a date axis: one line per variant, hover naming the job, so
+a thousand jobs are a thousand points of a trend, not a thousand tick labels.
+
+Training loss: for each arm, the median over jobs and the band between the 25th and 75th
+percentiles, computed on a common step grid from each job's EMA (smoothed over its full
+series, then sampled at ``GRID_POINTS`` steps, see ``grid_curve``). On top, the latest
+``LATEST`` jobs and the outliers (final smoothed loss outside the quartiles +- 1.5
+interquartile ranges, the most extreme ``MAX_OUTLIERS``), each a line named by its job. With
+at most ``ALL_LINES_UP_TO`` jobs every job is drawn as its own line instead: a band over
+three jobs would pretend to be a distribution.
 """
 
 from __future__ import annotations
@@ -13,19 +21,19 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import plotly.graph_objects as go
 
-from tracker.analysis.smoothing import ema
-from tracker.figures.downsample import DEFAULT_MAX_POINTS, POINTS_PER_BUCKET, downsample
 from tracker.figures.style import (
-    MUTED,
+    Figure,
     Palette,
     arm_style,
     axis,
     empty_figure,
+    figure,
     footnote,
+    late_range,
     layout,
     plot_text,
+    scatter,
     short_list,
 )
 
@@ -36,95 +44,77 @@ if TYPE_CHECKING:
 
 BPP_HEIGHT = 460
 VAL_HEIGHT = 420
-ARM_HEIGHT = 420
-# Points drawn across all the jobs of one arm figure, and per curve at most / at least.
-ARM_POINT_BUDGET = 4000
-ARM_MAX_POINTS = 1000
-ARM_MIN_POINTS = 250
+ARM_HEIGHT = 440
 FAIL_COLOR = "#c62828"
-# Where on the Viridis scale the oldest job's colour is (the newest is at 0, darkest).
-JOB_RAMP_END = 0.8
-# A curve figure's y axis starts its range after this share of the steps (the first drop
-# would flatten the rest); double-click shows everything.
-ZOOM_AFTER = 0.1
+GRID_POINTS = 160  # steps per job's curve kept for the figures across jobs
+ALL_LINES_UP_TO = 8
+LATEST = 3
+MAX_OUTLIERS = 5
+LATEST_COLORS = ("#3b0f70", "#8c2981", "#de4968")  # newest first
+OUTLIER_COLOR = "#b3591f"
+BAND_COLOR = "rgba(42, 120, 214, 0.18)"
+MEDIAN_COLOR = "#2a78d6"
+# several jobs: Viridis from light green (oldest) to dark purple (newest)
+VIRIDIS = ("#b5de2b", "#6ece58", "#35b779", "#1f9e89", "#26828e", "#31688e", "#3e4989", "#482878")
 
 
 @dataclass(frozen=True)
 class Job:
-    """A job on the x axis: its name and when it ran (what orders the axis)."""
+    """A job on the time axis: its name and when it ran (what orders the jobs)."""
 
     name: str
     time: datetime
 
 
 @dataclass(frozen=True)
-class DrawnCurve:
-    """One arm's loss, EMA-smoothed over all its points, then downsampled for drawing."""
+class GridCurve:
+    """One arm's loss in one job, EMA-smoothed over all its points, sampled on a grid.
 
-    x: np.ndarray  # the kept steps
-    y: np.ndarray  # the EMA at those steps (float32; NaN where not finite)
-    points: int  # length of the full series
+    ``values[i]`` is the EMA at step ``first + i * (last - first) / (len(values) - 1)``
+    (linear interpolation between the steps around it); NaN where the loss had stopped being
+    finite (the EMA of a NaN stays NaN).
+    """
+
+    first: int
+    last: int
+    values: np.ndarray  # float32
+    points: int  # steps in the full series
     first_bad: int | None  # first step whose raw loss is not finite
 
+    @property
+    def steps(self) -> np.ndarray:
+        return np.linspace(self.first, self.last, self.values.size)
 
-def points_per_curve(jobs: int) -> int:
-    """How many points each job's curve of an arm figure may draw: a budget per figure."""
-    per_job = ARM_POINT_BUDGET // max(jobs, 1)
-    per_job = min(ARM_MAX_POINTS, max(ARM_MIN_POINTS, per_job))
-    return per_job - per_job % POINTS_PER_BUCKET
+    def to_json(self) -> dict[str, Any]:
+        values = [None if not np.isfinite(v) else round(float(v), 5) for v in self.values]
+        return {
+            "first": self.first,
+            "last": self.last,
+            "values": values,
+            "points": self.points,
+            "first_bad": self.first_bad,
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> GridCurve:
+        values = np.array([np.nan if v is None else v for v in doc["values"]], dtype=np.float32)
+        return cls(doc["first"], doc["last"], values, doc["points"], doc["first_bad"])
 
 
-def drawn_curve(
-    curve: pl.DataFrame, alpha: float, max_points: int = DEFAULT_MAX_POINTS
-) -> DrawnCurve:
-    """``curve`` (``step``, ``value``) smoothed on all its points, then reduced for drawing.
-
-    Steps are kept as int32 when they fit and values as float32: plotly writes arrays as
-    binary, so this halves the bytes of a drawn curve at no visible cost.
-    """
-    steps = curve.get_column("step").to_numpy()
-    raw = curve.get_column("value").to_numpy()
-    smoothed = ema(curve.get_column("value"), alpha).to_numpy()
-    x, y = downsample(steps, np.where(np.isfinite(smoothed), smoothed, np.nan), max_points)
+def grid_curve(steps: np.ndarray, smoothed: np.ndarray, raw: np.ndarray) -> GridCurve:
+    """An arm's EMA (``smoothed``, over every step) sampled at ``GRID_POINTS`` steps."""
     bad = np.flatnonzero(~np.isfinite(raw))
-    small = x.size == 0 or (x.min() >= np.iinfo(np.int32).min and x.max() <= np.iinfo(np.int32).max)
-    return DrawnCurve(
-        x=x.astype(np.int32) if small else x,
-        y=y.astype(np.float32),
-        points=int(steps.size),
-        first_bad=int(steps[bad[0]]) if bad.size else None,
-    )
-
-
-def job_colors(jobs: Sequence[Job]) -> dict[str, str]:
-    """One colour per job, from light green (oldest) to dark purple (newest): the same in
-    every figure, with hues far enough apart to tell overlapping curves apart."""
-    from plotly.colors import sample_colorscale
-
-    n = len(jobs)
-    if n == 0:
-        return {}
-    places = [JOB_RAMP_END * (n - 1 - i) / max(n - 1, 1) for i in range(n)]
-    colors = sample_colorscale("Viridis", places, colortype="rgb")
-    return {job.name: color for job, color in zip(jobs, colors, strict=True)}
-
-
-def _job_axis(jobs: Sequence[Job]) -> dict[str, Any]:
-    labels = [plot_text(job.name) for job in jobs]
-    ticks = [
-        f"{label}<br><span style='font-size:10px'>{job.time:%Y-%m-%d %H:%M}</span>"
-        for label, job in zip(labels, jobs, strict=True)
-    ]
-    return axis(
-        type="category",
-        categoryorder="array",
-        categoryarray=labels,
-        tickvals=labels,
-        ticktext=ticks,
-        range=[-0.5, len(labels) - 0.5],  # every job, with or without a value
-        title=dict(text="job (in job order: time metadata, else ingest time)"),
-        showgrid=False,
-    )
+    first_bad = int(steps[bad[0]]) if bad.size else None
+    if steps.size == 0:
+        return GridCurve(0, 0, np.empty(0, np.float32), 0, None)
+    first, last = int(steps[0]), int(steps[-1])
+    grid = np.linspace(first, last, min(GRID_POINTS, steps.size))
+    values = np.interp(grid, steps.astype(np.float64), smoothed.astype(np.float64))
+    # np.interp spreads a NaN only to its neighbours: the EMA is NaN from its first on
+    nan = np.flatnonzero(~np.isfinite(smoothed))
+    if nan.size:
+        values[grid >= steps[nan[0]]] = np.nan
+    return GridCurve(first, last, values.astype(np.float32), int(steps.size), first_bad)
 
 
 def variant_order(present: Sequence[str], exp: Expectations) -> list[str]:
@@ -197,92 +187,14 @@ def pick_model(probes: pl.DataFrame, prefix: str) -> ModelChoice:
     )
 
 
-def bpp_across_jobs(
-    probes: pl.DataFrame, jobs: Sequence[Job], exp: Expectations, choice: ModelChoice
-) -> go.Figure:
-    """Measured params+state+grads bytes/param of one model per variant, across jobs.
+def _times(jobs: Sequence[Job]) -> np.ndarray:
+    """Each job's time in milliseconds since 1970 (what a plotly.js date axis takes): as a
+    typed array, a third of the bytes of date strings."""
+    return np.array([job.time.timestamp() * 1000 for job in jobs], dtype=np.float64)
 
-    ``probes`` is ``tracker.queries.tables.probes``; one line per variant (expectations'
-    order first), the analytic total of each variant as a dotted line of its colour. Failed
-    probes are not drawn and are listed under the plot.
-    """
-    import polars as pl
 
-    title = "Bytes/param (params+optimizer+grads) across jobs" + (
-        f": {plot_text(choice.model)}" if choice.model else ""
-    )
-    if choice.model is None:
-        return empty_figure(title, BPP_HEIGHT, plot_text(choice.why))
-    rows = probes.filter(pl.col("model") == choice.model)
-    ok = rows.filter(pl.col("n_params").is_not_null())
-    labels = [plot_text(job.name) for job in jobs]
-    palette = Palette()
-    traces = []
-    references: list[tuple[dict[str, Any], dict[str, Any]]] = []
-    present = ok.get_column("variant").unique(maintain_order=True).to_list()
-    for variant in variant_order(present, exp):
-        values = dict(
-            ok.filter(pl.col("variant") == variant).select("job", "bpp_total").iter_rows()
-        )
-        name = plot_text(variant)
-        color = palette(variant)
-        total = analytic_total(exp, variant)
-        y = [values.get(job.name) for job in jobs]
-        off = [
-            total is not None and v is not None and abs(v - total) > exp.memory.bpp_tolerance
-            for v in y
-        ]
-        traces.append(
-            go.Scatter(
-                x=labels,
-                y=y,
-                mode="lines+markers+text" if any(off) else "lines+markers",
-                name=name,
-                legendgroup=name,
-                line=dict(color=color, width=2),
-                marker=dict(
-                    size=[11 if o else 8 for o in off],
-                    line=dict(color=[FAIL_COLOR if o else color for o in off], width=2),
-                ),
-                # the value of a point off its analytic total, written under it
-                text=[
-                    f"{v:.3f}" if o and v is not None else "" for v, o in zip(y, off, strict=True)
-                ],
-                textposition="bottom center",
-                textfont=dict(color=FAIL_COLOR, size=11),
-                hovertemplate=f"{name}, %{{x}}: %{{y:.3f}} B/param<extra></extra>",
-            )
-        )
-        if total is not None:
-            references.append(_reference(total, color, f"{total:g}"))
-    notes = [
-        f"{plot_text(choice.model)}: {plot_text(choice.why)}.",
-        "Dotted, labelled on the right: each variant's analytic total; red ring: more than "
-        f"{exp.memory.bpp_tolerance:g} B/param away from it.",
-    ]
-    failed = rows.filter(pl.col("n_params").is_null())
-    if not failed.is_empty():
-        names = [
-            f"{plot_text(v)} in {plot_text(j)}"
-            for j, v in failed.select("job", "variant").iter_rows()
-        ]
-        shown = short_list(names)
-        notes.append(f"Not drawn, failed probe{'s' if len(names) > 1 else ''}: {shown}.")
-    return go.Figure(
-        data=traces,
-        layout=layout(
-            title,
-            BPP_HEIGHT,
-            margin=dict(l=70, r=60, t=100, b=130),
-            xaxis=_job_axis(jobs),
-            yaxis=axis(
-                title=dict(text="measured bytes / parameter"),
-                rangemode="tozero",
-            ),
-            shapes=[shape for shape, _ in references],
-            annotations=[label for _, label in references] + [_footnote_lines(notes)],
-        ),
-    )
+def _time_axis() -> dict[str, Any]:
+    return axis(type="date", title=dict(text="job time (time metadata, else ingest time)"))
 
 
 def _reference(y: float, color: str, label: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -319,8 +231,110 @@ def _footnote_lines(lines: Sequence[str], shift: int = -62) -> dict[str, Any]:
     return note
 
 
-def val_loss_across_jobs(runs: pl.DataFrame, jobs: Sequence[Job], exp: Expectations) -> go.Figure:
-    """Validation loss per variant across jobs: mean over seeds, the std as an error bar.
+def _markers(jobs: int) -> dict[str, Any]:
+    return dict(size=7 if jobs <= 60 else 4)
+
+
+def bpp_across_jobs(
+    probes: pl.DataFrame, jobs: Sequence[Job], exp: Expectations, choice: ModelChoice
+) -> Figure:
+    """Measured params+state+grads bytes/param of one model per variant, over job time.
+
+    ``probes`` is ``tracker.queries.tables.probes``; one line per variant (expectations'
+    order first), the analytic total of each variant as a dotted line of its colour, and a
+    red ring on every value more than the tolerance away from it. Failed probes are not
+    drawn and are counted under the plot.
+    """
+    import polars as pl
+
+    title = "Bytes/param (params+optimizer+grads) across jobs" + (
+        f": {plot_text(choice.model)}" if choice.model else ""
+    )
+    if choice.model is None:
+        return empty_figure(title, BPP_HEIGHT, plot_text(choice.why))
+    rows = probes.filter(pl.col("model") == choice.model)
+    ok = rows.filter(pl.col("n_params").is_not_null())
+    order = {job.name: i for i, job in enumerate(jobs)}
+    times = _times(jobs)
+    palette = Palette()
+    traces: list[dict[str, Any]] = []
+    rings: dict[str, list[Any]] = {"x": [], "y": [], "text": []}  # x: job positions
+    references: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    present = ok.get_column("variant").unique(maintain_order=True).to_list()
+    for variant in variant_order(present, exp):
+        values = dict(
+            ok.filter(pl.col("variant") == variant).select("job", "bpp_total").iter_rows()
+        )
+        found = sorted((order[job], value) for job, value in values.items() if job in order)
+        name = plot_text(variant)
+        color = palette(variant)
+        total = analytic_total(exp, variant)
+        positions = [i for i, _ in found]
+        y = [value for _, value in found]
+        text = [plot_text(jobs[i].name) for i in positions]
+        traces.append(
+            scatter(
+                x=times[positions],
+                y=y,
+                text=text,
+                mode="lines+markers",
+                name=name,
+                legendgroup=name,
+                line=dict(color=color, width=1.5),
+                marker=dict(color=color, **_markers(len(jobs))),
+                hovertemplate=f"%{{text}}: {name} %{{y:.3f}} B/param<extra></extra>",
+            )
+        )
+        if total is not None:
+            references.append(_reference(total, color, f"{total:g}"))
+            for xi, yi, ti in zip(positions, y, text, strict=True):
+                if abs(yi - total) > exp.memory.bpp_tolerance:
+                    rings["x"].append(xi)
+                    rings["y"].append(yi)
+                    rings["text"].append(f"{ti}: {name}")
+    if rings["x"]:
+        traces.append(
+            scatter(
+                x=times[rings["x"]],
+                y=rings["y"],
+                text=rings["text"],
+                mode="markers",
+                name=f"off the analytic by > {exp.memory.bpp_tolerance:g}",
+                marker=dict(size=13, color="rgba(0,0,0,0)", line=dict(color=FAIL_COLOR, width=2)),
+                hovertemplate="%{text} %{y:.3f} B/param, off its analytic total<extra></extra>",
+            )
+        )
+    notes = [
+        f"{plot_text(choice.model)}: {plot_text(choice.why)}.",
+        "Dotted, labelled on the right: each variant's analytic total; red ring: more than "
+        f"{exp.memory.bpp_tolerance:g} B/param away from it.",
+    ]
+    failed = rows.filter(pl.col("n_params").is_null())
+    if not failed.is_empty():
+        names = [
+            f"{plot_text(v)} in {plot_text(j)}"
+            for j, v in failed.select("job", "variant").iter_rows()
+        ]
+        notes.append(
+            f"Not drawn, failed probe{'s' if len(names) > 1 else ''}: {short_list(names)}."
+        )
+    return figure(
+        data=traces,
+        layout=layout(
+            title,
+            BPP_HEIGHT,
+            margin=dict(l=70, r=60, t=100, b=120),
+            hovermode="closest",
+            xaxis=_time_axis(),
+            yaxis=axis(title=dict(text="measured bytes / parameter"), rangemode="tozero"),
+            shapes=[shape for shape, _ in references],
+            annotations=[label for _, label in references] + [_footnote_lines(notes, -52)],
+        ),
+    )
+
+
+def val_loss_across_jobs(runs: pl.DataFrame, jobs: Sequence[Job], exp: Expectations) -> Figure:
+    """Validation loss per variant over job time: mean over seeds, the std as an error bar.
 
     ``runs`` is ``tracker.queries.tables.runs(..., aggregate_seeds=True)``. One trace per
     variant (per model and variant when several models trained); the paper's value of a
@@ -335,40 +349,44 @@ def val_loss_across_jobs(runs: pl.DataFrame, jobs: Sequence[Job], exp: Expectati
         return empty_figure(title, VAL_HEIGHT, f"{what} validation loss")
     models = with_val.get_column("model").unique(maintain_order=True).to_list()
     several = len(models) > 1
-    labels = [plot_text(job.name) for job in jobs]
+    order = {job.name: i for i, job in enumerate(jobs)}
+    times = _times(jobs)
     palette = Palette()
     traces = []
     references: list[tuple[dict[str, Any], dict[str, Any]]] = []
     referenced: set[str] = set()
-    span: list[float] = []  # every drawn value: plotly's grouped scatter would start at 0
+    span: list[float] = []  # every drawn value, and the paper's
     series = with_val.select("model", "variant").unique(maintain_order=True).rows()
-    order = variant_order([v for _, v in series], exp)
-    series.sort(key=lambda mv: (order.index(mv[1]), models.index(mv[0])))
+    variants = variant_order([v for _, v in series], exp)
+    series.sort(key=lambda mv: (variants.index(mv[1]), models.index(mv[0])))
     for model, variant in series:
         part = with_val.filter((pl.col("model") == model) & (pl.col("variant") == variant))
-        by_job = {row["job"]: row for row in part.iter_rows(named=True)}
-        found = [by_job.get(job.name) for job in jobs]
+        found = sorted(
+            ((order[row["job"]], row) for row in part.iter_rows(named=True) if row["job"] in order),
+            key=lambda item: item[0],
+        )
         name = plot_text(f"{variant} ({model})" if several else variant)
         color = palette(variant)
-        std = [(r["val_loss_std"] or 0.0) if r else None for r in found]
+        means = [row["val_loss_mean"] for _, row in found]
+        std = [row["val_loss_std"] or 0.0 for _, row in found]
         traces.append(
-            go.Scatter(
-                x=labels,
-                y=[r["val_loss_mean"] if r else None for r in found],
+            scatter(
+                x=times[[i for i, _ in found]],
+                y=means,
+                text=[plot_text(jobs[i].name) for i, _ in found],
+                customdata=[
+                    [f"{s:.4f}", row["seeds"]] for s, (_, row) in zip(std, found, strict=True)
+                ],
                 mode="lines+markers",
                 name=name,
                 legendgroup=name,
-                line=dict(color=color, width=2),
-                marker=dict(size=8),
+                line=dict(color=color, width=1.5),
+                marker=dict(color=color, **_markers(len(jobs))),
                 error_y=dict(
-                    type="data", array=std, visible=True, color=color, thickness=1.5, width=6
+                    type="data", array=std, visible=True, color=color, thickness=1, width=3
                 ),
-                customdata=[
-                    [f"{s:.4f}", r["seeds"]] if r is not None and s is not None else ["", 0]
-                    for r, s in zip(found, std, strict=True)
-                ],
                 hovertemplate=(
-                    f"{name}, %{{x}}: %{{y:.4f}} \u00b1 %{{customdata[0]}}"
+                    f"%{{text}}: {name} %{{y:.4f}} \u00b1 %{{customdata[0]}}"
                     " (%{customdata[1]} seeds)<extra></extra>"
                 ),
             )
@@ -377,10 +395,9 @@ def val_loss_across_jobs(runs: pl.DataFrame, jobs: Sequence[Job], exp: Expectati
         if paper is not None and variant not in referenced:
             referenced.add(variant)
             references.append(_reference(paper, color, f"{paper:g}"))
-        for row, spread in zip(found, std, strict=True):
-            if row is not None and spread is not None:
-                span += [row["val_loss_mean"] - spread, row["val_loss_mean"] + spread]
-        span += [] if paper is None else [paper]
+            span.append(paper)
+        for mean, spread in zip(means, std, strict=True):
+            span += [mean - spread, mean + spread]
     notes = [
         "Error bars: standard deviation over seeds (none with one seed). "
         "Dotted, labelled on the right: the paper's value (Table 3)."
@@ -391,99 +408,192 @@ def val_loss_across_jobs(runs: pl.DataFrame, jobs: Sequence[Job], exp: Expectati
             pl.col("job"), pl.col("any_diverged").all()
         )
         parts = [
-            f"{plot_text(v)} ({'diverged' if d else 'none'} in {', '.join(map(plot_text, js))})"
+            f"{plot_text(v)} ({'diverged' if d else 'none'} in "
+            f"{short_list([plot_text(j) for j in js])})"
             for v, js, d in gone.iter_rows()
         ]
         notes.append("No validation loss: " + "; ".join(parts) + ".")
     low, high = min(span), max(span)
     pad = max(0.08 * (high - low), 0.001)
-    low, high = low - pad, high + pad
-    return go.Figure(
+    return figure(
         data=traces,
         layout=layout(
             title,
             VAL_HEIGHT,
-            margin=dict(l=70, r=60, t=100, b=130),
-            scattermode="group",
-            scattergap=0.6,
-            xaxis=_job_axis(jobs),
-            yaxis=axis(title=dict(text="validation loss"), tickformat=".3f", range=[low, high]),
+            margin=dict(l=70, r=60, t=100, b=120),
+            hovermode="closest",
+            xaxis=_time_axis(),
+            yaxis=axis(
+                title=dict(text="validation loss"),
+                tickformat=".3f",
+                range=[low - pad, high + pad],
+            ),
             shapes=[shape for shape, _ in references],
-            annotations=[label for _, label in references] + [_footnote_lines(notes)],
+            annotations=[label for _, label in references] + [_footnote_lines(notes, -52)],
         ),
     )
 
 
+def _on_grid(curve: GridCurve, grid: np.ndarray) -> np.ndarray:
+    """``curve`` interpolated at ``grid`` steps; NaN outside its own steps."""
+    if curve.values.size == 0:
+        return np.full(grid.size, np.nan)
+    if curve.values.size == 1:
+        return np.where(grid == curve.first, float(curve.values[0]), np.nan)
+    values = np.interp(grid, curve.steps, curve.values.astype(np.float64))
+    values[(grid < curve.first) | (grid > curve.last)] = np.nan
+    return values
+
+
+def _last_finite(values: np.ndarray) -> float:
+    finite = values[np.isfinite(values)]
+    return float(finite[-1]) if finite.size else np.nan
+
+
+def outliers(finals: Mapping[str, float], limit: int = MAX_OUTLIERS) -> list[str]:
+    """Jobs whose final smoothed loss lies beyond the quartiles +- 1.5 interquartile ranges
+    (Tukey's fences), the farthest first, at most ``limit``."""
+    names = [name for name, value in finals.items() if np.isfinite(value)]
+    if len(names) < 4:
+        return []
+    values = np.array([finals[name] for name in names])
+    q1, q3 = np.percentile(values, [25, 75])
+    reach = 1.5 * (q3 - q1)
+    distance = np.maximum(q1 - reach - values, values - q3 - reach)
+    far = [(float(d), name) for d, name in zip(distance, names, strict=True) if d > 0]
+    return [name for _, name in sorted(far, key=lambda item: -item[0])[:limit]]
+
+
 def arm_across_jobs(
-    arm: str,
-    curves: Mapping[str, DrawnCurve],
-    colors: Mapping[str, str],
-    exp: Expectations,
-) -> go.Figure:
-    """One arm's EMA-smoothed training loss, one line per job (``curves``: job -> curve, in
-    job order). A log y axis when the curves span more than a decade (a divergence)."""
+    arm: str, curves: Mapping[str, GridCurve], exp: Expectations, *, latest: int = LATEST
+) -> Figure:
+    """One arm's EMA-smoothed training loss across jobs (``curves``: job -> its curve, in job
+    order): median and interquartile band with the latest jobs and the outliers on top, or
+    one line per job when there are few (see the module's docstring). A log y axis when the
+    curves span more than a decade (a divergence), else the loss from 10% of the steps on."""
     label, _color, _dash = arm_style(arm, Palette())
-    title = f"{plot_text(arm)}: {plot_text(label)}, training loss by job"
+    title = f"{plot_text(arm)}: {plot_text(label)}, training loss across jobs"
     if not curves:
         return empty_figure(title, ARM_HEIGHT, f"no curve of {plot_text(arm)}")
-    traces = []
-    drawn = total = 0
-    bad = []
-    finite: list[np.ndarray] = []  # all finite drawn values
-    late: list[np.ndarray] = []  # those after the first ZOOM_AFTER of each curve's steps
-    for job, curve in curves.items():
-        drawn += curve.x.size
-        total += curve.points
-        if curve.first_bad is not None:
-            bad.append(f"{plot_text(job)} from step {curve.first_bad:,}")
-        ok = np.isfinite(curve.y)
-        finite.append(curve.y[ok])
-        if curve.x.size:
-            first, last = float(curve.x[0]), float(curve.x[-1])
-            late.append(curve.y[ok & (curve.x >= first + ZOOM_AFTER * (last - first))])
-        name = plot_text(job)
+    names = list(curves)
+    first = min(c.first for c in curves.values())
+    last = max(c.last for c in curves.values())
+    grid = np.linspace(first, last, GRID_POINTS) if last > first else np.array([float(first)])
+    table = np.vstack([_on_grid(curves[name], grid) for name in names])
+    steps = grid.round().astype(np.int64)
+    traces: list[dict[str, Any]] = []
+    drawn: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def line(name: str, color: str, width: float, dash: str = "solid", tag: str = "") -> None:
+        values = table[names.index(name)]
+        keep = np.isfinite(values) | ((grid >= curves[name].first) & (grid <= curves[name].last))
+        x, y = steps[keep], values[keep].astype(np.float32)
+        drawn.append((x, y))
+        shown = plot_text(name)
         traces.append(
-            go.Scatter(
-                x=curve.x,
-                y=curve.y,
+            scatter(
+                x=x,
+                y=y,
                 mode="lines",
-                name=name,
-                line=dict(color=colors.get(job, MUTED), width=1.8),
-                hovertemplate=f"{name}, step %{{x:,}}: %{{y:.4f}}<extra></extra>",
+                name=f"{shown}{tag}",
+                line=dict(color=color, width=width, dash=dash),
+                hovertemplate=f"{shown}{tag}, step %{{x:,}}: %{{y:.4f}}<extra></extra>",
             )
         )
-    values = np.concatenate(finite) if finite else np.empty(0)
-    tail = np.concatenate(late) if late else np.empty(0)
+
+    notes: list[str] = []
+    if len(names) <= ALL_LINES_UP_TO:
+        colors = _ramp(len(names))
+        for name, color in zip(names, colors, strict=True):
+            line(name, color, 1.8)
+        notes.append(f"one line per job ({len(names)}), darker is newer")
+    else:
+        with np.errstate(all="ignore"):
+            counted = np.isfinite(table).sum(axis=0)
+            ok = counted >= 2
+            quartiles = np.full((3, grid.size), np.nan)
+            if ok.any():
+                quartiles[:, ok] = np.nanpercentile(table[:, ok], [25, 50, 75], axis=0)
+        low, median, high = (q.astype(np.float32) for q in quartiles)
+        traces.append(
+            scatter(
+                x=steps[ok],
+                y=high[ok],
+                mode="lines",
+                line=dict(width=0),
+                hoverinfo="skip",
+                showlegend=False,
+            )
+        )
+        traces.append(
+            scatter(
+                x=steps[ok],
+                y=low[ok],
+                mode="lines",
+                fill="tonexty",
+                fillcolor=BAND_COLOR,
+                line=dict(width=0),
+                name=f"25th\u201375th percentile over {len(names)} jobs",
+                hoverinfo="skip",
+            )
+        )
+        traces.append(
+            scatter(
+                x=steps[ok],
+                y=median[ok],
+                mode="lines",
+                name="median over jobs",
+                line=dict(color=MEDIAN_COLOR, width=2),
+                hovertemplate="median over jobs, step %{x:,}: %{y:.4f}<extra></extra>",
+            )
+        )
+        drawn.append((steps[ok], median[ok]))
+        finals = {name: _last_finite(table[i]) for i, name in enumerate(names)}
+        newest = names[-latest:][::-1]
+        odd = [name for name in outliers(finals) if name not in newest]
+        for name in odd:
+            line(name, OUTLIER_COLOR, 1.2, "dot", " (outlier)")
+        for name, color in zip(newest, LATEST_COLORS, strict=False):
+            line(name, color, 1.8, tag=" (latest)" if name == names[-1] else "")
+        notes.append(
+            f"band: 25th\u201375th percentile of {len(names)} jobs at each step; lines: the "
+            f"{len(newest)} latest jobs and {len(odd)} outlier{'s' if len(odd) != 1 else ''} "
+            "(final loss beyond the quartiles \u00b1 1.5 IQR)"
+        )
+    bad = [f"{plot_text(n)} from step {c.first_bad:,}" for n, c in curves.items() if c.first_bad]
+    values = table[np.isfinite(table)]
     yaxis = axis(title=dict(text="train loss, EMA"))
-    zoom = ""
     if values.size and values.min() > 0 and values.max() / values.min() > 10:
         # a divergence: only a log axis shows both it and the loss before it
         yaxis.update(type="log", dtick=1, title=dict(text="train loss, EMA (log scale)"))
-    elif tail.size and values.max() - tail.min() > 1.5 * (tail.max() - tail.min()):
-        # the first drop would flatten the rest: range of the loss after it
-        low, high = float(tail.min()), float(tail.max())
-        pad = 0.06 * (high - low) or 0.01
-        yaxis.update(range=[low - pad, high + pad])
-        zoom = f"y axis: the loss from {ZOOM_AFTER:.0%} of the steps on (double-click: all of it)"
-    sampled = (
-        f"downsampled for drawing:<br>{drawn:,} of {total:,} points drawn "
-        "(per-bucket first/last/min/max kept)"
-        if drawn < total
-        else f"all {total:,} points drawn"
+    else:
+        zoom = late_range(drawn)
+        if zoom is not None:
+            yaxis["range"] = list(zoom)
+            notes.append("y axis: the loss from 10% of the steps on (double-click: all of it)")
+    notes.insert(
+        0,
+        f"EMA (alpha={exp.training.ema_alpha:g}) over every step of each job, "
+        f"drawn at {grid.size} steps",
     )
-    notes = [f"EMA (alpha={exp.training.ema_alpha:g}) over all points, then {sampled}"]
-    if zoom:
-        notes.append(zoom)
     if bad:
-        notes.append("loss not finite (gap in the EMA): " + "; ".join(bad))
+        notes.append(f"loss not finite (gap in the EMA) in {len(bad)}: {short_list(bad, 3)}")
     settings = layout(
         title,
         ARM_HEIGHT,
-        margin=dict(l=60, r=20, t=62, b=64 + 14 * (len(notes) + (drawn < total))),
-        legend=dict(orientation="h", y=1.0, x=0, yanchor="bottom"),
+        margin=dict(l=60, r=20, t=70, b=64 + 14 * len(notes)),
+        legend=dict(orientation="h", y=1.0, x=0, yanchor="bottom", font=dict(size=11)),
+        hovermode="closest",
         xaxis=axis(title=dict(text="step")),
         yaxis=yaxis,
         annotations=[_footnote_lines(notes, -52)],
     )
-    settings["title"].update(font=dict(size=14), y=0.98, yanchor="top")
-    return go.Figure(data=traces, layout=settings)
+    settings["title"].update(font=dict(size=14))
+    return figure(data=traces, layout=settings)
+
+
+def _ramp(n: int) -> list[str]:
+    """``n`` colours from light (oldest) to dark (newest)."""
+    if n == 1:
+        return [VIRIDIS[-1]]
+    return [VIRIDIS[round(i * (len(VIRIDIS) - 1) / (n - 1))] for i in range(n)]

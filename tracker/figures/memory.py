@@ -5,16 +5,17 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-import plotly.graph_objects as go
-
 from tracker.figures.style import (
+    Figure,
     Palette,
     axis,
     empty_figure,
+    figure,
     footnote,
     hline,
     layout,
     plot_text,
+    scatter,
     short_list,
 )
 
@@ -55,7 +56,7 @@ def log_ticks(low: float, high: float) -> list[float]:
     return ticks
 
 
-def memory_scaling(probes: pl.DataFrame, exp: Expectations, *, gpu: str | None = None) -> go.Figure:
+def memory_scaling(probes: pl.DataFrame, exp: Expectations, *, gpu: str | None = None) -> Figure:
     """The study's ``mem_scaling`` figure: params+optimizer+grads bytes/param vs model size.
 
     Successful probes of the scaling models (``exp.memory.scaling_model_prefix``), one
@@ -85,7 +86,7 @@ def memory_scaling(probes: pl.DataFrame, exp: Expectations, *, gpu: str | None =
     for variant in order:
         rows = by_variant[variant].sort("n_params", maintain_order=True)
         traces.append(
-            go.Scatter(
+            scatter(
                 x=rows.get_column("n_params").cast(pl.Float64).to_numpy() / 1e6,
                 y=rows.get_column("bpp_params_state_grads").to_numpy(),
                 text=[plot_text(m) for m in rows.get_column("model").to_list()],
@@ -112,7 +113,7 @@ def memory_scaling(probes: pl.DataFrame, exp: Expectations, *, gpu: str | None =
         plural = "s" if len(names) > 1 else ""
         notes.append(footnote(f"not drawn: {len(names)} failed probe{plural} ({shown})"))
         extra["margin"] = dict(l=70, r=30, t=100, b=95)
-    return go.Figure(
+    return figure(
         data=traces,
         layout=layout(
             title,

@@ -5,16 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import plotly.graph_objects as go
-
 from tracker.analysis.verdict import FAIL, NA, Verdict
 from tracker.figures.style import (
     INK,
     MUTED,
+    Figure,
     Palette,
     axis,
+    bar,
     columns,
     empty_figure,
+    figure,
     footnote,
     layout,
     panel_title,
@@ -27,6 +28,7 @@ CHECKS: dict[str, str] = {
 }
 FAIL_COLOR = "#c62828"
 PAPER_FILL = "#d9d7cf"
+LEGEND_SWATCH = "#5c6f82"
 TITLE = "Table 4, Llama-3.1-8B: extrapolated from measured bytes/param vs paper"
 HEIGHT = 440
 
@@ -37,7 +39,7 @@ def _number(value: object) -> float | None:
     return float(value)
 
 
-def table4(verdicts: Iterable[Verdict]) -> go.Figure:
+def table4(verdicts: Iterable[Verdict]) -> Figure:
     """Grouped bars per variant: extrapolated GiB vs the paper's, for params and optimizer.
 
     Reads the ``table4_params_gib`` / ``table4_optim_gib`` verdicts (subject: the variant;
@@ -67,12 +69,12 @@ def table4(verdicts: Iterable[Verdict]) -> go.Figure:
         status = [v.status if v else NA for v in found]
         failed = [s == FAIL for s in status]
         traces.append(
-            go.Bar(
+            bar(
                 x=labels,
                 y=measured,
                 name="extrapolated from this job",
                 legendgroup="measured",
-                showlegend=index == 0,
+                showlegend=False,
                 marker=dict(
                     color=colors,
                     line=dict(
@@ -94,7 +96,7 @@ def table4(verdicts: Iterable[Verdict]) -> go.Figure:
             )
         )
         traces.append(
-            go.Bar(
+            bar(
                 x=labels,
                 y=expected,
                 name="paper (tolerance as error bar)",
@@ -103,8 +105,9 @@ def table4(verdicts: Iterable[Verdict]) -> go.Figure:
                 marker=dict(color=PAPER_FILL, line=dict(color=MUTED, width=1)),
                 error_y=dict(type="data", array=tolerance, color=MUTED, thickness=1.2, width=5),
                 text=["" if e is None else f"{e:.1f}" for e in expected],
+                # at the bar's foot: the tolerance's error bar crosses its top
                 textposition="inside",
-                insidetextanchor="end",
+                insidetextanchor="start",
                 textfont=dict(color="#55534d", size=12),
                 hovertemplate="%{x}: %{y:.1f} GiB in the paper<extra></extra>",
                 cliponaxis=False,
@@ -116,13 +119,25 @@ def table4(verdicts: Iterable[Verdict]) -> go.Figure:
         panels[f"yaxis{suffix}"] = axis(
             anchor=f"x{suffix}", rangemode="tozero", title=dict(text="GiB" if index == 0 else "")
         )
+    # the measured bars take their variant's colour: the legend shows a neutral swatch
+    traces.append(
+        bar(
+            x=[None],
+            y=[None],
+            name="extrapolated from this job (coloured by variant)",
+            legendgroup="measured",
+            marker=dict(color=LEGEND_SWATCH),
+            hoverinfo="skip",
+            legendrank=1,
+        )
+    )
     notes = [
         panel_title(name, domain) for name, domain in zip(CHECKS.values(), domains, strict=True)
     ]
     missing = sorted({v.subject for v in rows if _number(v.measured) is None})
     if missing:
         notes.append(footnote("no measurement for " + ", ".join(plot_text(s) for s in missing)))
-    return go.Figure(
+    return figure(
         data=traces,
         layout=layout(
             TITLE,

@@ -5,21 +5,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import plotly.graph_objects as go
 
 from tracker.analysis.smoothing import ema
 from tracker.figures.downsample import DEFAULT_MAX_POINTS, downsample
 from tracker.figures.style import (
     ARM_STYLES,
+    ZOOM_AFTER,
+    Figure,
     Palette,
     arm_style,
     axis,
     columns,
     empty_figure,
+    figure,
     footnote,
+    late_range,
     layout,
     panel_title,
     plot_text,
+    scatter,
     split_arm,
     vline,
 )
@@ -55,7 +59,8 @@ def training_trajectories(
     *,
     max_points: int = DEFAULT_MAX_POINTS,
     gpu: str | None = None,
-) -> go.Figure:
+    smoothed: Mapping[str, pl.Series] | None = None,
+) -> Figure:
     """The study's two-panel ``gpt_trajectories`` figure.
 
     Left: every arm's loss, EMA-smoothed (``exp.training.ema_alpha``) over its FULL series.
@@ -63,6 +68,9 @@ def training_trajectories(
     and of the baseline arm, on a log axis, with the step where the loss stops being finite.
     Each trace is then downsampled for drawing only, to at most ``max_points`` points
     (min/max preserving), and the figure says so. One panel when there is no divergence arm.
+    The left panel's y axis shows the loss from 10% of the steps on, as the index's figures
+    (the first drop would flatten the curves into one line). ``smoothed``: arm -> its EMA,
+    when the caller has it.
     """
     tr = exp.training
     title = TITLE + (f" ({plot_text(gpu)})" if gpu else "")
@@ -74,22 +82,25 @@ def training_trajectories(
     right = [a for a in present if split_arm(a)[0] == divergent_variant]
     left = [a for a in present if a not in right]
     palette = Palette()
-    traces: list[go.Scatter] = []
+    traces: list[dict[str, Any]] = []
     shapes: list[dict[str, Any]] = []
     notes: list[dict[str, Any]] = []
     drawn = total = 0
+    late: list[tuple[np.ndarray, np.ndarray]] = []  # the left panel's drawn (step, EMA)
 
     def add(arm: str, values: np.ndarray, panel: str, *, raw_baseline: bool = False) -> None:
         nonlocal drawn, total
         steps = curves[arm].get_column("step").to_numpy()
         x, y = downsample(steps, _drawable(values), max_points)
+        if not panel:
+            late.append((x, y))
         drawn += len(x)
         total += len(steps)
         label, color, dash = arm_style(arm, palette)
         if raw_baseline:
             label = "AdamW raw (ref)" if arm == "ref_s0" else f"{label}, raw"
         traces.append(
-            go.Scatter(
+            scatter(
                 x=x,
                 y=y,
                 mode="lines",
@@ -101,8 +112,12 @@ def training_trajectories(
             )
         )
 
+    smoothed = smoothed or {}
     for arm in left:
-        add(arm, ema(curves[arm].get_column("value"), tr.ema_alpha).to_numpy(), "")
+        series = smoothed.get(arm)
+        if series is None:
+            series = ema(curves[arm].get_column("value"), tr.ema_alpha)
+        add(arm, series.to_numpy(), "")
     for arm in right:
         values = curves[arm].get_column("value").to_numpy()
         add(arm, values, "2")
@@ -117,12 +132,17 @@ def training_trajectories(
         add(tr.baseline, baseline.get_column("value").to_numpy(), "2", raw_baseline=True)
 
     sampled = (
-        f"drawn from {drawn:,} of {total:,} points (per-bucket first/last/min/max kept)"
+        f"{drawn:,} of {total:,} curve points drawn (per-bucket first/last/min/max kept)"
         if drawn < total
-        else f"all {total:,} points drawn"
+        else f"all {total:,} curve points drawn"
     )
+    yaxis = axis(anchor="x", title=dict(text="train loss, EMA"))
+    zoom = late_range(late)
+    if zoom is not None:
+        yaxis["range"] = list(zoom)
+        sampled += f"; left y axis from {ZOOM_AFTER:.0%} of the steps on (double-click: all)"
     notes.append(
-        footnote(f"{sampled}; EMA smoothing (alpha={tr.ema_alpha:g}) and verdicts use all points")
+        footnote(f"{sampled}; EMA smoothing (alpha={tr.ema_alpha:g}) and verdicts use every step")
     )
     panels: dict[str, Any] = {}
     if right:
@@ -135,14 +155,14 @@ def training_trajectories(
     else:
         left_domain = [0.0, 1.0]
         notes.append(panel_title(LEFT_TITLE, left_domain))
-    return go.Figure(
+    return figure(
         data=traces,
         layout=layout(
             title,
             HEIGHT,
             margin=dict(l=70, r=30, t=110, b=105),
             xaxis=axis(domain=left_domain, anchor="y", title=dict(text="step")),
-            yaxis=axis(anchor="x", title=dict(text="train loss")),
+            yaxis=yaxis,
             shapes=shapes,
             annotations=notes,
             **panels,

@@ -34,7 +34,14 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-__all__ = ["DEFAULT_ARMS", "MODELS", "VARIANTS", "write_demo_jobs", "write_sample_job"]
+__all__ = [
+    "DEFAULT_ARMS",
+    "MODELS",
+    "VARIANTS",
+    "write_demo_jobs",
+    "write_demo_seed_jobs",
+    "write_sample_job",
+]
 
 # Parameter counts of the probed models. GPT-2 style models (vocab 50257, context 1024,
 # tied embeddings): n = V*d + T*d + L*(12*d^2 + 13*d) + 2*d.
@@ -275,9 +282,13 @@ def _step_ms(seed: int, variant: str, arm_seed: int, steps: int) -> np.ndarray:
     return np.round(ms, 2)
 
 
-def _write_arm(directory: Path, arm: str, seed: int, steps: int) -> None:
+def _write_arm(
+    directory: Path, arm: str, seed: int, steps: int, loss_shift: float, val_loss_shift: float
+) -> None:
     variant, arm_seed = _parse_arm(arm)
     loss = _loss_curve(seed, variant, arm_seed, steps)
+    if variant == "flash" and loss_shift:
+        loss = loss + loss_shift
     step_ms = _step_ms(seed, variant, arm_seed, steps)
     frame = pl.DataFrame(
         {
@@ -299,7 +310,8 @@ def _write_arm(directory: Path, arm: str, seed: int, steps: int) -> None:
     if not diverged:
         seed_noise = 0.0008 * _rng(seed, "val", arm_seed).standard_normal()
         own_noise = 0.0004 * _rng(seed, "val", variant, arm_seed).standard_normal()
-        val_loss = round(_VAL_LOSS[variant] + seed_noise + own_noise, 6)
+        shift = val_loss_shift if variant == "flash" else 0.0
+        val_loss = round(_VAL_LOSS[variant] + seed_noise + own_noise + shift, 6)
         final_loss = round(final_loss, 6)
     summary = {
         "val_loss": val_loss,
@@ -322,6 +334,8 @@ def write_sample_job(
     probes: bool = True,
     failed_probe: tuple[str, str] | None = ("gpt-355m", "ref"),
     flash_state_shift: float = 0.0,
+    flash_loss_shift: float = 0.0,
+    flash_val_loss_shift: float = 0.0,
 ) -> Path:
     """Write a realistic sample job directory and return it.
 
@@ -334,6 +348,9 @@ def write_sample_job(
         failed_probe: (model, variant) whose probe record is an out-of-memory failure.
         flash_state_shift: added to ``bpp_state`` of every ``flash`` probe record
             (a simulated library regression; the probes then report another version).
+        flash_loss_shift: added to every training loss of the ``flash`` arms (a candidate
+            that no longer tracks the baseline).
+        flash_val_loss_shift: added to the final validation loss of the ``flash`` arms.
     """
     if seed < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")
@@ -353,7 +370,7 @@ def write_sample_job(
         records = _mem_sweep(seed, failed_probe, flash_state_shift)
         (directory / "mem_sweep.json").write_text(json.dumps(records, indent=2) + "\n")
     for arm in arm_names:
-        _write_arm(directory, arm, seed, steps)
+        _write_arm(directory, arm, seed, steps, flash_loss_shift, flash_val_loss_shift)
     return directory
 
 
@@ -362,7 +379,12 @@ DEMO_META: dict[str, dict[str, str]] = {
     "job1": {"time": "2026-10-01T09:00:00Z", "gpu": "A10G", "flashoptim": "0.1.0"},
     "job2": {"time": "2026-10-15T09:00:00Z", "gpu": "A10G", "flashoptim": "0.1.0"},
     "job3": {"time": "2026-11-02T09:00:00Z", "gpu": "A10G", "flashoptim": "0.1.1"},
+    "job4": {"time": "2026-11-09T09:00:00Z", "gpu": "H100", "flashoptim": "0.1.0"},
+    "job5": {"time": "2026-11-16T09:00:00Z", "gpu": "H100", "flashoptim": "0.1.0"},
+    "job6": {"time": "2026-11-23T09:00:00Z", "gpu": "H100", "flashoptim": "0.1.0"},
 }
+# Arms of the demo's seed jobs: two seeds of the baseline and of the candidate.
+SEED_JOB_ARMS = ("ref_s0", "ref_s1", "flash_s0", "flash_s1", "linear_s0")
 
 
 def write_demo_jobs(root: Path, steps: int = 2000) -> list[Path]:
@@ -384,4 +406,17 @@ def write_demo_jobs(root: Path, steps: int = 2000) -> list[Path]:
             arms=("ref_s0", "flash_s0", "ref_s1"),
             flash_state_shift=0.5,
         ),
+    ]
+
+
+def write_demo_seed_jobs(root: Path, steps: int = 2000) -> list[Path]:
+    """Three more demo jobs, ``job4`` to ``job6`` (seeds 3 to 5, no failed probe), each with
+    two seeds of the baseline and of the candidate (``SEED_JOB_ARMS``): the pooled seeds the
+    cross-job claims judge. ``DEMO_META`` holds their ingest metadata."""
+    root = Path(root)
+    return [
+        write_sample_job(
+            root / f"job{seed + 1}", seed=seed, steps=steps, arms=SEED_JOB_ARMS, failed_probe=None
+        )
+        for seed in (3, 4, 5)
     ]

@@ -7,6 +7,7 @@ ingest time. Metadata filters (``--where k=v``) and groupings (``--group-by k``)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from sqlalchemy import select
@@ -27,6 +28,7 @@ class Selection:
     variants: tuple[str, ...] = ()
     where: tuple[tuple[str, str], ...] = ()
     group_by: tuple[str, ...] = field(default=())
+    since: datetime | None = None  # only jobs whose time is at or after this one
 
 
 # Columns of the query tables: a metadata key of the same name cannot become a column.
@@ -95,11 +97,14 @@ def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
         own = meta.get(job_id, {})
         if any(own.get(key) != value for key, value in selection.where):
             continue
+        time = job_time(own, ingested_at)
+        if selection.since is not None and time < selection.since:
+            continue
         rows.append(
             {
                 "job_id": job_id,
                 "job": name,
-                "time": job_time(own, ingested_at),
+                "time": time,
                 **{key: own.get(key) for key in selection.group_by},
             }
         )

@@ -2,120 +2,104 @@
 
 Layout of ``DIR``::
 
-    index.html             summary; across jobs (2+): bytes/param and validation loss per
-                           variant, each arm's loss per job, the two most recent jobs compared;
-                           then every job: verdict table, figures, link to its page
+    index.html             summary: claims across the jobs, the jobs table (filters and pages
+                           in the browser), the figures across jobs, the latest comparison
+    claims.json            the claims across the jobs (tracker.queries.claims), one per row
+    manifest.json          what each job's pages were made from, and the cross-job data kept
+                           from them (verdict counts, smoothed curves on a grid)
     plotly.min.js          written once; every page links it by a relative path (no CDN)
-    <job>/index.html       the job page: metadata, notes, verdict table, three figures
+    <job>/index.html       the job page: metadata, notes, verdicts (failures first), figures
     <job>/mem_analysis.json, gpt_analysis.json, verdicts.json   (strict JSON, NaN -> null)
     <job>/mem_scaling.html, gpt_trajectories.html, table4.html  (one figure each)
 
-Curves are smoothed and checked on all their points; only the drawn traces are downsampled,
-so a job's folder stays well under 5 MB whatever its curve lengths.
+Incremental: a job's pages are keyed by its content digest, its metadata, the expectations
+and the tracker's version; a report into a folder that holds one renders only the jobs whose
+key changed (``force`` renders all), always the index, and removes the folders of jobs no
+longer in the report. Many jobs are rendered by two processes.
+
+Curves are smoothed and checked on all their points; only the drawn traces are downsampled.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import multiprocessing
 import os
-from collections.abc import Sequence
+import shutil
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
-from urllib.parse import quote
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 import tracker
 from tracker.errors import NotADirectory
-from tracker.report.crossjob import CrossJob, cross_job_section
-from tracker.report.html import (
-    FigureSlot,
-    chips,
-    counts,
-    esc,
-    figure_html,
-    figure_slot,
-    meta_html,
-    notes_html,
-    page,
-    verdict_table,
-)
+from tracker.report.values import counts, failures_first
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
     from tracker.analysis.expectations import Expectations
-    from tracker.analysis.job import JobAnalysis
-    from tracker.figures.crossjob import DrawnCurve
     from tracker.models import Job
+    from tracker.queries.selection import Selection
     from tracker.store.jobdata import JobData
 
 PLOTLY_JS = "plotly.min.js"
 INDEX = "index.html"
-RESERVED = {INDEX, PLOTLY_JS}
+MANIFEST = "manifest.json"
+CLAIMS = "claims.json"
+RESERVED = {INDEX, PLOTLY_JS, MANIFEST, CLAIMS}
 # (file, title, height) of each figure, in page order
 FIGURES: tuple[tuple[str, str, int], ...] = (
     ("mem_scaling", "Memory: bytes/param vs model size", 480),
     ("gpt_trajectories", "Training trajectories", 480),
     ("table4", "Table 4 extrapolation (Llama-3.1-8B)", 440),
 )
+# from this many jobs to render on, a second process renders half of them (it takes about
+# a second to start: its imports)
+PARALLEL_FROM = 16
 
 
 @dataclass(frozen=True)
 class JobReport:
-    """What was written for one job, for the command line to print."""
+    """What the report holds for one job, for the command line to print."""
 
     job: str
     page: Path  # DIR/<job>/index.html
     counts: dict[str, int]  # PASS / FAIL / N/A
     notes: list[str] = field(default_factory=list)
-
-    def summary(self) -> str:
-        tally = ", ".join(f"{n} {status}" for status, n in self.counts.items())
-        return f"{self.job}: {tally}"
+    rendered: bool = True  # False: its pages were up to date and kept
 
 
 @dataclass(frozen=True)
 class Report:
     index: Path  # DIR/index.html
     jobs: list[JobReport]
+    removed: list[str] = field(default_factory=list)  # folders of jobs no longer reported
 
     def summary(self) -> str:
-        lines = [job.summary() for job in self.jobs]
-        lines.append(f"report: {self.index}")
+        rendered = [job for job in self.jobs if job.rendered]
+        lines = [
+            f"{len(rendered)} job pages rendered, {len(self.jobs) - len(rendered)} up to date"
+            + (f", {len(self.removed)} removed" if self.removed else ""),
+            f"report: {self.index.resolve()}",
+        ]
         return "\n".join(lines)
 
 
-@dataclass
-class _JobPage:
-    """What the pages of one job need; the full curves themselves are not kept."""
+@dataclass(frozen=True)
+class _Task:
+    """One job's pages to render (picklable: it may go to the second process)."""
 
     name: str
-    directory: str  # folder name under DIR
-    ingested: str
-    probes: int
-    arms: int
-    meta: list[tuple[str, str]]
-    analysis: JobAnalysis
-    notes: list[str]
-    slots: dict[str, FigureSlot]
-    captions: dict[str, str]
-    curves: dict[str, DrawnCurve]  # arm -> smoothed, downsampled loss, for the cross-job section
+    folder: str
+    key: str
+    out_dir: Path
+    generated: str
 
 
-def _job_names(session: Session, jobs: Sequence[str] | None) -> list[str]:
-    """``jobs`` as given (unknown names raise), or every job in job order when None."""
-    from tracker.queries.selection import Selection, selected_jobs
-    from tracker.store.catalog import get_job
-
-    if jobs is None:
-        return list(selected_jobs(session, Selection()).get_column("job"))
-    names = list(dict.fromkeys(jobs))
-    for name in names:
-        get_job(session, name)  # JobNotFound before anything is written
-    return names
-
-
-def _directories(names: Sequence[str]) -> dict[str, str]:
+def _directories(names: list[str]) -> dict[str, str]:
     """Folder per job: its name, unless reserved or equal to another's on a case-blind disk.
 
     Job names are ``[A-Za-z0-9._-]`` (checked at ingest); ``+`` never occurs in one, so a
@@ -133,62 +117,17 @@ def _directories(names: Sequence[str]) -> dict[str, str]:
     return folders
 
 
-def _build_job(
-    session: Session,
-    name: str,
-    directory: str,
-    exp: Expectations,
-    position: int,
-    curve_points: int | None,
-) -> _JobPage:
-    """A job's analysis and figures; with ``curve_points``, also its arms' smoothed curves
-    reduced to that many points each, for the cross-job section (the full curves are not
-    kept, and not read again)."""
-    from tracker.analysis.job import analyze_job
-    from tracker.figures import memory_scaling, table4, training_trajectories
-    from tracker.figures.crossjob import drawn_curve
-    from tracker.store.catalog import get_job
-    from tracker.store.jobdata import load_job_data
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
 
-    job = get_job(session, name)
-    data = load_job_data(session, name)
-    analysis = analyze_job(data, exp)
-    gpu = data.meta.get("gpu")
-    figures = {
-        "mem_scaling": memory_scaling(data.probes, exp, gpu=gpu),
-        "gpt_trajectories": training_trajectories(data.curves, exp, gpu=gpu),
-        "table4": table4(analysis.verdicts),
-    }
-    notes = list(analysis.notes)
-    if data.probes.height == 0:
-        notes.append("no memory probes in this job: no memory figure and no Table 4 figure")
-    if data.runs.height == 0:
-        notes.append("no training arms in this job: no trajectories figure")
-    slots, captions = {}, {}
-    for key, title, height in FIGURES:
-        slots[key] = figure_slot(figures[key], f"j{position}-{key}", title, height)
-        captions[key] = f'<a href="{quote(directory)}/{key}.html">{esc(key)}.html</a>'
-    drawn = {}
-    if curve_points is not None:
-        alpha = exp.training.ema_alpha
-        drawn = {arm: drawn_curve(frame, alpha, curve_points) for arm, frame in data.curves.items()}
-    return _JobPage(
-        name=name,
-        directory=directory,
-        ingested=job.ingested_at.isoformat(timespec="seconds"),
-        probes=data.probes.height,
-        arms=data.runs.height,
-        meta=_meta_items(job, data, exp),
-        analysis=analysis,
-        notes=notes,
-        slots=slots,
-        captions=captions,
-        curves=drawn,
-    )
+
+def expectations_digest(exp: Expectations) -> str:
+    """Of every number, tolerance and role (and the file they came from, which pages show)."""
+    return _digest(repr(exp))
 
 
 def _meta_items(job: Job, data: JobData, exp: Expectations) -> list[tuple[str, str]]:
-    points = sum(frame.height for frame in data.curves.values())
+    steps = sum(frame.height for frame in data.curves.values())
     failed = int(data.probes.get_column("n_params").is_null().sum()) if data.probes.height else 0
     items = [
         ("job", job.name),
@@ -196,7 +135,7 @@ def _meta_items(job: Job, data: JobData, exp: Expectations) -> list[tuple[str, s
         ("source", job.source_path),
         ("memory probes", f"{data.probes.height} ({failed} failed)"),
         ("training arms", ", ".join(data.runs.get_column("arm").to_list()) or "none"),
-        ("loss points", f"{points:,}"),
+        ("loss values (steps, all arms)", f"{steps:,}"),
     ]
     items += [(f"meta: {key}", value) for key, value in sorted(data.meta.items())]
     items.append(("expectations", exp.source))
@@ -207,169 +146,8 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def _job_files(out_dir: Path, job: _JobPage, generated: str) -> JobReport:
-    from tracker.analysis.job import to_json
-
-    folder = out_dir / job.directory
-    folder.mkdir(exist_ok=True)
-    analysis = job.analysis
-    _write(folder / "mem_analysis.json", to_json(analysis.mem) + "\n")
-    _write(folder / "gpt_analysis.json", to_json(analysis.gpt) + "\n")
-    _write(folder / "verdicts.json", to_json([v.as_dict() for v in analysis.verdicts]) + "\n")
-
-    plotly_src = f"../{PLOTLY_JS}"
-    crumbs = f'<nav class="crumbs"><a href="../{INDEX}">all jobs</a> / {esc(job.name)}</nav>'
-    for key, title, _height in FIGURES:
-        slot = job.slots[key]
-        body = (
-            f'<section class="card">{figure_html(slot)}'
-            f'<p class="muted">Job page: <a href="{INDEX}">{esc(job.name)}</a></p></section>'
-        )
-        _write(
-            folder / f"{key}.html",
-            page(
-                f"{esc(job.name)}: {esc(title)}",
-                body,
-                plotly_src=plotly_src,
-                heading=f"{crumbs}{esc(job.name)}: {esc(title)}",
-                sub=esc(generated),
-            ),
-        )
-
-    tally = counts(analysis.verdicts)
-    figures = "".join(
-        f"<h3>{esc(title)}</h3>"
-        + figure_html(job.slots[key], f'<a href="{key}.html">{esc(key)}.html</a>')
-        for key, title, _height in FIGURES
-    )
-    downloads = " &middot; ".join(
-        f'<a href="{name}">{name}</a>'
-        for name in ("verdicts.json", "mem_analysis.json", "gpt_analysis.json")
-    )
-    body = (
-        f'<section class="card"><h2>{esc(job.name)} {chips(tally)}</h2>'
-        f"{meta_html(job.meta)}{notes_html(job.notes)}"
-        f'<p class="muted">Data: {downloads}</p></section>'
-        f'<section class="card"><h2>Verdicts {chips(tally)}</h2>'
-        f"{verdict_table(analysis.verdicts)}</section>"
-        f'<section class="card"><h2>Figures</h2>{figures}</section>'
-    )
-    _write(
-        folder / INDEX,
-        page(
-            f"{esc(job.name)}: tracker report",
-            body,
-            plotly_src=plotly_src,
-            heading=f"{crumbs}Job {esc(job.name)}",
-            sub=esc(generated),
-        ),
-    )
-    return JobReport(job.name, folder / INDEX, tally, list(job.notes))
-
-
-def _index(
-    pages: list[_JobPage],
-    reports: list[JobReport],
-    cross: CrossJob,
-    exp: Expectations,
-    generated: str,
-) -> str:
-    overview_rows = []
-    for job, report in zip(pages, reports, strict=True):
-        link = f"{quote(job.directory)}/{INDEX}"
-        c = report.counts
-        overview_rows.append(
-            f'<tr class="{"fail" if c["FAIL"] else "pass" if c["PASS"] else "na"}">'
-            f'<td class="name"><a href="#job-{esc(job.directory)}">{esc(job.name)}</a></td>'
-            f"<td>{chips(c)}</td>"
-            f'<td class="num">{job.probes}</td>'
-            f'<td class="num">{job.arms}</td>'
-            f"<td>{esc(job.ingested)}</td>"
-            f'<td><a href="{link}">job page</a></td></tr>'
-        )
-    overview = (
-        '<section class="card"><h2>Jobs</h2>'
-        + (
-            '<table class="overview"><thead><tr><th>job</th><th>verdicts</th>'
-            '<th class="num">probes</th><th class="num">arms</th><th>ingested</th><th></th>'
-            "</tr></thead><tbody>" + "".join(overview_rows) + "</tbody></table>"
-            if pages
-            else '<p class="muted">No jobs in the database.</p>'
-        )
-        + cross.summary_html()
-        + "</section>"
-    )
-    sections = []
-    for job, report in zip(pages, reports, strict=True):
-        link = f"{quote(job.directory)}/{INDEX}"
-        figures = "".join(
-            f"<h3>{esc(title)}</h3>" + figure_html(job.slots[key], job.captions[key])
-            for key, title, _height in FIGURES
-        )
-        sections.append(
-            f'<section class="card" id="job-{esc(job.directory)}">'
-            f'<h2><a href="{link}">{esc(job.name)}</a> {chips(report.counts)}</h2>'
-            f"{notes_html(job.notes)}"
-            f"<h3>Verdicts</h3>{verdict_table(job.analysis.verdicts, failures_first=True)}"
-            f"{figures}</section>"
-        )
-    sub = f"{esc(generated)} &middot; expectations: {esc(exp.source)}"
-    return page(
-        "FlashOptim reproduction: tracker report",
-        overview + cross.html + "".join(sections),
-        plotly_src=PLOTLY_JS,
-        heading=f"FlashOptim reproduction: {len(pages)} job{'s' if len(pages) != 1 else ''}",
-        sub=sub,
-    )
-
-
-def generate_report(
-    session: Session, out_dir: Path, exp: Expectations, jobs: list[str] | None = None
-) -> Report:
-    """Write the report of ``jobs`` (all, in job order, when None) under ``out_dir``.
-
-    Raises ``JobNotFound`` for an unknown job name before writing anything, and
-    ``NotADirectory`` when ``out_dir`` exists as something else than a directory.
-    """
-    from plotly.offline import get_plotlyjs
-
-    from tracker.figures.crossjob import points_per_curve
-
-    out_dir = Path(out_dir)
-    names = _job_names(session, jobs)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise NotADirectory(path=str(out_dir))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    folders = _directories(names)
-    stamp = datetime.now(UTC).isoformat(timespec="seconds")
-    generated = f"generated {stamp} by tracker {tracker.__version__}"
-
-    # each curve is read once, for its job's page; the cross-job section keeps it smoothed
-    # and downsampled, to a budget of points per figure
-    curve_points = points_per_curve(len(names)) if len(names) >= 2 else None
-    pages, reports = [], []
-    for position, name in enumerate(names, start=1):
-        job = _build_job(session, name, folders[name], exp, position, curve_points)
-        reports.append(_job_files(out_dir, job, generated))
-        pages.append(job)
-    cross = cross_job_section(
-        session,
-        names,
-        folders,
-        {job.name: job.curves for job in pages},
-        {job.name: job.analysis.verdicts for job in pages},
-        exp,
-        INDEX,
-    )
-    _write_if_changed(out_dir / PLOTLY_JS, get_plotlyjs())
-    index = out_dir / INDEX
-    _write(index, _index(pages, reports, cross, exp, generated))
-    return Report(index, reports)
-
-
-def _write_if_changed(path: Path, text: str) -> None:
-    """plotly.min.js: rewritten only when absent or different (it is 4-5 MB)."""
-    data = text.encode("utf-8")
+def _write_if_changed(path: Path, data: bytes) -> None:
+    """Rewritten only when absent or different (plotly.min.js is 4-5 MB)."""
     try:
         if path.stat().st_size == len(data) and path.read_bytes() == data:
             return
@@ -380,8 +158,302 @@ def _write_if_changed(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+def _render_job(session: Session, exp: Expectations, task: _Task) -> dict[str, Any]:
+    """Write one job's folder; return its manifest entry."""
+    from tracker.analysis.job import analyze_job, to_json
+    from tracker.analysis.smoothing import ema
+    from tracker.figures import memory_scaling, table4, training_trajectories
+    from tracker.figures.crossjob import grid_curve
+    from tracker.report.pages import JobFigure, JobView, figure_page, figure_slot, job_page
+    from tracker.store.catalog import get_job
+    from tracker.store.jobdata import load_job_data
+
+    job = get_job(session, task.name)
+    data = load_job_data(session, task.name)
+    # the EMA of each arm, once: for the verdicts, the figure and the cross-job data
+    smoothed = {
+        arm: ema(frame.get_column("value"), exp.training.ema_alpha)
+        for arm, frame in data.curves.items()
+    }
+    analysis = analyze_job(data, exp, smoothed)
+    gpu = data.meta.get("gpu")
+    figures = {
+        "mem_scaling": memory_scaling(data.probes, exp, gpu=gpu),
+        "gpt_trajectories": training_trajectories(data.curves, exp, gpu=gpu, smoothed=smoothed),
+        "table4": table4(analysis.verdicts),
+    }
+    notes = list(analysis.notes)
+    if data.probes.height == 0:
+        notes.append("no memory probes in this job: no memory figure and no Table 4 figure")
+    if data.runs.height == 0:
+        notes.append("no training arms in this job: no trajectories figure")
+    tally = counts(analysis.verdicts)
+    view = JobView(
+        name=job.name,
+        meta=_meta_items(job, data, exp),
+        notes=notes,
+        tally=tally,
+        verdicts=failures_first(analysis.verdicts),
+        figures=[
+            JobFigure(f"{key}.html", title, figure_slot(figures[key], key, title, height))
+            for key, title, height in FIGURES
+        ],
+    )
+    folder = task.out_dir / task.folder
+    folder.mkdir(exist_ok=True)
+    _write(folder / "mem_analysis.json", to_json(analysis.mem) + "\n")
+    _write(folder / "gpt_analysis.json", to_json(analysis.gpt) + "\n")
+    _write(folder / "verdicts.json", to_json([v.as_dict() for v in analysis.verdicts]) + "\n")
+    links = dict(plotly_src=f"../{PLOTLY_JS}", index_href=f"../{INDEX}")
+    for fig in view.figures:
+        _write(folder / fig.file, figure_page(view, fig, task.generated, **links))
+    _write(folder / INDEX, job_page(view, task.generated, **links))
+    curves = {
+        arm: grid_curve(
+            frame.get_column("step").to_numpy(),
+            smoothed[arm].to_numpy(),
+            frame.get_column("value").to_numpy(),
+        ).to_json()
+        for arm, frame in data.curves.items()
+    }
+    return {
+        "key": task.key,
+        "folder": task.folder,
+        "tally": tally,
+        "notes": notes,
+        "probes": data.probes.height,
+        "arms": data.runs.height,
+        "curves": curves,
+    }
+
+
+# The second process's own database session and expectations.
+_worker: tuple[Session, Expectations] | None = None
+
+
+def _open_worker(url: str, exp: Expectations) -> None:
+    from sqlalchemy.orm import Session
+
+    from tracker.store.db import open_database
+
+    global _worker
+    _worker = (Session(open_database(url)), exp)
+
+
+def _render_in_worker(task: _Task) -> dict[str, Any]:
+    assert _worker is not None
+    return _render_job(*_worker, task)
+
+
+def _render_all(
+    session: Session, exp: Expectations, tasks: list[_Task]
+) -> dict[str, dict[str, Any]]:
+    """Every task's job rendered; with enough of them on two cores, half by a second
+    process, which opens its own connection and returns small data. It is spawned, not
+    forked: polars' thread pool does not survive a fork (the child would deadlock)."""
+    if len(tasks) < PARALLEL_FROM or (os.cpu_count() or 1) < 2:
+        return {task.name: _render_job(session, exp, task) for task in tasks}
+    url = session.get_bind().engine.url.render_as_string(hide_password=False)
+    from multiprocessing.reduction import ForkingPickler
+
+    context = multiprocessing.get_context("spawn")
+    # the expectations hold read-only mappings, which pickle as the dicts they wrap
+    ForkingPickler.register(MappingProxyType, _mapping_proxy)
+    with context.Pool(1, initializer=_open_worker, initargs=(url, exp)) as pool:
+        theirs = pool.map_async(_render_in_worker, tasks[1::2], chunksize=2)
+        mine = [_render_job(session, exp, task) for task in tasks[0::2]]
+        results = dict(zip([t.name for t in tasks[0::2]], mine, strict=True))
+        results.update(zip([t.name for t in tasks[1::2]], theirs.get(), strict=True))
+    return results
+
+
+def _mapping_proxy(proxy: MappingProxyType[Any, Any]) -> tuple[Any, tuple[dict[Any, Any]]]:
+    return _read_only, (dict(proxy),)
+
+
+def _read_only(mapping: dict[Any, Any]) -> MappingProxyType[Any, Any]:
+    return MappingProxyType(mapping)
+
+
+def _read_manifest(out_dir: Path) -> dict[str, Any]:
+    try:
+        manifest = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return {}
+    return manifest if isinstance(manifest, dict) and isinstance(manifest.get("jobs"), dict) else {}
+
+
+def _remove_folder(out_dir: Path, folder: object) -> bool:
+    """Remove a job folder an earlier report wrote (only a plain name directly in DIR)."""
+    if not isinstance(folder, str) or folder in RESERVED or Path(folder).name != folder:
+        return False
+    path = out_dir / folder
+    if folder in {"", ".", ".."} or not path.is_dir() or path.is_symlink():
+        return False
+    shutil.rmtree(path)
+    return True
+
+
+def _plotly_js() -> bytes:
+    """The plotly.js bundled with plotly.py, read without importing plotly."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("plotly")
+    assert spec is not None and spec.submodule_search_locations
+    package = Path(next(iter(spec.submodule_search_locations)))
+    return (package / "package_data" / PLOTLY_JS).read_bytes()
+
+
+def generate_report(
+    session: Session,
+    out_dir: Path,
+    exp: Expectations,
+    selection: Selection | None = None,
+    *,
+    force: bool = False,
+) -> Report:
+    """Write the report of the selected jobs (all by default) under ``out_dir``.
+
+    Only jobs whose pages are missing or out of date are rendered (all with ``force``).
+    The claims across the selected jobs (``tracker.queries.claims``) are shown on the index
+    and written to ``claims.json``. Raises ``JobNotFound`` for an unknown job
+    name before writing anything, and ``NotADirectory`` when ``out_dir`` exists as something
+    else than a directory.
+    """
+    from sqlalchemy import select
+
+    from tracker.analysis.job import to_json
+    from tracker.figures.crossjob import GridCurve, Job
+    from tracker.models import Job as JobRow
+    from tracker.models import JobMeta
+    from tracker.queries.claims import claims
+    from tracker.queries.selection import Selection, selected_jobs
+    from tracker.report.crossjob import cross_job_view, job_href
+    from tracker.report.pages import IndexView, index_page, meta_text, status_of
+    from tracker.report.pages import JobRow as TableRow
+    from tracker.store.derived import load_derived
+
+    out_dir = Path(out_dir)
+    ordered = selected_jobs(session, selection or Selection())
+    if out_dir.exists() and not out_dir.is_dir():
+        raise NotADirectory(path=str(out_dir))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    names: list[str] = ordered.get_column("job").to_list()
+    ids = dict(zip(names, ordered.get_column("job_id").to_list(), strict=True))
+    jobs = [Job(name, time) for name, time in ordered.select("job", "time").iter_rows()]
+    folders = _directories(names)
+    digests = dict(
+        session.execute(
+            select(JobRow.id, JobRow.content_digest).where(JobRow.id.in_(ids.values()))
+        ).all()
+    )
+    meta: dict[int, dict[str, str]] = {}
+    for job_id, key, value in session.execute(
+        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(ids.values()))
+    ):
+        meta.setdefault(job_id, {})[key] = value
+    version = tracker.__version__
+    exp_digest = expectations_digest(exp)
+    keys = {
+        name: _digest(
+            digests[ids[name]],
+            json.dumps(sorted(meta.get(ids[name], {}).items())),
+            exp_digest,
+            version,
+            folders[name],
+        )
+        for name in names
+    }
+
+    previous = {} if force else _read_manifest(out_dir).get("jobs", {})
+    kept = {
+        name: previous[name]
+        for name in names
+        if isinstance(previous.get(name), dict)
+        and previous[name].get("key") == keys[name]
+        and (out_dir / folders[name] / INDEX).is_file()
+    }
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    generated = f"generated {stamp} by tracker {version}"
+    tasks = [
+        _Task(name, folders[name], keys[name], out_dir, generated)
+        for name in names
+        if name not in kept
+    ]
+    rendered = _render_all(session, exp, tasks)
+    entries = {name: kept.get(name) or rendered[name] for name in names}
+
+    # folders of an earlier report that no job of this one uses
+    removed = []
+    in_use = set(folders.values())
+    for old in _read_manifest(out_dir).get("jobs", {}).values():
+        folder = old.get("folder") if isinstance(old, dict) else None
+        if folder not in in_use and _remove_folder(out_dir, folder):
+            removed.append(str(folder))
+
+    # the two latest jobs' verdicts as kept at ingest (as ``tracker compare`` reads them)
+    derived = load_derived(session, [ids[name] for name in names[-2:]], exp)
+    latest = [derived[ids[name]].verdicts for name in names[-2:]]
+    curves = {
+        name: {arm: GridCurve.from_json(doc) for arm, doc in entries[name]["curves"].items()}
+        for name in names
+    }
+    cross = cross_job_view(
+        session, jobs, folders, curves, (latest[0], latest[-1]) if latest else ([], []), exp
+    )
+    rows = [
+        TableRow(
+            name=job.name,
+            href=job_href(folders, job.name),
+            time=job.time.strftime("%Y-%m-%d %H:%M"),
+            tally=entries[job.name]["tally"],
+            probes=entries[job.name]["probes"],
+            arms=entries[job.name]["arms"],
+            meta=meta_text(meta.get(ids[job.name], {})),
+            status=status_of(entries[job.name]["tally"]),
+        )
+        for job in reversed(jobs)
+    ]
+    tally = {status: sum(row.tally[status] for row in rows) for status in ("PASS", "FAIL", "N/A")}
+    claim_rows = claims(session, selection or Selection(), exp).to_dicts()
+    view = IndexView(
+        rows=rows,
+        tally=tally,
+        failing=sum(row.tally["FAIL"] > 0 for row in rows),
+        cross=cross,
+        claims=claim_rows,
+        claims_note="No claim could be judged: no job of this report has what they need.",
+    )
+    _write_if_changed(out_dir / PLOTLY_JS, _plotly_js())
+    _write_if_changed(out_dir / CLAIMS, (to_json(claim_rows) + "\n").encode("utf-8"))
+    index = out_dir / INDEX
+    sub = f"{generated}"
+    _write(index, index_page(view, sub, exp.source, plotly_src=PLOTLY_JS))
+    manifest = {"tracker": version, "expectations": exp_digest, "jobs": entries}
+    _write_if_changed(out_dir / MANIFEST, json.dumps(manifest, separators=(",", ":")).encode())
+    return Report(
+        index,
+        [
+            JobReport(
+                name,
+                out_dir / folders[name] / INDEX,
+                entries[name]["tally"],
+                list(entries[name]["notes"]),
+                name in rendered,
+            )
+            for name in names
+        ],
+        removed,
+    )
+
+
 def write_report(
-    session: Session, out_dir: Path, exp: Expectations, jobs: list[str] | None = None
+    session: Session,
+    out_dir: Path,
+    exp: Expectations,
+    selection: Selection | None = None,
+    *,
+    force: bool = False,
 ) -> Path:
     """Write the report (see ``generate_report``) and return ``out_dir/index.html``."""
-    return generate_report(session, out_dir, exp, jobs).index
+    return generate_report(session, out_dir, exp, selection, force=force).index

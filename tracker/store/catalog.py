@@ -137,5 +137,20 @@ def job_arms(session: Session, name: str) -> list[Row]:
     ]
 
 
+def job_curves(session: Session, name: str) -> list[Row]:
+    """Every curve of a job's arms: ``arm``, ``metric``, ``points``, first and last step."""
+    job = get_job(session, name)
+    rows = session.execute(
+        select(Run.arm, Curve.metric, Curve.n_points, Curve.first_step, Curve.last_step)
+        .join(Curve, Curve.run_id == Run.id)
+        .where(Run.job_id == job.id)
+        .order_by(Run.variant, Run.seed, Curve.metric)
+    ).all()
+    return [
+        {"arm": arm, "metric": metric, "points": n, "first_step": first, "last_step": last}
+        for arm, metric, n, first, last in rows
+    ]
+
+
 def delete_job(session: Session, name: str) -> None:
     delete_job_rows(session, get_job(session, name).id)

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
 from tracker.store.curves import load_curves
+from tracker.store.derived import store_packaged_derived
 from tracker.store.points import write_points
 
 PROBE_FIELDS = [c.key for c in Probe.__table__.columns if c.key not in ("id", "job_id")]
@@ -72,6 +73,7 @@ def copy_job(source: Session, destination: Session, name: str) -> CopiedJob:
             values = load_curves(source, [curve.id]).drop("curve_id")
             write_points(destination.connection(), curve_id, values)
             points += values.height
+    store_packaged_derived(destination, copy.id)
     return CopiedJob(name, "copied", points)
 
 

@@ -14,35 +14,63 @@ if TYPE_CHECKING:
     import polars as pl
 
 
-def load_curves(session: Session, curve_ids: list[int]) -> pl.DataFrame:
-    """Points of many curves in one query: ``curve_id``, ``step``, ``value``, step-ordered.
+def load_curves(
+    session: Session, curve_ids: list[int], steps: tuple[int, int] | None = None
+) -> pl.DataFrame:
+    """Points of many curves: ``curve_id``, ``step``, ``value``, ordered by both; with
+    ``steps`` only those from the first to the last step given (both included), read
+    through the (curve_id, step) key.
 
-    Rows come straight from the driver's cursor: building ORM rows for a million points
-    would cost more than the query itself.
+    Rows come straight from the driver's cursor, one curve per query (two columns, not three)
+    and go to polars through one numpy array: building ORM rows, or polars frames from
+    Python rows, for a million points would cost more than the query itself. Steps are exact
+    in a float64 (below 2**53); a NULL value (NaN, see tracker.models) becomes NaN.
     """
+    import numpy as np
     import polars as pl
 
     schema = {"curve_id": pl.Int64, "step": pl.Int64, "value": pl.Float64}
-    if not curve_ids:
-        return pl.DataFrame(schema=schema)
-    query = (
-        select(Point.curve_id, Point.step, Point.value)
-        .where(Point.curve_id.in_(curve_ids))
-        .order_by(Point.curve_id, Point.step)
-    )
-    rows = session.connection().execute(query).cursor.fetchall()
-    frame = pl.DataFrame(rows, schema=schema, orient="row")
-    return frame.with_columns(pl.col("value").fill_null(float("nan")))
+    connection = session.connection()
+    parts = []
+    for curve_id in sorted(curve_ids):
+        query = select(Point.step, Point.value).where(Point.curve_id == curve_id)
+        if steps is not None:
+            query = query.where(Point.step.between(*steps))
+        rows = connection.execute(query.order_by(Point.step)).cursor.fetchall()
+        points = np.array(rows, dtype=np.float64).reshape(-1, 2)
+        parts.append(
+            pl.DataFrame(
+                {
+                    "curve_id": np.full(len(points), curve_id, dtype=np.int64),
+                    "step": points[:, 0].astype(np.int64),
+                    "value": points[:, 1],
+                },
+                schema=schema,
+            )
+        )
+    return pl.concat(parts) if parts else pl.DataFrame(schema=schema)
 
 
-def load_curve(session: Session, job: str, arm: str, metric: str = "loss") -> pl.DataFrame:
-    """One arm's curve: ``step`` and ``value``."""
-    curve_id = session.scalar(
-        select(Curve.id)
+def find_curve(session: Session, job: str, arm: str, metric: str = "loss") -> Curve:
+    """One arm's curve row (its summary, no points)."""
+    curve = session.scalar(
+        select(Curve)
         .join(Run, Run.id == Curve.run_id)
         .join(Job, Job.id == Run.job_id)
         .where(Job.name == job, Run.arm == arm, Curve.metric == metric)
     )
-    if curve_id is None:
+    if curve is None:
         raise CurveNotFound(job=job, arm=arm, metric=metric)
-    return load_curves(session, [curve_id]).drop("curve_id")
+    return curve
+
+
+def load_curve(
+    session: Session,
+    job: str,
+    arm: str,
+    metric: str = "loss",
+    steps: tuple[int, int] | None = None,
+) -> pl.DataFrame:
+    """One arm's curve, or its points from ``steps[0]`` to ``steps[1]``: ``step`` and ``value``."""
+    curve = find_curve(session, job, arm, metric)
+    return load_curves(session, [curve.id], steps).drop("curve_id")

@@ -10,6 +10,7 @@ never as a superuser, who could undo all of that from within the statement.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -22,12 +23,14 @@ from tracker.store.db import create_tracker_engine, first_line
 STATEMENT_TIMEOUT_MS = 60_000
 # A superuser can leave any guard set inside its own session (a DO block can SET ROLE back).
 SUPERUSER = "superusers can leave any read-only guard; connect as a role without superuser rights"
-SQLITE_READS = {
-    sqlite3.SQLITE_SELECT,
-    sqlite3.SQLITE_READ,
-    sqlite3.SQLITE_FUNCTION,
-    sqlite3.SQLITE_RECURSIVE,
-}
+SQLITE_READS = frozenset(
+    {
+        sqlite3.SQLITE_SELECT,
+        sqlite3.SQLITE_READ,
+        sqlite3.SQLITE_FUNCTION,
+        sqlite3.SQLITE_RECURSIVE,
+    }
+)
 SQLITE_REFUSED_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"}
 
 
@@ -40,10 +43,18 @@ class SqlResult:
         return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
 
 
-def _sqlite_authorizer(action: int, arg1: str | None, arg2: str | None, *_: object) -> int:
-    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in SQLITE_REFUSED_FUNCTIONS:
-        return sqlite3.SQLITE_DENY
-    return sqlite3.SQLITE_OK if action in SQLITE_READS else sqlite3.SQLITE_DENY
+def sqlite_authorizer(allowed: frozenset[int]) -> Callable[..., int]:
+    """An SQLite authorizer allowing the ``allowed`` actions and no dangerous function."""
+
+    def authorize(action: int, arg1: str | None, arg2: str | None, *_: object) -> int:
+        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in SQLITE_REFUSED_FUNCTIONS:
+            return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK if action in allowed else sqlite3.SQLITE_DENY
+
+    return authorize
+
+
+_sqlite_authorizer = sqlite_authorizer(SQLITE_READS)
 
 
 def _run_sqlite(database: str, sql: str) -> SqlResult:

@@ -1,0 +1,400 @@
+"""Claims across jobs, on synthetic jobs of known truth from the sample generator.
+
+Expected statistics are recomputed here with scipy from the jobs' own summary files, not
+taken from the code under test.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.orm import Session
+
+from tests.conftest import Cli
+from tracker import api
+from tracker.analysis.expectations import Expectations, load_expectations
+from tracker.jobdir.sample import write_sample_job
+from tracker.queries.claims import claims
+from tracker.queries.selection import Selection
+
+STEPS = 60
+SEEDS = ("ref_s0", "ref_s1", "flash_s0", "flash_s1", "linear_s0")
+COLUMNS = [
+    "claim",
+    "subject",
+    "statement",
+    "status",
+    "n_jobs",
+    "n_samples",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "expected",
+    "tolerance",
+    "jobs_failing",
+    "detail",
+]
+
+
+@pytest.fixture(scope="module")
+def exp() -> Expectations:
+    return load_expectations()
+
+
+def make_jobs(
+    cli: Cli, root: Path, count: int, *, first_seed: int = 0, meta: str = "0.1.0", **kwargs: Any
+) -> list[Path]:
+    """``count`` jobs j<seed> of identical distributions, ingested with flashoptim=meta."""
+    made = []
+    for seed in range(first_seed, first_seed + count):
+        job = write_sample_job(root / f"j{seed}", seed=seed, steps=STEPS, **kwargs)
+        cli("ingest", str(job), "--meta", f"flashoptim={meta}")
+        made.append(job)
+    return made
+
+
+def summaries(jobs: list[Path], variant: str) -> np.ndarray:
+    """Final validation losses of every ``variant`` arm, read from the files."""
+    return np.array(
+        [
+            json.loads(path.read_text())["val_loss"]
+            for job in jobs
+            for path in sorted(job.glob(f"{variant}_s*.json"))
+        ]
+    )
+
+
+def row(frame: pl.DataFrame, claim: str, subject: str | None = None) -> dict[str, Any]:
+    found = frame.filter(pl.col("claim") == claim)
+    if subject is not None:
+        found = found.filter(pl.col("subject") == subject)
+    assert found.height == 1, found
+    return found.row(0, named=True)
+
+
+def judge(engine: Engine, exp: Expectations, **selection: Any) -> pl.DataFrame:
+    with Session(engine) as session:
+        return claims(session, Selection(**selection), exp)
+
+
+def test_equal_distributions_over_many_jobs_and_seeds_are_reproduced(
+    cli: Cli, engine: Engine, tmp_path: Path, exp: Expectations
+) -> None:
+    jobs = make_jobs(cli, tmp_path, 8, arms=SEEDS)
+    frame = judge(engine, exp)
+    assert frame.columns == COLUMNS
+    equivalence = row(frame, "val_loss_equivalence", "flash vs ref")
+    flash, ref = summaries(jobs, "flash"), summaries(jobs, "ref")
+    welch = stats.ttest_ind(flash, ref, equal_var=False).confidence_interval(0.90)
+    assert equivalence["status"] == "REPRODUCED"
+    assert equivalence["estimate"] == pytest.approx(flash.mean() - ref.mean(), rel=1e-12)
+    assert (equivalence["ci_low"], equivalence["ci_high"]) == pytest.approx(
+        (welch.low, welch.high), rel=1e-12
+    )
+    assert (equivalence["n_jobs"], equivalence["n_samples"]) == (8, 32)
+    p_tost = max(
+        stats.ttest_ind(flash + 0.01, ref, equal_var=False, alternative="greater").pvalue,
+        stats.ttest_ind(flash - 0.01, ref, equal_var=False, alternative="less").pvalue,
+    )
+    assert f"TOST p = {p_tost:.3g} at margin ±0.01" in equivalence["detail"]
+    # probability of improvement: the share of (flash, ref) pairs where flash ends lower
+    improvement = np.mean([(f < r) + 0.5 * (f == r) for f in flash for r in ref])
+    assert f"probability of improvement {improvement:.2f}" in equivalence["detail"]
+    assert "bootstrap interval stratified by job" in equivalence["detail"]
+
+    deterministic = frame.filter(pl.col("claim").is_in(["bpp_params", "bpp_state", "bpp_grads"]))
+    assert deterministic.height > 0 and set(deterministic["status"]) == {"REPRODUCED"}
+    assert row(frame, "bpp_state", "gpt-124m/flash")["n_jobs"] == 8
+    assert row(frame, "probe_failures", "gpt-355m/ref")["status"] == "NOT_REPRODUCED"
+    diverges = row(frame, "ablation_diverges", "linear_s0")
+    assert (diverges["status"], diverges["n_jobs"], diverges["jobs_failing"]) == (
+        "REPRODUCED",
+        8,
+        [],
+    )
+
+
+def test_the_tracking_share_has_scipys_binomial_interval(
+    cli: Cli, engine: Engine, tmp_path: Path, exp: Expectations
+) -> None:
+    make_jobs(cli, tmp_path, 6)
+    tracking = row(judge(engine, exp), "tracks_within_seed_noise")
+    with Session(engine) as session:
+        from tracker.analysis.job import analyze_job
+        from tracker.store.jobdata import load_job_data
+
+        verdicts = [
+            v.status
+            for job in (f"j{seed}" for seed in range(6))
+            for v in analyze_job(load_job_data(session, job), exp).verdicts
+            if v.check == "ema_delta_vs_seed_noise"
+        ]
+    within = verdicts.count("PASS")
+    interval = stats.binomtest(within, 6).proportion_ci(0.95)
+    assert tracking["estimate"] == within / 6
+    assert (tracking["ci_low"], tracking["ci_high"]) == pytest.approx(
+        (interval.low, interval.high), rel=1e-12
+    )
+    assert len(tracking["jobs_failing"]) == 6 - within
+
+
+def test_a_shifted_candidate_is_not_reproduced(
+    cli: Cli, engine: Engine, tmp_path: Path, exp: Expectations
+) -> None:
+    make_jobs(cli, tmp_path, 5, arms=SEEDS, flash_val_loss_shift=0.05)
+    equivalence = row(judge(engine, exp), "val_loss_equivalence")
+    assert equivalence["status"] == "NOT_REPRODUCED"
+    assert equivalence["ci_low"] > 0.01
+    assert equivalence["detail"].startswith(
+        "not equivalent: the 90% interval lies entirely outside ±0.01"
+    )
+
+
+def test_one_seed_per_arm_is_inconclusive(
+    cli: Cli, engine: Engine, tmp_path: Path, exp: Expectations
+) -> None:
+    make_jobs(cli, tmp_path, 1, arms=("ref_s0", "flash_s0"))
+    frame = judge(engine, exp)
+    equivalence = row(frame, "val_loss_equivalence")
+    assert equivalence["status"] == "INCONCLUSIVE"
+    assert equivalence["ci_low"] is None
+    assert equivalence["detail"].endswith(
+        "one run of an arm has no spread to judge by; at least two seeds per arm are needed"
+    )
+    assert row(frame, "tracks_within_seed_noise")["status"] == "INCONCLUSIVE"
+
+
+def test_between_the_margins_the_detail_says_how_many_seeds_would_decide(
+    cli: Cli, engine: Engine, tmp_path: Path, exp: Expectations
+) -> None:
+    make_jobs(
+        cli,
+        tmp_path,
+        2,
+        arms=("ref_s0", "ref_s1", "flash_s0", "flash_s1"),
+        flash_val_loss_shift=0.009,
+    )
+    equivalence = row(judge(engine, exp), "val_loss_equivalence")
+    assert equivalence["status"] == "INCONCLUSIVE"
+    assert equivalence["ci_low"] < 0.01 < equivalence["ci_high"]
+    assert "more seeds per arm would decide it" in equivalence["detail"]
+
+
+def test_one_job_in_ten_with_a_shifted_state_is_mixed_and_its_version_separates_it(
+    cli: Cli, engine: Engine, tmp_path: Path, exp: Expectations
+) -> None:
+    make_jobs(cli, tmp_path, 9, arms=())
+    make_jobs(cli, tmp_path, 1, first_seed=9, meta="0.1.5", arms=(), flash_state_shift=0.5)
+    frame = judge(engine, exp)
+    state = row(frame, "bpp_state", "gpt-124m/flash")
+    assert (state["status"], state["jobs_failing"], state["n_jobs"]) == ("MIXED", ["j9"], 10)
+    assert (
+        "outside tolerance in 1 of 10 jobs: j9; every failing job has flashoptim=0.1.5 "
+        "(the others: flashoptim=0.1.0)" in state["detail"]
+    )
+    assert row(frame, "table4_optim", "flash")["status"] == "MIXED"
+    assert row(frame, "bpp_state", "gpt-124m/ref")["status"] == "REPRODUCED"
+    assert "val_loss_equivalence" not in frame["claim"].to_list()  # no arms, no such claim
+
+    grouped = judge(engine, exp, group_by=("flashoptim",))
+    assert grouped.columns == ["group", *COLUMNS]
+    by_group = {
+        g: row(grouped.filter(pl.col("group") == g), "bpp_state", "gpt-124m/flash")
+        for g in ("0.1.0", "0.1.5")
+    }
+    assert (by_group["0.1.0"]["status"], by_group["0.1.0"]["n_jobs"]) == ("REPRODUCED", 9)
+    assert (by_group["0.1.5"]["status"], by_group["0.1.5"]["jobs_failing"]) == (
+        "NOT_REPRODUCED",
+        ["j9"],
+    )
+    assert by_group["0.1.5"]["n_jobs"] == 1
+
+
+def test_identical_content_under_two_names_counts_once(
+    cli: Cli, engine: Engine, tmp_path: Path, exp: Expectations
+) -> None:
+    (job,) = make_jobs(cli, tmp_path, 1)
+    cli("ingest", str(job), "--job", "j0-copy")
+    frame = judge(engine, exp)
+    state = row(frame, "bpp_state", "gpt-124m/flash")
+    assert state["n_jobs"] == 1
+    assert state["detail"].endswith("; counted once: j0-copy (same content as j0)")
+
+
+def test_claims_read_a_database_opened_read_only(
+    cli: Cli, db_url: str, tmp_path: Path, exp: Expectations
+) -> None:
+    make_jobs(cli, tmp_path, 2)
+    if db_url.startswith("sqlite"):
+        path = db_url.removeprefix("sqlite:///")
+        engine = create_engine(f"sqlite:///file:{path}?mode=ro&uri=true")
+    else:
+        engine = create_engine(db_url, execution_options={"postgresql_readonly": True})
+    before = judge(api.connect(db_url), exp)
+    with Session(engine) as session:
+        read_only = claims(session, Selection(), exp)
+    engine.dispose()
+    assert read_only.equals(before)
+    # other expectations than the stored ones: analysed from the points, still without writing
+    custom = tmp_path / "custom.toml"
+    text = (Path(__file__).parents[1] / "tracker/analysis/expectations.toml").read_text()
+    custom.write_text(text.replace("noise_factor = 1.0", "noise_factor = 100.0"))
+    engine = create_engine(
+        f"sqlite:///file:{db_url.removeprefix('sqlite:///')}?mode=ro&uri=true"
+        if db_url.startswith("sqlite")
+        else db_url,
+        execution_options={} if db_url.startswith("sqlite") else {"postgresql_readonly": True},
+    )
+    with Session(engine) as session:
+        loose = claims(session, Selection(), load_expectations(custom))
+    engine.dispose()
+    assert row(loose, "tracks_within_seed_noise")["estimate"] == 1.0
+
+
+def test_api_claims_returns_the_library_rows(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path, exp: Expectations
+) -> None:
+    make_jobs(cli, tmp_path, 2, meta="0.1.0")
+    assert api.claims(db_url).equals(judge(engine, exp))
+    only = api.claims(db_url, job="j1", group_by="flashoptim")
+    assert set(only["group"]) == {"0.1.0"}
+    assert set(only["n_jobs"].filter(only["claim"] == "bpp_state")) == {1}
+
+
+def test_cli_claims_formats_and_errors(cli: Cli, tmp_path: Path) -> None:
+    make_jobs(cli, tmp_path, 2)
+    rows = json.loads(cli("claims", "--format", "json").stdout)
+    assert list(rows[0]) == COLUMNS
+    state = next(r for r in rows if (r["claim"], r["subject"]) == ("bpp_state", "gpt-124m/flash"))
+    assert state["status"] == "REPRODUCED" and state["jobs_failing"] == []
+    table = cli("claims", "--where", "flashoptim=0.1.0").stdout.splitlines()
+    assert table[0].split() == COLUMNS
+    assert cli("claims", "--where", "flashoptim=9").stdout == "(no rows)\n"
+    missing = cli("claims", "--job", "nosuch", ok=False)
+    assert (missing.exit_code, missing.stderr) == (1, "Error: no job named 'nosuch'\n")
+    clash = cli("claims", "--group-by", "job", ok=False)
+    assert (clash.exit_code, clash.stderr) == (
+        1,
+        "Error: cannot group by metadata 'job': the table already has a column of that name\n",
+    )
+    usage = cli("claims", "--where", "flashoptim", ok=False)
+    assert usage.exit_code == 2
+    assert "expected KEY=VALUE, got 'flashoptim'" in usage.stderr
+
+
+def test_the_demo_prints_its_claims_and_they_decide(cli: Cli, tmp_path: Path) -> None:
+    result = cli(
+        "demo", "--dir", str(tmp_path / "jobs"), "--out", str(tmp_path / "r"), "--steps", "60"
+    )
+    assert result.stdout.startswith("wrote 6 sample jobs under ")
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("claims: ")]
+    assert line.endswith(" (see `tracker claims`)")
+    for status in ("REPRODUCED", "MIXED", "NOT_REPRODUCED"):
+        assert re.search(rf"\b\d+ {status}\b", line), line
+    rows = json.loads(cli("claims", "-f", "json").stdout)
+    decided = {
+        r["claim"]: r["status"] for r in rows if r["subject"] in ("flash vs ref", "linear_s0")
+    }
+    assert decided == {"val_loss_equivalence": "REPRODUCED", "ablation_diverges": "REPRODUCED"}
+    flash = next(r for r in rows if (r["claim"], r["subject"]) == ("table4_optim", "flash"))
+    assert flash["status"] == "MIXED" and flash["jobs_failing"] == ["job3"]
+    assert "every failing job has flashoptim=0.1.1" in flash["detail"]
+
+
+def test_the_stratified_bootstrap_agrees_with_scipys_on_strata_as_samples(
+    exp: Expectations,
+) -> None:
+    from tracker.analysis.claims import stratified_bootstrap
+
+    candidate = {"a": np.array([1.0, 2.0, 4.0]), "b": np.array([3.0, 5.0]), "c": np.array([2.0])}
+    baseline = {"a": np.array([0.5, 1.5]), "b": np.array([2.0, 2.5, 2.0, 7.0])}
+    n_x, n_y = 6, 6
+
+    def difference(x1: Any, x2: Any, y1: Any, y2: Any, axis: int = -1) -> Any:
+        return (x1.sum(axis) + x2.sum(axis) + 2.0) / n_x - (y1.sum(axis) + y2.sum(axis)) / n_y
+
+    samples = (candidate["a"], candidate["b"], baseline["a"], baseline["b"])
+    oracle = stats.bootstrap(
+        samples,
+        difference,
+        n_resamples=20_000,
+        confidence_level=0.90,
+        method="percentile",
+        rng=np.random.default_rng(1),
+    ).confidence_interval
+    low, high = stratified_bootstrap(candidate, baseline, exp)  # type: ignore[misc]
+    assert low == pytest.approx(oracle.low, abs=0.1)
+    assert high == pytest.approx(oracle.high, abs=0.1)
+    assert stratified_bootstrap({"a": np.array([1.0])}, {"a": np.array([2.0])}, exp) is None
+
+
+def test_separating_metadata_names_only_keys_that_split_failing_from_passing() -> None:
+    from tracker.analysis.claims import separating_metadata
+
+    meta = pl.DataFrame(
+        {
+            "job": ["a", "b", "c", "a", "b", "c", "a", "b", "c"],
+            "key": ["lib"] * 3 + ["gpu"] * 3 + ["time"] * 3,
+            "value": ["0.1", "0.1", "0.2", "A", "B", "A", "t1", "t2", "t3"],
+        }
+    )
+    assert separating_metadata(["c"], ["a", "b"], meta) == (
+        "every failing job has lib=0.2 (the others: lib=0.1)"
+    )
+    assert separating_metadata(["b"], ["a", "c"], meta) == (
+        "every failing job has gpu=B (the others: gpu=A)"
+    )
+    two = meta.filter(pl.col("job") != "c")  # with two jobs, any difference is the evidence
+    assert (
+        separating_metadata(["b"], ["a"], two) == "every failing job has gpu=B (the others: gpu=A)"
+    )
+    assert separating_metadata(["a", "b"], [], meta) == ""
+
+
+def test_db_copy_carries_the_derived_rows(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path, exp: Expectations
+) -> None:
+    source = f"sqlite:///{tmp_path / 'source.db'}"
+    make_jobs(Cli(source), tmp_path / "jobs", 2)
+    cli("db", "copy", source, db_url)
+
+    def numbers(url_or_engine: Any) -> list[tuple[Any, ...]]:
+        target = url_or_engine if isinstance(url_or_engine, Engine) else api.connect(url_or_engine)
+        with target.connect() as connection:
+            return [
+                tuple(row)
+                for row in connection.execute(
+                    text(
+                        "SELECT job.name, n.name, n.value FROM job_number n "
+                        "JOIN job ON job.id = n.job_id ORDER BY 1, 2"
+                    )
+                )
+            ]
+
+    assert numbers(engine) == numbers(source) and len(numbers(source)) == 2 * 3
+    assert judge(engine, exp).equals(judge(api.connect(source), exp))
+
+
+def test_a_claim_no_job_could_measure_is_inconclusive(
+    cli: Cli, engine: Engine, tmp_path: Path, exp: Expectations
+) -> None:
+    job = write_sample_job(tmp_path / "j0", steps=STEPS, arms=())
+    sweep = job / "mem_sweep.json"
+    sweep.write_text(
+        json.dumps([r for r in json.loads(sweep.read_text()) if r["variant"] != "flash"])
+    )
+    cli("ingest", str(job))
+    table4 = row(judge(engine, exp), "table4_optim", "flash")
+    assert (table4["status"], table4["n_jobs"], table4["expected"]) == ("INCONCLUSIVE", 0, 23.4)
+    assert table4["detail"] == (
+        "no job measured it; 1 jobs have it N/A, e.g. j0: flash not measured on any gpt* model: "
+        "no extrapolation"
+    )

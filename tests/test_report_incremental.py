@@ -1,0 +1,139 @@
+"""Incremental reports: only what changed is rendered again; job selection by metadata/time."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tests.conftest import Cli
+from tracker.jobdir.sample import write_sample_job
+from tracker.report.crossjob import note
+from tracker.report.pages import IndexView, index_page
+
+# every file is set to this modification time before a report: a file the report wrote has
+# another one afterwards, whatever the clock's resolution and the machine's speed
+OLD_NS = 1_000_000_000 * 10**9
+
+
+def files(out: Path) -> list[Path]:
+    return sorted(p for p in out.rglob("*") if p.is_file())
+
+
+def age(out: Path) -> None:
+    for path in files(out):
+        os.utime(path, ns=(OLD_NS, OLD_NS))
+
+
+def touched(out: Path) -> set[str]:
+    """Files written since ``age``: new ones and those with a new modification time."""
+    return {str(p.relative_to(out)) for p in files(out) if p.stat().st_mtime_ns != OLD_NS}
+
+
+def ingest(cli: Cli, root: Path, name: str, *meta: str, seed: int = 0) -> None:
+    job = write_sample_job(root / name, seed=seed, steps=60, arms=("ref_s0", "flash_s0"))
+    cli("ingest", str(job), *[arg for item in meta for arg in ("--meta", item)])
+
+
+def job_files(name: str) -> set[str]:
+    pages = ("index.html", "mem_scaling.html", "gpt_trajectories.html", "table4.html")
+    data = ("mem_analysis.json", "gpt_analysis.json", "verdicts.json")
+    return {f"{name}/{file}" for file in pages + data}
+
+
+def test_second_report_renders_only_the_new_job(cli: Cli, tmp_path: Path) -> None:
+    for i, name in enumerate(("job1", "job2")):
+        ingest(cli, tmp_path / "jobs", name, seed=i)
+    out = tmp_path / "report"
+    first = cli("report", "--out", str(out))
+    assert first.stdout.splitlines()[0] == "2 job pages rendered, 0 up to date"
+    everything = {str(p.relative_to(out)) for p in files(out)}
+    assert everything == job_files("job1") | job_files("job2") | {
+        "index.html",
+        "claims.json",
+        "manifest.json",
+        "plotly.min.js",
+    }
+
+    # nothing changed: only the index is written again (the manifest is the same)
+    age(out)
+    again = cli("report", "--out", str(out))
+    assert again.stdout.splitlines()[0] == "0 job pages rendered, 2 up to date"
+    assert touched(out) == {"index.html"}
+
+    # one more job: its pages, the index and the cross-job data (claims, manifest), no other
+    ingest(cli, tmp_path / "jobs", "job3", seed=3)
+    age(out)
+    third = cli("report", "--out", str(out))
+    assert third.stdout.splitlines()[0] == "1 job pages rendered, 2 up to date"
+    assert touched(out) == job_files("job3") | {"index.html", "claims.json", "manifest.json"}
+    claims = json.loads((out / "claims.json").read_text())
+    assert claims and {row["n_jobs"] for row in claims} <= {0, 1, 2, 3}
+    assert max(row["n_jobs"] for row in claims) == 3
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert list(manifest["jobs"]) == ["job1", "job2", "job3"]
+    assert set(manifest["jobs"]["job3"]["curves"]) == {"ref_s0", "flash_s0"}
+    assert 'href="job3/index.html"' in (out / "index.html").read_text()
+
+    # --force: every page again (plotly.min.js and the manifest are the same files, kept)
+    age(out)
+    forced = cli("report", "--out", str(out), "--force")
+    assert forced.stdout.splitlines()[0] == "3 job pages rendered, 0 up to date"
+    assert touched(out) == job_files("job1") | job_files("job2") | job_files("job3") | {
+        "index.html"
+    }
+
+    # a deleted job's pages go
+    cli("delete", "job2")
+    age(out)
+    after = cli("report", "--out", str(out))
+    assert after.stdout.splitlines()[0] == "0 job pages rendered, 2 up to date, 1 removed"
+    assert not (out / "job2").exists()
+    assert touched(out) == {"index.html", "claims.json", "manifest.json"}
+    assert "job2" not in (out / "index.html").read_text()
+
+
+def test_other_expectations_render_every_page(cli: Cli, tmp_path: Path) -> None:
+    ingest(cli, tmp_path / "jobs", "job1")
+    out = tmp_path / "report"
+    cli("report", "--out", str(out))
+    packaged = Path(__file__).parents[1] / "tracker" / "analysis" / "expectations.toml"
+    changed = tmp_path / "expectations.toml"
+    changed.write_text(packaged.read_text().replace("bpp_tolerance = 0.05", "bpp_tolerance = 0.5"))
+    assert changed.read_text() != packaged.read_text()
+    age(out)
+    result = cli("report", "--out", str(out), "--expectations", str(changed))
+    assert result.stdout.splitlines()[0] == "1 job pages rendered, 0 up to date"
+    assert job_files("job1") <= touched(out)
+
+
+def test_report_selects_jobs_by_metadata_and_time(cli: Cli, tmp_path: Path) -> None:
+    times = ("2026-01-01T00:00Z", "2026-02-01T00:00Z", "2026-03-01T00:00Z")
+    for i, (gpu, time) in enumerate(zip(("A10G", "H100", "A10G"), times, strict=True)):
+        ingest(cli, tmp_path / "jobs", f"job{i + 1}", f"gpu={gpu}", f"time={time}", seed=i)
+
+    def reported(*args: str) -> list[str]:
+        out = tmp_path / "-".join(args)
+        cli("report", "--out", str(out), *args)
+        return list(json.loads((out / "manifest.json").read_text())["jobs"])
+
+    assert reported("--where", "gpu=A10G") == ["job1", "job3"]
+    assert reported("--since", "2026-01-15") == ["job2", "job3"]
+    assert reported("--where", "gpu=A10G", "--since", "2026-01-15T00:00:00+00:00") == ["job3"]
+    assert reported("--where", "gpu=V100") == []
+
+    bad = cli("report", "--since", "yesterday", ok=False)
+    assert bad.exit_code == 2
+    message = " ".join(bad.stderr.replace("\u2502", " ").split())
+    assert "Invalid value for --since: time 'yesterday' is not an ISO 8601 date" in message
+    bad = cli("report", "--where", "gpu", ok=False)
+    assert bad.exit_code == 2 and "expected KEY=VALUE, got 'gpu'" in bad.stderr.replace("\n", "")
+
+
+def test_index_page_is_a_pure_function(tmp_path: Path) -> None:
+    view = IndexView(rows=[], tally={"PASS": 0, "FAIL": 0, "N/A": 0}, failing=0, cross=note(0))
+    before = set(tmp_path.iterdir())
+    text = index_page(view, "generated now", "<b>exp</b>", plotly_src="plotly.min.js")
+    assert set(tmp_path.iterdir()) == before
+    assert "No jobs in the database." in text and "&lt;b&gt;exp&lt;/b&gt;" in text
+    assert 'id="claims"' in text and "No claims were computed for this report." in text

@@ -1,0 +1,410 @@
+"""``tracker serve`` through FastAPI's TestClient: every route, every error, every security
+rule, on SQLite and PostgreSQL. The JSON twins must equal the CLI's ``--format json``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session
+
+from tests.conftest import Cli
+from tracker.errors import DatabaseUnavailable, UnsafeHost
+from tracker.jobdir.sample import write_sample_job
+from tracker.server import create_app
+from tracker.server.security import SECURITY_HEADERS, check_host
+
+STEPS = 3000
+JOBS = {
+    "j1": ({"seed": 0}, ["time=2026-10-01T00:00:00Z", "gpu=A10G", "flashoptim=0.1.0"]),
+    "j3": (
+        {"seed": 2, "flash_state_shift": 0.5},
+        ["time=2026-11-01T00:00:00Z", "gpu=A10G", "flashoptim=0.1.1"],
+    ),
+    "j2": ({"seed": 1, "failed_probe": None}, ["time=2026-10-15T00:00:00Z", "gpu=L4"]),
+}
+EVIL = "<img src=x onerror=alert(1)>"  # HTML, and no slash: a job page's path holds it
+TOKEN = "s3cret-token"
+
+
+@pytest.fixture
+def study(cli: Cli, tmp_path: Path) -> Cli:
+    for name, (spec, meta) in JOBS.items():
+        directory = write_sample_job(tmp_path / name, steps=STEPS, **spec)
+        cli("ingest", str(directory), *(f"--meta={item}" for item in meta))
+    return cli
+
+
+def client_for(url: str, token: str | None = None) -> TestClient:
+    return TestClient(create_app(url, token), raise_server_exceptions=False)
+
+
+@pytest.fixture
+def client(study: Cli, db_url: str) -> Iterator[TestClient]:
+    with client_for(db_url) as client:
+        yield client
+
+
+def cli_json(cli: Cli, *args: str) -> Any:
+    return json.loads(cli(*args, "--format", "json").stdout)
+
+
+API_CASES = [
+    ("/api/jobs", ("jobs",)),
+    ("/api/trend?metric=bpp_state&model=gpt-124m", ("query", "trend", "--metric", "bpp_state",
+                                                    "--model", "gpt-124m")),
+    ("/api/trend?metric=val_loss&where=gpu=A10G&group_by=flashoptim",
+     ("query", "trend", "--metric", "val_loss", "--where", "gpu=A10G", "--group-by", "flashoptim")),
+    ("/api/claims", ("claims",)),
+    ("/api/claims?group_by=gpu", ("claims", "--group-by", "gpu")),
+    ("/api/claims?job=j1&job=j2", ("claims", "--job", "j1", "--job", "j2")),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("path", "args"), API_CASES, ids=[c[0] for c in API_CASES])
+def test_api_equals_the_cli_json(client: TestClient, study: Cli, path: str, args: Any) -> None:
+    response = client.get(path)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == "application/json"
+    assert response.json() == cli_json(study, *args)
+
+
+def test_api_compare_equals_the_cli(client: TestClient, study: Cli) -> None:
+    body = client.get("/api/compare?a=j1&b=j3").json()
+    assert body["table"] == cli_json(study, "compare", "j1", "j3")
+    lines = study("compare", "j1", "j3").stdout.splitlines()
+    assert [f"  {line}" for line in body["regressions"]] == [
+        line for line in lines if line.startswith("  ")
+    ]
+    assert any(line.startswith("bpp_state gpt-124m/flash") for line in body["regressions"])
+
+
+def test_api_job_holds_show_and_verdicts(client: TestClient, study: Cli) -> None:
+    body = client.get("/api/jobs/j3").json()
+    shown = cli_json(study, "show", "j3")
+    assert body["probes"] == shown["probes"]
+    assert body["arms"] == shown["arms"]
+    assert body["meta"] == {"time": "2026-11-01T00:00:00Z", "gpu": "A10G", "flashoptim": "0.1.1"}
+    assert {c["arm"] for c in body["curves"]} == {a["arm"] for a in shown["arms"]}
+    statuses = {(v["check"], v["subject"]): v["status"] for v in body["verdicts"]}
+    assert statuses[("bpp_state", "gpt-124m/flash")] == "FAIL"
+    assert statuses[("bpp_state", "gpt-124m/ref")] == "PASS"
+
+
+def raw_points(cli: Cli, job: str, arm: str) -> list[dict[str, Any]]:
+    return cli_json(cli, "query", "curve", "--job", job, "--arm", arm)
+
+
+def test_curve_window_holds_every_raw_point(client: TestClient, study: Cli) -> None:
+    body = client.get("/api/curve?job=j1&arm=ref_s0&start=1000&end=1999&points=2000").json()
+    expected = [p for p in raw_points(study, "j1", "ref_s0") if 1000 <= p["step"] <= 1999]
+    assert body["raw"] is True
+    assert body["in_window"] == len(expected) == 1000
+    assert body["step"] == [p["step"] for p in expected]
+    assert body["value"] == [p["value"] for p in expected]
+    assert (body["first_step"], body["last_step"], body["total"]) == (0, STEPS - 1, STEPS)
+
+
+def test_whole_curve_is_downsampled_keeping_its_extremes(client: TestClient, study: Cli) -> None:
+    points = raw_points(study, "j1", "linear_s0")  # diverges: NaN / inf values too
+    for _ in range(2):  # the second answer comes from the cache and must be the same
+        body = client.get("/api/curve?job=j1&arm=linear_s0&points=100").json()
+        assert body["raw"] is False and body["in_window"] == STEPS
+        assert len(body["step"]) <= 100
+        finite = np.array([p["value"] for p in points if isinstance(p["value"], float)])
+        by_step = dict(zip(body["step"], body["value"], strict=True))
+        drawn = [v for v in by_step.values() if isinstance(v, float)]
+        assert min(drawn) == finite.min() and max(drawn) == finite.max()
+        assert body["step"][0] == 0 and body["step"][-1] == STEPS - 1
+        raw = {p["step"]: p["value"] for p in points}
+        assert all(raw[step] == value for step, value in by_step.items())
+        gaps = [p for p in points if not isinstance(p["value"], float)]
+        if gaps:  # the first gap survives downsampling, as --format json writes it
+            assert raw[gaps[0]["step"]] in (None, "Infinity", "-Infinity")
+            assert any(not isinstance(v, float) for v in by_step.values())
+
+
+PAGES = [
+    ("/", ["j1", "j2", "j3", "Claims"]),
+    ("/jobs/j3", ["Verdicts", "bpp_state", 'class="badge fail"', "/curve?job=j3&amp;arm=ref_s0"]),
+    ("/jobs/j3/index.html", ["Verdicts", 'href="mem_scaling.html"', 'href="verdicts.json"']),
+    ("/jobs/j3/gpt_trajectories.html", ["j3: Training trajectories", 'data-figure="gpt_traj']),
+    ("/compare?a=j1&b=j3", ["regression", "bpp_state", 'class="badge regressed"']),
+    ("/trend?metric=bpp_state&model=gpt-124m", ["bpp_state across jobs", "j2"]),
+    ("/trend", ["val_loss across jobs"]),
+    ("/curve?job=j1&arm=ref_s0", ['id="explorer"', 'data-job="j1"', "3,000 points"]),
+    ("/claims", ["REPRODUCED", "bpp_params"]),
+    ("/claims?where=gpu=A10G&group_by=flashoptim", ["0.1.0", "0.1.1"]),
+]
+
+
+@pytest.mark.parametrize(("path", "texts"), PAGES, ids=[p[0] for p in PAGES])
+def test_pages(client: TestClient, path: str, texts: list[str]) -> None:
+    response = client.get(path)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/html")
+    for expected in texts:
+        assert expected in response.text, expected
+    assert "<script>" not in response.text  # scripts only from files, never inline
+
+
+def test_job_files_are_the_reports(client: TestClient, study: Cli) -> None:
+    verdicts = client.get("/jobs/j3/verdicts.json")
+    assert verdicts.headers["content-type"] == "application/json"
+    assert verdicts.json() == client.get("/api/jobs/j3").json()["verdicts"]
+    memory = client.get("/jobs/j3/mem_analysis.json").json()
+    assert isinstance(memory, dict) and memory
+    redirect = client.get("/jobs/j3", follow_redirects=False)
+    assert redirect.status_code in (307, 308) and redirect.headers["location"].endswith("/jobs/j3/")
+
+
+def test_job_list_is_in_job_order(client: TestClient) -> None:
+    html = client.get("/").text
+    table = html[html.index('id="jobs"') :]
+    assert table.index(">j1<") < table.index(">j2<") < table.index(">j3<")
+
+
+def test_assets_come_from_the_server(client: TestClient) -> None:
+    import plotly
+
+    plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    response = client.get("/static/plotly.min.js")
+    assert response.status_code == 200
+    assert response.content == plotly_js.read_bytes()
+    assert response.headers["content-type"].startswith("text/javascript")
+    for name in ("render.js", "explorer.js", "filter.js"):
+        assert client.get(f"/static/{name}").headers["content-type"].startswith("text/javascript")
+    assert client.get("/static/server.css").headers["content-type"].startswith("text/css")
+    assert "/api/curve" in client.get("/openapi.json").json()["paths"]
+
+
+ERRORS = [
+    ("/jobs/nope", 404, "Error: no job named 'nope'"),
+    ("/jobs/nope/verdicts.json", 404, "Error: no job named 'nope'"),
+    ("/jobs/j1/secrets.txt", 404, "Error: job 'j1' has no file 'secrets.txt'"),
+    ("/api/jobs/nope", 404, "no job named 'nope'"),
+    ("/compare?a=j1&b=nope", 404, "Error: no job named 'nope'"),
+    ("/api/compare?a=j1", 422, "bad parameter 'b': Field required"),
+    ("/api/trend?metric=nope", 422, "unknown metric 'nope'; choose one of: n_params"),
+    ("/api/trend", 422, "bad parameter 'metric': Field required"),
+    ("/trend?metric=nope", 422, "Error: unknown metric 'nope'"),
+    ("/api/trend?metric=val_loss&job=nope", 404, "no job named 'nope'"),
+    ("/api/claims?where=gpu", 422, "where: expected KEY=VALUE, got 'gpu'"),
+    ("/claims?group_by=job", 422, "Error: cannot group by metadata 'job'"),
+    ("/api/curve?job=j1&arm=nope", 404, "job 'j1' has no curve 'loss' for arm 'nope'"),
+    ("/curve?job=j1&arm=ref_s0&metric=nope", 404, "Error: job 'j1' has no curve 'nope'"),
+    ("/api/curve?job=j1&arm=ref_s0&points=5", 422, "bad parameter 'points': Input should be"),
+    ("/api/curve?job=j1&arm=ref_s0&start=x", 422, "bad parameter 'start': Input should be"),
+    ("/api/curve?job=j1&arm=ref_s0&start=9&end=3", 422, "start must not exceed end"),
+    ("/api/curve?arm=ref_s0", 422, "bad parameter 'job': Field required"),
+    ("/static/app.py", 404, "Error: no static file 'app.py'"),
+    ("/static/../server/app.py", 404, "Error: Not Found"),
+    ("/nowhere", 404, "Error: Not Found"),
+]
+
+
+@pytest.mark.parametrize(("path", "status", "message"), ERRORS, ids=[e[0] for e in ERRORS])
+def test_errors_are_one_line(client: TestClient, path: str, status: int, message: str) -> None:
+    response = client.get(path)
+    assert response.status_code == status
+    if path.startswith("/api/"):
+        detail = response.json()["detail"]
+        assert detail.startswith(message) and "\n" not in detail
+    else:
+        assert response.headers["content-type"].startswith("text/plain")
+        assert response.text.startswith(message) and response.text.count("\n") == 1
+    assert "Traceback" not in response.text
+
+
+def test_an_unexpected_failure_is_one_line_too(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(_session: Any) -> None:
+        raise RuntimeError("boom\nwith a second line")
+
+    monkeypatch.setattr("tracker.store.catalog.list_jobs", broken)
+    response = client.get("/api/jobs")
+    assert response.status_code == 500
+    assert response.json() == {"detail": "internal error (the server's log has the details)"}
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+@pytest.mark.parametrize("path", ["/api/jobs", "/jobs/j1", "/login", "/nowhere"])
+def test_only_get_and_head(client: TestClient, method: str, path: str) -> None:
+    response = client.request(method, path)
+    assert response.status_code == 405
+    assert response.headers["allow"] == "GET, HEAD"
+    assert response.text == (
+        f"Error: method {method} is not allowed: this server only reads (GET, HEAD)\n"
+    )
+
+
+def test_head_answers_like_get_without_a_body(client: TestClient) -> None:
+    get, head = client.get("/api/jobs"), client.head("/api/jobs")
+    assert head.status_code == 200 and head.content == b""
+    assert head.headers["content-length"] == str(len(get.content))
+    assert client.head("/jobs/nope").status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/", "/api/jobs", "/jobs/nope", "/static/plotly.min.js"])
+def test_security_headers_on_every_response(client: TestClient, path: str) -> None:
+    response = client.get(path)
+    for name, value in SECURITY_HEADERS.items():
+        assert response.headers[name] == value
+    policy = response.headers["content-security-policy"]
+    assert "script-src 'self';" in policy and "unsafe-inline'; img" in policy
+    assert "frame-ancestors 'none'" in policy
+    assert response.headers["x-content-type-options"] == "nosniff"
+
+
+def test_the_database_is_opened_read_only(client: TestClient) -> None:
+    engine = client.app.state.served.engine  # type: ignore[attr-defined]
+    with Session(engine) as session, pytest.raises(Exception) as refused:
+        session.execute(text("DELETE FROM job_meta"))
+        session.commit()
+    assert any(
+        reason in str(refused.value)
+        for reason in ("not authorized", "read-only transaction", "readonly database")
+    )
+    with Session(engine) as session:
+        assert session.execute(text("SELECT count(*) FROM job_meta")).scalar() == 8
+
+
+def test_new_and_replaced_jobs_show_without_restart(
+    client: TestClient, study: Cli, tmp_path: Path
+) -> None:
+    assert client.get("/api/jobs/j3").json()["verdicts"]  # analysed and cached
+    assert "j4" not in client.get("/").text
+    study("ingest", str(write_sample_job(tmp_path / "j4", steps=50)))
+    assert [row["job"] for row in client.get("/api/jobs").json()][-1] == "j4"
+    assert ">j4<" in client.get("/").text
+    regressed = {v["check"]: v["status"] for v in client.get("/api/jobs/j3").json()["verdicts"]
+                 if v["subject"] == "gpt-124m/flash"}  # fmt: skip
+    assert regressed["bpp_state"] == "FAIL"
+    fixed = write_sample_job(tmp_path / "fixed", seed=2, steps=STEPS)
+    study("ingest", str(fixed), "--job", "j3", "--replace")
+    fixed_now = {v["check"]: v["status"] for v in client.get("/api/jobs/j3").json()["verdicts"]
+                 if v["subject"] == "gpt-124m/flash"}  # fmt: skip
+    assert fixed_now["bpp_state"] == "PASS"
+    regressions = client.get("/api/compare?a=j1&b=j3").json()["regressions"]
+    assert not any(line.startswith("bpp_state gpt-124m/flash") for line in regressions)
+
+
+def test_job_names_holding_html_stay_inert(study: Cli, db_url: str, engine: Engine) -> None:
+    with engine.begin() as connection:  # ingest refuses such names; another tool may not
+        connection.execute(text("UPDATE job SET name = :evil WHERE name = 'j2'"), {"evil": EVIL})
+    with client_for(db_url) as client:
+        index = client.get("/").text
+        escaped = "&lt;img src=x onerror=alert(1)&gt;"
+        assert EVIL not in index and escaped in index
+        page = client.get(f"/jobs/{quote(EVIL, safe='')}/")
+        assert page.status_code == 200
+        assert EVIL not in page.text and escaped in page.text
+        assert client.get("/api/jobs").json()[1]["job"] == EVIL
+        compare = client.get("/compare", params={"a": EVIL, "b": "j3"}).text
+        assert EVIL not in compare
+        missing = client.get(f"/jobs/{quote(EVIL + 'x', safe='')}/")
+        assert missing.status_code == 404
+        assert missing.headers["content-type"].startswith("text/plain")
+
+
+def test_token_guards_every_route(study: Cli, db_url: str) -> None:
+    with client_for(db_url, TOKEN) as client:
+        for path in ("/", "/api/jobs", "/static/plotly.min.js", "/openapi.json", "/curve"):
+            response = client.get(path)
+            assert response.status_code == 401, path
+            assert response.headers["www-authenticate"] == "Bearer"
+            assert "Traceback" not in response.text
+        wrong = client.get("/api/jobs", headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401
+        assert wrong.json()["detail"].startswith("a token is required")
+        right = client.get("/api/jobs", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert right.status_code == 200 and len(right.json()) == 3
+        assert client.get("/login?token=nope").status_code == 401
+        assert "tracker_token" not in client.cookies
+        login = client.get(f"/login?token={TOKEN}", follow_redirects=False)
+        assert login.status_code == 303 and login.headers["location"] == "/"
+        cookie = login.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=strict" in cookie
+        assert client.get("/").status_code == 200  # the cookie now
+        assert client.get("/static/explorer.js").status_code == 200
+
+
+def test_tokens_are_compared_in_constant_time(
+    study: Cli, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import secrets
+
+    compared: list[tuple[bytes, bytes]] = []
+    original = secrets.compare_digest
+
+    def spy(a: bytes, b: bytes) -> bool:
+        compared.append((a, b))
+        return original(a, b)
+
+    monkeypatch.setattr("tracker.server.deps.secrets.compare_digest", spy)
+    with client_for(db_url, TOKEN) as client:
+        client.get("/api/jobs", headers={"Authorization": "Bearer guess"})
+    assert compared == [(b"guess", TOKEN.encode())]
+
+
+def test_without_a_token_login_just_redirects(client: TestClient) -> None:
+    response = client.get("/login?token=anything", follow_redirects=False)
+    assert response.status_code == 303 and "set-cookie" not in response.headers
+
+
+@pytest.mark.parametrize(
+    ("host", "token", "refused"),
+    [
+        ("127.0.0.1", None, False),
+        ("localhost", None, False),
+        ("::1", None, False),
+        ("0.0.0.0", None, True),
+        ("192.168.1.7", None, True),
+        ("tracker.example.org", None, True),
+        ("0.0.0.0", TOKEN, False),
+    ],
+)
+def test_off_loopback_a_token_is_required(host: str, token: str | None, refused: bool) -> None:
+    if refused:
+        with pytest.raises(UnsafeHost):
+            check_host(host, token)
+    else:
+        check_host(host, token)
+
+
+def test_serve_refuses_a_public_host_without_a_token(study: Cli) -> None:
+    result = study("serve", "--host", "0.0.0.0", ok=False)
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: refusing to serve on 0.0.0.0 without a token: anyone who can reach it could "
+        "read the study; give --token (or TRACKER_SERVE_TOKEN), or serve on 127.0.0.1\n"
+    )
+
+
+def test_an_empty_or_missing_database_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(DatabaseUnavailable):
+        create_app(f"sqlite:///{tmp_path / 'missing.db'}")
+    assert not (tmp_path / "missing.db").exists()  # opened read-only: never created
+
+
+def test_serve_neither_creates_nor_migrates_a_database(cli: Cli, db_url: str) -> None:
+    if db_url.startswith("sqlite"):
+        missing = db_url.replace("tracker.db", "missing.db")
+        result = Cli(missing)("serve", ok=False)
+        assert result.exit_code == 1
+        assert result.stderr.startswith(f"Error: cannot use database {missing}: ")
+        assert result.stderr.count("\n") == 1
+        assert not Path(missing.removeprefix("sqlite:///")).exists()
+    else:
+        result = cli("serve", ok=False)  # an empty schema: nothing to serve until ingested
+        assert result.exit_code == 1
+        assert "schema revision none (empty database)" in result.stderr
+        assert result.stderr.count("\n") == 1

@@ -1,0 +1,159 @@
+"""``tracker serve`` as a user meets it: a real uvicorn process, Debian's chromium (Playwright).
+
+The server is started on port 0 and used once its "Uvicorn running on" line names the port:
+every wait is for an event (a line, a page load, a drawn plot, an answer), never a pause.
+"""
+
+from __future__ import annotations
+
+import queue
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Cli
+from tests.test_report_browser import Watch, browser  # noqa: F401 (the fixture)
+from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_sample_job
+
+RUNNING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:\d+)")
+SAFETY_S = 180  # only a net under a server that never starts; no verdict depends on it
+LONG_STEPS = 20_000
+WINDOW = 2000  # points the explorer asks for
+
+
+@pytest.fixture
+def server(cli: Cli, tmp_path: Path) -> Iterator[str]:
+    jobs = {d.name: d for d in write_demo_jobs(tmp_path / "jobs", steps=300)}
+    for name in ("job1", "job2", "job3"):
+        meta = [arg for k, v in DEMO_META[name].items() for arg in ("--meta", f"{k}={v}")]
+        cli("ingest", str(jobs[name]), *meta)
+    long = write_sample_job(tmp_path / "long", steps=LONG_STEPS, arms=("ref_s0",))
+    cli("ingest", str(long), "--meta", "time=2026-11-20T09:00:00Z")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tracker", "--db", cli.url, "serve", "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.put(line)
+        lines.put("")  # the process ended
+
+    threading.Thread(target=read, daemon=True).start()
+    seen = []
+    try:
+        while True:
+            line = lines.get(timeout=SAFETY_S)
+            seen.append(line)
+            assert line, f"the server ended before listening: {''.join(seen)}"
+            found = RUNNING.search(line)
+            if found:
+                yield found.group(1)
+                break
+    finally:
+        process.terminate()
+        process.wait(timeout=SAFETY_S)
+
+
+def open_page(browser: Any, base: str, watch: Watch) -> Any:  # noqa: F811
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+
+    def route(request_route: Any) -> None:
+        url = request_route.request.url
+        if url.startswith((base, "data:", "blob:")):
+            request_route.continue_()
+        else:
+            watch.network.append(url)
+            request_route.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on(
+        "console",
+        lambda msg: watch.console.append(msg.text) if msg.type in ("error", "warning") else None,
+    )
+    page.on("pageerror", lambda exc: watch.errors.append(str(exc)))
+    return page
+
+
+def drawn_figures(page: Any, count: int) -> None:
+    # selectors, not wait_for_function: the page's CSP forbids the eval that one uses
+    page.locator(".js-plotly-plot").nth(count - 1).wait_for(timeout=SAFETY_S * 1000)
+
+
+def test_list_job_and_comparison(browser: Any, server: str) -> None:  # noqa: F811
+    watch = Watch()
+    page = open_page(browser, server, watch)
+    page.goto(f"{server}/", wait_until="load")
+    names = page.evaluate(
+        "Array.from(document.querySelectorAll('#jobs td.name a')).map(a => a.textContent)"
+    )
+    assert names == ["job1", "job2", "job3", "long"]  # job order
+    assert page.locator("#claims").is_visible()
+    page.fill("#job-filter", "0.1.1")  # job3's metadata
+    assert page.locator("#jobs tbody tr:not([hidden])").count() == 1
+
+    page.fill("#job-filter", "")
+    page.click("#jobs a:text-is('job3')")
+    page.wait_for_url(f"{server}/jobs/job3/")
+    drawn_figures(page, 3)
+    assert page.locator("tr.fail span.badge.fail").first.is_visible()
+    assert page.locator("tr.pass span.badge.pass").first.is_visible()
+
+    page.click("#compare-previous")
+    page.wait_for_url(f"{server}/compare?a=job2&b=job3")
+    assert page.get_by_text("bpp_state gpt-124m/flash: PASS -> FAIL", exact=False).is_visible()
+    assert page.locator("tr.regressed span.badge.regressed").first.is_visible()
+    assert watch.problems() == {}
+
+
+def points_between(page: Any, steps: str, low: int, high: int) -> int:
+    counted: int = page.evaluate(f"{steps}.filter(s => s >= {low} && s <= {high}).length")
+    return counted
+
+
+def test_zoom_draws_the_raw_points(browser: Any, server: str) -> None:  # noqa: F811
+    watch = Watch()
+    page = open_page(browser, server, watch)
+    page.goto(f"{server}/curve?job=long&arm=ref_s0", wait_until="load")
+    page.wait_for_selector("#explorer[data-loading='false']", timeout=SAFETY_S * 1000)
+    explorer = page.locator("#explorer")
+    assert explorer.get_attribute("data-raw") == "false"
+    assert int(explorer.get_attribute("data-drawn") or 0) <= WINDOW
+
+    page.evaluate("window.overview = Array.from(document.getElementById('explorer').data[0].x)")
+    # drag a zoom box across 4% of the plot's width: about 800 of the 20,000 steps
+    box = page.locator("#explorer .nsewdrag").bounding_box()
+    y = box["y"] + box["height"] / 2
+    start, end = box["x"] + box["width"] * 0.40, box["x"] + box["width"] * 0.44
+    page.mouse.move(start, y)
+    page.mouse.down()
+    page.mouse.move(end, y, steps=8)
+    page.mouse.up()
+    page.wait_for_selector(
+        "#explorer[data-loading='false'][data-raw='true']", timeout=SAFETY_S * 1000
+    )
+    low, high = page.evaluate(
+        "document.getElementById('explorer').layout.xaxis.range.map(Math.round)"
+    )
+    assert 0 < low < high < LONG_STEPS and high - low < WINDOW
+    drawn = int(explorer.get_attribute("data-drawn") or 0)
+    inside = points_between(page, "document.getElementById('explorer').data[0].x", low, high)
+    before = points_between(page, "window.overview", low, high)
+    assert inside == high - low + 1  # every step of the window is a point now
+    assert inside > 5 * before  # where the overview had a few of them
+    assert drawn >= inside
+    status = page.locator("#explorer-status").text_content() or ""
+    assert "every raw point" in status
+    # plotly computed every one of them for drawing
+    assert page.evaluate("document.getElementById('explorer').calcdata[0].length") == drawn
+    assert watch.problems() == {}

@@ -1,0 +1,140 @@
+"""Claims across jobs: each job's stored verdicts and derived numbers, judged together.
+
+Reads summary rows only (runs, metadata and the per-job rows kept at ingest, see
+tracker.store.derived), never curve points, unless a job lacks rows for the expectations
+given; it never writes, so it works on a database opened read-only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tracker.models import Job, JobMeta, Run
+from tracker.queries.selection import Selection, selected_jobs
+from tracker.store.derived import NUMBERS, load_derived
+from tracker.store.frames import query_frame
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from tracker.analysis.expectations import Expectations
+
+GROUP = "group"
+
+
+def _group_label(keys: tuple[str, ...], values: tuple[str | None, ...]) -> str:
+    shown = ["(unset)" if value is None else value for value in values]
+    if len(keys) == 1:
+        return shown[0]
+    return ", ".join(f"{key}={value}" for key, value in zip(keys, shown, strict=True))
+
+
+def _distinct_content(session: Session, jobs: pl.DataFrame) -> tuple[pl.DataFrame, str]:
+    """The jobs with the first of each content digest in job order, and a note naming the
+    others ('' when every job's content is its own)."""
+    import polars as pl
+
+    digests = query_frame(
+        session,
+        select(Job.id.label("job_id"), Job.content_digest).where(
+            Job.id.in_(jobs["job_id"].to_list())
+        ),
+    )
+    ordered = jobs.join(digests, on="job_id", how="left", maintain_order="left")
+    first = ordered.group_by("content_digest", maintain_order=True).agg(
+        pl.col("job").first().alias("kept"), pl.col("job").slice(1).alias("copies")
+    )
+    copies = [
+        f"{', '.join(row['copies'])} (same content as {row['kept']})"
+        for row in first.filter(pl.col("copies").list.len() > 0).iter_rows(named=True)
+    ]
+    kept = ordered.filter(pl.col("job").is_in(first["kept"].to_list())).drop("content_digest")
+    note = f"counted once: {'; '.join(copies)}" if copies else ""
+    return kept, note
+
+
+def claims(session: Session, selection: Selection, exp: Expectations) -> pl.DataFrame:
+    """One row per claim and subject over the selected jobs (``selection.jobs`` and
+    ``where``); with ``group_by`` one set of rows per group of jobs, in a ``group`` column.
+    ``selection.models`` and ``variants`` are not used: a claim covers its own subjects."""
+    import polars as pl
+
+    from tracker.analysis.claims import COLUMNS, judge_claims
+
+    jobs, duplicates = _distinct_content(session, selected_jobs(session, selection))
+    ids = jobs["job_id"].to_list()
+    names = dict(zip(ids, jobs["job"].to_list(), strict=True))
+    derived = load_derived(session, ids, exp)
+    verdicts = pl.DataFrame(
+        [
+            {
+                "job": names[job_id],
+                "check": v.check,
+                "subject": v.subject,
+                "measured": v.measured if isinstance(v.measured, float) else None,
+                "expected": v.expected if isinstance(v.expected, float) else None,
+                "tolerance": v.tolerance,
+                "status": v.status,
+                "detail": v.detail,
+            }
+            for job_id in ids
+            for v in derived[job_id].verdicts
+        ],
+        schema={
+            "job": pl.String,
+            "check": pl.String,
+            "subject": pl.String,
+            "measured": pl.Float64,
+            "expected": pl.Float64,
+            "tolerance": pl.Float64,
+            "status": pl.String,
+            "detail": pl.String,
+        },
+    )
+    numbers = pl.DataFrame(
+        [
+            {"job": names[job_id], **{k: derived[job_id].numbers.get(k) for k in NUMBERS}}
+            for job_id in ids
+        ],
+        schema={"job": pl.String, **dict.fromkeys(NUMBERS, pl.Float64)},
+    )
+    runs = query_frame(
+        session,
+        select(Run.job_id, Run.arm, Run.variant, Run.val_loss, Run.diverged).where(
+            Run.job_id.in_(ids)
+        ),
+    )
+    runs = runs.with_columns(job=pl.col("job_id").replace_strict(names, return_dtype=pl.String))
+    meta = query_frame(
+        session,
+        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(ids)),
+    )
+    meta = meta.with_columns(job=pl.col("job_id").replace_strict(names, return_dtype=pl.String))
+
+    keys = selection.group_by
+    groups = (
+        jobs.group_by(list(keys), maintain_order=True).agg(pl.col("job"))
+        if keys
+        else pl.DataFrame({"job": [jobs["job"].to_list()]})
+    )
+    frames = []
+    for group in groups.iter_rows(named=True):
+        members = group["job"]
+        found = judge_claims(
+            verdicts.filter(pl.col("job").is_in(members)),
+            numbers.filter(pl.col("job").is_in(members)),
+            runs.filter(pl.col("job").is_in(members)),
+            meta.filter(pl.col("job").is_in(members)),
+            exp,
+        )
+        if duplicates:
+            found = found.with_columns(pl.col("detail") + f"; {duplicates}")
+        if keys:
+            label = _group_label(keys, tuple(group[key] for key in keys))
+            found = found.select(pl.lit(label, pl.String).alias(GROUP), pl.all())
+        frames.append(found)
+    schema = {GROUP: pl.String, **COLUMNS} if keys else COLUMNS
+    return pl.concat(frames) if frames else pl.DataFrame(schema=schema)

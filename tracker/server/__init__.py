@@ -1,0 +1,9 @@
+"""``tracker serve``: the tracker live in a browser, read-only (FastAPI on uvicorn).
+
+Pages and their JSON twins under ``/api/`` reuse the queries of ``tracker.queries`` and
+``tracker.store.catalog``; per-job work is cached by job content digest (``cache``).
+"""
+
+from tracker.server.app import create_app
+
+__all__ = ["create_app"]

@@ -1,0 +1,127 @@
+"""The application factory: routers per resource, the security middleware, one-line errors."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import PlainTextResponse, Response
+from sqlalchemy.exc import DBAPIError
+from starlette.exceptions import HTTPException
+
+import tracker
+from tracker.errors import (
+    BadTime,
+    CurveNotFound,
+    GroupKeyClash,
+    JobNotFound,
+    TrackerError,
+    UnknownMetric,
+)
+from tracker.server.deps import Served, require_token
+from tracker.server.responses import TrackerJSON, templates
+from tracker.server.security import SecurityMiddleware
+from tracker.store.db import first_line
+
+NOT_FOUND = (JobNotFound, CurveNotFound)
+BAD_PARAMETER = (UnknownMetric, GroupKeyClash, BadTime)
+log = logging.getLogger(__name__)
+
+
+def _error(
+    request: Request, status: int, message: str, headers: Mapping[str, str] | None = None
+) -> Response:
+    """One line, never a traceback: JSON under /api/, plain text for pages."""
+    line = message.splitlines()[0] if message else "error"
+    if request.url.path.startswith("/api/"):
+        return TrackerJSON({"detail": line}, status_code=status, headers=headers)
+    return PlainTextResponse(f"Error: {line}\n", status_code=status, headers=headers)
+
+
+async def _tracker_error(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, NOT_FOUND):
+        status = 404
+    elif isinstance(exc, BAD_PARAMETER):
+        status = 422
+    else:
+        status = 503  # the database: unavailable, locked or failing
+    return _error(request, status, str(exc))
+
+
+async def _bad_parameter(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first.get("loc", ())[1:]) or "request"
+    return _error(request, 422, f"bad parameter {where!r}: {first.get('msg', 'invalid')}")
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return _error(request, exc.status_code, str(exc.detail), exc.headers)
+
+
+async def _database_error(request: Request, exc: Exception) -> Response:
+    return _error(request, 503, f"database error: {first_line(exc)}")
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    log.exception("error serving %s", request.url.path, exc_info=exc)
+    return _error(request, 500, "internal error (the server's log has the details)")
+
+
+def _import_page_modules() -> None:
+    """What a job page, the claims and a curve need (polars, scipy, the analysis, the
+    figures): imported at start-up, so that the first visitor does not wait for it."""
+    import scipy.stats  # noqa: F401
+
+    import tracker.analysis.job
+    import tracker.figures
+    import tracker.queries.claims
+    import tracker.queries.tables  # noqa: F401
+
+
+def create_app(url: str, token: str | None = None) -> FastAPI:
+    """The live tracker on the database at ``url``, read-only; ``token`` guards every page."""
+    from tracker.analysis.expectations import load_expectations
+    from tracker.server.database import open_read_only
+    from tracker.server.routers import assets, auth, claims, compare, curve, jobs, trend
+
+    served = Served(open_read_only(url), load_expectations(), templates(), token or None)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        _import_page_modules()  # before the first request, not during it
+        yield
+        served.engine.dispose()
+
+    app = FastAPI(
+        lifespan=lifespan,
+        title="tracker",
+        version=tracker.__version__,
+        summary="The FlashOptim reproduction study's results, live and read-only.",
+        # the interactive docs pages load scripts from a CDN and run inline script, which
+        # the Content-Security-Policy forbids; /openapi.json describes the API instead
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.state.served = served
+    app.add_middleware(SecurityMiddleware)
+    app.add_exception_handler(TrackerError, _tracker_error)
+    app.add_exception_handler(RequestValidationError, _bad_parameter)
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(DBAPIError, _database_error)
+    app.add_exception_handler(Exception, _unexpected)
+    app.include_router(auth.router)
+    guarded = [Depends(require_token)]
+    for module in (jobs, claims, compare, trend, curve, assets):
+        app.include_router(module.router, dependencies=guarded)
+
+    @app.get("/openapi.json", include_in_schema=False, dependencies=guarded)
+    def openapi() -> TrackerJSON:
+        return TrackerJSON(app.openapi())
+
+    return app

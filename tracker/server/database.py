@@ -1,0 +1,75 @@
+"""The server's database connection: read-only by the database's own means.
+
+SQLite: the file is opened with ``mode=ro`` and the authorizer of ``tracker sql`` allows
+reading (plus BEGIN/COMMIT, so a request reads one snapshot, and the schema's
+pragmas) and nothing else. PostgreSQL:
+every session starts with ``default_transaction_read_only``, so any write is refused by the
+server itself. No endpoint writes; these guards make a bug that tried fail loudly.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+from urllib.parse import quote
+
+from sqlalchemy import Engine, event, make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from tracker.errors import DatabaseUnavailable, OutdatedSchema
+from tracker.store.db import HEAD, check_schema, create_tracker_engine, first_line
+from tracker.store.readonly import SQLITE_READS, sqlite_authorizer
+
+STATEMENT_TIMEOUT_MS = 60_000
+# Reading the schema (the revision check) asks these pragmas; they only describe tables.
+SCHEMA_PRAGMAS = frozenset({"table_info", "table_xinfo", "table_list", "index_list"})
+_reads = sqlite_authorizer(SQLITE_READS | {sqlite3.SQLITE_TRANSACTION})
+
+
+def _authorize(action: int, arg1: str | None, arg2: str | None, *rest: object) -> int:
+    if action == sqlite3.SQLITE_PRAGMA:
+        return sqlite3.SQLITE_OK if arg1 in SCHEMA_PRAGMAS else sqlite3.SQLITE_DENY
+    return _reads(action, arg1, arg2, *rest)
+
+
+def _read_only_url(url: str) -> str:
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return url
+    database = parsed.database or ""
+    if not database or database == ":memory:":
+        raise DatabaseUnavailable(url=url, reason="an in-memory database has nothing to serve")
+    path = database.removeprefix("file:").split("?", 1)[0]
+    return f"sqlite:///file:{quote(path)}?mode=ro&uri=true"
+
+
+def open_read_only(url: str) -> Engine:
+    """An engine that can only read the tracker database at ``url`` (at the newest schema)."""
+    engine = create_tracker_engine(_read_only_url(url))
+    if engine.dialect.name == "sqlite":
+
+        @event.listens_for(engine, "connect")
+        def guard_sqlite(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.set_authorizer(_authorize)
+
+    else:
+
+        @event.listens_for(engine, "connect")
+        def guard_postgres(dbapi_connection: Any, _record: Any) -> None:
+            with dbapi_connection.cursor() as cursor:
+                cursor.execute("SET SESSION default_transaction_read_only = on")
+                cursor.execute(f"SET SESSION statement_timeout = {STATEMENT_TIMEOUT_MS}")
+            dbapi_connection.commit()
+
+    try:
+        revision = check_schema(engine, create=False)
+    except SQLAlchemyError as exc:
+        engine.dispose()
+        raise DatabaseUnavailable(url=url, reason=first_line(exc)) from None
+    except Exception:
+        engine.dispose()
+        raise
+    if revision != HEAD:
+        engine.dispose()
+        raise OutdatedSchema(url=url, revision=revision or "none (empty database)", head=HEAD)
+    return engine

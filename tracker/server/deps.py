@@ -1,0 +1,111 @@
+"""FastAPI dependencies: the served state, a read-only session per request, the token check."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi import Depends, HTTPException, Query, Request
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from tracker.queries.selection import Selection
+from tracker.server.cache import DigestCache
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from tracker.analysis.expectations import Expectations
+
+TOKEN_COOKIE = "tracker_token"
+JOB_VIEWS = 64  # a job's page holds its figures (~100 KB to 1 MB): the recent ones are kept
+ANALYSES = 4096  # verdicts of a job are small: every job of a large study stays cached
+CURVES = 256  # downsampled whole curves (the explorer's first view)
+SUMMARIES = 32  # results over all jobs (the jobs list, the index, claims), per selection
+
+
+@dataclass
+class Served:
+    """What every request shares: the read-only engine, the expectations and the caches."""
+
+    engine: Engine
+    exp: Expectations
+    templates: jinja2.Environment
+    token: str | None = None
+    job_views: DigestCache[Any] = field(default_factory=lambda: DigestCache(JOB_VIEWS))
+    analyses: DigestCache[Any] = field(default_factory=lambda: DigestCache(ANALYSES))
+    curves: DigestCache[Any] = field(default_factory=lambda: DigestCache(CURVES))
+    summaries: DigestCache[Any] = field(default_factory=lambda: DigestCache(SUMMARIES))
+
+
+def get_served(request: Request) -> Served:
+    served: Served = request.app.state.served
+    return served
+
+
+ServedDep = Annotated[Served, Depends(get_served)]
+
+
+def get_session(served: ServedDep) -> Iterator[Session]:
+    """One read-only session per request: a single snapshot of the database."""
+    with Session(served.engine) as session:
+        yield session
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def _given_token(request: Request) -> str | None:
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and credentials:
+        return credentials.strip()
+    return request.cookies.get(TOKEN_COOKIE)
+
+
+def token_matches(given: str | None, token: str) -> bool:
+    """Constant-time comparison, so the time taken tells nothing about the token."""
+    return given is not None and secrets.compare_digest(given.encode(), token.encode())
+
+
+def require_token(request: Request, served: ServedDep) -> None:
+    if served.token is None or token_matches(_given_token(request), served.token):
+        return
+    raise HTTPException(
+        status_code=401,
+        detail="a token is required: send 'Authorization: Bearer TOKEN' or open /login?token=TOKEN",
+        headers={"WWW-Authenticate": "Bearer"},
+    )
+
+
+def get_selection(
+    job: Annotated[list[str] | None, Query(description="Only this job; repeatable.")] = None,
+    model: Annotated[list[str] | None, Query(description="Only this model; repeatable.")] = None,
+    variant: Annotated[
+        list[str] | None, Query(description="Only this variant; repeatable.")
+    ] = None,
+    where: Annotated[
+        list[str] | None, Query(description="KEY=VALUE: only jobs with this metadata.")
+    ] = None,
+    group_by: Annotated[
+        list[str] | None, Query(description="Add this metadata as a column; repeatable.")
+    ] = None,
+) -> Selection:
+    """The jobs a cross-job query looks at, from the same filters as the CLI's queries."""
+    pairs = []
+    for item in where or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise HTTPException(status_code=422, detail=f"where: expected KEY=VALUE, got {item!r}")
+        pairs.append((key, value))
+    return Selection(
+        jobs=tuple(job or ()),
+        models=tuple(model or ()),
+        variants=tuple(variant or ()),
+        where=tuple(pairs),
+        group_by=tuple(group_by or ()),
+    )
+
+
+SelectionDep = Annotated[Selection, Depends(get_selection)]

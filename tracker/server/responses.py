@@ -1,0 +1,71 @@
+"""JSON as ``--format json`` writes it (NaN null, +-inf "Infinity"), and HTML from templates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fastapi.responses import HTMLResponse, JSONResponse
+
+from tracker.output import json_safe
+
+if TYPE_CHECKING:
+    import jinja2
+    import polars as pl
+    from fastapi import Request
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def _safe(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_safe(v) for v in value]
+    return json_safe(value)
+
+
+class TrackerJSON(JSONResponse):
+    """Strict JSON: a non-finite number can never slip through as ``NaN``."""
+
+    def render(self, content: Any) -> bytes:
+        text = json.dumps(_safe(content), allow_nan=False, default=str, separators=(",", ":"))
+        return text.encode("utf-8")
+
+
+def rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
+    """A frame as a list of row objects, in column order."""
+    return frame.to_dicts()
+
+
+def render(request: Request, template: str, **context: Any) -> str:
+    """A page from a template. The report's base template links plotly.js and runs an inline
+    script only when given ``plotly_src``: the server never does (its Content-Security-Policy
+    forbids inline script) and links both scripts as files instead."""
+    environment = request.app.state.served.templates
+    defaults = {"crumbs": "/", "job_name": "", "generated": "", "plotly_src": None}
+    return environment.get_template(template).render({**defaults, **context})
+
+
+def page(request: Request, template: str, **context: Any) -> HTMLResponse:
+    return HTMLResponse(render(request, template, **context))
+
+
+def templates() -> jinja2.Environment:
+    """The report's environment (autoescaped, its filters, its templates: ``base.html``,
+    ``job.html``, ...) with the server's own pages under ``server/``."""
+    import jinja2
+
+    from tracker.report.templates import environment
+    from tracker.server.views import job_href
+
+    report = environment()
+    assert report.loader is not None
+    served = report.overlay(
+        loader=jinja2.ChoiceLoader(
+            [jinja2.PrefixLoader({"server": jinja2.FileSystemLoader(TEMPLATES)}), report.loader]
+        )
+    )
+    served.globals = {**report.globals, "href": job_href}  # the report's own stay unchanged
+    return served

@@ -1,0 +1,1 @@
+"""One router per resource; each page has its JSON twin under /api/."""

@@ -1,0 +1,39 @@
+"""The pages' scripts and styles, served by the server itself: nothing comes from a CDN."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import APIRouter, HTTPException
+from fastapi.responses import FileResponse
+
+router = APIRouter(include_in_schema=False)
+
+STATIC = Path(__file__).resolve().parent.parent / "static"
+REPORT = Path(__file__).resolve().parent.parent.parent / "report" / "templates"
+# name -> (file, media type): the report's figure script, the server's own scripts and style
+FILES = {
+    "render.js": (REPORT / "render.js", "text/javascript"),
+    "explorer.js": (STATIC / "explorer.js", "text/javascript"),
+    "filter.js": (STATIC / "filter.js", "text/javascript"),
+    "server.css": (STATIC / "server.css", "text/css"),
+}
+
+
+def _plotly_js() -> Path:
+    import plotly
+
+    return Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+
+@router.get("/static/plotly.min.js")
+def plotly_js() -> FileResponse:
+    return FileResponse(_plotly_js(), media_type="text/javascript")
+
+
+@router.get("/static/{name}")
+def static_file(name: str) -> FileResponse:
+    if name not in FILES:
+        raise HTTPException(status_code=404, detail=f"no static file {name!r}")
+    path, media_type = FILES[name]
+    return FileResponse(path, media_type=media_type)

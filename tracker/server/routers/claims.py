@@ -1,0 +1,54 @@
+"""``/claims``: the study's claims judged on all (or the selected) jobs together."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from sqlalchemy.orm import Session
+
+from tracker.queries.selection import Selection
+from tracker.server.deps import SelectionDep, Served, ServedDep, SessionDep
+from tracker.server.responses import TrackerJSON, page, rows
+from tracker.server.views import digests
+
+if TYPE_CHECKING:
+    import polars as pl
+
+router = APIRouter(tags=["claims"])
+CLAIMS_NOTE = "No claim can be judged: no job is selected."
+
+
+def claims_table(served: Served, session: Session, selection: Selection) -> pl.DataFrame:
+    """The claims, kept until a job is added, replaced or deleted."""
+    from tracker.queries.claims import claims
+
+    key = (digests(session), selection)
+    return served.summaries.get(key, lambda: claims(session, selection, served.exp))
+
+
+@router.get("/claims", response_class=HTMLResponse, include_in_schema=False)
+def claims_page(
+    request: Request, selection: SelectionDep, session: SessionDep, served: ServedDep
+) -> HTMLResponse:
+    from tracker.queries.selection import selected_jobs
+
+    table = claims_table(served, session, selection)
+    return page(
+        request,
+        "server/claims.html",
+        selection=selection,
+        rows=selected_jobs(session, selection).get_column("job").to_list(),
+        columns=table.columns,
+        claims=rows(table),
+        claims_note=CLAIMS_NOTE,
+    )
+
+
+@router.get("/claims.json", response_class=TrackerJSON, include_in_schema=False)
+@router.get("/api/claims", response_class=TrackerJSON)
+def api_claims(selection: SelectionDep, session: SessionDep, served: ServedDep) -> TrackerJSON:
+    """One row per claim and subject over the selected jobs (``job``, ``where``); with
+    ``group_by`` one set of rows per group of jobs (``tracker.api.claims``)."""
+    return TrackerJSON(rows(claims_table(served, session, selection)))

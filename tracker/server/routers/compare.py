@@ -1,0 +1,37 @@
+"""``/compare?a=&b=``: every verdict of two jobs side by side, regressions first."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
+
+from tracker.server.deps import ServedDep, SessionDep
+from tracker.server.responses import TrackerJSON, page, rows
+from tracker.server.views import comparison
+
+router = APIRouter(tags=["compare"])
+JobA = Annotated[str, Query(description="The earlier job.")]
+JobB = Annotated[str, Query(description="The later job.")]
+
+
+@router.get("/compare", response_class=HTMLResponse, include_in_schema=False)
+def compare_page(
+    request: Request, a: JobA, b: JobB, session: SessionDep, served: ServedDep
+) -> HTMLResponse:
+    from tracker.report.crossjob import comparison_view
+
+    # the report links a job as quote(FOLDER)/index.html: here the folder is /jobs/NAME
+    folders = {name: f"/jobs/{name}" for name in (a, b)}
+    view = comparison_view(comparison(served, session, a, b), folders)
+    return page(request, "server/compare.html", c=view)
+
+
+@router.get("/api/compare", response_class=TrackerJSON)
+def api_compare(a: JobA, b: JobB, session: SessionDep, served: ServedDep) -> TrackerJSON:
+    """Every verdict of two jobs side by side (``tracker.api.compare``), with regressions."""
+    result = comparison(served, session, a, b)
+    return TrackerJSON(
+        {"a": a, "b": b, "regressions": result.regressions, "table": rows(result.table)}
+    )

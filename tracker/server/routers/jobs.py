@@ -1,0 +1,95 @@
+"""``/``: the claims and every job; ``/jobs/{name}/``: one job's page, the report's own, with
+the files the report writes beside it (its figures' pages and its analyses as JSON)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse, Response
+
+from tracker.server.deps import ServedDep, SessionDep
+from tracker.server.responses import TrackerJSON, page, render, rows
+from tracker.server.views import digests, job_analysis, job_list, live_job
+from tracker.store.catalog import get_job, job_arms, job_curves, job_probes
+
+router = APIRouter(tags=["jobs"])
+ANALYSES = ("verdicts.json", "mem_analysis.json", "gpt_analysis.json")
+
+
+@router.get("/", response_class=HTMLResponse, include_in_schema=False)
+def index(request: Request, session: SessionDep, served: ServedDep) -> HTMLResponse:
+    from tracker.queries.selection import Selection
+    from tracker.queries.tables import PROBE_METRICS, RUN_METRICS
+    from tracker.server.routers.claims import CLAIMS_NOTE, claims_table
+
+    def index_html() -> str:
+        return render(
+            request,
+            "server/index.html",
+            rows=job_list(served, session),
+            claims=rows(claims_table(served, session, Selection())),
+            claims_note=CLAIMS_NOTE,
+            metrics=(*PROBE_METRICS, *RUN_METRICS),
+        )
+
+    return HTMLResponse(served.summaries.get(("index", digests(session)), index_html))
+
+
+@router.get("/api/jobs", response_class=TrackerJSON)
+def api_jobs(session: SessionDep, served: ServedDep) -> Response:
+    """Every job with its counts and metadata, in job order (``tracker.api.jobs``)."""
+    key = ("jobs.json", digests(session))
+    body = served.summaries.get(key, lambda: TrackerJSON(job_list(served, session)).body)
+    return Response(body, media_type="application/json")
+
+
+@router.get("/jobs/{name}/", response_class=HTMLResponse, include_in_schema=False)
+@router.get("/jobs/{name}/index.html", response_class=HTMLResponse, include_in_schema=False)
+def job_page(request: Request, name: str, session: SessionDep, served: ServedDep) -> HTMLResponse:
+    job = live_job(served, session, name).view
+    jobs = [row["job"] for row in job_list(served, session)]  # in job order
+    at = jobs.index(name)
+    return page(
+        request,
+        "server/job.html",
+        job=job,
+        job_name=name,
+        curves=job_curves(session, name),
+        previous=jobs[at - 1] if at > 0 else None,
+        following=jobs[at + 1] if at + 1 < len(jobs) else None,
+    )
+
+
+@router.get("/jobs/{name}/{file}", include_in_schema=False)
+def job_file(request: Request, name: str, file: str, session: SessionDep, served: ServedDep):
+    """What the report writes beside a job's page, so that its links work here too."""
+    from tracker.analysis.job import to_json
+
+    job = live_job(served, session, name)
+    figures = {figure.file: figure for figure in job.view.figures}
+    if file in figures:
+        return page(request, "server/figure.html", job=job.view, fig=figures[file], job_name=name)
+    if file not in ANALYSES:
+        raise HTTPException(status_code=404, detail=f"job {name!r} has no file {file!r}")
+    analysis = job.analysis
+    document = {
+        "verdicts.json": lambda: [v.as_dict() for v in analysis.verdicts],
+        "mem_analysis.json": lambda: analysis.mem,
+        "gpt_analysis.json": lambda: analysis.gpt,
+    }[file]()
+    return Response(to_json(document) + "\n", media_type="application/json")
+
+
+@router.get("/api/jobs/{name}", response_class=TrackerJSON)
+def api_job(name: str, session: SessionDep, served: ServedDep) -> TrackerJSON:
+    """One job: metadata, probes, arms, curves and verdicts (``tracker show`` and more)."""
+    analysis = job_analysis(served, session, name)
+    return TrackerJSON(
+        {
+            "job": name,
+            "meta": {item.key: item.value for item in get_job(session, name).meta},
+            "probes": job_probes(session, name),
+            "arms": job_arms(session, name),
+            "curves": job_curves(session, name),
+            "verdicts": [verdict.as_dict() for verdict in analysis.verdicts],
+        }
+    )

@@ -1,0 +1,45 @@
+"""``/trend?metric=``: one figure of merit across jobs, in job order."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
+
+from tracker.server.deps import SelectionDep, SessionDep
+from tracker.server.responses import TrackerJSON, page, rows
+
+router = APIRouter(tags=["trend"])
+Metric = Annotated[str, Query(description="A probe or run field, e.g. bpp_state, val_loss.")]
+
+
+@router.get("/trend", response_class=HTMLResponse, include_in_schema=False)
+def trend_page(
+    request: Request, selection: SelectionDep, session: SessionDep, metric: Metric = "val_loss"
+) -> HTMLResponse:
+    from tracker.figures.trend import trend_figure
+    from tracker.queries.tables import PROBE_METRICS, RUN_METRICS, trend
+    from tracker.report.pages import figure_slot
+
+    table = trend(session, selection, metric)
+    slot = figure_slot(trend_figure(table, metric), "trend", metric, 460)
+    return page(
+        request,
+        "server/trend.html",
+        metric=metric,
+        metrics=(*PROBE_METRICS, *RUN_METRICS),
+        selection=selection,
+        slot=slot,
+        columns=table.columns,
+        table=rows(table),
+    )
+
+
+@router.get("/api/trend", response_class=TrackerJSON)
+def api_trend(metric: Metric, selection: SelectionDep, session: SessionDep) -> TrackerJSON:
+    """One probe or run field across jobs with the change from the previous job
+    (``tracker.api.trend``)."""
+    from tracker.queries.tables import trend
+
+    return TrackerJSON(rows(trend(session, selection, metric)))
