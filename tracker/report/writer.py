@@ -121,11 +121,6 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
 
 
-def expectations_digest(exp: Expectations) -> str:
-    """Of every number, tolerance and role (and the file they came from, which pages show)."""
-    return _digest(repr(exp))
-
-
 def _meta_items(job: Job, data: JobData, exp: Expectations) -> list[tuple[str, str]]:
     steps = sum(frame.height for frame in data.curves.values())
     failed = int(data.probes.get_column("n_params").is_null().sum()) if data.probes.height else 0
@@ -331,7 +326,7 @@ def generate_report(
     from tracker.report.crossjob import cross_job_view, job_href
     from tracker.report.pages import IndexView, index_page, meta_text, status_of
     from tracker.report.pages import JobRow as TableRow
-    from tracker.store.derived import load_derived
+    from tracker.store.derived import expectations_digest, load_derived
 
     out_dir = Path(out_dir)
     ordered = selected_jobs(session, selection or Selection())
@@ -353,7 +348,8 @@ def generate_report(
     ):
         meta.setdefault(job_id, {})[key] = value
     version = tracker.__version__
-    exp_digest = expectations_digest(exp)
+    # the expectations' values, and the file they came from (the job pages name it)
+    exp_digest = _digest(expectations_digest(exp), exp.source)
     keys = {
         name: _digest(
             digests[ids[name]],
