@@ -24,3 +24,4 @@ check: $(BIN)/tracker
 bench: $(BIN)/tracker
 	$(BIN)/python bench/bench_ingest.py
 	$(BIN)/python bench/bench_report.py
+	$(BIN)/python bench/bench_claims.py

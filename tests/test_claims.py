@@ -7,6 +7,7 @@ taken from the code under test.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import numpy as np
 import polars as pl
 import pytest
 from scipy import stats
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
@@ -287,3 +288,113 @@ def test_cli_claims_formats_and_errors(cli: Cli, tmp_path: Path) -> None:
     usage = cli("claims", "--where", "flashoptim", ok=False)
     assert usage.exit_code == 2
     assert "expected KEY=VALUE, got 'flashoptim'" in usage.stderr
+
+
+def test_the_demo_prints_its_claims_and_they_decide(cli: Cli, tmp_path: Path) -> None:
+    result = cli(
+        "demo", "--dir", str(tmp_path / "jobs"), "--out", str(tmp_path / "r"), "--steps", "60"
+    )
+    assert result.stdout.startswith("wrote 6 sample jobs under ")
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("claims: ")]
+    assert line.endswith(" (see `tracker claims`)")
+    for status in ("REPRODUCED", "MIXED", "NOT_REPRODUCED"):
+        assert re.search(rf"\b\d+ {status}\b", line), line
+    rows = json.loads(cli("claims", "-f", "json").stdout)
+    decided = {
+        r["claim"]: r["status"] for r in rows if r["subject"] in ("flash vs ref", "linear_s0")
+    }
+    assert decided == {"val_loss_equivalence": "REPRODUCED", "ablation_diverges": "REPRODUCED"}
+    flash = next(r for r in rows if (r["claim"], r["subject"]) == ("table4_optim", "flash"))
+    assert flash["status"] == "MIXED" and flash["jobs_failing"] == ["job3"]
+    assert "every failing job has flashoptim=0.1.1" in flash["detail"]
+
+
+def test_the_stratified_bootstrap_agrees_with_scipys_on_strata_as_samples(
+    exp: Expectations,
+) -> None:
+    from tracker.analysis.claims import stratified_bootstrap
+
+    candidate = {"a": np.array([1.0, 2.0, 4.0]), "b": np.array([3.0, 5.0]), "c": np.array([2.0])}
+    baseline = {"a": np.array([0.5, 1.5]), "b": np.array([2.0, 2.5, 2.0, 7.0])}
+    n_x, n_y = 6, 6
+
+    def difference(x1: Any, x2: Any, y1: Any, y2: Any, axis: int = -1) -> Any:
+        return (x1.sum(axis) + x2.sum(axis) + 2.0) / n_x - (y1.sum(axis) + y2.sum(axis)) / n_y
+
+    samples = (candidate["a"], candidate["b"], baseline["a"], baseline["b"])
+    oracle = stats.bootstrap(
+        samples,
+        difference,
+        n_resamples=20_000,
+        confidence_level=0.90,
+        method="percentile",
+        rng=np.random.default_rng(1),
+    ).confidence_interval
+    low, high = stratified_bootstrap(candidate, baseline, exp)  # type: ignore[misc]
+    assert low == pytest.approx(oracle.low, abs=0.1)
+    assert high == pytest.approx(oracle.high, abs=0.1)
+    assert stratified_bootstrap({"a": np.array([1.0])}, {"a": np.array([2.0])}, exp) is None
+
+
+def test_separating_metadata_names_only_keys_that_split_failing_from_passing() -> None:
+    from tracker.analysis.claims import separating_metadata
+
+    meta = pl.DataFrame(
+        {
+            "job": ["a", "b", "c", "a", "b", "c", "a", "b", "c"],
+            "key": ["lib"] * 3 + ["gpu"] * 3 + ["time"] * 3,
+            "value": ["0.1", "0.1", "0.2", "A", "B", "A", "t1", "t2", "t3"],
+        }
+    )
+    assert separating_metadata(["c"], ["a", "b"], meta) == (
+        "every failing job has lib=0.2 (the others: lib=0.1)"
+    )
+    assert separating_metadata(["b"], ["a", "c"], meta) == (
+        "every failing job has gpu=B (the others: gpu=A)"
+    )
+    two = meta.filter(pl.col("job") != "c")  # with two jobs, any difference is the evidence
+    assert (
+        separating_metadata(["b"], ["a"], two) == "every failing job has gpu=B (the others: gpu=A)"
+    )
+    assert separating_metadata(["a", "b"], [], meta) == ""
+
+
+def test_db_copy_carries_the_derived_rows(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path, exp: Expectations
+) -> None:
+    source = f"sqlite:///{tmp_path / 'source.db'}"
+    make_jobs(Cli(source), tmp_path / "jobs", 2)
+    cli("db", "copy", source, db_url)
+
+    def numbers(url_or_engine: Any) -> list[tuple[Any, ...]]:
+        target = url_or_engine if isinstance(url_or_engine, Engine) else api.connect(url_or_engine)
+        with target.connect() as connection:
+            return [
+                tuple(row)
+                for row in connection.execute(
+                    text(
+                        "SELECT job.name, n.name, n.value FROM job_number n "
+                        "JOIN job ON job.id = n.job_id ORDER BY 1, 2"
+                    )
+                )
+            ]
+
+    assert numbers(engine) == numbers(source) and len(numbers(source)) == 2 * 3
+    assert judge(engine, exp).equals(judge(api.connect(source), exp))
+
+
+def test_a_claim_no_job_could_measure_is_inconclusive(
+    cli: Cli, engine: Engine, tmp_path: Path, exp: Expectations
+) -> None:
+    job = write_sample_job(tmp_path / "j0", steps=STEPS, arms=())
+    sweep = job / "mem_sweep.json"
+    sweep.write_text(
+        json.dumps([r for r in json.loads(sweep.read_text()) if r["variant"] != "flash"])
+    )
+    cli("ingest", str(job))
+    table4 = row(judge(engine, exp), "table4_optim", "flash")
+    assert (table4["status"], table4["n_jobs"], table4["expected"]) == ("INCONCLUSIVE", 0, 23.4)
+    assert table4["detail"] == (
+        "no job measured it; 1 jobs have it N/A, e.g. j0: flash not measured on any gpt* model: "
+        "no extrapolation"
+    )

@@ -11,9 +11,12 @@ import pytest
 
 from tracker.jobdir.sample import (
     DEFAULT_ARMS,
+    DEMO_META,
     MODELS,
+    SEED_JOB_ARMS,
     VARIANTS,
     write_demo_jobs,
+    write_demo_seed_jobs,
     write_sample_job,
 )
 
@@ -187,3 +190,12 @@ def test_write_demo_jobs(tmp_path: Path) -> None:
     flash2 = {r["model"]: r["bpp_state"] for r in _mem(jobs[1]) if r["variant"] == "flash"}
     flash3 = {r["model"]: r["bpp_state"] for r in _mem(jobs[2]) if r["variant"] == "flash"}
     assert all(flash3[m] > flash2[m] + 0.4 for m in MODELS)
+
+
+def test_write_demo_seed_jobs(tmp_path: Path) -> None:
+    jobs = write_demo_seed_jobs(tmp_path, steps=50)
+    assert [j.name for j in jobs] == ["job4", "job5", "job6"]
+    for job in jobs:
+        assert sorted(p.stem for p in job.glob("*.csv")) == sorted(SEED_JOB_ARMS)
+        assert all("n_params" in r for r in _mem(job))
+    assert set(DEMO_META) == {f"job{n}" for n in range(1, 7)}

@@ -231,21 +231,28 @@ def demo(
     from sqlalchemy.orm import Session
 
     from tracker.analysis.expectations import load_expectations
-    from tracker.jobdir.sample import DEMO_META, write_demo_jobs
+    from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_demo_seed_jobs
+    from tracker.queries.claims import claims as judge
+    from tracker.queries.selection import Selection
     from tracker.report import write_report
     from tracker.store.db import in_write_transaction
     from tracker.store.ingest import ingest_job
 
     engine = _state(ctx).engine()
     directories = write_demo_jobs(directory, steps=steps)
+    directories += write_demo_seed_jobs(directory, steps=steps)
     typer.echo(f"wrote {len(directories)} sample jobs under {directory}/")
     for job_directory in directories:
         meta = DEMO_META[job_directory.name]
         ingest = partial(ingest_job, directory=job_directory, meta=meta)
         typer.echo(in_write_transaction(engine, ingest).summary())
     typer.echo(f"database: {_state(ctx).url}")
+    exp = load_expectations()
     with Session(engine) as session:
-        index = write_report(session, out, load_expectations())
+        statuses = judge(session, Selection(), exp)["status"].value_counts(sort=True)
+        index = write_report(session, out, exp)
+    counts = ", ".join(f"{n} {status}" for status, n in statuses.iter_rows())
+    typer.echo(f"claims: {counts} (see `tracker claims`)")
     typer.echo(f"report: {index.resolve()}")
 
 

@@ -92,7 +92,7 @@ class GateExpectations:
     """When ``compare`` counts a change of a stochastic check as a regression."""
 
     alpha: float  # significance against the seed noise pooled over all jobs
-    min_noise_jobs: int  # jobs of pooled noise needed for that test; fewer: the margins decide
+    min_noise_jobs: int  # pooled values needed for that test; fewer: the margins decide
     ema_margin_factor: float  # candidate delta above this many pooled seed-noise deltas
     val_loss_margin: float  # validation loss rise beyond this
 

@@ -34,7 +34,14 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-__all__ = ["DEFAULT_ARMS", "MODELS", "VARIANTS", "write_demo_jobs", "write_sample_job"]
+__all__ = [
+    "DEFAULT_ARMS",
+    "MODELS",
+    "VARIANTS",
+    "write_demo_jobs",
+    "write_demo_seed_jobs",
+    "write_sample_job",
+]
 
 # Parameter counts of the probed models. GPT-2 style models (vocab 50257, context 1024,
 # tied embeddings): n = V*d + T*d + L*(12*d^2 + 13*d) + 2*d.
@@ -372,7 +379,12 @@ DEMO_META: dict[str, dict[str, str]] = {
     "job1": {"time": "2026-10-01T09:00:00Z", "gpu": "A10G", "flashoptim": "0.1.0"},
     "job2": {"time": "2026-10-15T09:00:00Z", "gpu": "A10G", "flashoptim": "0.1.0"},
     "job3": {"time": "2026-11-02T09:00:00Z", "gpu": "A10G", "flashoptim": "0.1.1"},
+    "job4": {"time": "2026-11-09T09:00:00Z", "gpu": "H100", "flashoptim": "0.1.0"},
+    "job5": {"time": "2026-11-16T09:00:00Z", "gpu": "H100", "flashoptim": "0.1.0"},
+    "job6": {"time": "2026-11-23T09:00:00Z", "gpu": "H100", "flashoptim": "0.1.0"},
 }
+# Arms of the demo's seed jobs: two seeds of the baseline and of the candidate.
+SEED_JOB_ARMS = ("ref_s0", "ref_s1", "flash_s0", "flash_s1", "linear_s0")
 
 
 def write_demo_jobs(root: Path, steps: int = 2000) -> list[Path]:
@@ -394,4 +406,17 @@ def write_demo_jobs(root: Path, steps: int = 2000) -> list[Path]:
             arms=("ref_s0", "flash_s0", "ref_s1"),
             flash_state_shift=0.5,
         ),
+    ]
+
+
+def write_demo_seed_jobs(root: Path, steps: int = 2000) -> list[Path]:
+    """Three more demo jobs, ``job4`` to ``job6`` (seeds 3 to 5, no failed probe), each with
+    two seeds of the baseline and of the candidate (``SEED_JOB_ARMS``): the pooled seeds the
+    cross-job claims judge. ``DEMO_META`` holds their ingest metadata."""
+    root = Path(root)
+    return [
+        write_sample_job(
+            root / f"job{seed + 1}", seed=seed, steps=steps, arms=SEED_JOB_ARMS, failed_probe=None
+        )
+        for seed in (3, 4, 5)
     ]

@@ -78,6 +78,7 @@ def claims(session: Session, selection: Selection, exp: Expectations) -> pl.Data
                 "expected": v.expected if isinstance(v.expected, float) else None,
                 "tolerance": v.tolerance,
                 "status": v.status,
+                "detail": v.detail,
             }
             for job_id in ids
             for v in derived[job_id].verdicts
@@ -90,6 +91,7 @@ def claims(session: Session, selection: Selection, exp: Expectations) -> pl.Data
             "expected": pl.Float64,
             "tolerance": pl.Float64,
             "status": pl.String,
+            "detail": pl.String,
         },
     )
     numbers = pl.DataFrame(

@@ -167,14 +167,15 @@ def _delta(a: Verdict | None, b: Verdict | None) -> float | None:
     return None if before is None or after is None else after - before
 
 
-def pooled_noise(session: Session, exp: Expectations) -> SeedNoise:
-    """Seed noise of every job in the database, from the rows kept at ingest."""
-    ids = list(session.scalars(select(Job.id)))
+def pooled_noise(session: Session, exp: Expectations, judged: str) -> SeedNoise:
+    """Seed noise of every job in the database but the one judged (a shifted job must not
+    widen the noise it is judged against), from the rows kept at ingest."""
+    ids = list(session.scalars(select(Job.id).where(Job.name != judged)))
     derived = load_derived(session, ids, exp)
     ema = [value for d in derived.values() if (value := d.numbers.get(SEED_NOISE)) is not None]
     val_loss: dict[str, list[float]] = {}
     for variant, value in session.execute(
-        select(Run.variant, Run.val_loss).where(Run.val_loss.is_not(None))
+        select(Run.variant, Run.val_loss).where(Run.val_loss.is_not(None), Run.job_id.in_(ids))
     ):
         if value is not None:
             val_loss.setdefault(variant, []).append(value)
@@ -186,7 +187,9 @@ def compare_jobs(session: Session, job_a: str, job_b: str, exp: Expectations) ->
     verdicts_a, verdicts_b = (
         analyze_job(load_job_data(session, job), exp).verdicts for job in (job_a, job_b)
     )
-    return compare_verdicts(job_a, verdicts_a, job_b, verdicts_b, exp, pooled_noise(session, exp))
+    return compare_verdicts(
+        job_a, verdicts_a, job_b, verdicts_b, exp, pooled_noise(session, exp, job_b)
+    )
 
 
 def compare_verdicts(

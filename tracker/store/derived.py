@@ -22,11 +22,14 @@ from tracker.analysis.verdict import Verdict
 from tracker.models import Job, JobNumber, JobVerdict
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from tracker.analysis.expectations import Expectations
     from tracker.store.jobdata import JobData
 
 # Bump when a change of the analysis changes a verdict or a number for the same data and
-# expectations: stored rows of an older version are then ignored (analysed afresh).
+# expectations: stored rows of an older version are then ignored (analysed afresh on every
+# read), so ship the bump with a migration that refills them (as 0003 does).
 ANALYSIS_VERSION = 1
 EMA_DELTA = "ema_delta"  # mean |EMA(candidate) - EMA(baseline)| over the 2nd half
 SEED_NOISE = "seed_noise"  # mean |EMA(seed twin) - EMA(baseline)| over the 2nd half
@@ -74,13 +77,19 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def store_derived(session: Session, job_id: int, exp: Expectations) -> None:
-    """(Re)compute and store a job's derived rows, in the caller's transaction."""
+def store_derived(
+    session: Session,
+    job_id: int,
+    exp: Expectations,
+    losses: dict[str, pl.DataFrame] | None = None,
+) -> None:
+    """(Re)compute and store a job's derived rows, in the caller's transaction; ``losses``
+    (each arm's loss curve, as stored) spares reading the points back."""
     from tracker.store.jobdata import load_job_data
 
     name = session.scalar(select(Job.name).where(Job.id == job_id))
     assert name is not None
-    derived = derive(load_job_data(session, name), exp)
+    derived = derive(load_job_data(session, name, curves=losses), exp)
     digest = expectations_digest(exp)
     for table in (JobVerdict, JobNumber):
         session.execute(delete(table).where(table.job_id == job_id))
@@ -110,11 +119,13 @@ def store_derived(session: Session, job_id: int, exp: Expectations) -> None:
     )
 
 
-def store_packaged_derived(session: Session, job_id: int) -> None:
+def store_packaged_derived(
+    session: Session, job_id: int, losses: dict[str, pl.DataFrame] | None = None
+) -> None:
     """A new job's derived rows against the packaged expectations (at ingest and copy)."""
     from tracker.analysis.expectations import load_expectations
 
-    store_derived(session, job_id, load_expectations())
+    store_derived(session, job_id, load_expectations(), losses)
 
 
 def load_derived(session: Session, job_ids: list[int], exp: Expectations) -> dict[int, Derived]:

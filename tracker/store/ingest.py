@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 DEFAULT_ARM_MODEL = "gpt-124m"
 TIME_KEY = "time"  # metadata that orders jobs in queries, instead of the ingest time
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # how job times are shown, always in UTC
+LOSS = "loss"  # the metric the analysis uses
 
 
 def parse_time(value: str) -> datetime:
@@ -99,13 +100,14 @@ def ingest_job(
         session.execute(insert(Probe), [{"job_id": job.id, **p.columns()} for p in scanned.probes])
     result.probes = len(scanned.probes)
     result.failed_probes = sum(p.n_params is None for p in scanned.probes)
+    losses: dict[str, pl.DataFrame] = {}  # the derived rows need them; no reading back
     for arm_files in scanned.arms:
         arm = read_arm(arm_files, arm_model)
-        result.points += _insert_arm(session, job.id, arm)
+        result.points += _insert_arm(session, job.id, arm, losses)
         result.arms += 1
         if on_arm is not None:
             on_arm(arm_files)
-    store_packaged_derived(session, job.id)
+    store_packaged_derived(session, job.id, losses)
     return result
 
 
@@ -133,7 +135,8 @@ def _insert_job(session: Session, scanned: JobDirectory, meta: Mapping[str, str]
     return job
 
 
-def _insert_arm(session: Session, job_id: int, arm: Arm) -> int:
+def _insert_arm(session: Session, job_id: int, arm: Arm, losses: dict[str, pl.DataFrame]) -> int:
+    """Write one arm; its loss curve, as stored, goes into ``losses``."""
     import polars as pl
 
     run_id = session.execute(
@@ -158,6 +161,10 @@ def _insert_arm(session: Session, job_id: int, arm: Arm) -> int:
         ).scalar_one()
         write_points(session.connection(), curve_id, curve)
         written += curve.height
+        if metric == LOSS:
+            losses[arm.name] = curve.select(
+                pl.col("step").cast(pl.Int64), pl.col("value").cast(pl.Float64)
+            )
     return written
 
 

@@ -40,8 +40,14 @@ class JobData:
     curves: dict[str, pl.DataFrame]  # arm -> its loss curve: "step", "value" (full series)
 
 
-def load_job_data(session: Session, job_name: str, metric: str = "loss") -> JobData:
-    """Probes, runs and one metric's curves of a job. ``extra`` columns hold dicts."""
+def load_job_data(
+    session: Session,
+    job_name: str,
+    metric: str = "loss",
+    curves: dict[str, pl.DataFrame] | None = None,
+) -> JobData:
+    """Probes, runs and one metric's curves of a job. ``extra`` columns hold dicts.
+    ``curves`` given (by an ingest that has them at hand): no point is read."""
     import polars as pl
 
     job = get_job(session, job_name)
@@ -58,6 +64,9 @@ def load_job_data(session: Session, job_name: str, metric: str = "loss") -> JobD
         .order_by(Run.variant, Run.seed),
     )
     runs = run_rows.drop("id")
+    meta = {item.key: item.value for item in job.meta}
+    if curves is not None:
+        return JobData(job.name, meta, probes, runs, curves)
     arm_of_run = dict(zip(run_rows["id"], run_rows["arm"], strict=True))
     curve_rows = session.execute(
         select(Curve.id, Curve.run_id).where(Curve.run_id.in_(arm_of_run), Curve.metric == metric)
@@ -68,6 +77,5 @@ def load_job_data(session: Session, job_name: str, metric: str = "loss") -> JobD
         for key, part in points.partition_by("curve_id", as_dict=True, maintain_order=True).items()
     }
     empty = pl.DataFrame(schema={"step": pl.Int64, "value": pl.Float64})
-    curves = {arm_of_run[run_id]: by_curve.get(curve_id, empty) for curve_id, run_id in curve_rows}
-    meta = {item.key: item.value for item in job.meta}
-    return JobData(job.name, meta, probes, runs, curves)
+    loaded = {arm_of_run[run_id]: by_curve.get(curve_id, empty) for curve_id, run_id in curve_rows}
+    return JobData(job.name, meta, probes, runs, loaded)
