@@ -43,7 +43,8 @@ def study(cli: Cli, tmp_path: Path) -> Cli:
 
 
 def client_for(url: str, token: str | None = None) -> TestClient:
-    return TestClient(create_app(url, token), raise_server_exceptions=False)
+    app = create_app(url, token)
+    return TestClient(app, base_url="http://127.0.0.1:8765", raise_server_exceptions=False)
 
 
 @pytest.fixture
@@ -353,6 +354,34 @@ def test_tokens_are_compared_in_constant_time(
     with client_for(db_url, TOKEN) as client:
         client.get("/api/jobs", headers={"Authorization": "Bearer guess"})
     assert compared == [(b"guess", TOKEN.encode())]
+
+
+@pytest.mark.parametrize(
+    ("host", "served"),
+    [
+        ("127.0.0.1:8765", True),
+        ("localhost", True),
+        ("[::1]:8765", True),
+        ("attacker.example:8765", False),
+        ("127.0.0.1.attacker.example", False),
+    ],
+)
+def test_without_a_token_only_loopback_names_are_served(
+    client: TestClient, host: str, served: bool
+) -> None:
+    response = client.get("/api/jobs", headers={"Host": host})
+    if served:
+        assert response.status_code == 200
+    else:
+        assert response.status_code == 400
+        assert response.text.startswith(f"Error: host {host!r} is not served without a token")
+        assert response.headers["x-content-type-options"] == "nosniff"
+
+
+def test_with_a_token_any_host_name_is_served(study: Cli, db_url: str) -> None:
+    with client_for(db_url, TOKEN) as client:
+        headers = {"Host": "tracker.example.org", "Authorization": f"Bearer {TOKEN}"}
+        assert client.get("/api/jobs", headers=headers).status_code == 200
 
 
 def test_without_a_token_login_just_redirects(client: TestClient) -> None:

@@ -544,7 +544,7 @@ def serve(
 ) -> None:
     """Serve the tracker live and read-only in a browser, with its JSON API under /api/.
 
-    Example: TRACKER_SERVE_TOKEN=s3cret tracker serve --host 0.0.0.0 --port 8765
+    Example: tracker serve --host 0.0.0.0 --port 8765 --token "$(cat ~/.tracker-token)"
     """
     import uvicorn
 

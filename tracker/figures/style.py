@@ -127,12 +127,15 @@ def layout(title: str, height: int, **overrides: Any) -> dict[str, Any]:
     (plotly.js's own defaults are those of plotly.py's "none" template.)
     """
     settings: dict[str, Any] = dict(
+        # from the top of the figure (a wrapped title's lines go down from there)
         title=dict(
             text=wrap_title(title),
             x=0.01,
             xanchor="left",
-            y=0.985,
+            yref="container",
+            y=1,
             yanchor="top",
+            pad=dict(t=12),
             font=dict(size=16),
         ),
         font=dict(family=FONT, color=INK, size=12),

@@ -108,6 +108,7 @@ def table4(verdicts: Iterable[Verdict]) -> Figure:
                 # at the bar's foot: the tolerance's error bar crosses its top
                 textposition="inside",
                 insidetextanchor="start",
+                textangle=0,
                 textfont=dict(color="#55534d", size=12),
                 hovertemplate="%{x}: %{y:.1f} GiB in the paper<extra></extra>",
                 cliponaxis=False,

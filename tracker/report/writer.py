@@ -35,27 +35,18 @@ from typing import TYPE_CHECKING, Any
 
 import tracker
 from tracker.errors import NotADirectory
-from tracker.report.values import counts, failures_first
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
     from tracker.analysis.expectations import Expectations
-    from tracker.models import Job
     from tracker.queries.selection import Selection
-    from tracker.store.jobdata import JobData
 
 PLOTLY_JS = "plotly.min.js"
 INDEX = "index.html"
 MANIFEST = "manifest.json"
 CLAIMS = "claims.json"
 RESERVED = {INDEX, PLOTLY_JS, MANIFEST, CLAIMS}
-# (file, title, height) of each figure, in page order
-FIGURES: tuple[tuple[str, str, int], ...] = (
-    ("mem_scaling", "Memory: bytes/param vs model size", 480),
-    ("gpt_trajectories", "Training trajectories", 480),
-    ("table4", "Table 4 extrapolation (Llama-3.1-8B)", 440),
-)
 # from this many jobs to render on, a second process renders half of them (it takes about
 # a second to start: its imports)
 PARALLEL_FROM = 16
@@ -121,27 +112,6 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
 
 
-def expectations_digest(exp: Expectations) -> str:
-    """Of every number, tolerance and role (and the file they came from, which pages show)."""
-    return _digest(repr(exp))
-
-
-def _meta_items(job: Job, data: JobData, exp: Expectations) -> list[tuple[str, str]]:
-    steps = sum(frame.height for frame in data.curves.values())
-    failed = int(data.probes.get_column("n_params").is_null().sum()) if data.probes.height else 0
-    items = [
-        ("job", job.name),
-        ("ingested", job.ingested_at.isoformat(timespec="seconds")),
-        ("source", job.source_path),
-        ("memory probes", f"{data.probes.height} ({failed} failed)"),
-        ("training arms", ", ".join(data.runs.get_column("arm").to_list()) or "none"),
-        ("loss values (steps, all arms)", f"{steps:,}"),
-    ]
-    items += [(f"meta: {key}", value) for key, value in sorted(data.meta.items())]
-    items.append(("expectations", exp.source))
-    return items
-
-
 def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
@@ -160,45 +130,12 @@ def _write_if_changed(path: Path, data: bytes) -> None:
 
 def _render_job(session: Session, exp: Expectations, task: _Task) -> dict[str, Any]:
     """Write one job's folder; return its manifest entry."""
-    from tracker.analysis.job import analyze_job, to_json
-    from tracker.analysis.smoothing import ema
-    from tracker.figures import memory_scaling, table4, training_trajectories
-    from tracker.figures.crossjob import grid_curve
-    from tracker.report.pages import JobFigure, JobView, figure_page, figure_slot, job_page
-    from tracker.store.catalog import get_job
-    from tracker.store.jobdata import load_job_data
+    from tracker.analysis.job import to_json
+    from tracker.report.jobview import job_content
+    from tracker.report.pages import figure_page, job_page
 
-    job = get_job(session, task.name)
-    data = load_job_data(session, task.name)
-    # the EMA of each arm, once: for the verdicts, the figure and the cross-job data
-    smoothed = {
-        arm: ema(frame.get_column("value"), exp.training.ema_alpha)
-        for arm, frame in data.curves.items()
-    }
-    analysis = analyze_job(data, exp, smoothed)
-    gpu = data.meta.get("gpu")
-    figures = {
-        "mem_scaling": memory_scaling(data.probes, exp, gpu=gpu),
-        "gpt_trajectories": training_trajectories(data.curves, exp, gpu=gpu, smoothed=smoothed),
-        "table4": table4(analysis.verdicts),
-    }
-    notes = list(analysis.notes)
-    if data.probes.height == 0:
-        notes.append("no memory probes in this job: no memory figure and no Table 4 figure")
-    if data.runs.height == 0:
-        notes.append("no training arms in this job: no trajectories figure")
-    tally = counts(analysis.verdicts)
-    view = JobView(
-        name=job.name,
-        meta=_meta_items(job, data, exp),
-        notes=notes,
-        tally=tally,
-        verdicts=failures_first(analysis.verdicts),
-        figures=[
-            JobFigure(f"{key}.html", title, figure_slot(figures[key], key, title, height))
-            for key, title, height in FIGURES
-        ],
-    )
+    content = job_content(session, task.name, exp)
+    view, analysis = content.view, content.analysis
     folder = task.out_dir / task.folder
     folder.mkdir(exist_ok=True)
     _write(folder / "mem_analysis.json", to_json(analysis.mem) + "\n")
@@ -208,22 +145,14 @@ def _render_job(session: Session, exp: Expectations, task: _Task) -> dict[str, A
     for fig in view.figures:
         _write(folder / fig.file, figure_page(view, fig, task.generated, **links))
     _write(folder / INDEX, job_page(view, task.generated, **links))
-    curves = {
-        arm: grid_curve(
-            frame.get_column("step").to_numpy(),
-            smoothed[arm].to_numpy(),
-            frame.get_column("value").to_numpy(),
-        ).to_json()
-        for arm, frame in data.curves.items()
-    }
     return {
         "key": task.key,
         "folder": task.folder,
-        "tally": tally,
-        "notes": notes,
-        "probes": data.probes.height,
-        "arms": data.runs.height,
-        "curves": curves,
+        "tally": view.tally,
+        "notes": view.notes,
+        "probes": content.probes,
+        "arms": content.arms,
+        "curves": {arm: curve.to_json() for arm, curve in content.curves.items()},
     }
 
 
@@ -331,7 +260,7 @@ def generate_report(
     from tracker.report.crossjob import cross_job_view, job_href
     from tracker.report.pages import IndexView, index_page, meta_text, status_of
     from tracker.report.pages import JobRow as TableRow
-    from tracker.store.derived import load_derived
+    from tracker.store.derived import expectations_digest, load_derived
 
     out_dir = Path(out_dir)
     ordered = selected_jobs(session, selection or Selection())
@@ -353,7 +282,8 @@ def generate_report(
     ):
         meta.setdefault(job_id, {})[key] = value
     version = tracker.__version__
-    exp_digest = expectations_digest(exp)
+    # the expectations' values, and the file they came from (the job pages name it)
+    exp_digest = _digest(expectations_digest(exp), exp.source)
     keys = {
         name: _digest(
             digests[ids[name]],

@@ -109,7 +109,7 @@ def create_app(url: str, token: str | None = None) -> FastAPI:
         openapi_url=None,
     )
     app.state.served = served
-    app.add_middleware(SecurityMiddleware)
+    app.add_middleware(SecurityMiddleware, loopback_only=served.token is None)
     app.add_exception_handler(TrackerError, _tracker_error)
     app.add_exception_handler(RequestValidationError, _bad_parameter)
     app.add_exception_handler(HTTPException, _http_error)

@@ -46,9 +46,21 @@ def check_host(host: str, token: str | None) -> None:
         raise UnsafeHost(host=host)
 
 
+def _host_name(host_header: str) -> str:
+    """The name of a Host header without its port: ``[::1]:8765`` -> ``::1``."""
+    if host_header.startswith("["):
+        return host_header[1 : host_header.find("]")]
+    return host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header
+
+
 class SecurityMiddleware:
-    def __init__(self, app: ASGIApp) -> None:
+    """``loopback_only``: without a token, answer only requests addressed to a loopback
+    name, so that a web page cannot reach the server through a name of its own that resolves
+    to 127.0.0.1 (DNS rebinding)."""
+
+    def __init__(self, app: ASGIApp, loopback_only: bool = True) -> None:
         self.app = app
+        self.loopback_only = loopback_only
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -65,6 +77,15 @@ class SecurityMiddleware:
                 message = {**message, "body": b""}
             await send(message)
 
+        host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+        if self.loopback_only and not is_loopback(_host_name(host)):
+            refusal = PlainTextResponse(
+                f"Error: host {host!r} is not served without a token: use 127.0.0.1 or "
+                "localhost, or start the server with a token\n",
+                status_code=400,
+            )
+            await refusal(scope, receive, guarded)
+            return
         if scope["method"] not in ALLOWED_METHODS:
             refusal = PlainTextResponse(
                 f"Error: method {scope['method']} is not allowed: this server only reads "

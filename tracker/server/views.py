@@ -7,7 +7,6 @@ page is the report's own (``tracker.report.pages.JobView`` and its template).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
@@ -19,14 +18,8 @@ from tracker.store.catalog import get_job
 if TYPE_CHECKING:
     from tracker.analysis.job import JobAnalysis
     from tracker.queries.compare import Comparison
-    from tracker.report.pages import JobView
+    from tracker.report.jobview import JobContent
     from tracker.server.deps import Served
-
-
-@dataclass(frozen=True)
-class LiveJob:
-    view: JobView  # what the report's job page shows
-    analysis: JobAnalysis  # and the JSON files beside it
 
 
 def job_href(name: str) -> str:
@@ -54,9 +47,18 @@ def job_list(served: Served, session: Session) -> list[dict[str, Any]]:
     return served.summaries.get(("jobs", digests(session)), lambda: list_jobs(session))
 
 
-def live_job(served: Served, session: Session, name: str) -> LiveJob:
+def live_job(served: Served, session: Session, name: str) -> JobContent:
+    """The report's content of one job page (``tracker.report.jobview``), and its analysis."""
+    from tracker.report.jobview import job_content
+
     key = (name, job_digest(session, name))
-    return served.job_views.get(key, lambda: _build(served, session, name, key))
+
+    def build() -> JobContent:
+        content = job_content(session, name, served.exp)
+        served.analyses.get(key, lambda: content.analysis)
+        return content
+
+    return served.job_views.get(key, build)
 
 
 def job_analysis(served: Served, session: Session, name: str) -> JobAnalysis:
@@ -73,42 +75,3 @@ def comparison(served: Served, session: Session, a: str, b: str) -> Comparison:
     verdicts_a = job_analysis(served, session, a).verdicts
     verdicts_b = job_analysis(served, session, b).verdicts
     return compare_verdicts(a, verdicts_a, b, verdicts_b, served.exp)
-
-
-def _build(served: Served, session: Session, name: str, key: tuple[str, str]) -> LiveJob:
-    """The report's job view, made as ``tracker report`` makes it (``writer._render_job``)."""
-    from tracker.analysis.job import analyze_job
-    from tracker.analysis.smoothing import ema
-    from tracker.figures import memory_scaling, table4, training_trajectories
-    from tracker.report.pages import JobFigure, JobView, figure_slot
-    from tracker.report.values import counts, failures_first
-    from tracker.report.writer import FIGURES, _meta_items
-    from tracker.store.jobdata import load_job_data
-
-    exp = served.exp
-    job = get_job(session, name)
-    data = load_job_data(session, name)
-    smoothed = {
-        arm: ema(frame.get_column("value"), exp.training.ema_alpha)
-        for arm, frame in data.curves.items()
-    }
-    analysis = served.analyses.get(key, lambda: analyze_job(data, exp, smoothed))
-    gpu = data.meta.get("gpu")
-    figures = {
-        "mem_scaling": memory_scaling(data.probes, exp, gpu=gpu),
-        "gpt_trajectories": training_trajectories(data.curves, exp, gpu=gpu, smoothed=smoothed),
-        "table4": table4(analysis.verdicts),
-    }
-    notes = list(analysis.notes)
-    view = JobView(
-        name=name,
-        meta=_meta_items(job, data, exp),
-        notes=notes,
-        tally=counts(analysis.verdicts),
-        verdicts=failures_first(analysis.verdicts),
-        figures=[
-            JobFigure(f"{figure}.html", title, figure_slot(figures[figure], figure, title, height))
-            for figure, title, height in FIGURES
-        ],
-    )
-    return LiveJob(view, analysis)

@@ -64,13 +64,6 @@ def find_curve(session: Session, job: str, arm: str, metric: str = "loss") -> Cu
     return curve
 
 
-def load_curve(
-    session: Session,
-    job: str,
-    arm: str,
-    metric: str = "loss",
-    steps: tuple[int, int] | None = None,
-) -> pl.DataFrame:
-    """One arm's curve, or its points from ``steps[0]`` to ``steps[1]``: ``step`` and ``value``."""
-    curve = find_curve(session, job, arm, metric)
-    return load_curves(session, [curve.id], steps).drop("curve_id")
+def load_curve(session: Session, job: str, arm: str, metric: str = "loss") -> pl.DataFrame:
+    """One arm's curve: ``step`` and ``value``."""
+    return load_curves(session, [find_curve(session, job, arm, metric).id]).drop("curve_id")
