@@ -34,4 +34,13 @@ def query_frame(session: Session, query: Any) -> pl.DataFrame:
     import polars as pl
 
     schema = {column.name: _dtype(column.type) for column in query.selected_columns}
-    return pl.DataFrame(session.execute(query).all(), schema=schema, orient="row")
+    rows = session.execute(query).all()
+    # column by column: built from rows, polars looks into object values (a JSON document
+    # holding an integer beyond 64 bits overflows)
+    columns = zip(*rows, strict=True) if rows else ([] for _ in schema)
+    return pl.DataFrame(
+        [
+            pl.Series(name, list(values), dtype=dtype)
+            for (name, dtype), values in zip(schema.items(), columns, strict=True)
+        ]
+    )
