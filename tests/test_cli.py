@@ -120,20 +120,23 @@ def test_database_url_from_the_environment(tmp_path: Path) -> None:
 
 def test_unreachable_database_is_one_line(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'missing-dir' / 'x.db'}"
-    result = Cli(url)("jobs", ok=False)
+    result = Cli(url)("ingest", str(tmp_path), ok=False)
     assert result.exit_code == 1
     assert result.stderr == f"Error: cannot use database {url}: unable to open database file\n"
 
 
 def test_python_dash_m_and_default_database(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TRACKER_DATABASE_URL"}
-    done = subprocess.run(
-        [sys.executable, "-m", "tracker", "jobs"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert done.stdout == "(no rows)\n"
-    assert (tmp_path / "tracker.db").exists()
+
+    def tracker(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "tracker", *args]
+        return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+
+    refused = tracker("jobs")
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr.startswith("Error: no database file tracker.db;")
+    assert not (tmp_path / "tracker.db").exists()
+    job = write_sample_job(tmp_path / "job1", steps=5, arms=())
+    assert tracker("ingest", str(job)).returncode == 0
+    listed = tracker("jobs", "--format", "csv")
+    assert listed.stdout.splitlines()[1].startswith("job1,")

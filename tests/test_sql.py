@@ -266,6 +266,7 @@ def test_refused_statements_in_csv_and_json_too(loaded: Cli) -> None:
 
 
 def test_sql_checks_the_schema_first(tmp_path: Path) -> None:
+    (tmp_path / "fresh.db").touch()  # an empty file, as a fresh database is
     url = f"sqlite:///{tmp_path / 'fresh.db'}"
     rows = list(
         csv.DictReader(io.StringIO(Cli(url)("sql", "SELECT * FROM job", "-f", "csv").stdout))

@@ -34,8 +34,9 @@ __all__ = ["compare", "connect", "curve", "jobs", "probes", "runs", "sql", "tren
 
 
 def connect(url: str | None = None) -> Engine:
-    """An engine on a ready tracker database (migrated if empty)."""
-    return open_database(database_url(url))
+    """An engine on a ready tracker database (migrated if empty); a missing SQLite file is
+    refused, the API only reads."""
+    return open_database(database_url(url), may_create_file=False)
 
 
 def _with_session(db: Database, work: Callable[[Session], T]) -> T:

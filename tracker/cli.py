@@ -59,10 +59,11 @@ class State:
     def __init__(self, url: str) -> None:
         self.url = url
 
-    def engine(self) -> Any:
+    def engine(self, *, may_create_file: bool = False) -> Any:
+        """Only the commands that store data (ingest, demo) may create a SQLite file."""
         from tracker.store.db import open_database
 
-        return open_database(self.url)
+        return open_database(self.url, may_create_file=may_create_file)
 
 
 @app.callback()
@@ -128,7 +129,7 @@ def ingest(
     if job is not None and len(directories) > 1:
         raise typer.BadParameter("--job names one job; give one directory", param_hint="--job")
     job_meta = _parse_meta(meta or [])
-    engine = _state(ctx).engine()
+    engine = _state(ctx).engine(may_create_file=True)
     total = sum(curve_bytes(directory) for directory in directories)
     with ExitStack() as stack:
         bar = None
@@ -236,7 +237,7 @@ def demo(
     from tracker.store.db import in_write_transaction
     from tracker.store.ingest import ingest_job
 
-    engine = _state(ctx).engine()
+    engine = _state(ctx).engine(may_create_file=True)
     directories = write_demo_jobs(directory, steps=steps)
     typer.echo(f"wrote {len(directories)} sample jobs under {directory}/")
     for job_directory in directories:
@@ -483,9 +484,10 @@ def db_copy(
     from tracker.store.copy import copy_job, job_names
     from tracker.store.db import in_write_transaction, open_database
 
+    source_engine = open_database(source, may_create_file=False)
     target = open_database(destination)
     copied = 0
-    with Session(open_database(source)) as reader:
+    with Session(source_engine) as reader:
         for name in job_names(reader):
             outcome = in_write_transaction(target, partial(copy_job, reader, name=name))
             typer.echo(outcome.summary())
@@ -510,9 +512,10 @@ def db_current(ctx: typer.Context) -> None:
 
     Example: tracker db current
     """
-    from tracker.store.db import HEAD, check_schema, create_tracker_engine
+    from tracker.store.db import HEAD, check_schema, create_tracker_engine, refuse_missing_file
 
     engine = create_tracker_engine(_state(ctx).url)
+    refuse_missing_file(engine)
     revision = check_schema(engine, create=False)
     head = HEAD
     state = "up to date" if revision == head else "run `tracker db upgrade`"

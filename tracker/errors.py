@@ -96,3 +96,11 @@ class UpgradeFailed(TrackerError):
 
 class GroupKeyClash(TrackerError):
     """cannot group by metadata {key!r}: the table already has a column of that name"""
+
+
+class NotADatabaseUrl(TrackerError):
+    """{url!r} is not a database URL; for a SQLite file write sqlite:///{url}"""
+
+
+class NoSuchDatabase(TrackerError):
+    """no database file {path}; only `tracker ingest`, `tracker demo` and `tracker db upgrade` create one"""
