@@ -120,8 +120,13 @@ def ingest(
 ) -> None:
     """Store finished job directories in the database, one transaction per job.
 
+    A directory that fails is reported, naming it, and the others are still stored; the
+    command then exits with code 1.
+
     Example: tracker ingest downloads/job2 --meta gpu=A10G --meta flashoptim=0.1.4
     """
+    from collections import Counter
+
     from tracker.jobdir.reader import curve_bytes
     from tracker.store.db import in_write_transaction
     from tracker.store.ingest import ingest_job
@@ -130,30 +135,52 @@ def ingest(
         raise typer.BadParameter("--job names one job; give one directory", param_hint="--job")
     job_meta = _parse_meta(meta or [])
     engine = _state(ctx).engine(may_create_file=True)
-    total = sum(curve_bytes(directory) for directory in directories)
+    sizes = [curve_bytes(directory) for directory in directories]
+    outcomes: Counter[str] = Counter()
+    failed: list[str] = []
     with ExitStack() as stack:
         bar = None
-        if len(directories) > 1 or total >= PROGRESS_MIN_BYTES:
+        if len(directories) > 1 or sum(sizes) >= PROGRESS_MIN_BYTES:
             bar = stack.enter_context(
-                typer.progressbar(length=total, label="ingesting", file=sys.stderr)
+                typer.progressbar(length=sum(sizes), label="ingesting", file=sys.stderr)
             )
         on_arm = None if bar is None else lambda arm: bar.update(arm.csv_path.stat().st_size)
-        for directory in directories:
-            result = in_write_transaction(
-                engine,
-                partial(
-                    ingest_job,
-                    directory=directory,
-                    name=job,
-                    meta=job_meta,
-                    replace=replace,
-                    arm_model=arm_model,
-                    on_arm=on_arm,
-                ),
-            )
-            typer.echo(result.summary())
-            if result.skipped:
-                typer.echo(f"  skipped: {', '.join(result.skipped)}")
+        done = 0
+        for directory, size in zip(directories, sizes, strict=True):
+            try:
+                result = in_write_transaction(
+                    engine,
+                    partial(
+                        ingest_job,
+                        directory=directory,
+                        name=job,
+                        meta=job_meta,
+                        replace=replace,
+                        arm_model=arm_model,
+                        on_arm=on_arm,
+                    ),
+                )
+            except TrackerError as exc:
+                # errors about the directory itself already name it
+                message = str(exc)
+                named = message if message.startswith(str(directory)) else f"{directory}: {message}"
+                typer.echo(f"Error: {named}", err=True)
+                failed.append(str(directory))
+            else:
+                typer.echo(result.summary())
+                if result.skipped:
+                    typer.echo(f"  skipped: {', '.join(result.skipped)}")
+                outcomes[result.status] += 1
+            done += size
+            if bar is not None:  # failed and unchanged directories count as done too
+                bar.update(max(done - bar.pos, 0))
+    if len(directories) > 1:
+        counts = [f"{n} {status}" for status, n in outcomes.items()]
+        if failed:
+            counts.append(f"{len(failed)} failed ({', '.join(failed)})")
+        typer.echo(f"{len(directories)} directories: {', '.join(counts)}")
+    if failed:
+        raise typer.Exit(1)
 
 
 @app.command()
