@@ -16,7 +16,7 @@ from sqlalchemy import Engine, text
 from tests.conftest import Cli
 from tracker import api
 from tracker.config import DATABASE_URL_ENV
-from tracker.errors import JobNotFound, SqlRefused, UnknownMetric
+from tracker.errors import JobNotFound, SqlRefused, UnknownArm, UnknownMetric
 from tracker.jobdir.sample import write_sample_job
 
 STEPS = 30
@@ -126,7 +126,6 @@ def test_frames_equal_the_cli_json(
 def test_empty_frames_keep_their_columns(study: Cli, database: Any) -> None:
     assert api.probes(database, model="nope").columns == api.probes(database).columns
     assert api.runs(database, model="nope").columns == api.runs(database).columns
-    assert api.curve("nope", database).height == 0
 
 
 @pytest.fixture(params=["url", "engine", "environment"])
@@ -198,7 +197,9 @@ def test_sql_refuses_writes(study: Cli, reader: Any) -> None:
 def test_expected_errors_are_tracker_errors(study: Cli, database: Any) -> None:
     with pytest.raises(UnknownMetric, match=r"^unknown metric 'nope'; choose one of: "):
         api.trend("nope", database)
-    with pytest.raises(JobNotFound, match=r"^no job named 'nope'$"):
+    with pytest.raises(JobNotFound, match=r"^no job named 'nope'; known jobs: j1, j2, j3$"):
         api.compare("j1", "nope", database)
-    with pytest.raises(JobNotFound, match=r"^no job named 'nope'$"):
+    with pytest.raises(JobNotFound, match=r"^no job named 'nope'; known jobs: j1, j2, j3$"):
         api.probes(database, job=["j1", "nope"])
+    with pytest.raises(UnknownArm, match=r"^no arm 'nosuch_s0' in the selected jobs; "):
+        api.curve("nosuch_s0", database)

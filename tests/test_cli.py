@@ -93,12 +93,18 @@ def test_delete_removes_the_job(two_jobs: Cli) -> None:
     assert two_jobs("delete", "job2").stdout == "deleted job2\n"
     assert [r["job"] for r in json.loads(two_jobs("jobs", "-f", "json").stdout)] == ["job1"]
     missing = two_jobs("delete", "job2", ok=False)
-    assert (missing.exit_code, missing.stderr) == (1, "Error: no job named 'job2'\n")
+    assert (missing.exit_code, missing.stderr) == (
+        1,
+        "Error: no job named 'job2'; known jobs: job1\n",
+    )
 
 
 def test_show_unknown_job(cli: Cli) -> None:
     result = cli("show", "nope", ok=False)
-    assert (result.exit_code, result.stderr) == (1, "Error: no job named 'nope'\n")
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "Error: no job named 'nope'; known jobs: none\n",
+    )
 
 
 def test_usage_errors_are_typers(cli: Cli, tmp_path: Path) -> None:

@@ -418,6 +418,40 @@ def test_curve_option_errors(study: Study) -> None:
         assert result.exit_code == 2, args
 
 
+def test_typos_are_errors_naming_the_known_names(study: Study) -> None:
+    arms = "flash_s0, linear_s0, ref_s0, ref_s1"
+    cases = [
+        (
+            ("query", "curve", "--arm", "nosuch_s0"),
+            f"no arm 'nosuch_s0' in the selected jobs; known arms: {arms}",
+        ),
+        (
+            ("query", "curve", "--job", "j4", "--arm", "flash_s0"),
+            "no arm 'flash_s0' in the selected jobs; known arms: ref_s0, ref_s1",
+        ),
+        (
+            ("query", "curve", "--arm", "ref_s0", "--metric", "nosuch"),
+            "unknown metric 'nosuch'; choose one of: loss, lr, step_ms",
+        ),
+        (
+            ("query", "runs", "--group-by", "nosuch"),
+            "no job has metadata 'nosuch'; known keys: flashoptim, gpu, time",
+        ),
+        (
+            ("query", "probes", "--where", "nosuch=x"),
+            "no job has metadata 'nosuch'; known keys: flashoptim, gpu, time",
+        ),
+        (
+            ("query", "trend", "--metric", "val_loss", "--job", "j9"),
+            "no job named 'j9'; known jobs: j1, j2, j3, j4",
+        ),
+        (("show", "j9"), "no job named 'j9'; known jobs: j1, j2, j3, j4"),
+    ]
+    for args, message in cases:
+        result = study.cli(*args, ok=False)
+        assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"Error: {message}\n")
+
+
 # --- trend -------------------------------------------------------------------------------
 
 
@@ -745,7 +779,7 @@ def test_compare_unknown_job(study: Study, pair: tuple[str, str]) -> None:
     assert (result.exit_code, result.stdout, result.stderr) == (
         1,
         "",
-        "Error: no job named 'nope'\n",
+        "Error: no job named 'nope'; known jobs: j1, j2, j3, j4\n",
     )
 
 

@@ -6,7 +6,10 @@ arguments given when raising, so the text users read lives in one place.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
+
+KNOWN_NAMES_SHOWN = 30
 
 
 class TrackerError(Exception):
@@ -44,6 +47,18 @@ class JobExists(TrackerError):
 
 class JobNotFound(TrackerError):
     """no job named {name!r}"""
+
+
+class UnknownJob(JobNotFound):
+    """no job named {name!r}; known jobs: {known}"""
+
+
+class UnknownArm(TrackerError):
+    """no arm {name!r} in the selected jobs; known arms: {known}"""
+
+
+class UnknownMetaKey(TrackerError):
+    """no job has metadata {key!r}; known keys: {known}"""
 
 
 class UnknownRevision(TrackerError):
@@ -104,3 +119,13 @@ class NotADatabaseUrl(TrackerError):
 
 class NoSuchDatabase(TrackerError):
     """no database file {path}; only `tracker ingest`, `tracker demo` and `tracker db upgrade` create one"""
+
+
+def known_names(names: Iterable[str]) -> str:
+    """The names an unknown one could have meant, sorted, for the ``known`` of an error."""
+    unique = sorted(set(names))
+    if not unique:
+        return "none"
+    shown = ", ".join(unique[:KNOWN_NAMES_SHOWN])
+    hidden = len(unique) - KNOWN_NAMES_SHOWN
+    return f"{shown} and {hidden} more" if hidden > 0 else shown

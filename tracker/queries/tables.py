@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, select
+from sqlalchemy import and_, distinct, select
 from sqlalchemy.orm import Session
 
-from tracker.errors import UnknownMetric
+from tracker.errors import UnknownArm, UnknownMetric, known_names
 from tracker.models import Curve, Probe, Run
 from tracker.queries.selection import Selection, selected_jobs
 from tracker.store.curves import load_curves
@@ -174,13 +174,23 @@ def curve(
     from tracker.analysis.smoothing import ema
 
     jobs = selected_jobs(session, selection)
+    job_ids = jobs["job_id"].to_list()
+    known_arms = set(session.scalars(select(distinct(Run.arm)).where(Run.job_id.in_(job_ids))))
+    for arm in arms:
+        if arm not in known_arms:
+            raise UnknownArm(name=arm, known=known_names(known_arms))
+    metrics = select(distinct(Curve.metric)).join(Run, Run.id == Curve.run_id)
+    metrics = metrics.where(Run.job_id.in_(job_ids))
+    known_metrics = set(session.scalars(metrics.where(Run.arm.in_(arms)) if arms else metrics))
+    if metric not in known_metrics:
+        raise UnknownMetric(metric=metric, known=known_names(known_metrics))
     query = _filtered(
         select(Run.job_id, Run.arm, Curve.id)
         .join(Curve, and_(Curve.run_id == Run.id, Curve.metric == metric))
         .order_by(Run.arm),
         Run,
         selection,
-        jobs["job_id"].to_list(),
+        job_ids,
     )
     if arms:
         query = query.where(Run.arm.in_(arms))

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from tracker.errors import JobNotFound
+from tracker.errors import UnknownJob, known_names
 from tracker.models import Curve, Job, JobMeta, Probe, Run
 from tracker.store.ingest import TIME_FORMAT, as_utc, delete_job_rows, job_time
 
@@ -86,7 +86,7 @@ def list_jobs(session: Session) -> list[Row]:
 def get_job(session: Session, name: str) -> Job:
     job = session.scalars(select(Job).where(Job.name == name)).one_or_none()
     if job is None:
-        raise JobNotFound(name=name)
+        raise UnknownJob(name=name, known=known_names(session.scalars(select(Job.name))))
     return job
 
 
