@@ -91,12 +91,12 @@ def _state(ctx: typer.Context) -> State:
     return state
 
 
-def _parse_meta(items: list[str]) -> dict[str, str]:
+def _parse_meta(items: list[str], param_hint: str = "--meta") -> dict[str, str]:
     meta: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not META_KEY.fullmatch(key):
-            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--meta")
+            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint=param_hint)
         meta[key] = value
     return meta
 
@@ -228,6 +228,39 @@ def show(
     typer.echo(render(probes, fmt))
     typer.echo(f"\narms of {job}:" if fmt is Format.table else "")
     typer.echo(render(arms, fmt))
+
+
+@app.command("meta")
+def meta_command(
+    ctx: typer.Context,
+    job: Annotated[str, typer.Argument(help="Job name.")],
+    pairs: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[KEY=VALUE]...", help="Metadata to set (`time` is checked)."),
+    ] = None,
+    unset: Annotated[
+        list[str] | None, typer.Option("--unset", metavar="KEY", help="Remove a key; repeatable.")
+    ] = None,
+) -> None:
+    """Set or remove an ingested job's metadata, then print it (without changes: just print it).
+
+    Example: tracker meta job4 gpu=A100 time=2026-10-15T09:00Z --unset flashoptim
+    """
+    from tracker.store.catalog import edit_job_meta, job_meta
+    from tracker.store.db import in_write_transaction
+
+    values = _parse_meta(pairs or [], param_hint="KEY=VALUE")
+    removed = unset or []
+    for key in removed:
+        if key in values:
+            raise typer.BadParameter(f"{key!r} is both set and unset", param_hint="--unset")
+    if values or removed:
+        edit = partial(edit_job_meta, name=job, meta=values, unset=removed)
+        stored = in_write_transaction(_state(ctx).engine(), edit)
+    else:
+        stored = _read(ctx, job_meta, job)
+    pairs_text = " ".join(f"{key}={value}" for key, value in stored.items())
+    typer.echo(f"{job}: {pairs_text or 'no metadata'}")
 
 
 @app.command()

@@ -61,6 +61,10 @@ class UnknownMetaKey(TrackerError):
     """no job has metadata {key!r}; known keys: {known}"""
 
 
+class MissingMetaKey(TrackerError):
+    """job {job!r} has no metadata {key!r} to unset; its keys: {known}"""
+
+
 class UnknownRevision(TrackerError):
     """database {url} is at schema revision {revision}, which this tracker does not know (newer tracker?); it was left untouched"""
 

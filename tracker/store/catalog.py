@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import UTC
 from typing import Any
 
@@ -10,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from tracker.errors import UnknownJob, known_names
 from tracker.models import Curve, Job, JobMeta, Probe, Run
-from tracker.store.ingest import TIME_FORMAT, as_utc, delete_job_rows, job_time
+from tracker.store.ingest import TIME_FORMAT, as_utc, delete_job_rows, job_time, update_meta
 
 Row = dict[str, Any]
 
@@ -135,6 +136,21 @@ def job_arms(session: Session, name: str) -> list[Row]:
         }
         for run, n_points, last, low in rows
     ]
+
+
+def job_meta(session: Session, name: str) -> dict[str, str]:
+    """A job's metadata, by key."""
+    job_id = get_job(session, name).id
+    return _meta(session, [job_id]).get(job_id, {})
+
+
+def edit_job_meta(
+    session: Session, name: str, meta: Mapping[str, str], unset: Iterable[str] = ()
+) -> dict[str, str]:
+    """Set and remove metadata keys of a stored job; returns its metadata afterwards."""
+    update_meta(get_job(session, name), meta, unset)
+    session.flush()
+    return job_meta(session, name)
 
 
 def delete_job(session: Session, name: str) -> None:
