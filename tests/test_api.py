@@ -86,9 +86,9 @@ CASES: list[tuple[str, Query, tuple[str, ...]]] = [
 
 
 def js(value: Any) -> Any:
-    """A value as the CLI's JSON shows it: NaN is null, infinities are strings."""
+    """A value as the CLI's JSON shows it: non-finite numbers are strings."""
     if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return value
 
 

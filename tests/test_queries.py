@@ -104,9 +104,9 @@ METRICS = (
 
 
 def js(value: Any) -> Any:
-    """A value as the CLI's JSON shows it: NaN is null, infinities are strings."""
+    """A value as the CLI's JSON shows it: non-finite numbers are strings."""
     if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return value
 
 
@@ -136,18 +136,26 @@ def ema(values: list[float], alpha: float) -> list[float]:
     return smoothed
 
 
-def mean_or_none(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
+def numbers(values: list[Any]) -> list[float]:
+    """JSON values back to numbers; missing ones (null) left out."""
+    return [float(v) for v in values if v is not None]
+
+
+def mean_or_none(values: list[Any]) -> float | None:
+    present = numbers(values)
     return statistics.mean(present) if present else None
 
 
-def stdev_or_none(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
+def stdev_or_none(values: list[Any]) -> float | None:
+    present = numbers(values)
     return statistics.stdev(present) if len(present) > 1 else None
 
 
 def approx(value: float | None) -> Any:
-    return None if value is None else pytest.approx(value, rel=1e-12, nan_ok=True)
+    """Close to ``value`` as the CLI's JSON shows it (NaN as "NaN")."""
+    if value is None or math.isnan(value):
+        return js(value)
+    return pytest.approx(value, rel=1e-12)
 
 
 # --- the study ---------------------------------------------------------------------------
@@ -339,7 +347,7 @@ def test_runs_match_summaries_and_curves(study: Study) -> None:
     ]
     assert rows == expected
     linear = [r for r in rows if r["variant"] == "linear"]
-    assert linear and all(r["diverged"] and r["final_loss"] is None for r in linear)  # NaN
+    assert linear and all(r["diverged"] and r["final_loss"] == "NaN" for r in linear)
     assert study.rows("query", "runs", "--variant", "linear", "--job", "j3") == [
         {**expected_run(study, "j3", "linear_s0"), "time": SHOWN_TIME["j3"]}
     ]
@@ -407,7 +415,7 @@ def test_curve_of_several_arms_and_jobs(study: Study) -> None:
     assert rows == expected
     linear = [r for r in rows if r["arm"] == "linear_s0"]
     assert len(jobs) == 3 and len(linear) == 3 * STEPS
-    assert "Infinity" in [r["value"] for r in linear] and linear[-1]["value"] is None
+    assert "Infinity" in [r["value"] for r in linear] and linear[-1]["value"] == "NaN"
     lr = study.rows("query", "curve", "--job", "j2", "--arm", "flash_s0", "--metric", "lr")
     assert [r["value"] for r in lr] == column(study.dirs["j2"], "flash_s0", "lr")
 
@@ -646,7 +654,9 @@ def table_cell(csv_value: str) -> str:
 
 def csv_matches_json(csv_value: str, json_value: Any) -> bool:
     if json_value is None:
-        return csv_value in ("", "nan")
+        return csv_value == ""
+    if json_value == "NaN":
+        return csv_value == "nan"
     if isinstance(json_value, bool):
         return csv_value == str(json_value)
     if isinstance(json_value, float):
@@ -683,10 +693,10 @@ def test_formats_parse_back(study: Study, args: tuple[str, ...]) -> None:
             assert from_table[name] == table_cell(from_csv[name]), name
 
 
-def test_nan_is_null_in_json_and_nan_in_csv_and_table(study: Study) -> None:
+def test_nan_and_missing_stay_apart_in_every_format(study: Study) -> None:
     args = ("query", "runs", "--job", "j1", "--variant", "linear")
     (row,) = study.rows(*args)
-    assert row["final_loss"] is None and row["last_loss"] is None and row["val_loss"] is None
+    assert (row["final_loss"], row["last_loss"], row["val_loss"]) == ("NaN", "NaN", None)
     (from_csv,) = csv.DictReader(io.StringIO(study.cli(*args, "-f", "csv").stdout))
     assert (from_csv["final_loss"], from_csv["last_loss"], from_csv["val_loss"]) == (
         "nan",

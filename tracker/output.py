@@ -21,10 +21,11 @@ class Format(StrEnum):
 
 
 def _json_safe(value: Any) -> Any:
+    """Non-finite numbers as strings (standard JSON has none): null stays for missing only."""
     if isinstance(value, Decimal):  # PostgreSQL NUMERIC: a JSON number, as on SQLite
         value = float(value)
     if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return value
 
 
