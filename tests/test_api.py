@@ -6,6 +6,7 @@ import json
 import math
 import shlex
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,10 @@ CASES: list[tuple[str, Query, tuple[str, ...]]] = [
 
 
 def js(value: Any) -> Any:
-    """A value as the CLI's JSON shows it: non-finite numbers are strings."""
+    """A value as the CLI's JSON shows it: non-finite numbers are strings, times ISO 8601."""
+    if isinstance(value, datetime):
+        assert value.utcoffset() == timedelta(0), value
+        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return value
@@ -121,6 +125,15 @@ def test_frames_equal_the_cli_json(
     assert [{k: js(v) for k, v in row.items()} for row in frame.to_dicts()] == expected
     if expected:
         assert frame.columns == list(expected[0])
+
+
+def test_times_are_utc_datetimes(study: Cli, database: Any) -> None:
+    utc = pl.Datetime("us", "UTC")
+    jobs = api.jobs(database)
+    assert (jobs.schema["time"], jobs.schema["ingested_at"]) == (utc, utc)
+    assert jobs["time"].to_list()[0] == datetime.fromisoformat("2026-10-01T00:00:00+00:00")
+    for frame in (api.probes(database), api.runs(database), api.trend("val_loss", database)):
+        assert frame.schema["time"] == utc
 
 
 def test_empty_frames_keep_their_columns(study: Cli, database: Any) -> None:

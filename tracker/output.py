@@ -9,9 +9,12 @@ import csv
 import io
 import json
 import math
+from datetime import UTC, datetime
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
+
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # every time shown, in UTC; naive ones are stored UTC
 
 
 class Format(StrEnum):
@@ -20,8 +23,15 @@ class Format(StrEnum):
     json = "json"
 
 
+def format_time(moment: datetime) -> str:
+    aware = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return aware.astimezone(UTC).strftime(TIME_FORMAT)
+
+
 def _json_safe(value: Any) -> Any:
     """Non-finite numbers as strings (standard JSON has none): null stays for missing only."""
+    if isinstance(value, datetime):
+        return format_time(value)
     if isinstance(value, Decimal):  # PostgreSQL NUMERIC: a JSON number, as on SQLite
         value = float(value)
     if isinstance(value, float) and not math.isfinite(value):
@@ -36,6 +46,8 @@ def _cell(value: Any) -> str:
         return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:.6g}"
+    if isinstance(value, datetime):
+        return format_time(value)
     return str(value)
 
 
@@ -62,4 +74,6 @@ def render(rows: list[dict[str, Any]], fmt: Format, columns: list[str] | None = 
 
 
 def _csv_cell(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return format_time(value)
     return "" if value is None else value

@@ -13,7 +13,6 @@ from tracker.models import Curve, Probe, Run
 from tracker.queries.selection import Selection, selected_jobs
 from tracker.store.curves import load_curves
 from tracker.store.frames import query_frame
-from tracker.store.ingest import TIME_FORMAT
 
 if TYPE_CHECKING:
     import polars as pl
@@ -41,16 +40,10 @@ def _filtered(query: Any, entity: Any, selection: Selection, job_ids: list[int])
 
 
 def _with_jobs(jobs: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
-    """Attach job name, time and group columns, in job order."""
-    import polars as pl
-
+    """Attach job name, time (a UTC datetime) and group columns, in job order."""
     ordered = jobs.with_row_index(ORDER)
     joined = ordered.join(frame, on="job_id", how="inner").drop("job_id")
-    return (
-        joined.sort(ORDER, maintain_order=True)
-        .drop(ORDER)
-        .with_columns(pl.col("time").dt.to_string(TIME_FORMAT))
-    )
+    return joined.sort(ORDER, maintain_order=True).drop(ORDER)
 
 
 def probes(session: Session, selection: Selection, *, failed: bool = False) -> pl.DataFrame:

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from tracker.errors import UnknownJob, known_names
 from tracker.models import Curve, Job, JobMeta, Probe, Run
-from tracker.store.ingest import TIME_FORMAT, as_utc, delete_job_rows, job_time, update_meta
+from tracker.store.ingest import as_utc, delete_job_rows, job_time, update_meta
 
 Row = dict[str, Any]
 
@@ -28,7 +28,8 @@ def _meta(session: Session, job_ids: list[int]) -> dict[int, dict[str, str]]:
 
 
 def list_jobs(session: Session) -> list[Row]:
-    """One row per job in job order (``time`` metadata, else ingest time), with counts."""
+    """One row per job in job order (``time`` metadata, else ingest time), with counts;
+    times are datetimes in UTC."""
     probes = (
         select(
             Probe.job_id,
@@ -68,7 +69,7 @@ def list_jobs(session: Session) -> list[Row]:
         {
             "job": name,
             "time": job_time(meta.get(job_id, {}), ingested_at),
-            "ingested_at": as_utc(ingested_at).strftime(TIME_FORMAT),
+            "ingested_at": as_utc(ingested_at).astimezone(UTC),
             "probes": probes_n,
             "failed_probes": failed,
             "arms": arms,
@@ -80,7 +81,7 @@ def list_jobs(session: Session) -> list[Row]:
     ]
     listed.sort(key=lambda row: row["time"])
     for row in listed:
-        row["time"] = row["time"].astimezone(UTC).strftime(TIME_FORMAT)
+        row["time"] = row["time"].astimezone(UTC)
     return listed
 
 

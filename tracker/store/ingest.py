@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 DEFAULT_ARM_MODEL = "gpt-124m"
 TIME_KEY = "time"  # metadata that orders jobs in queries, instead of the ingest time
-TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # how job times are shown, always in UTC
 
 
 def parse_time(value: str) -> datetime:
