@@ -29,7 +29,7 @@ def test_copy_every_job_then_nothing_the_second_time(db_url: str, tmp_path: Path
             query(db_url).drop("ingested_at", "source", strict=False),
         )
     for arm in ("ref_s0", "linear_s0"):
-        assert_frame_equal(api.curve(arm, local.url), api.curve(arm, db_url))  # NaN, inf too
+        assert_frame_equal(api.curve(local.url, arm), api.curve(db_url, arm))  # NaN, inf too
 
 
 def test_copy_back_and_conflicting_names(db_url: str, tmp_path: Path) -> None:
