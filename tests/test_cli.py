@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import subprocess
@@ -87,6 +89,27 @@ def test_show_lists_probes_and_arms(two_jobs: Cli) -> None:
     assert arms["ref_s0"]["points"] == 40
     table = two_jobs("show", "job2").stdout
     assert "arms of job2:" in table and "ref_s0" in table
+
+
+def flat(usage_error: str) -> str:
+    """A usage error's text without the box and line breaks typer draws around it."""
+    return " ".join(usage_error.replace("\u2502", " ").split())
+
+
+def test_show_gives_one_table_per_csv(two_jobs: Cli) -> None:
+    refused = two_jobs("show", "job1", "--format", "csv", ok=False)
+    assert refused.exit_code == 2
+    assert "CSV holds one table: add --part probes or --part arms" in flat(refused.stderr)
+    arms = list(
+        csv.DictReader(io.StringIO(two_jobs("show", "job2", "--part", "arms", "-f", "csv").stdout))
+    )
+    assert [(row["arm"], row["points"]) for row in arms] == [("ref_s0", "20")]
+    probes = two_jobs("show", "job2", "--part", "probes", "-f", "csv").stdout
+    assert len(list(csv.DictReader(io.StringIO(probes)))) == 25
+    only_arms = json.loads(two_jobs("show", "job2", "--part", "arms", "-f", "json").stdout)
+    assert list(only_arms) == ["job", "arms"] and len(only_arms["arms"]) == 1
+    table = two_jobs("show", "job2", "--part", "arms").stdout
+    assert table.startswith("arms of job2:\narm ") and "probes of" not in table
 
 
 def test_delete_removes_the_job(two_jobs: Cli) -> None:

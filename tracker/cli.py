@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import sys
 from contextlib import ExitStack
+from enum import StrEnum
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -198,15 +199,24 @@ def jobs(ctx: typer.Context, fmt: FormatOption = Format.table) -> None:
     typer.echo(render(rows, fmt))
 
 
+class ShowPart(StrEnum):
+    probes = "probes"
+    arms = "arms"
+
+
 @app.command()
 def show(
     ctx: typer.Context,
     job: Annotated[str, typer.Argument(help="Job name.")],
+    part: Annotated[
+        ShowPart | None,
+        typer.Option("--part", help="Only this table (CSV holds one table: required there)."),
+    ] = None,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Show one job's probes and training arms.
 
-    Example: tracker show job2 --format json
+    Example: tracker show job2 --part arms --format csv
     """
     import json
 
@@ -214,20 +224,27 @@ def show(
 
     from tracker.store.catalog import job_arms, job_probes
 
+    if fmt is Format.csv and part is None:
+        raise typer.BadParameter(
+            "CSV holds one table: add --part probes or --part arms", param_hint="--part"
+        )
+    readers = {ShowPart.probes: job_probes, ShowPart.arms: job_arms}
+    parts = list(ShowPart) if part is None else [part]
     with Session(_state(ctx).engine()) as session:
-        probes, arms = job_probes(session, job), job_arms(session, job)
+        tables = {name: readers[name](session, job) for name in parts}
     if fmt is Format.json:
-        document = {
+        document: dict[str, Any] = {
             "job": job,
-            "probes": json.loads(render(probes, fmt)),
-            "arms": json.loads(render(arms, fmt)),
+            **{name: json.loads(render(rows, fmt)) for name, rows in tables.items()},
         }
         typer.echo(json.dumps(document, indent=2))
         return
-    typer.echo(f"probes of {job}:" if fmt is Format.table else "")
-    typer.echo(render(probes, fmt))
-    typer.echo(f"\narms of {job}:" if fmt is Format.table else "")
-    typer.echo(render(arms, fmt))
+    if fmt is Format.csv:
+        typer.echo(render(tables[parts[0]], fmt))
+        return
+    typer.echo(
+        "\n\n".join(f"{name} of {job}:\n{render(rows, fmt)}" for name, rows in tables.items())
+    )
 
 
 @app.command("meta")
