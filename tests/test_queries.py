@@ -394,9 +394,14 @@ def test_curve_points_ema_and_thinning(study: Study) -> None:
     thinned = study.rows(
         "query", "curve", "--job", "j1", "--arm", "ref_s0", "--ema", "0.1", "--every", "7"
     )
-    assert [r["step"] for r in thinned] == list(range(0, STEPS, 7))
-    assert [r["value"] for r in thinned] == losses[::7]
-    assert [r["ema"] for r in thinned] == smoothed[::7]  # smoothed before thinning
+    kept = [*range(0, STEPS, 7), STEPS - 1]  # the last step always
+    assert [r["step"] for r in thinned] == kept
+    assert [r["value"] for r in thinned] == [losses[i] for i in kept]
+    assert [r["ema"] for r in thinned] == [smoothed[i] for i in kept]  # smoothed before thinning
+    exact = study.rows("query", "curve", "--job", "j1", "--arm", "ref_s0", "--every", "13")
+    assert [r["step"] for r in exact] == [0, 13, 26, 39]  # the last is an N-th: not twice
+    sparse = study.rows("query", "curve", "--job", "j1", "--arm", "ref_s0", "--every", "100000")
+    assert [r["step"] for r in sparse] == [0, STEPS - 1]
 
 
 def test_curve_of_several_arms_and_jobs(study: Study) -> None:

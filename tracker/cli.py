@@ -439,7 +439,7 @@ def query_curve(
         float | None,
         typer.Option(max=1.0, help="Add an EMA column with this alpha (0 < ALPHA <= 1)."),
     ] = None,
-    every: Annotated[int, typer.Option(min=1, help="Keep every N-th point.")] = 1,
+    every: Annotated[int, typer.Option(min=1, help="Keep every N-th point and the last.")] = 1,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Points of one or more arms' curves.

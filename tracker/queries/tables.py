@@ -161,7 +161,8 @@ def curve(
     every: int = 1,
 ) -> pl.DataFrame:
     """Points of the chosen arms of the chosen jobs: ``job``, ``arm``, ``step``, ``value``
-    (and ``ema``, smoothed over the full series before thinning to every N-th point)."""
+    (and ``ema``, smoothed over the full series before thinning to every N-th point; the
+    last point is always kept, so a thinned curve still ends where the run ended)."""
     import polars as pl
 
     from tracker.analysis.smoothing import ema
@@ -193,7 +194,8 @@ def curve(
     for part in points.partition_by("curve_id", maintain_order=True):
         if ema_alpha is not None:
             part = part.with_columns(ema=ema(part["value"], ema_alpha))
-        parts.append(part.gather_every(every))
+        index = pl.int_range(pl.len())
+        parts.append(part.filter((index % every == 0) | (index == pl.len() - 1)))
     empty = points.head(0) if ema_alpha is None else points.head(0).with_columns(ema=pl.lit(0.0))
     thinned = pl.concat(parts) if parts else empty
     table = _with_jobs(jobs, found.join(thinned, on="curve_id").drop("curve_id"))
