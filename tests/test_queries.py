@@ -148,7 +148,9 @@ def mean_or_none(values: list[Any]) -> float | None:
 
 def stdev_or_none(values: list[Any]) -> float | None:
     present = numbers(values)
-    return statistics.stdev(present) if len(present) > 1 else None
+    if len(present) < 2:
+        return None
+    return math.nan if any(map(math.isnan, present)) else statistics.stdev(present)
 
 
 def approx(value: float | None) -> Any:
@@ -582,9 +584,7 @@ def test_group_by_adds_a_metadata_column(study: Study) -> None:
     assert all(r["flashoptim"] == flashoptim[r["job"]] for r in probes)
     plain = study.rows("query", "probes", "--model", "gpt-124m")
     assert [{k: v for k, v in r.items() if k != "flashoptim"} for r in probes] == plain
-    runs = study.rows(
-        "query", "runs", "--aggregate-seeds", "--group-by", "flashoptim", "--group-by", "gpu"
-    )
+    runs = study.rows("query", "runs", "--group-by", "flashoptim", "--group-by", "gpu")
     assert list(runs[0])[:5] == ["job", "time", "flashoptim", "gpu", "model"]
     gpus = {job: META[job]["gpu"] for job in META}
     assert all((r["flashoptim"], r["gpu"]) == (flashoptim[r["job"]], gpus[r["job"]]) for r in runs)
@@ -602,6 +602,29 @@ def test_group_by_adds_a_metadata_column(study: Study) -> None:
     )
     assert list(trend[0]) == ["job", "time", "flashoptim", "model", "variant", "value", "change"]
     assert [r["flashoptim"] for r in trend] == [flashoptim[j] for j in study.order]
+
+
+def test_group_by_pools_the_seeds_of_jobs_sharing_a_value(study: Study) -> None:
+    rows = study.rows("query", "runs", "--aggregate-seeds", "--group-by", "flashoptim")
+    assert list(rows[0]) == ["flashoptim", "model", "variant", "jobs", *AGGREGATE_COLUMNS[4:]]
+    expected = []
+    for version in ("0.1.0", "0.1.1", None):  # first seen in job order: j1, j3, j4
+        jobs = [job for job in study.order if META[job].get("flashoptim") == version]
+        arms = [expected_run(study, job, arm) for job in jobs for arm in arm_names(study.dirs[job])]
+        for variant in sorted({a["variant"] for a in arms}, key=["flash", "linear", "ref"].index):
+            group = [a for a in arms if a["variant"] == variant]
+            row: dict[str, Any] = {"flashoptim": version, "model": "gpt-124m", "variant": variant}
+            row["jobs"] = len({a["job"] for a in group})
+            row["seeds"] = len(group)
+            for metric in ("val_loss", "final_loss", "min_loss"):
+                row[f"{metric}_mean"] = approx(mean_or_none([a[metric] for a in group]))
+            for metric in ("val_loss", "final_loss", "min_loss"):
+                row[f"{metric}_std"] = approx(stdev_or_none([a[metric] for a in group]))
+            row["any_diverged"] = any(a["diverged"] for a in group)
+            expected.append(row)
+    assert sorted(rows, key=str) == sorted(expected, key=str)
+    ref = next(r for r in rows if (r["flashoptim"], r["variant"]) == ("0.1.0", "ref"))
+    assert (ref["jobs"], ref["seeds"]) == (2, 4)  # ref_s0 and ref_s1 of j1 and j2
 
 
 def test_group_by_does_not_hide_the_change_between_jobs(study: Study) -> None:

@@ -345,7 +345,12 @@ WhereFilter = Annotated[
 ]
 GroupBy = Annotated[
     list[str] | None,
-    typer.Option("--group-by", metavar="KEY", help="Add this metadata as a column; repeatable."),
+    typer.Option(
+        "--group-by",
+        metavar="KEY",
+        help="Add this metadata as a column; with runs --aggregate-seeds, pool the seeds of "
+        "the jobs sharing its value. Repeatable.",
+    ),
 ]
 
 
@@ -421,7 +426,7 @@ def query_runs(
 ) -> None:
     """Training arms of every job: losses, points, divergence.
 
-    Example: tracker query runs --variant ref --aggregate-seeds
+    Example: tracker query runs --variant ref --aggregate-seeds --group-by flashoptim
     """
     from tracker.queries.tables import runs
 

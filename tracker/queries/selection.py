@@ -34,6 +34,7 @@ TABLE_COLUMNS = frozenset(
     {
         "job_id",
         "job",
+        "jobs",
         "time",
         "model",
         "variant",

@@ -80,7 +80,9 @@ def probes(session: Session, selection: Selection, *, failed: bool = False) -> p
 
 def runs(session: Session, selection: Selection, *, aggregate_seeds: bool = False) -> pl.DataFrame:
     """One row per arm per job; with ``aggregate_seeds`` one per (job, model, variant) with the
-    mean, standard deviation and count over seeds."""
+    mean, standard deviation and count over seeds. Grouped by metadata keys, the seeds of all
+    jobs sharing the keys' values are pooled: one row per (values, model, variant), with the
+    number of jobs pooled."""
     import polars as pl
 
     jobs = selected_jobs(session, selection)
@@ -110,7 +112,12 @@ def runs(session: Session, selection: Selection, *, aggregate_seeds: bool = Fals
     if not aggregate_seeds:
         return table.select(*keys, "arm", "seed", *RUN_METRICS[:-1], "points", "diverged")
     metrics = ("val_loss", "final_loss", "min_loss")
+    pooled = []
+    if selection.group_by:
+        keys = [*selection.group_by, "model", "variant"]
+        pooled = [pl.col("job").n_unique().alias("jobs")]
     return table.group_by(keys, maintain_order=True).agg(
+        *pooled,
         pl.len().alias("seeds"),
         *(pl.col(m).mean().alias(f"{m}_mean") for m in metrics),
         *(pl.col(m).std().alias(f"{m}_std") for m in metrics),
