@@ -33,8 +33,8 @@ HEADER = "step,loss,lr,step_ms"
 FAILED_RECORD = 15
 JOB_NAME_RULE = (
     "use letters, digits, '.', '_' or '-', starting with a letter or digit, at most 100 characters"
-    " (name the job with --job)"
 )
+DIRECTORY_NAME_HINT = " (the directory's name: name the job with --job)"
 
 # A breaker changes the valid job directory and returns the arguments for `tracker ingest`,
 # or None to ingest the directory itself.
@@ -549,7 +549,7 @@ CASES: list[tuple[str, Breaker, str]] = [
     (
         "directory_name_not_a_job_name",
         rename_directory("job 2"),
-        f"invalid job name 'job 2': {JOB_NAME_RULE}",
+        f"invalid job name 'job 2': {JOB_NAME_RULE}{DIRECTORY_NAME_HINT}",
     ),
     # atomicity: the last file the ingest reads is broken, after three arms were stored
     (

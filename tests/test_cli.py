@@ -169,3 +169,30 @@ def test_python_dash_m_and_default_database(tmp_path: Path) -> None:
     assert tracker("ingest", str(job)).returncode == 0
     listed = tracker("jobs", "--format", "csv")
     assert listed.stdout.splitlines()[1].startswith("job1,")
+
+
+def test_a_meta_key_given_twice_is_refused(cli: Cli, tmp_path: Path) -> None:
+    job = write_sample_job(tmp_path / "job1", steps=5, arms=())
+    twice = cli("ingest", str(job), "--meta", "gpu=A", "--meta", "gpu=B", ok=False)
+    assert twice.exit_code == 2 and "'gpu' is given twice" in flat(twice.stderr)
+    assert cli("jobs", "-f", "csv").stdout == "\n"  # nothing was stored (no header: no rows)
+    cli("ingest", str(job))
+    again = cli("meta", "job1", "gpu=A", "gpu=B", ok=False)
+    assert again.exit_code == 2 and "'gpu' is given twice" in flat(again.stderr)
+
+
+def test_show_lists_models_by_size(two_jobs: Cli, tmp_path: Path) -> None:
+    records = json.loads((tmp_path / "job1" / "mem_sweep.json").read_text())
+    sizes: dict[str, int] = {}
+    for record in records:
+        sizes[record["model"]] = max(sizes.get(record["model"], 0), record.get("n_params", 0))
+    shown = json.loads(two_jobs("show", "job1", "-f", "json").stdout)["probes"]
+    models = list(dict.fromkeys(probe["model"] for probe in shown))
+    assert models == sorted(sizes, key=sizes.__getitem__)
+    assert models.index("gpt-30m") < models.index("gpt-124m")
+
+
+def test_compare_help_fits_80_columns() -> None:
+    result = typer.testing.CliRunner(env={"COLUMNS": "80"}).invoke(app, ["compare", "--help"])
+    line = next(line for line in result.stdout.splitlines() if "--fail-on-regression" in line)
+    assert "\u2026" not in line and "--no-fail" not in result.stdout

@@ -98,6 +98,8 @@ def _parse_meta(items: list[str], param_hint: str = "--meta") -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not META_KEY.fullmatch(key):
             raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint=param_hint)
+        if key in meta:
+            raise typer.BadParameter(f"{key!r} is given twice", param_hint=param_hint)
         meta[key] = value
     return meta
 
@@ -495,7 +497,10 @@ def compare(
     expectations: ExpectationsOption = None,
     fail_on_regression: Annotated[
         bool,
-        typer.Option(help="Exit with code 3 when a verdict or a bytes/param figure regressed."),
+        typer.Option(
+            "--fail-on-regression",  # a plain flag: no --no- twin to squeeze the help
+            help="Exit with code 3 when a verdict or a bytes/param figure regressed.",
+        ),
     ] = False,
     fmt: FormatOption = Format.table,
 ) -> None:
@@ -569,11 +574,19 @@ def db_copy(
     source_engine = open_database(source, may_create_file=False)
     target = open_database(destination)
     copied = 0
+    conflicts = []
     with Session(source_engine) as reader:
         for name in job_names(reader):
             outcome = in_write_transaction(target, partial(copy_job, reader, name=name))
+            if outcome.status == "conflict":
+                typer.echo(f"Error: {outcome.summary()}", err=True)
+                conflicts.append(name)
+                continue
             typer.echo(outcome.summary())
             copied += outcome.status == "copied"
+    if conflicts:
+        typer.echo(f"{copied} jobs copied, {len(conflicts)} not: {', '.join(conflicts)}")
+        raise typer.Exit(1)
     typer.echo(f"{copied} jobs copied")
 
 

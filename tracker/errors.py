@@ -38,7 +38,7 @@ class NotADirectory(TrackerError):
 
 
 class BadJobName(TrackerError):
-    """invalid job name {name!r}: use letters, digits, '.', '_' or '-', starting with a letter or digit, at most 100 characters (name the job with --job)"""
+    """invalid job name {name!r}: use letters, digits, '.', '_' or '-', starting with a letter or digit, at most 100 characters{hint}"""
 
 
 class JobExists(TrackerError):

@@ -93,10 +93,14 @@ def get_job(session: Session, name: str) -> Job:
 
 
 def job_probes(session: Session, name: str) -> list[Row]:
+    """A job's probes, smallest model first (a model's size: its largest parameter count, so
+    a failed probe stays with its model's others), then by variant."""
     job = get_job(session, name)
-    probes = session.scalars(
-        select(Probe).where(Probe.job_id == job.id).order_by(Probe.model, Probe.variant)
-    )
+    probes = list(session.scalars(select(Probe).where(Probe.job_id == job.id)))
+    sizes: dict[str, int] = {}
+    for p in probes:
+        sizes[p.model] = max(sizes.get(p.model, 0), p.n_params or 0)
+    probes.sort(key=lambda p: (sizes[p.model] == 0, sizes[p.model], p.model, p.variant))
     return [
         {
             "model": p.model,
