@@ -304,7 +304,7 @@ def demo(
     steps: Annotated[int, typer.Option(min=10, help="Training steps per sample arm.")] = 2000,
     out: Annotated[Path, typer.Option("--out", help="Where to write the report.")] = Path("report"),
 ) -> None:
-    """Generate sample jobs, ingest them, write the report and print what was done.
+    """Generate sample jobs, ingest them (replacing an earlier demo's), write the report.
 
     Example: tracker demo --steps 5000
     """
@@ -314,14 +314,14 @@ def demo(
     from tracker.jobdir.sample import DEMO_META, write_demo_jobs
     from tracker.report import write_report
     from tracker.store.db import in_write_transaction
-    from tracker.store.ingest import ingest_job
+    from tracker.store.ingest import ingest_demo_job
 
     engine = _state(ctx).engine(may_create_file=True)
     directories = write_demo_jobs(directory, steps=steps)
     typer.echo(f"wrote {len(directories)} sample jobs under {directory}/")
     for job_directory in directories:
         meta = DEMO_META[job_directory.name]
-        ingest = partial(ingest_job, directory=job_directory, meta=meta)
+        ingest = partial(ingest_demo_job, directory=job_directory, meta=meta)
         typer.echo(in_write_transaction(engine, ingest).summary())
     typer.echo(f"database: {_state(ctx).url}")
     with Session(engine) as session:

@@ -45,6 +45,10 @@ class JobExists(TrackerError):
     """job {name!r} already exists with different content; use --replace to swap it"""
 
 
+class NotADemoJob(TrackerError):
+    """job {name!r} already exists and is not one of the demo's sample jobs; run the demo on another database, e.g. tracker --db sqlite:///demo.db demo"""
+
+
 class JobNotFound(TrackerError):
     """no job named {name!r}"""
 

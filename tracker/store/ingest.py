@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
-from tracker.errors import BadTime, JobExists, MissingMetaKey, known_names
+from tracker.errors import BadTime, JobExists, MissingMetaKey, NotADemoJob, known_names
 from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, read_arm, scan_job
 from tracker.models import Curve, Job, JobMeta, Point, Probe, Run, SourceFile
 from tracker.store.points import write_points
@@ -110,6 +110,17 @@ def ingest_job(
         if on_arm is not None:
             on_arm(arm_files)
     return result
+
+
+def ingest_demo_job(session: Session, directory: Path, meta: Mapping[str, str]) -> IngestResult:
+    """Store a demo sample job, swapping it in for an earlier demo's job of its name (a job
+    with the demo's metadata, e.g. of other ``--steps``), never for any other job."""
+    existing = session.scalars(select(Job).where(Job.name == directory.name)).one_or_none()
+    from_demo = existing is not None and {m.key: m.value for m in existing.meta} == dict(meta)
+    try:
+        return ingest_job(session, directory, meta=meta, replace=from_demo)
+    except JobExists:
+        raise NotADemoJob(name=directory.name) from None
 
 
 def update_meta(
