@@ -355,22 +355,29 @@ def test_runs_match_summaries_and_curves(study: Study) -> None:
     ]
 
 
+def expected_aggregates(keys: dict[str, Any], arms: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The aggregated rows of ``arms`` (from ``expected_run``), one per variant, led by ``keys``."""
+    rows = []
+    for variant in sorted({a["variant"] for a in arms}):
+        group = [a for a in arms if a["variant"] == variant]
+        row: dict[str, Any] = {**keys, "model": "gpt-124m", "variant": variant}
+        row["seeds"] = len(group)
+        for metric in ("val_loss", "final_loss", "min_loss"):
+            row[f"{metric}_mean"] = approx(mean_or_none([a[metric] for a in group]))
+        for metric in ("val_loss", "final_loss", "min_loss"):
+            row[f"{metric}_std"] = approx(stdev_or_none([a[metric] for a in group]))
+        row["any_diverged"] = any(a["diverged"] for a in group)
+        rows.append(row)
+    return rows
+
+
 def test_runs_aggregated_over_seeds(study: Study) -> None:
     rows = study.rows("query", "runs", "--aggregate-seeds")
     assert rows and all(list(r) == AGGREGATE_COLUMNS for r in rows)
     expected = []
     for job in study.order:
         arms = [expected_run(study, job, arm) for arm in arm_names(study.dirs[job])]
-        for variant in sorted({a["variant"] for a in arms}):
-            group = [a for a in arms if a["variant"] == variant]
-            row: dict[str, Any] = {"job": job, "model": "gpt-124m", "variant": variant}
-            row["seeds"] = len(group)
-            for metric in ("val_loss", "final_loss", "min_loss"):
-                row[f"{metric}_mean"] = approx(mean_or_none([a[metric] for a in group]))
-            for metric in ("val_loss", "final_loss", "min_loss"):
-                row[f"{metric}_std"] = approx(stdev_or_none([a[metric] for a in group]))
-            row["any_diverged"] = any(a["diverged"] for a in group)
-            expected.append(row)
+        expected += expected_aggregates({"job": job}, arms)
     for row in rows:
         check_time(study, row["job"], row.pop("time"))
     assert rows == expected
@@ -611,17 +618,9 @@ def test_group_by_pools_the_seeds_of_jobs_sharing_a_value(study: Study) -> None:
     for version in ("0.1.0", "0.1.1", None):  # first seen in job order: j1, j3, j4
         jobs = [job for job in study.order if META[job].get("flashoptim") == version]
         arms = [expected_run(study, job, arm) for job in jobs for arm in arm_names(study.dirs[job])]
-        for variant in sorted({a["variant"] for a in arms}, key=["flash", "linear", "ref"].index):
-            group = [a for a in arms if a["variant"] == variant]
-            row: dict[str, Any] = {"flashoptim": version, "model": "gpt-124m", "variant": variant}
-            row["jobs"] = len({a["job"] for a in group})
-            row["seeds"] = len(group)
-            for metric in ("val_loss", "final_loss", "min_loss"):
-                row[f"{metric}_mean"] = approx(mean_or_none([a[metric] for a in group]))
-            for metric in ("val_loss", "final_loss", "min_loss"):
-                row[f"{metric}_std"] = approx(stdev_or_none([a[metric] for a in group]))
-            row["any_diverged"] = any(a["diverged"] for a in group)
-            expected.append(row)
+        for row in expected_aggregates({"flashoptim": version}, arms):
+            pooled = {a["job"] for a in arms if a["variant"] == row["variant"]}
+            expected.append({**row, "jobs": len(pooled)})
     assert sorted(rows, key=str) == sorted(expected, key=str)
     ref = next(r for r in rows if (r["flashoptim"], r["variant"]) == ("0.1.0", "ref"))
     assert (ref["jobs"], ref["seeds"]) == (2, 4)  # ref_s0 and ref_s1 of j1 and j2
