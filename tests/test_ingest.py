@@ -212,6 +212,20 @@ def test_several_directories_one_transaction_each(cli: Cli, tmp_path: Path, engi
     assert counts(engine)["job"] == 2
 
 
+def test_errors_name_the_directory_as_given(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_sample_job(tmp_path / "job", steps=5, arms=())
+    cli("ingest", "job")
+    write_sample_job(tmp_path / "job", seed=4, steps=5, arms=())
+    result = cli("ingest", "job", ok=False)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "Error: job: job 'job' already exists with different content; use --replace to swap it\n",
+    )
+
+
 def test_a_failing_directory_does_not_stop_the_others(
     cli: Cli, tmp_path: Path, engine: Engine
 ) -> None:

@@ -164,10 +164,10 @@ def ingest(
                     ),
                 )
             except TrackerError as exc:
-                # errors about the directory itself already name it
-                message = str(exc)
-                named = message if message.startswith(str(directory)) else f"{directory}: {message}"
-                typer.echo(f"Error: {named}", err=True)
+                message = str(exc)  # errors about the directory itself already name it
+                if not message.startswith(f"{directory}: "):
+                    message = f"{directory}: {message}"
+                typer.echo(f"Error: {message}", err=True)
                 failed.append(str(directory))
             else:
                 typer.echo(result.summary())
