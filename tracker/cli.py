@@ -148,6 +148,13 @@ def ingest(
                 typer.progressbar(length=sum(sizes), label="ingesting", file=sys.stderr)
             )
         on_arm = None if bar is None else lambda arm: bar.update(arm.csv_path.stat().st_size)
+        clear_bar = "\r\033[K" if bar is not None and sys.stderr.isatty() else ""
+
+        def say(line: str, err: bool = False) -> None:
+            """A line of its own, not glued to the end of the drawn progress bar."""
+            sys.stderr.write(clear_bar)
+            typer.echo(line, err=err)
+
         done = 0
         for directory, size in zip(directories, sizes, strict=True):
             try:
@@ -167,12 +174,12 @@ def ingest(
                 message = str(exc)  # errors about the directory itself already name it
                 if not message.startswith(f"{directory}: "):
                     message = f"{directory}: {message}"
-                typer.echo(f"Error: {message}", err=True)
+                say(f"Error: {message}", err=True)
                 failed.append(str(directory))
             else:
-                typer.echo(result.summary())
+                say(result.summary())
                 if result.skipped:
-                    typer.echo(f"  skipped: {', '.join(result.skipped)}")
+                    say(f"  skipped: {', '.join(result.skipped)}")
                 outcomes[result.status] += 1
             done += size
             if bar is not None:  # failed and unchanged directories count as done too
