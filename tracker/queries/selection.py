@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sqlalchemy import distinct, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.errors import GroupKeyClash, UnknownJob, UnknownMetaKey, known_names
@@ -80,7 +80,7 @@ def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
             raise GroupKeyClash(key=key)
     keys = [*(key for key, _ in selection.where), *selection.group_by]
     if keys:
-        known_keys = set(session.scalars(select(distinct(JobMeta.key))))
+        known_keys = set(session.scalars(select(JobMeta.key).distinct()))
         for key in keys:
             if key not in known_keys:
                 raise UnknownMetaKey(key=key, known=known_names(known_keys))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, distinct, select
+from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from tracker.errors import UnknownArm, UnknownMetric, known_names
@@ -176,11 +176,11 @@ def curve(
 
     jobs = selected_jobs(session, selection)
     job_ids = jobs["job_id"].to_list()
-    known_arms = set(session.scalars(select(distinct(Run.arm)).where(Run.job_id.in_(job_ids))))
+    known_arms = set(session.scalars(select(Run.arm).distinct().where(Run.job_id.in_(job_ids))))
     for arm in arms:
         if arm not in known_arms:
             raise UnknownArm(name=arm, known=known_names(known_arms))
-    metrics = select(distinct(Curve.metric)).join(Run, Run.id == Curve.run_id)
+    metrics = select(Curve.metric).distinct().join(Run, Run.id == Curve.run_id)
     metrics = metrics.where(Run.job_id.in_(job_ids))
     known_metrics = set(session.scalars(metrics.where(Run.arm.in_(arms)) if arms else metrics))
     if metric not in known_metrics:
