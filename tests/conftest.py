@@ -110,4 +110,6 @@ class Cli:
 
 @pytest.fixture
 def cli(db_url: str) -> Cli:
+    """The command line on a database that exists (reading commands never create one)."""
+    open_database(db_url).dispose()
     return Cli(db_url)

@@ -6,6 +6,7 @@ import json
 import math
 import shlex
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from sqlalchemy import Engine, text
 from tests.conftest import Cli
 from tracker import api
 from tracker.config import DATABASE_URL_ENV
-from tracker.errors import JobNotFound, SqlRefused, UnknownMetric
+from tracker.errors import JobNotFound, SqlRefused, UnknownArm, UnknownMetric
 from tracker.jobdir.sample import write_sample_job
 
 STEPS = 30
@@ -63,32 +64,35 @@ CASES: list[tuple[str, Query, tuple[str, ...]]] = [
     ),
     (
         "trend of a probe field",
-        lambda db: api.trend("bpp_state", db, model="gpt-124m", variant="flash"),
+        lambda db: api.trend(db, "bpp_state", model="gpt-124m", variant="flash"),
         ("query", "trend", "--metric", "bpp_state", "--model", "gpt-124m", "--variant", "flash"),
     ),
     (
         "trend of a run field",
-        lambda db: api.trend("val_loss", db, variant="ref", where={"gpu": "A10G"}),
+        lambda db: api.trend(db, "val_loss", variant="ref", where={"gpu": "A10G"}),
         ("query", "trend", "--metric", "val_loss", "--variant", "ref", "--where", "gpu=A10G"),
     ),
     (
         "curve",
-        lambda db: api.curve("linear_s0", db, job="j1", ema=0.2, every=3),
+        lambda db: api.curve(db, "linear_s0", job="j1", ema=0.2, every=3),
         ("query", "curve", "--arm", "linear_s0", "--job", "j1", "--ema", "0.2", "--every", "3"),
     ),
     (
         "curves",
-        lambda db: api.curve(["ref_s0", "flash_s0"], db),
+        lambda db: api.curve(db, ["ref_s0", "flash_s0"]),
         ("query", "curve", "--arm", "ref_s0", "--arm", "flash_s0"),
     ),
-    ("compare", lambda db: api.compare("j1", "j3", db), ("compare", "j1", "j3")),
+    ("compare", lambda db: api.compare(db, "j1", "j3"), ("compare", "j1", "j3")),
 ]
 
 
 def js(value: Any) -> Any:
-    """A value as the CLI's JSON shows it: NaN is null, infinities are strings."""
+    """A value as the CLI's JSON shows it: non-finite numbers are strings, times ISO 8601."""
+    if isinstance(value, datetime):
+        assert value.utcoffset() == timedelta(0), value
+        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
     if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return value
 
 
@@ -123,10 +127,18 @@ def test_frames_equal_the_cli_json(
         assert frame.columns == list(expected[0])
 
 
+def test_times_are_utc_datetimes(study: Cli, database: Any) -> None:
+    utc = pl.Datetime("us", "UTC")
+    jobs = api.jobs(database)
+    assert (jobs.schema["time"], jobs.schema["ingested_at"]) == (utc, utc)
+    assert jobs["time"].to_list()[0] == datetime.fromisoformat("2026-10-01T00:00:00+00:00")
+    for frame in (api.probes(database), api.runs(database), api.trend(database, "val_loss")):
+        assert frame.schema["time"] == utc
+
+
 def test_empty_frames_keep_their_columns(study: Cli, database: Any) -> None:
     assert api.probes(database, model="nope").columns == api.probes(database).columns
     assert api.runs(database, model="nope").columns == api.runs(database).columns
-    assert api.curve("nope", database).height == 0
 
 
 @pytest.fixture(params=["url", "engine", "environment"])
@@ -151,7 +163,7 @@ def test_an_engine_stays_usable_after_api_calls(
     reading = api.connect(reader_url)
     for _ in range(2):
         assert api.probes(engine, job="j1").height == 25
-        assert api.sql("SELECT count(*) AS n FROM job", reading)["n"].to_list() == [3]
+        assert api.sql(reading, "SELECT count(*) AS n FROM job")["n"].to_list() == [3]
     reading.dispose()
     with engine.connect() as connection:
         assert connection.execute(text("SELECT count(*) FROM run")).scalar_one() == 12
@@ -169,36 +181,71 @@ def test_connect_gives_an_engine(study: Cli, db_url: str) -> None:
 def test_sql(study: Cli, reader: Any, reader_url: str) -> None:
     database = reader
     statement = "SELECT name, source_path FROM job ORDER BY name"
-    frame = api.sql(statement, database)
+    frame = api.sql(database, statement)
     assert isinstance(frame, pl.DataFrame)
     assert frame.columns == ["name", "source_path"]
     assert frame["name"].to_list() == ["j1", "j2", "j3"]
     cli_json = Cli(reader_url)("sql", statement, "--format", "json").stdout
     assert frame.to_dicts() == json.loads(cli_json)
     counted = api.sql(
+        database,
         "SELECT r.arm, count(*) AS points FROM run r JOIN curve c ON c.run_id = r.id "
         "JOIN point p ON p.curve_id = c.id JOIN job j ON j.id = r.job_id "
         "WHERE j.name = 'j1' AND c.metric = 'loss' GROUP BY r.arm ORDER BY r.arm",
-        database,
     )
     assert counted.rows() == [(arm, STEPS) for arm in ("flash_s0", "linear_s0", "ref_s0", "ref_s1")]
-    empty = api.sql("SELECT name FROM job WHERE name = 'nope'", database)
+    empty = api.sql(database, "SELECT name FROM job WHERE name = 'nope'")
     assert (empty.columns, empty.height) == (["name"], 0)
 
 
 def test_sql_refuses_writes(study: Cli, reader: Any) -> None:
     database = reader
     with pytest.raises(SqlRefused, match=r"^sql: .*tracker sql only reads$"):
-        api.sql("DELETE FROM job", database)
+        api.sql(database, "DELETE FROM job")
     with pytest.raises(SqlRefused, match=r"^sql: give one statement at a time$"):
-        api.sql("SELECT 1; DELETE FROM job", database)
-    assert api.sql("SELECT count(*) AS n FROM job", database)["n"].to_list() == [3]
+        api.sql(database, "SELECT 1; DELETE FROM job")
+    assert api.sql(database, "SELECT count(*) AS n FROM job")["n"].to_list() == [3]
 
 
 def test_expected_errors_are_tracker_errors(study: Cli, database: Any) -> None:
     with pytest.raises(UnknownMetric, match=r"^unknown metric 'nope'; choose one of: "):
-        api.trend("nope", database)
-    with pytest.raises(JobNotFound, match=r"^no job named 'nope'$"):
-        api.compare("j1", "nope", database)
-    with pytest.raises(JobNotFound, match=r"^no job named 'nope'$"):
+        api.trend(database, "nope")
+    with pytest.raises(JobNotFound, match=r"^no job named 'nope'; known jobs: j1, j2, j3$"):
+        api.compare(database, "j1", "nope")
+    with pytest.raises(JobNotFound, match=r"^no job named 'nope'; known jobs: j1, j2, j3$"):
         api.probes(database, job=["j1", "nope"])
+    with pytest.raises(UnknownArm, match=r"^no arm 'nosuch_s0' in the selected jobs; "):
+        api.curve(database, "nosuch_s0")
+
+
+def readme_python_examples() -> list[str]:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def test_every_readme_python_example_runs(
+    cli: Cli, reader_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's API examples, on a database holding the jobs they name; their URLs (a
+    placeholder file, a placeholder server) stand for the test's database."""
+    for name, spec, meta in [
+        ("job2", {"seed": 0}, ["gpu=A10G", "flashoptim=0.1.0"]),
+        ("job3", {"seed": 1, "flash_state_shift": 0.5}, ["gpu=A10G", "flashoptim=0.1.1"]),
+    ]:
+        directory = write_sample_job(tmp_path / name, steps=STEPS, **spec)
+        cli("ingest", str(directory), *(f"--meta={item}" for item in meta))
+    monkeypatch.setenv(DATABASE_URL_ENV, reader_url)
+    namespace: dict[str, Any] = {}
+    lines = readme_python_examples()
+    assert len(lines) >= 10
+    for line in lines:
+        code = line.split("#", 1)[0].strip()
+        for placeholder in ("sqlite:///study.db", "postgresql+psycopg://me@dbhost/tracker"):
+            code = code.replace(f'"{placeholder}"', repr(reader_url))
+        if code.startswith(("import ", "from ")) or " = " in code:
+            exec(code, namespace)
+            continue
+        result = eval(code, namespace)
+        assert isinstance(result, pl.DataFrame) and result.height > 0, line
+    namespace["db"].dispose()

@@ -2,7 +2,7 @@
 
 Every broken case starts from a small valid sample job (``write_sample_job(steps=50)``),
 breaks exactly one thing, and runs the real ``tracker ingest``. It must exit with code 1,
-print exactly one ``Error: <file or file line N or file record N>: <problem>`` line on
+print exactly one ``Error: <dir>: <file or file line N or file record N>: <problem>`` line on
 stderr, show no traceback, and leave no trace of the job in the database.
 
 Arms are read in file-name order (flash_s0, linear_s0, ref_s0, ref_s1), after the probes,
@@ -33,8 +33,8 @@ HEADER = "step,loss,lr,step_ms"
 FAILED_RECORD = 15
 JOB_NAME_RULE = (
     "use letters, digits, '.', '_' or '-', starting with a letter or digit, at most 100 characters"
-    " (name the job with --job)"
 )
+DIRECTORY_NAME_HINT = " (the directory's name: name the job with --job)"
 
 # A breaker changes the valid job directory and returns the arguments for `tracker ingest`,
 # or None to ingest the directory itself.
@@ -549,7 +549,7 @@ CASES: list[tuple[str, Breaker, str]] = [
     (
         "directory_name_not_a_job_name",
         rename_directory("job 2"),
-        f"invalid job name 'job 2': {JOB_NAME_RULE}",
+        f"invalid job name 'job 2': {JOB_NAME_RULE}{DIRECTORY_NAME_HINT}",
     ),
     # atomicity: the last file the ingest reads is broken, after three arms were stored
     (
@@ -597,7 +597,9 @@ def test_broken_job_is_refused(
     assert "ingested" not in result.stdout
     assert cli("jobs", "--format", "json").stdout.strip() == "[]"
     assert not any(_table_counts(engine).values()), "rows left behind by a refused ingest"
-    assert result.stderr == f"Error: {expected.replace('{job}', str(job))}\n"
+    directory = args[-1]  # each error names the directory given, unless it is about it
+    named = expected if expected.startswith("{job}") else f"{directory}: {expected}"
+    assert result.stderr == f"Error: {named.replace('{job}', str(job))}\n"
 
 
 # -- odd but honest inputs: accepted and read correctly ---------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import subprocess
@@ -83,22 +85,49 @@ def test_show_lists_probes_and_arms(two_jobs: Cli) -> None:
     arms = {a["arm"]: a for a in shown["arms"]}
     assert set(arms) == {"ref_s0", "flash_s0", "ref_s1", "linear_s0"}
     assert arms["linear_s0"]["diverged"] is True
-    assert arms["linear_s0"]["last_loss"] is None  # NaN is null in JSON
+    assert arms["linear_s0"]["last_loss"] == "NaN"  # a string in JSON, as Infinity is
     assert arms["ref_s0"]["points"] == 40
     table = two_jobs("show", "job2").stdout
     assert "arms of job2:" in table and "ref_s0" in table
+
+
+def flat(usage_error: str) -> str:
+    """A usage error's text without the box and line breaks typer draws around it."""
+    return " ".join(usage_error.replace("\u2502", " ").split())
+
+
+def test_show_gives_one_table_per_csv(two_jobs: Cli) -> None:
+    refused = two_jobs("show", "job1", "--format", "csv", ok=False)
+    assert refused.exit_code == 2
+    assert "CSV holds one table: add --part probes or --part arms" in flat(refused.stderr)
+    arms = list(
+        csv.DictReader(io.StringIO(two_jobs("show", "job2", "--part", "arms", "-f", "csv").stdout))
+    )
+    assert [(row["arm"], row["points"]) for row in arms] == [("ref_s0", "20")]
+    probes = two_jobs("show", "job2", "--part", "probes", "-f", "csv").stdout
+    assert len(list(csv.DictReader(io.StringIO(probes)))) == 25
+    only_arms = json.loads(two_jobs("show", "job2", "--part", "arms", "-f", "json").stdout)
+    assert list(only_arms) == ["job", "arms"] and len(only_arms["arms"]) == 1
+    table = two_jobs("show", "job2", "--part", "arms").stdout
+    assert table.startswith("arms of job2:\narm ") and "probes of" not in table
 
 
 def test_delete_removes_the_job(two_jobs: Cli) -> None:
     assert two_jobs("delete", "job2").stdout == "deleted job2\n"
     assert [r["job"] for r in json.loads(two_jobs("jobs", "-f", "json").stdout)] == ["job1"]
     missing = two_jobs("delete", "job2", ok=False)
-    assert (missing.exit_code, missing.stderr) == (1, "Error: no job named 'job2'\n")
+    assert (missing.exit_code, missing.stderr) == (
+        1,
+        "Error: no job named 'job2'; known jobs: job1\n",
+    )
 
 
 def test_show_unknown_job(cli: Cli) -> None:
     result = cli("show", "nope", ok=False)
-    assert (result.exit_code, result.stderr) == (1, "Error: no job named 'nope'\n")
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "Error: no job named 'nope'; known jobs: none\n",
+    )
 
 
 def test_usage_errors_are_typers(cli: Cli, tmp_path: Path) -> None:
@@ -120,20 +149,50 @@ def test_database_url_from_the_environment(tmp_path: Path) -> None:
 
 def test_unreachable_database_is_one_line(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'missing-dir' / 'x.db'}"
-    result = Cli(url)("jobs", ok=False)
+    result = Cli(url)("ingest", str(tmp_path), ok=False)
     assert result.exit_code == 1
     assert result.stderr == f"Error: cannot use database {url}: unable to open database file\n"
 
 
 def test_python_dash_m_and_default_database(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TRACKER_DATABASE_URL"}
-    done = subprocess.run(
-        [sys.executable, "-m", "tracker", "jobs"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert done.stdout == "(no rows)\n"
-    assert (tmp_path / "tracker.db").exists()
+
+    def tracker(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "tracker", *args]
+        return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+
+    refused = tracker("jobs")
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr.startswith("Error: no database file tracker.db;")
+    assert not (tmp_path / "tracker.db").exists()
+    job = write_sample_job(tmp_path / "job1", steps=5, arms=())
+    assert tracker("ingest", str(job)).returncode == 0
+    listed = tracker("jobs", "--format", "csv")
+    assert listed.stdout.splitlines()[1].startswith("job1,")
+
+
+def test_a_meta_key_given_twice_is_refused(cli: Cli, tmp_path: Path) -> None:
+    job = write_sample_job(tmp_path / "job1", steps=5, arms=())
+    twice = cli("ingest", str(job), "--meta", "gpu=A", "--meta", "gpu=B", ok=False)
+    assert twice.exit_code == 2 and "'gpu' is given twice" in flat(twice.stderr)
+    assert cli("jobs", "-f", "csv").stdout == "\n"  # nothing was stored (no header: no rows)
+    cli("ingest", str(job))
+    again = cli("meta", "job1", "gpu=A", "gpu=B", ok=False)
+    assert again.exit_code == 2 and "'gpu' is given twice" in flat(again.stderr)
+
+
+def test_show_lists_models_by_size(two_jobs: Cli, tmp_path: Path) -> None:
+    records = json.loads((tmp_path / "job1" / "mem_sweep.json").read_text())
+    sizes: dict[str, int] = {}
+    for record in records:
+        sizes[record["model"]] = max(sizes.get(record["model"], 0), record.get("n_params", 0))
+    shown = json.loads(two_jobs("show", "job1", "-f", "json").stdout)["probes"]
+    models = list(dict.fromkeys(probe["model"] for probe in shown))
+    assert models == sorted(sizes, key=sizes.__getitem__)
+    assert models.index("gpt-30m") < models.index("gpt-124m")
+
+
+def test_compare_help_fits_80_columns() -> None:
+    result = typer.testing.CliRunner(env={"COLUMNS": "80"}).invoke(app, ["compare", "--help"])
+    line = next(line for line in result.stdout.splitlines() if "--fail-on-regression" in line)
+    assert "\u2026" not in line and "--no-fail" not in result.stdout

@@ -61,9 +61,8 @@ def test_two_processes_racing_for_one_job_name_one_wins(db_url: str, tmp_path: P
     results = sorted(finish(p, db_url) for p in racers)
     assert [code for code, _, _ in results] == [0, 1]
     assert results[0][1].startswith("contested: ingested 25 probes")
-    assert results[1][2] == (
-        "Error: job 'contested' already exists with different content; use --replace to swap it\n"
-    )
+    refusal = "job 'contested' already exists with different content; use --replace to swap it"
+    assert results[1][2] in {f"Error: {loser}: {refusal}\n" for loser in (first, second)}
     engine = open_database(db_url)
     with Session(engine) as session:
         assert session.scalar(select(func.count()).select_from(Job)) == 1

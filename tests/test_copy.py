@@ -29,7 +29,7 @@ def test_copy_every_job_then_nothing_the_second_time(db_url: str, tmp_path: Path
             query(db_url).drop("ingested_at", "source", strict=False),
         )
     for arm in ("ref_s0", "linear_s0"):
-        assert_frame_equal(api.curve(arm, local.url), api.curve(arm, db_url))  # NaN, inf too
+        assert_frame_equal(api.curve(local.url, arm), api.curve(db_url, arm))  # NaN, inf too
 
 
 def test_copy_back_and_conflicting_names(db_url: str, tmp_path: Path) -> None:
@@ -37,8 +37,14 @@ def test_copy_back_and_conflicting_names(db_url: str, tmp_path: Path) -> None:
     shared("ingest", str(write_sample_job(tmp_path / "j1", steps=20)))
     local = Cli(f"sqlite:///{tmp_path / 'local.db'}")
     local("ingest", str(write_sample_job(tmp_path / "other" / "j1", seed=9, steps=20)))
-    result = local("db", "copy", db_url, local.url)
-    assert result.stdout.splitlines() == [
-        "j1: skipped, the destination has another job of this name",
-        "0 jobs copied",
-    ]
+    shared("ingest", str(write_sample_job(tmp_path / "j2", seed=2, steps=20)))
+    result = local("db", "copy", db_url, local.url, ok=False)
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        1,
+        "j2: copied, 240 points\n1 jobs copied, 1 not: j1\n",
+        "Error: j1: not copied, the destination has another job of this name; to copy this "
+        "one, delete that one first (tracker --db DST_URL delete j1)\n",
+    )
+    local("delete", "j1")  # as the error says
+    again = local("db", "copy", db_url, local.url)
+    assert again.stdout == "j1: copied, 240 points\nj2: already in the destination\n1 jobs copied\n"

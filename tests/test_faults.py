@@ -326,7 +326,7 @@ def test_cli_gives_up_on_a_lock_held_too_long_in_one_line(
             result = runner.invoke(app, ["--db", url, "ingest", str(jobs["first"])])
     assert isinstance(result.exception, SystemExit), result.exception
     assert result.exit_code == 1
-    assert result.stderr == f"{waiting_line(url)}Error: {busy_message(url, 1)}\n"
+    assert result.stderr == f"{waiting_line(url)}Error: {jobs['first']}: {busy_message(url, 1)}\n"
     assert state(url)["counts"]["job"] == 0
     done = runner.invoke(app, ["--db", url, "ingest", str(jobs["first"])])
     assert done.exit_code == 0, done.output

@@ -119,7 +119,8 @@ def test_same_name_different_content_is_refused_unless_replace(
     refused = cli("ingest", str(other), ok=False)
     assert refused.exit_code == 1
     assert refused.stderr == (
-        "Error: job 'job2' already exists with different content; use --replace to swap it\n"
+        f"Error: {other}: job 'job2' already exists with different content; "
+        "use --replace to swap it\n"
     )
     assert counts(engine)["point"] == 4 * 3 * STEPS
     replaced = cli("ingest", str(other), "--replace")
@@ -137,7 +138,7 @@ def test_replace_keeps_the_old_job_when_the_new_content_is_broken(
     (other / "ref_s1.csv").write_text("step,loss\n0,1.0\n1,oops\n")
     result = cli("ingest", str(other), "--replace", ok=False)
     assert result.exit_code == 1
-    assert result.stderr == "Error: ref_s1.csv line 3: loss 'oops' is not a number\n"
+    assert result.stderr == f"Error: {other}: ref_s1.csv line 3: loss 'oops' is not a number\n"
     assert counts(engine) == before
 
 
@@ -148,7 +149,7 @@ def test_an_error_in_the_last_file_read_leaves_no_trace(
     (job_dir / "ref_s1.csv").write_text("step,loss\n0,1.0\n0,2.0\n")
     result = cli("ingest", str(job_dir), ok=False)
     assert result.exit_code == 1
-    assert result.stderr == "Error: ref_s1.csv line 3: step '0' is a duplicate\n"
+    assert result.stderr == f"Error: {job_dir}: ref_s1.csv line 3: step '0' is a duplicate\n"
     assert all(n == 0 for n in counts(engine).values())
 
 
@@ -156,7 +157,9 @@ def test_seed_comes_from_the_file_name_and_must_agree(cli: Cli, job_dir: Path) -
     summary = json.loads((job_dir / "ref_s1.json").read_text())
     (job_dir / "ref_s1.json").write_text(json.dumps({**summary, "seed": 3}))
     result = cli("ingest", str(job_dir), ok=False)
-    assert result.stderr == "Error: ref_s1.json: 'seed' is 3 but the file name says seed 1\n"
+    assert result.stderr == (
+        f"Error: {job_dir}: ref_s1.json: 'seed' is 3 but the file name says seed 1\n"
+    )
 
 
 def test_arm_model_defaults_and_can_be_overridden(cli: Cli, job_dir: Path, engine: Engine) -> None:
@@ -194,7 +197,7 @@ def test_job_name_option_and_its_validation(cli: Cli, job_dir: Path) -> None:
     )
     bad = cli("ingest", str(job_dir), "--job", "../etc", ok=False)
     assert bad.exit_code == 1
-    assert bad.stderr.startswith("Error: invalid job name '../etc': use letters, digits")
+    assert bad.stderr.startswith(f"Error: {job_dir}: invalid job name '../etc': use letters")
 
 
 def test_several_directories_one_transaction_each(cli: Cli, tmp_path: Path, engine: Engine) -> None:
@@ -204,8 +207,48 @@ def test_several_directories_one_transaction_each(cli: Cli, tmp_path: Path, engi
     assert result.stdout.splitlines() == [
         "a: ingested 25 probes (1 failed), 4 arms, 240 points",
         "b: ingested 25 probes (1 failed), 4 arms, 240 points",
+        "2 directories: 2 ingested",
     ]
     assert counts(engine)["job"] == 2
+
+
+def test_errors_name_the_directory_as_given(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_sample_job(tmp_path / "job", steps=5, arms=())
+    cli("ingest", "job")
+    write_sample_job(tmp_path / "job", seed=4, steps=5, arms=())
+    result = cli("ingest", "job", ok=False)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "Error: job: job 'job' already exists with different content; use --replace to swap it\n",
+    )
+
+
+def test_a_failing_directory_does_not_stop_the_others(
+    cli: Cli, tmp_path: Path, engine: Engine
+) -> None:
+    bad = write_sample_job(tmp_path / "bada", steps=20)
+    (bad / "ref_s0.csv").write_text("step,loss\n0,1.0\n1,oops\n")
+    good = write_sample_job(tmp_path / "job6", steps=20, seed=1)
+    again = write_sample_job(tmp_path / "job7", steps=20, seed=2)
+    cli("ingest", str(again))
+    missing = tmp_path / "nosuch"
+    result = cli("ingest", str(bad), str(missing), str(good), str(again), ok=False)
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [
+        "job6: ingested 25 probes (1 failed), 4 arms, 240 points",
+        "job7: unchanged, already ingested with identical content",
+        f"4 directories: 1 ingested, 1 unchanged, 2 failed ({bad}, {missing})",
+    ]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error: ")]
+    assert errors == [
+        f"Error: {bad}: ref_s0.csv line 3: loss 'oops' is not a number",
+        f"Error: {missing}: no such directory",
+    ]
+    with Session(engine) as session:
+        assert sorted(session.scalars(select(Job.name))) == ["job6", "job7"]
 
 
 def test_library_ingest_in_callers_transaction_rolls_back(job_dir: Path, engine: Engine) -> None:

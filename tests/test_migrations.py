@@ -126,6 +126,7 @@ def test_another_applications_database_is_refused_and_untouched(tmp_path: Path) 
 
 
 def test_db_current_and_upgrade_commands(tmp_path: Path) -> None:
+    (tmp_path / "cmd.db").touch()  # an empty file: `db current` does not create one
     url = f"sqlite:///{tmp_path / 'cmd.db'}"
     cli = Cli(url)
     assert (

@@ -104,9 +104,9 @@ METRICS = (
 
 
 def js(value: Any) -> Any:
-    """A value as the CLI's JSON shows it: NaN is null, infinities are strings."""
+    """A value as the CLI's JSON shows it: non-finite numbers are strings."""
     if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return value
 
 
@@ -136,18 +136,28 @@ def ema(values: list[float], alpha: float) -> list[float]:
     return smoothed
 
 
-def mean_or_none(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
+def numbers(values: list[Any]) -> list[float]:
+    """JSON values back to numbers; missing ones (null) left out."""
+    return [float(v) for v in values if v is not None]
+
+
+def mean_or_none(values: list[Any]) -> float | None:
+    present = numbers(values)
     return statistics.mean(present) if present else None
 
 
-def stdev_or_none(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.stdev(present) if len(present) > 1 else None
+def stdev_or_none(values: list[Any]) -> float | None:
+    present = numbers(values)
+    if len(present) < 2:
+        return None
+    return math.nan if any(map(math.isnan, present)) else statistics.stdev(present)
 
 
 def approx(value: float | None) -> Any:
-    return None if value is None else pytest.approx(value, rel=1e-12, nan_ok=True)
+    """Close to ``value`` as the CLI's JSON shows it (NaN as "NaN")."""
+    if value is None or math.isnan(value):
+        return js(value)
+    return pytest.approx(value, rel=1e-12)
 
 
 # --- the study ---------------------------------------------------------------------------
@@ -228,7 +238,7 @@ def test_job_order_is_time_metadata_else_ingest_time(study: Study) -> None:
     trend = study.rows("query", "trend", "--metric", "val_loss", "--variant", "ref")
     assert [r["job"] for r in trend] == study.order
     curve = study.rows("query", "curve", "--arm", "ref_s0", "--every", "1000")
-    assert [r["job"] for r in curve] == study.order
+    assert [r["job"] for r in curve] == [job for job in study.order for _ in range(2)]
     listed = study.rows("jobs")
     assert [r["job"] for r in listed] == study.order
 
@@ -339,10 +349,26 @@ def test_runs_match_summaries_and_curves(study: Study) -> None:
     ]
     assert rows == expected
     linear = [r for r in rows if r["variant"] == "linear"]
-    assert linear and all(r["diverged"] and r["final_loss"] is None for r in linear)  # NaN
+    assert linear and all(r["diverged"] and r["final_loss"] == "NaN" for r in linear)
     assert study.rows("query", "runs", "--variant", "linear", "--job", "j3") == [
         {**expected_run(study, "j3", "linear_s0"), "time": SHOWN_TIME["j3"]}
     ]
+
+
+def expected_aggregates(keys: dict[str, Any], arms: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The aggregated rows of ``arms`` (from ``expected_run``), one per variant, led by ``keys``."""
+    rows = []
+    for variant in sorted({a["variant"] for a in arms}):
+        group = [a for a in arms if a["variant"] == variant]
+        row: dict[str, Any] = {**keys, "model": "gpt-124m", "variant": variant}
+        row["seeds"] = len(group)
+        for metric in ("val_loss", "final_loss", "min_loss"):
+            row[f"{metric}_mean"] = approx(mean_or_none([a[metric] for a in group]))
+        for metric in ("val_loss", "final_loss", "min_loss"):
+            row[f"{metric}_std"] = approx(stdev_or_none([a[metric] for a in group]))
+        row["any_diverged"] = any(a["diverged"] for a in group)
+        rows.append(row)
+    return rows
 
 
 def test_runs_aggregated_over_seeds(study: Study) -> None:
@@ -351,16 +377,7 @@ def test_runs_aggregated_over_seeds(study: Study) -> None:
     expected = []
     for job in study.order:
         arms = [expected_run(study, job, arm) for arm in arm_names(study.dirs[job])]
-        for variant in sorted({a["variant"] for a in arms}):
-            group = [a for a in arms if a["variant"] == variant]
-            row: dict[str, Any] = {"job": job, "model": "gpt-124m", "variant": variant}
-            row["seeds"] = len(group)
-            for metric in ("val_loss", "final_loss", "min_loss"):
-                row[f"{metric}_mean"] = approx(mean_or_none([a[metric] for a in group]))
-            for metric in ("val_loss", "final_loss", "min_loss"):
-                row[f"{metric}_std"] = approx(stdev_or_none([a[metric] for a in group]))
-            row["any_diverged"] = any(a["diverged"] for a in group)
-            expected.append(row)
+        expected += expected_aggregates({"job": job}, arms)
     for row in rows:
         check_time(study, row["job"], row.pop("time"))
     assert rows == expected
@@ -386,9 +403,14 @@ def test_curve_points_ema_and_thinning(study: Study) -> None:
     thinned = study.rows(
         "query", "curve", "--job", "j1", "--arm", "ref_s0", "--ema", "0.1", "--every", "7"
     )
-    assert [r["step"] for r in thinned] == list(range(0, STEPS, 7))
-    assert [r["value"] for r in thinned] == losses[::7]
-    assert [r["ema"] for r in thinned] == smoothed[::7]  # smoothed before thinning
+    kept = [*range(0, STEPS, 7), STEPS - 1]  # the last step always
+    assert [r["step"] for r in thinned] == kept
+    assert [r["value"] for r in thinned] == [losses[i] for i in kept]
+    assert [r["ema"] for r in thinned] == [smoothed[i] for i in kept]  # smoothed before thinning
+    exact = study.rows("query", "curve", "--job", "j1", "--arm", "ref_s0", "--every", "13")
+    assert [r["step"] for r in exact] == [0, 13, 26, 39]  # the last is an N-th: not twice
+    sparse = study.rows("query", "curve", "--job", "j1", "--arm", "ref_s0", "--every", "100000")
+    assert [r["step"] for r in sparse] == [0, STEPS - 1]
 
 
 def test_curve_of_several_arms_and_jobs(study: Study) -> None:
@@ -407,7 +429,7 @@ def test_curve_of_several_arms_and_jobs(study: Study) -> None:
     assert rows == expected
     linear = [r for r in rows if r["arm"] == "linear_s0"]
     assert len(jobs) == 3 and len(linear) == 3 * STEPS
-    assert "Infinity" in [r["value"] for r in linear] and linear[-1]["value"] is None
+    assert "Infinity" in [r["value"] for r in linear] and linear[-1]["value"] == "NaN"
     lr = study.rows("query", "curve", "--job", "j2", "--arm", "flash_s0", "--metric", "lr")
     assert [r["value"] for r in lr] == column(study.dirs["j2"], "flash_s0", "lr")
 
@@ -416,6 +438,40 @@ def test_curve_option_errors(study: Study) -> None:
     for args in (("--ema", "0"), ("--ema", "1.5"), ("--every", "0")):
         result = study.cli("query", "curve", "--arm", "ref_s0", *args, ok=False)
         assert result.exit_code == 2, args
+
+
+def test_typos_are_errors_naming_the_known_names(study: Study) -> None:
+    arms = "flash_s0, linear_s0, ref_s0, ref_s1"
+    cases = [
+        (
+            ("query", "curve", "--arm", "nosuch_s0"),
+            f"no arm 'nosuch_s0' in the selected jobs; known arms: {arms}",
+        ),
+        (
+            ("query", "curve", "--job", "j4", "--arm", "flash_s0"),
+            "no arm 'flash_s0' in the selected jobs; known arms: ref_s0, ref_s1",
+        ),
+        (
+            ("query", "curve", "--arm", "ref_s0", "--metric", "nosuch"),
+            "unknown metric 'nosuch'; choose one of: loss, lr, step_ms",
+        ),
+        (
+            ("query", "runs", "--group-by", "nosuch"),
+            "no job has metadata 'nosuch'; known keys: flashoptim, gpu, time",
+        ),
+        (
+            ("query", "probes", "--where", "nosuch=x"),
+            "no job has metadata 'nosuch'; known keys: flashoptim, gpu, time",
+        ),
+        (
+            ("query", "trend", "--metric", "val_loss", "--job", "j9"),
+            "no job named 'j9'; known jobs: j1, j2, j3, j4",
+        ),
+        (("show", "j9"), "no job named 'j9'; known jobs: j1, j2, j3, j4"),
+    ]
+    for args, message in cases:
+        result = study.cli(*args, ok=False)
+        assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"Error: {message}\n")
 
 
 # --- trend -------------------------------------------------------------------------------
@@ -535,9 +591,7 @@ def test_group_by_adds_a_metadata_column(study: Study) -> None:
     assert all(r["flashoptim"] == flashoptim[r["job"]] for r in probes)
     plain = study.rows("query", "probes", "--model", "gpt-124m")
     assert [{k: v for k, v in r.items() if k != "flashoptim"} for r in probes] == plain
-    runs = study.rows(
-        "query", "runs", "--aggregate-seeds", "--group-by", "flashoptim", "--group-by", "gpu"
-    )
+    runs = study.rows("query", "runs", "--group-by", "flashoptim", "--group-by", "gpu")
     assert list(runs[0])[:5] == ["job", "time", "flashoptim", "gpu", "model"]
     gpus = {job: META[job]["gpu"] for job in META}
     assert all((r["flashoptim"], r["gpu"]) == (flashoptim[r["job"]], gpus[r["job"]]) for r in runs)
@@ -555,6 +609,21 @@ def test_group_by_adds_a_metadata_column(study: Study) -> None:
     )
     assert list(trend[0]) == ["job", "time", "flashoptim", "model", "variant", "value", "change"]
     assert [r["flashoptim"] for r in trend] == [flashoptim[j] for j in study.order]
+
+
+def test_group_by_pools_the_seeds_of_jobs_sharing_a_value(study: Study) -> None:
+    rows = study.rows("query", "runs", "--aggregate-seeds", "--group-by", "flashoptim")
+    assert list(rows[0]) == ["flashoptim", "model", "variant", "jobs", *AGGREGATE_COLUMNS[4:]]
+    expected = []
+    for version in ("0.1.0", "0.1.1", None):  # first seen in job order: j1, j3, j4
+        jobs = [job for job in study.order if META[job].get("flashoptim") == version]
+        arms = [expected_run(study, job, arm) for job in jobs for arm in arm_names(study.dirs[job])]
+        for row in expected_aggregates({"flashoptim": version}, arms):
+            pooled = {a["job"] for a in arms if a["variant"] == row["variant"]}
+            expected.append({**row, "jobs": len(pooled)})
+    assert sorted(rows, key=str) == sorted(expected, key=str)
+    ref = next(r for r in rows if (r["flashoptim"], r["variant"]) == ("0.1.0", "ref"))
+    assert (ref["jobs"], ref["seeds"]) == (2, 4)  # ref_s0 and ref_s1 of j1 and j2
 
 
 def test_group_by_does_not_hide_the_change_between_jobs(study: Study) -> None:
@@ -612,7 +681,9 @@ def table_cell(csv_value: str) -> str:
 
 def csv_matches_json(csv_value: str, json_value: Any) -> bool:
     if json_value is None:
-        return csv_value in ("", "nan")
+        return csv_value == ""
+    if json_value == "NaN":
+        return csv_value == "nan"
     if isinstance(json_value, bool):
         return csv_value == str(json_value)
     if isinstance(json_value, float):
@@ -649,10 +720,10 @@ def test_formats_parse_back(study: Study, args: tuple[str, ...]) -> None:
             assert from_table[name] == table_cell(from_csv[name]), name
 
 
-def test_nan_is_null_in_json_and_nan_in_csv_and_table(study: Study) -> None:
+def test_nan_and_missing_stay_apart_in_every_format(study: Study) -> None:
     args = ("query", "runs", "--job", "j1", "--variant", "linear")
     (row,) = study.rows(*args)
-    assert row["final_loss"] is None and row["last_loss"] is None and row["val_loss"] is None
+    assert (row["final_loss"], row["last_loss"], row["val_loss"]) == ("NaN", "NaN", None)
     (from_csv,) = csv.DictReader(io.StringIO(study.cli(*args, "-f", "csv").stdout))
     assert (from_csv["final_loss"], from_csv["last_loss"], from_csv["val_loss"]) == (
         "nan",
@@ -758,7 +829,7 @@ def test_compare_unknown_job(study: Study, pair: tuple[str, str]) -> None:
     assert (result.exit_code, result.stdout, result.stderr) == (
         1,
         "",
-        "Error: no job named 'nope'\n",
+        "Error: no job named 'nope'; known jobs: j1, j2, j3, j4\n",
     )
 
 

@@ -265,7 +265,23 @@ def test_refused_statements_in_csv_and_json_too(loaded: Cli) -> None:
         refused(loaded("sql", "DELETE FROM job", "--format", fmt, ok=False))
 
 
+def test_times_show_as_every_listing_shows_them(cli: Cli, loaded: Cli) -> None:
+    (job,) = json.loads(cli("jobs", "-f", "json").stdout)
+    shown = job["ingested_at"]
+    assert len(shown) == 20 and shown.endswith("Z") and shown[10] == "T"  # ISO 8601, UTC
+    statement = "SELECT name, ingested_at FROM job"
+    assert json.loads(loaded("sql", statement, "-f", "json").stdout) == [
+        {"name": "job1", "ingested_at": shown}
+    ]
+    assert loaded("sql", statement, "-f", "csv").stdout == f"name,ingested_at\njob1,{shown}\n"
+    assert loaded("sql", statement).stdout.splitlines()[2].split() == ["job1", shown]
+    cli("meta", "job1", "time=2026-10-01 09:00:00")
+    meta = loaded("sql", "SELECT value FROM job_meta WHERE key = 'time'", "-f", "csv").stdout
+    assert meta == "value\n2026-10-01 09:00:00\n"  # text stays text, even if it looks a time
+
+
 def test_sql_checks_the_schema_first(tmp_path: Path) -> None:
+    (tmp_path / "fresh.db").touch()  # an empty file, as a fresh database is
     url = f"sqlite:///{tmp_path / 'fresh.db'}"
     rows = list(
         csv.DictReader(io.StringIO(Cli(url)("sql", "SELECT * FROM job", "-f", "csv").stdout))

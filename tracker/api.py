@@ -1,11 +1,12 @@
 """The tracker from Python, for notebooks: the CLI's queries as polars DataFrames.
 
     >>> from tracker import api
-    >>> api.trend("bpp_state", model="gpt-124m", variant="flash")   # default database
+    >>> api.trend(None, "bpp_state", model="gpt-124m", variant="flash")   # default database
     >>> api.runs("postgresql+psycopg://team@db/tracker", aggregate_seeds=True)
 
 Every function takes the database as its first argument: a URL, an ``Engine`` from
-``api.connect``, or None for ``TRACKER_DATABASE_URL`` / ``sqlite:///tracker.db``.
+``api.connect``, or None for ``TRACKER_DATABASE_URL`` / ``sqlite:///tracker.db`` (which
+``jobs``, ``probes`` and ``runs`` also take when it is left out).
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ __all__ = ["claims", "compare", "connect", "curve", "jobs", "probes", "runs", "s
 
 
 def connect(url: str | None = None) -> Engine:
-    """An engine on a ready tracker database (migrated if empty)."""
-    return open_database(database_url(url))
+    """An engine on a ready tracker database (migrated if empty); a missing SQLite file is
+    refused, the API only reads."""
+    return open_database(database_url(url), may_create_file=False)
 
 
 def _with_session(db: Database, work: Callable[[Session], T]) -> T:
@@ -100,8 +102,8 @@ def runs(
 
 
 def trend(
+    db: Database,
     metric: str,
-    db: Database = None,
     *,
     job: Iterable[str] | str | None = None,
     model: Iterable[str] | str | None = None,
@@ -115,8 +117,8 @@ def trend(
 
 
 def curve(
+    db: Database,
     arm: Iterable[str] | str,
-    db: Database = None,
     *,
     job: Iterable[str] | str | None = None,
     metric: str = "loss",
@@ -133,7 +135,7 @@ def curve(
 
 
 def compare(
-    job_a: str, job_b: str, db: Database = None, *, expectations: Path | None = None
+    db: Database, job_a: str, job_b: str, *, expectations: Path | None = None
 ) -> pl.DataFrame:
     """Every verdict of two jobs side by side; the ``change`` column marks regressions."""
     exp = load_expectations(expectations)
@@ -155,7 +157,7 @@ def claims(
     return _with_session(db, lambda s: _claims.claims(s, selection, exp))
 
 
-def sql(statement: str, db: Database = None) -> pl.DataFrame:
+def sql(db: Database, statement: str) -> pl.DataFrame:
     """One read-only SQL statement's result."""
     if isinstance(db, Engine):
         url = db.url.render_as_string(hide_password=False)

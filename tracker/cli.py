@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import sys
 from contextlib import ExitStack
+from enum import StrEnum
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -59,10 +60,11 @@ class State:
     def __init__(self, url: str) -> None:
         self.url = url
 
-    def engine(self) -> Any:
+    def engine(self, *, may_create_file: bool = False) -> Any:
+        """Only the commands that store data (ingest, demo) may create a SQLite file."""
         from tracker.store.db import ON_LOCK_WAIT, open_database
 
-        engine = open_database(self.url)
+        engine = open_database(self.url, may_create_file=may_create_file)
         return engine.execution_options(**{ON_LOCK_WAIT: partial(_tell_waiting, engine)})
 
 
@@ -97,12 +99,14 @@ def _state(ctx: typer.Context) -> State:
     return state
 
 
-def _parse_meta(items: list[str]) -> dict[str, str]:
+def _parse_meta(items: list[str], param_hint: str = "--meta") -> dict[str, str]:
     meta: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not META_KEY.fullmatch(key):
-            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--meta")
+            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint=param_hint)
+        if key in meta:
+            raise typer.BadParameter(f"{key!r} is given twice", param_hint=param_hint)
         meta[key] = value
     return meta
 
@@ -126,8 +130,13 @@ def ingest(
 ) -> None:
     """Store finished job directories in the database, one transaction per job.
 
+    A directory that fails is reported, naming it, and the others are still stored; the
+    command then exits with code 1.
+
     Example: tracker ingest downloads/job2 --meta gpu=A10G --meta flashoptim=0.1.4
     """
+    from collections import Counter
+
     from tracker.jobdir.reader import curve_bytes
     from tracker.store.db import in_write_transaction
     from tracker.store.ingest import ingest_job
@@ -135,31 +144,60 @@ def ingest(
     if job is not None and len(directories) > 1:
         raise typer.BadParameter("--job names one job; give one directory", param_hint="--job")
     job_meta = _parse_meta(meta or [])
-    engine = _state(ctx).engine()
-    total = sum(curve_bytes(directory) for directory in directories)
+    engine = _state(ctx).engine(may_create_file=True)
+    sizes = [curve_bytes(directory) for directory in directories]
+    outcomes: Counter[str] = Counter()
+    failed: list[str] = []
     with ExitStack() as stack:
         bar = None
-        if len(directories) > 1 or total >= PROGRESS_MIN_BYTES:
+        if len(directories) > 1 or sum(sizes) >= PROGRESS_MIN_BYTES:
             bar = stack.enter_context(
-                typer.progressbar(length=total, label="ingesting", file=sys.stderr)
+                typer.progressbar(length=sum(sizes), label="ingesting", file=sys.stderr)
             )
         on_arm = None if bar is None else lambda arm: bar.update(arm.csv_path.stat().st_size)
-        for directory in directories:
-            result = in_write_transaction(
-                engine,
-                partial(
-                    ingest_job,
-                    directory=directory,
-                    name=job,
-                    meta=job_meta,
-                    replace=replace,
-                    arm_model=arm_model,
-                    on_arm=on_arm,
-                ),
-            )
-            typer.echo(result.summary())
-            if result.skipped:
-                typer.echo(f"  skipped: {', '.join(result.skipped)}")
+        clear_bar = "\r\033[K" if bar is not None and sys.stderr.isatty() else ""
+
+        def say(line: str, err: bool = False) -> None:
+            """A line of its own, not glued to the end of the drawn progress bar."""
+            sys.stderr.write(clear_bar)
+            typer.echo(line, err=err)
+
+        done = 0
+        for directory, size in zip(directories, sizes, strict=True):
+            try:
+                result = in_write_transaction(
+                    engine,
+                    partial(
+                        ingest_job,
+                        directory=directory,
+                        name=job,
+                        meta=job_meta,
+                        replace=replace,
+                        arm_model=arm_model,
+                        on_arm=on_arm,
+                    ),
+                )
+            except TrackerError as exc:
+                message = str(exc)  # errors about the directory itself already name it
+                if not message.startswith(f"{directory}: "):
+                    message = f"{directory}: {message}"
+                say(f"Error: {message}", err=True)
+                failed.append(str(directory))
+            else:
+                say(result.summary())
+                if result.skipped:
+                    say(f"  skipped: {', '.join(result.skipped)}")
+                outcomes[result.status] += 1
+            done += size
+            if bar is not None:  # failed and unchanged directories count as done too
+                bar.update(max(done - bar.pos, 0))
+    if len(directories) > 1:
+        counts = [f"{n} {status}" for status, n in outcomes.items()]
+        if failed:
+            counts.append(f"{len(failed)} failed ({', '.join(failed)})")
+        typer.echo(f"{len(directories)} directories: {', '.join(counts)}")
+    if failed:
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -177,15 +215,24 @@ def jobs(ctx: typer.Context, fmt: FormatOption = Format.table) -> None:
     typer.echo(render(rows, fmt))
 
 
+class ShowPart(StrEnum):
+    probes = "probes"
+    arms = "arms"
+
+
 @app.command()
 def show(
     ctx: typer.Context,
     job: Annotated[str, typer.Argument(help="Job name.")],
+    part: Annotated[
+        ShowPart | None,
+        typer.Option("--part", help="Only this table (CSV holds one table: required there)."),
+    ] = None,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Show one job's probes and training arms.
 
-    Example: tracker show job2 --format json
+    Example: tracker show job2 --part arms --format csv
     """
     import json
 
@@ -193,20 +240,60 @@ def show(
 
     from tracker.store.catalog import job_arms, job_probes
 
+    if fmt is Format.csv and part is None:
+        raise typer.BadParameter(
+            "CSV holds one table: add --part probes or --part arms", param_hint="--part"
+        )
+    readers = {ShowPart.probes: job_probes, ShowPart.arms: job_arms}
+    parts = list(ShowPart) if part is None else [part]
     with Session(_state(ctx).engine()) as session:
-        probes, arms = job_probes(session, job), job_arms(session, job)
+        tables = {name: readers[name](session, job) for name in parts}
     if fmt is Format.json:
-        document = {
+        document: dict[str, Any] = {
             "job": job,
-            "probes": json.loads(render(probes, fmt)),
-            "arms": json.loads(render(arms, fmt)),
+            **{name: json.loads(render(rows, fmt)) for name, rows in tables.items()},
         }
         typer.echo(json.dumps(document, indent=2))
         return
-    typer.echo(f"probes of {job}:" if fmt is Format.table else "")
-    typer.echo(render(probes, fmt))
-    typer.echo(f"\narms of {job}:" if fmt is Format.table else "")
-    typer.echo(render(arms, fmt))
+    if fmt is Format.csv:
+        typer.echo(render(tables[parts[0]], fmt))
+        return
+    typer.echo(
+        "\n\n".join(f"{name} of {job}:\n{render(rows, fmt)}" for name, rows in tables.items())
+    )
+
+
+@app.command("meta")
+def meta_command(
+    ctx: typer.Context,
+    job: Annotated[str, typer.Argument(help="Job name.")],
+    pairs: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[KEY=VALUE]...", help="Metadata to set (`time` is checked)."),
+    ] = None,
+    unset: Annotated[
+        list[str] | None, typer.Option("--unset", metavar="KEY", help="Remove a key; repeatable.")
+    ] = None,
+) -> None:
+    """Set or remove an ingested job's metadata, then print it (without changes: just print it).
+
+    Example: tracker meta job4 gpu=A100 time=2026-10-15T09:00Z --unset flashoptim
+    """
+    from tracker.store.catalog import edit_job_meta, job_meta
+    from tracker.store.db import in_write_transaction
+
+    values = _parse_meta(pairs or [], param_hint="KEY=VALUE")
+    removed = unset or []
+    for key in removed:
+        if key in values:
+            raise typer.BadParameter(f"{key!r} is both set and unset", param_hint="--unset")
+    if values or removed:
+        edit = partial(edit_job_meta, name=job, meta=values, unset=removed)
+        stored = in_write_transaction(_state(ctx).engine(), edit)
+    else:
+        stored = _read(ctx, job_meta, job)
+    pairs_text = " ".join(f"{key}={value}" for key, value in stored.items())
+    typer.echo(f"{job}: {pairs_text or 'no metadata'}")
 
 
 @app.command()
@@ -231,7 +318,7 @@ def demo(
     steps: Annotated[int, typer.Option(min=10, help="Training steps per sample arm.")] = 2000,
     out: Annotated[Path, typer.Option("--out", help="Where to write the report.")] = Path("report"),
 ) -> None:
-    """Generate sample jobs, ingest them, write the report and print what was done.
+    """Generate sample jobs, ingest them (replacing an earlier demo's), write the report.
 
     Example: tracker demo --steps 5000
     """
@@ -243,15 +330,15 @@ def demo(
     from tracker.queries.selection import Selection
     from tracker.report import write_report
     from tracker.store.db import in_write_transaction
-    from tracker.store.ingest import ingest_job
+    from tracker.store.ingest import ingest_demo_job
 
-    engine = _state(ctx).engine()
+    engine = _state(ctx).engine(may_create_file=True)
     directories = write_demo_jobs(directory, steps=steps)
     directories += write_demo_seed_jobs(directory, steps=steps)
     typer.echo(f"wrote {len(directories)} sample jobs under {directory}/")
     for job_directory in directories:
         meta = DEMO_META[job_directory.name]
-        ingest = partial(ingest_job, directory=job_directory, meta=meta)
+        ingest = partial(ingest_demo_job, directory=job_directory, meta=meta)
         typer.echo(in_write_transaction(engine, ingest).summary())
     typer.echo(f"database: {_state(ctx).url}")
     exp = load_expectations()
@@ -281,7 +368,12 @@ WhereFilter = Annotated[
 ]
 GroupBy = Annotated[
     list[str] | None,
-    typer.Option("--group-by", metavar="KEY", help="Add this metadata as a column; repeatable."),
+    typer.Option(
+        "--group-by",
+        metavar="KEY",
+        help="Add this metadata as a column; with runs --aggregate-seeds, pool the seeds of "
+        "the jobs sharing its value. Repeatable.",
+    ),
 ]
 
 
@@ -357,7 +449,7 @@ def query_runs(
 ) -> None:
     """Training arms of every job: losses, points, divergence.
 
-    Example: tracker query runs --variant ref --aggregate-seeds
+    Example: tracker query runs --variant ref --aggregate-seeds --group-by flashoptim
     """
     from tracker.queries.tables import runs
 
@@ -375,7 +467,7 @@ def query_curve(
         float | None,
         typer.Option(max=1.0, help="Add an EMA column with this alpha (0 < ALPHA <= 1)."),
     ] = None,
-    every: Annotated[int, typer.Option(min=1, help="Keep every N-th point.")] = 1,
+    every: Annotated[int, typer.Option(min=1, help="Keep every N-th point and the last.")] = 1,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Points of one or more arms' curves.
@@ -426,7 +518,10 @@ def compare(
     expectations: ExpectationsOption = None,
     fail_on_regression: Annotated[
         bool,
-        typer.Option(help="Exit with code 3 when a verdict or a bytes/param figure regressed."),
+        typer.Option(
+            "--fail-on-regression",  # a plain flag: no --no- twin to squeeze the help
+            help="Exit with code 3 when a verdict or a bytes/param figure regressed.",
+        ),
     ] = False,
     fmt: FormatOption = Format.table,
 ) -> None:
@@ -570,13 +665,22 @@ def db_copy(
     from tracker.store.copy import copy_job, job_names
     from tracker.store.db import in_write_transaction, open_database
 
+    source_engine = open_database(source, may_create_file=False)
     target = open_database(destination)
     copied = 0
-    with Session(open_database(source)) as reader:
+    conflicts = []
+    with Session(source_engine) as reader:
         for name in job_names(reader):
             outcome = in_write_transaction(target, partial(copy_job, reader, name=name))
+            if outcome.status == "conflict":
+                typer.echo(f"Error: {outcome.summary()}", err=True)
+                conflicts.append(name)
+                continue
             typer.echo(outcome.summary())
             copied += outcome.status == "copied"
+    if conflicts:
+        typer.echo(f"{copied} jobs copied, {len(conflicts)} not: {', '.join(conflicts)}")
+        raise typer.Exit(1)
     typer.echo(f"{copied} jobs copied")
 
 
@@ -597,9 +701,10 @@ def db_current(ctx: typer.Context) -> None:
 
     Example: tracker db current
     """
-    from tracker.store.db import HEAD, check_schema, create_tracker_engine
+    from tracker.store.db import HEAD, check_schema, create_tracker_engine, refuse_missing_file
 
     engine = create_tracker_engine(_state(ctx).url)
+    refuse_missing_file(engine)
     revision = check_schema(engine, create=False)
     head = HEAD
     state = "up to date" if revision == head else "run `tracker db upgrade`"

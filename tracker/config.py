@@ -4,9 +4,24 @@ from __future__ import annotations
 
 import os
 
+from tracker.errors import NotADatabaseUrl
+
 DEFAULT_DATABASE_URL = "sqlite:///tracker.db"
 DATABASE_URL_ENV = "TRACKER_DATABASE_URL"
 
 
+# psycopg 3 is the tracker's PostgreSQL driver; SQLAlchemy's bare schemes mean psycopg2.
+POSTGRES_SCHEMES = ("postgres", "postgresql")
+
+
 def database_url(explicit: str | None = None) -> str:
-    return explicit or os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL
+    return normalize_url(explicit or os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL)
+
+
+def normalize_url(url: str) -> str:
+    """A URL as users type it: ``postgres://`` and ``postgresql://`` use psycopg 3; a bare
+    file path is refused with the SQLite URL it probably meant."""
+    scheme, separator, rest = url.partition("://")
+    if not separator:
+        raise NotADatabaseUrl(url=url)
+    return f"postgresql+psycopg://{rest}" if scheme in POSTGRES_SCHEMES else url

@@ -6,7 +6,10 @@ arguments given when raising, so the text users read lives in one place.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
+
+KNOWN_NAMES_SHOWN = 30
 
 
 class TrackerError(Exception):
@@ -35,15 +38,35 @@ class NotADirectory(TrackerError):
 
 
 class BadJobName(TrackerError):
-    """invalid job name {name!r}: use letters, digits, '.', '_' or '-', starting with a letter or digit, at most 100 characters (name the job with --job)"""
+    """invalid job name {name!r}: use letters, digits, '.', '_' or '-', starting with a letter or digit, at most 100 characters{hint}"""
 
 
 class JobExists(TrackerError):
     """job {name!r} already exists with different content; use --replace to swap it"""
 
 
+class NotADemoJob(TrackerError):
+    """job {name!r} already exists and is not one of the demo's sample jobs; run the demo on another database, e.g. tracker --db sqlite:///demo.db demo"""
+
+
 class JobNotFound(TrackerError):
     """no job named {name!r}"""
+
+
+class UnknownJob(JobNotFound):
+    """no job named {name!r}; known jobs: {known}"""
+
+
+class UnknownArm(TrackerError):
+    """no arm {name!r} in the selected jobs; known arms: {known}"""
+
+
+class UnknownMetaKey(TrackerError):
+    """no job has metadata {key!r}; known keys: {known}"""
+
+
+class MissingMetaKey(TrackerError):
+    """job {job!r} has no metadata {key!r} to unset; its keys: {known}"""
 
 
 class UnknownRevision(TrackerError):
@@ -100,3 +123,21 @@ class GroupKeyClash(TrackerError):
 
 class UnsafeHost(TrackerError):
     """refusing to serve on {host} without a token: anyone who can reach it could read the study; give --token (or TRACKER_SERVE_TOKEN), or serve on 127.0.0.1"""
+
+
+class NotADatabaseUrl(TrackerError):
+    """{url!r} is not a database URL; for a SQLite file write sqlite:///{url}"""
+
+
+class NoSuchDatabase(TrackerError):
+    """no database file {path}; only `tracker ingest`, `tracker demo` and `tracker db upgrade` create one"""
+
+
+def known_names(names: Iterable[str]) -> str:
+    """The names an unknown one could have meant, sorted, for the ``known`` of an error."""
+    unique = sorted(set(names))
+    if not unique:
+        return "none"
+    shown = ", ".join(unique[:KNOWN_NAMES_SHOWN])
+    hidden = len(unique) - KNOWN_NAMES_SHOWN
+    return f"{shown} and {hidden} more" if hidden > 0 else shown

@@ -9,9 +9,12 @@ import csv
 import io
 import json
 import math
+from datetime import UTC, datetime
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
+
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # every time shown, in UTC; naive ones are stored UTC
 
 
 class Format(StrEnum):
@@ -20,12 +23,20 @@ class Format(StrEnum):
     json = "json"
 
 
+def format_time(moment: datetime) -> str:
+    aware = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return aware.astimezone(UTC).strftime(TIME_FORMAT)
+
+
 def json_safe(value: Any) -> Any:
-    """A value as ``--format json`` writes it: NaN is null, +-inf the strings +-Infinity."""
+    """A value as ``--format json`` writes it: non-finite numbers as strings (standard JSON
+    has none), null for missing only, times in the listings' format."""
+    if isinstance(value, datetime):
+        return format_time(value)
     if isinstance(value, Decimal):  # PostgreSQL NUMERIC: a JSON number, as on SQLite
         value = float(value)
     if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return value
 
 
@@ -38,6 +49,8 @@ def _cell(value: Any) -> str:
         return f"{value:.6g}"
     if isinstance(value, list):
         return ", ".join(map(str, value))
+    if isinstance(value, datetime):
+        return format_time(value)
     return str(value)
 
 
@@ -66,4 +79,6 @@ def render(rows: list[dict[str, Any]], fmt: Format, columns: list[str] | None = 
 def _csv_cell(value: Any) -> Any:
     if isinstance(value, list):
         return ", ".join(map(str, value))
+    if isinstance(value, datetime):
+        return format_time(value)
     return "" if value is None else value

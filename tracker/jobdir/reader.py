@@ -110,9 +110,10 @@ def _by_path(source: SourceFile) -> str:
     return source.path
 
 
-def validate_job_name(name: str) -> str:
+def validate_job_name(name: str, *, from_directory: bool = False) -> str:
     if not JOB_NAME.fullmatch(name):
-        raise BadJobName(name=name)
+        hint = " (the directory's name: name the job with --job)" if from_directory else ""
+        raise BadJobName(name=name, hint=hint)
     return name
 
 
@@ -136,7 +137,10 @@ def scan_job(directory: Path, name: str | None = None) -> JobDirectory:
     if not directory.is_dir():
         raise NotADirectory(path=str(directory))
     root = directory.resolve()
-    job_name = validate_job_name(name if name is not None else root.name)
+    if name is None:
+        job_name = validate_job_name(root.name, from_directory=True)
+    else:
+        job_name = validate_job_name(name)
     probes: list[ProbeRecord] = []
     files: list[SourceFile] = []
     skipped: list[str] = []

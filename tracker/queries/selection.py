@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.errors import GroupKeyClash, JobNotFound
+from tracker.errors import GroupKeyClash, UnknownJob, UnknownMetaKey, known_names
 from tracker.models import Job, JobMeta
 from tracker.store.ingest import job_time
 
@@ -36,6 +36,7 @@ TABLE_COLUMNS = frozenset(
     {
         "job_id",
         "job",
+        "jobs",
         "time",
         "model",
         "variant",
@@ -79,13 +80,20 @@ def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
     for key in selection.group_by:
         if key in TABLE_COLUMNS:
             raise GroupKeyClash(key=key)
+    keys = [*(key for key, _ in selection.where), *selection.group_by]
+    if keys:
+        known_keys = set(session.scalars(select(JobMeta.key).distinct()))
+        for key in keys:
+            if key not in known_keys:
+                raise UnknownMetaKey(key=key, known=known_names(known_keys))
     query = select(Job.id, Job.name, Job.ingested_at)
     if selection.jobs:
         query = query.where(Job.name.in_(selection.jobs))
     jobs = session.execute(query).all()
     missing = sorted(set(selection.jobs) - {name for _, name, _ in jobs})
     if missing:
-        raise JobNotFound(name=missing[0])
+        known = known_names(session.scalars(select(Job.name)))
+        raise UnknownJob(name=missing[0], known=known)
     ids = [job_id for job_id, _, _ in jobs]
     meta: dict[int, dict[str, str]] = {}
     for job_id, key, value in session.execute(

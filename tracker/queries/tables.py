@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
-from tracker.errors import UnknownMetric
+from tracker.errors import UnknownArm, UnknownMetric, known_names
 from tracker.models import Curve, Probe, Run
 from tracker.queries.selection import Selection, selected_jobs
 from tracker.store.curves import load_curves
 from tracker.store.frames import query_frame
-from tracker.store.ingest import TIME_FORMAT
 
 if TYPE_CHECKING:
     import polars as pl
@@ -41,16 +40,10 @@ def _filtered(query: Any, entity: Any, selection: Selection, job_ids: list[int])
 
 
 def _with_jobs(jobs: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
-    """Attach job name, time and group columns, in job order."""
-    import polars as pl
-
+    """Attach job name, time (a UTC datetime) and group columns, in job order."""
     ordered = jobs.with_row_index(ORDER)
     joined = ordered.join(frame, on="job_id", how="inner").drop("job_id")
-    return (
-        joined.sort(ORDER, maintain_order=True)
-        .drop(ORDER)
-        .with_columns(pl.col("time").dt.to_string(TIME_FORMAT))
-    )
+    return joined.sort(ORDER, maintain_order=True).drop(ORDER)
 
 
 def probes(session: Session, selection: Selection, *, failed: bool = False) -> pl.DataFrame:
@@ -87,7 +80,9 @@ def probes(session: Session, selection: Selection, *, failed: bool = False) -> p
 
 def runs(session: Session, selection: Selection, *, aggregate_seeds: bool = False) -> pl.DataFrame:
     """One row per arm per job; with ``aggregate_seeds`` one per (job, model, variant) with the
-    mean, standard deviation and count over seeds."""
+    mean, standard deviation and count over seeds. Grouped by metadata keys, the seeds of all
+    jobs sharing the keys' values are pooled: one row per (values, model, variant), with the
+    number of jobs pooled."""
     import polars as pl
 
     jobs = selected_jobs(session, selection)
@@ -117,7 +112,12 @@ def runs(session: Session, selection: Selection, *, aggregate_seeds: bool = Fals
     if not aggregate_seeds:
         return table.select(*keys, "arm", "seed", *RUN_METRICS[:-1], "points", "diverged")
     metrics = ("val_loss", "final_loss", "min_loss")
+    pooled = []
+    if selection.group_by:
+        keys = [*selection.group_by, "model", "variant"]
+        pooled = [pl.col("job").n_unique().alias("jobs")]
     return table.group_by(keys, maintain_order=True).agg(
+        *pooled,
         pl.len().alias("seeds"),
         *(pl.col(m).mean().alias(f"{m}_mean") for m in metrics),
         *(pl.col(m).std().alias(f"{m}_std") for m in metrics),
@@ -168,19 +168,30 @@ def curve(
     every: int = 1,
 ) -> pl.DataFrame:
     """Points of the chosen arms of the chosen jobs: ``job``, ``arm``, ``step``, ``value``
-    (and ``ema``, smoothed over the full series before thinning to every N-th point)."""
+    (and ``ema``, smoothed over the full series before thinning to every N-th point; the
+    last point is always kept, so a thinned curve still ends where the run ended)."""
     import polars as pl
 
     from tracker.analysis.smoothing import ema
 
     jobs = selected_jobs(session, selection)
+    job_ids = jobs["job_id"].to_list()
+    known_arms = set(session.scalars(select(Run.arm).distinct().where(Run.job_id.in_(job_ids))))
+    for arm in arms:
+        if arm not in known_arms:
+            raise UnknownArm(name=arm, known=known_names(known_arms))
+    metrics = select(Curve.metric).distinct().join(Run, Run.id == Curve.run_id)
+    metrics = metrics.where(Run.job_id.in_(job_ids))
+    known_metrics = set(session.scalars(metrics.where(Run.arm.in_(arms)) if arms else metrics))
+    if metric not in known_metrics:
+        raise UnknownMetric(metric=metric, known=known_names(known_metrics))
     query = _filtered(
         select(Run.job_id, Run.arm, Curve.id)
         .join(Curve, and_(Curve.run_id == Run.id, Curve.metric == metric))
         .order_by(Run.arm),
         Run,
         selection,
-        jobs["job_id"].to_list(),
+        job_ids,
     )
     if arms:
         query = query.where(Run.arm.in_(arms))
@@ -190,7 +201,8 @@ def curve(
     for part in points.partition_by("curve_id", maintain_order=True):
         if ema_alpha is not None:
             part = part.with_columns(ema=ema(part["value"], ema_alpha))
-        parts.append(part.gather_every(every))
+        index = pl.int_range(pl.len())
+        parts.append(part.filter((index % every == 0) | (index == pl.len() - 1)))
     empty = points.head(0) if ema_alpha is None else points.head(0).with_columns(ema=pl.lit(0.0))
     thinned = pl.concat(parts) if parts else empty
     table = _with_jobs(jobs, found.join(thinned, on="curve_id").drop("curve_id"))

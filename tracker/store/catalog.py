@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import UTC
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from tracker.errors import JobNotFound
+from tracker.errors import UnknownJob, known_names
 from tracker.models import Curve, Job, JobMeta, Probe, Run
-from tracker.store.ingest import TIME_FORMAT, as_utc, delete_job_rows, job_time
+from tracker.store.ingest import as_utc, delete_job_rows, job_time, update_meta
 
 Row = dict[str, Any]
 
@@ -27,7 +28,8 @@ def _meta(session: Session, job_ids: list[int]) -> dict[int, dict[str, str]]:
 
 
 def list_jobs(session: Session) -> list[Row]:
-    """One row per job in job order (``time`` metadata, else ingest time), with counts."""
+    """One row per job in job order (``time`` metadata, else ingest time), with counts;
+    times are datetimes in UTC."""
     probes = (
         select(
             Probe.job_id,
@@ -67,7 +69,7 @@ def list_jobs(session: Session) -> list[Row]:
         {
             "job": name,
             "time": job_time(meta.get(job_id, {}), ingested_at),
-            "ingested_at": as_utc(ingested_at).strftime(TIME_FORMAT),
+            "ingested_at": as_utc(ingested_at).astimezone(UTC),
             "probes": probes_n,
             "failed_probes": failed,
             "arms": arms,
@@ -79,22 +81,26 @@ def list_jobs(session: Session) -> list[Row]:
     ]
     listed.sort(key=lambda row: row["time"])
     for row in listed:
-        row["time"] = row["time"].astimezone(UTC).strftime(TIME_FORMAT)
+        row["time"] = row["time"].astimezone(UTC)
     return listed
 
 
 def get_job(session: Session, name: str) -> Job:
     job = session.scalars(select(Job).where(Job.name == name)).one_or_none()
     if job is None:
-        raise JobNotFound(name=name)
+        raise UnknownJob(name=name, known=known_names(session.scalars(select(Job.name))))
     return job
 
 
 def job_probes(session: Session, name: str) -> list[Row]:
+    """A job's probes, smallest model first (a model's size: its largest parameter count, so
+    a failed probe stays with its model's others), then by variant."""
     job = get_job(session, name)
-    probes = session.scalars(
-        select(Probe).where(Probe.job_id == job.id).order_by(Probe.model, Probe.variant)
-    )
+    probes = list(session.scalars(select(Probe).where(Probe.job_id == job.id)))
+    sizes: dict[str, int] = {}
+    for p in probes:
+        sizes[p.model] = max(sizes.get(p.model, 0), p.n_params or 0)
+    probes.sort(key=lambda p: (sizes[p.model] == 0, sizes[p.model], p.model, p.variant))
     return [
         {
             "model": p.model,
@@ -150,6 +156,21 @@ def job_curves(session: Session, name: str) -> list[Row]:
         {"arm": arm, "metric": metric, "points": n, "first_step": first, "last_step": last}
         for arm, metric, n, first, last in rows
     ]
+
+
+def job_meta(session: Session, name: str) -> dict[str, str]:
+    """A job's metadata, by key."""
+    job_id = get_job(session, name).id
+    return _meta(session, [job_id]).get(job_id, {})
+
+
+def edit_job_meta(
+    session: Session, name: str, meta: Mapping[str, str], unset: Iterable[str] = ()
+) -> dict[str, str]:
+    """Set and remove metadata keys of a stored job; returns its metadata afterwards."""
+    update_meta(get_job(session, name), meta, unset)
+    session.flush()
+    return job_meta(session, name)
 
 
 def delete_job(session: Session, name: str) -> None:

@@ -34,7 +34,10 @@ class CopiedJob:
             return f"{self.job}: copied, {self.points} points"
         if self.status == "present":
             return f"{self.job}: already in the destination"
-        return f"{self.job}: skipped, the destination has another job of this name"
+        return (
+            f"{self.job}: not copied, the destination has another job of this name; to copy "
+            f"this one, delete that one first (tracker --db DST_URL delete {self.job})"
+        )
 
 
 def _row(obj: Any, fields: list[str]) -> dict[str, Any]:

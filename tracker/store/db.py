@@ -21,10 +21,12 @@ from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from tracker.config import normalize_url
 from tracker.errors import (
     DatabaseBusy,
     DatabaseFailed,
     DatabaseUnavailable,
+    NoSuchDatabase,
     NotATrackerDatabase,
     OutdatedSchema,
     UnknownRevision,
@@ -107,6 +109,7 @@ def first_line(exc: BaseException) -> str:
 
 def create_tracker_engine(url: str) -> Engine:
     """An engine for ``url`` with the tracker's per-backend settings; no schema check."""
+    url = normalize_url(url)
     try:
         engine = create_engine(url)
     except (SQLAlchemyError, ValueError, ImportError) as exc:
@@ -221,9 +224,24 @@ def check_schema(engine: Engine, *, create: bool = True) -> str | None:
     return HEAD
 
 
-def open_database(url: str) -> Engine:
-    """The engine for a ready-to-use tracker database; an empty one is migrated first."""
+def refuse_missing_file(engine: Engine) -> None:
+    """Only commands that store data create a SQLite file: elsewhere a mistyped path would
+    silently become a new, empty database."""
+    url = engine.url
+    if url.get_backend_name() != "sqlite" or url.query.get("uri"):
+        return
+    if url.database not in (None, "", ":memory:") and not Path(url.database).exists():
+        raise NoSuchDatabase(path=url.database)
+
+
+def open_database(url: str, *, may_create_file: bool = True) -> Engine:
+    """The engine for a ready-to-use tracker database; an empty one is migrated first.
+
+    Without ``may_create_file`` a SQLite file that does not exist is refused.
+    """
     engine = create_tracker_engine(url)
+    if not may_create_file:
+        refuse_missing_file(engine)
     try:
         revision = check_schema(engine)
     except SQLAlchemyError as exc:

@@ -7,7 +7,7 @@ so it stays intact until the new one has fully landed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
-from tracker.errors import BadTime, JobExists
+from tracker.errors import BadTime, JobExists, MissingMetaKey, NotADemoJob, known_names
 from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, read_arm, scan_job
 from tracker.models import Curve, Job, JobMeta, Point, Probe, Run, SourceFile
 from tracker.store.derived import store_packaged_derived
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 DEFAULT_ARM_MODEL = "gpt-124m"
 TIME_KEY = "time"  # metadata that orders jobs in queries, instead of the ingest time
-TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # how job times are shown, always in UTC
 LOSS = "loss"  # the metric the analysis uses
 
 
@@ -53,16 +52,20 @@ def as_utc(moment: datetime) -> datetime:
 @dataclass
 class IngestResult:
     job: str
-    status: str  # "ingested", "replaced" or "unchanged"
+    status: str  # "ingested", "replaced", "unchanged" or "metadata updated"
     probes: int = 0
     failed_probes: int = 0
     arms: int = 0
     points: int = 0
     skipped: list[str] = field(default_factory=list)
+    meta_set: dict[str, str] = field(default_factory=dict)  # of an unchanged job
 
     def summary(self) -> str:
         if self.status == "unchanged":
             return f"{self.job}: unchanged, already ingested with identical content"
+        if self.status == "metadata updated":
+            pairs = " ".join(f"{key}={value}" for key, value in self.meta_set.items())
+            return f"{self.job}: identical content already ingested; metadata updated: {pairs}"
         return (
             f"{self.job}: {self.status} {self.probes} probes ({self.failed_probes} failed), "
             f"{self.arms} arms, {self.points} points"
@@ -87,8 +90,10 @@ def ingest_job(
     existing = session.scalars(select(Job).where(Job.name == scanned.name)).one_or_none()
     status = "ingested"
     if existing is not None:
-        if existing.content_digest == scanned.digest:
-            return IngestResult(scanned.name, "unchanged", skipped=scanned.skipped)
+        if existing.content_digest == scanned.digest:  # metadata is not content
+            changed = {k: v for k, v in update_meta(existing, meta).items() if v is not None}
+            status = "metadata updated" if changed else "unchanged"
+            return IngestResult(scanned.name, status, skipped=scanned.skipped, meta_set=changed)
         if not replace:
             raise JobExists(name=scanned.name)
         delete_job_rows(session, existing.id)
@@ -109,6 +114,44 @@ def ingest_job(
             on_arm(arm_files)
     store_packaged_derived(session, job.id, losses)
     return result
+
+
+def ingest_demo_job(session: Session, directory: Path, meta: Mapping[str, str]) -> IngestResult:
+    """Store a demo sample job, swapping it in for an earlier demo's job of its name (a job
+    with the demo's metadata, e.g. of other ``--steps``), never for any other job."""
+    existing = session.scalars(select(Job).where(Job.name == directory.name)).one_or_none()
+    from_demo = existing is not None and {m.key: m.value for m in existing.meta} == dict(meta)
+    try:
+        return ingest_job(session, directory, meta=meta, replace=from_demo)
+    except JobExists:
+        raise NotADemoJob(name=directory.name) from None
+
+
+def update_meta(
+    job: Job, meta: Mapping[str, str], unset: Iterable[str] = ()
+) -> dict[str, str | None]:
+    """Set ``meta`` and remove the ``unset`` keys of a stored job (``time`` checked).
+
+    Returns what changed: each key with its new value, None for a removed one.
+    """
+    if TIME_KEY in meta:
+        parse_time(meta[TIME_KEY])
+    stored = {row.key: row for row in job.meta}
+    changed: dict[str, str | None] = {}
+    for key in unset:
+        if key not in stored:
+            raise MissingMetaKey(job=job.name, key=key, known=known_names(stored))
+        job.meta.remove(stored.pop(key))
+        changed[key] = None
+    for key, value in meta.items():
+        if key not in stored:
+            job.meta.append(JobMeta(key=key, value=value))
+        elif stored[key].value != value:
+            stored[key].value = value
+        else:
+            continue
+        changed[key] = value
+    return changed
 
 
 def delete_job_rows(session: Session, job_id: int) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -32,6 +33,21 @@ SQLITE_READS = frozenset(
     }
 )
 SQLITE_REFUSED_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"}
+
+
+def _stored_time(raw: bytes) -> datetime | str:
+    """A DATETIME column's text (SQLAlchemy writes UTC) as a datetime, so that it is shown as
+    every listing shows times; text that is no time stays text."""
+    text = raw.decode("utf-8", "replace")
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return text
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+# Only connections opened with PARSE_DECLTYPES (tracker sql's, below) use converters.
+sqlite3.register_converter("DATETIME", _stored_time)
 
 
 @dataclass
@@ -64,7 +80,9 @@ def _run_sqlite(database: str, sql: str) -> SqlResult:
         else database
     )
     try:
-        connection = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True)
+        connection = sqlite3.connect(
+            f"file:{quote(path)}?mode=ro", uri=True, detect_types=sqlite3.PARSE_DECLTYPES
+        )
     except sqlite3.Error as exc:
         raise SqlRefused(reason=str(exc)) from None
     try:
