@@ -424,7 +424,7 @@ def test_an_empty_or_missing_database_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "missing.db").exists()  # opened read-only: never created
 
 
-def test_serve_neither_creates_nor_migrates_a_database(cli: Cli, db_url: str) -> None:
+def test_serve_neither_creates_nor_migrates_a_database(db_url: str) -> None:
     if db_url.startswith("sqlite"):
         missing = db_url.replace("tracker.db", "missing.db")
         result = Cli(missing)("serve", ok=False)
@@ -433,7 +433,7 @@ def test_serve_neither_creates_nor_migrates_a_database(cli: Cli, db_url: str) ->
         assert result.stderr.count("\n") == 1
         assert not Path(missing.removeprefix("sqlite:///")).exists()
     else:
-        result = cli("serve", ok=False)  # an empty schema: nothing to serve until ingested
+        result = Cli(db_url)("serve", ok=False)  # an empty schema: nothing to serve yet
         assert result.exit_code == 1
         assert "schema revision none (empty database)" in result.stderr
         assert result.stderr.count("\n") == 1

@@ -13,6 +13,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -312,7 +313,8 @@ def bar(**settings: Any) -> dict[str, Any]:
 
 
 def _typed_array(value: Any) -> Any:
-    """numpy arrays as plotly.js typed arrays (base64), other numpy values as Python's."""
+    """numpy arrays as plotly.js typed arrays (base64), other numpy values as Python's,
+    datetimes as ISO 8601."""
     if isinstance(value, np.ndarray):
         if value.dtype.name not in TYPED_ARRAYS:
             value = value.astype(np.float64)
@@ -323,6 +325,8 @@ def _typed_array(value: Any) -> Any:
         }
     if isinstance(value, np.generic):
         return value.item()
+    if isinstance(value, datetime):  # job times: plotly.js reads ISO 8601 as dates
+        return value.isoformat()
     raise TypeError(f"cannot write {type(value).__name__} into a figure")
 
 
