@@ -279,7 +279,10 @@ def test_cli_claims_formats_and_errors(cli: Cli, tmp_path: Path) -> None:
     assert table[0].split() == COLUMNS
     assert cli("claims", "--where", "flashoptim=9").stdout == "(no rows)\n"
     missing = cli("claims", "--job", "nosuch", ok=False)
-    assert (missing.exit_code, missing.stderr) == (1, "Error: no job named 'nosuch'; known jobs: j0, j1\n")
+    assert (missing.exit_code, missing.stderr) == (
+        1,
+        "Error: no job named 'nosuch'; known jobs: j0, j1\n",
+    )
     clash = cli("claims", "--group-by", "job", ok=False)
     assert (clash.exit_code, clash.stderr) == (
         1,

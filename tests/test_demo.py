@@ -22,14 +22,22 @@ def points(cli: Cli) -> dict[str, int]:
 
 def test_a_demo_again_replaces_its_own_jobs(cli: Cli, tmp_path: Path) -> None:
     demo(cli, tmp_path, 10, "first")
-    assert points(cli) == {"job1": 4 * 3 * 10, "job2": 4 * 3 * 10, "job3": 3 * 3 * 10}
+    seed_jobs = {"job4": 5 * 3 * 10, "job5": 5 * 3 * 10, "job6": 5 * 3 * 10}  # two seeds an arm
+    assert points(cli) == {"job1": 4 * 3 * 10, "job2": 4 * 3 * 10, "job3": 3 * 3 * 10, **seed_jobs}
     again = demo(cli, tmp_path, 20, "second")
     assert again.stdout.splitlines()[1:4] == [
         "job1: replaced 25 probes (1 failed), 4 arms, 240 points",
         "job2: replaced 25 probes (0 failed), 4 arms, 240 points",
         "job3: replaced 25 probes (1 failed), 3 arms, 180 points",
     ]
-    assert points(cli) == {"job1": 240, "job2": 240, "job3": 180}
+    assert points(cli) == {
+        "job1": 240,
+        "job2": 240,
+        "job3": 180,
+        "job4": 300,
+        "job5": 300,
+        "job6": 300,
+    }
     same = demo(cli, tmp_path, 20, "third")
     assert same.stdout.splitlines()[1] == "job1: unchanged, already ingested with identical content"
 

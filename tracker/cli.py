@@ -386,19 +386,10 @@ def _selection(
 ) -> Any:
     from tracker.queries.selection import Selection
 
-    pairs = []
-    for item in where or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--where")
-        pairs.append((key, value))
-    return Selection(
-        jobs=tuple(job or ()),
-        models=tuple(model or ()),
-        variants=tuple(variant or ()),
-        where=tuple(pairs),
-        group_by=tuple(group_by or ()),
-    )
+    try:
+        return Selection.from_filters(job, model, variant, where, group_by)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--where") from None
 
 
 def _read(ctx: typer.Context, query: Any, *args: Any, **kwargs: Any) -> Any:

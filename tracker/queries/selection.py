@@ -6,6 +6,7 @@ ingest time. Metadata filters (``--where k=v``) and groupings (``--group-by k``)
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -29,6 +30,31 @@ class Selection:
     where: tuple[tuple[str, str], ...] = ()
     group_by: tuple[str, ...] = field(default=())
     since: datetime | None = None  # only jobs whose time is at or after this one
+
+    @classmethod
+    def from_filters(
+        cls,
+        job: Iterable[str] | None = None,
+        model: Iterable[str] | None = None,
+        variant: Iterable[str] | None = None,
+        where: Iterable[str] | None = None,
+        group_by: Iterable[str] | None = None,
+    ) -> Selection:
+        """The filters as users type them (``where`` as KEY=VALUE items, for the command line
+        and the server); a ``ValueError`` names an item without ``=``."""
+        pairs = []
+        for item in where or ():
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise ValueError(f"expected KEY=VALUE, got {item!r}")
+            pairs.append((key, value))
+        return cls(
+            jobs=tuple(job or ()),
+            models=tuple(model or ()),
+            variants=tuple(variant or ()),
+            where=tuple(pairs),
+            group_by=tuple(group_by or ()),
+        )
 
 
 # Columns of the query tables: a metadata key of the same name cannot become a column.

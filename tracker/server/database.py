@@ -14,10 +14,9 @@ from typing import Any
 from urllib.parse import quote
 
 from sqlalchemy import Engine, event, make_url
-from sqlalchemy.exc import SQLAlchemyError
 
-from tracker.errors import DatabaseUnavailable, OutdatedSchema
-from tracker.store.db import HEAD, check_schema, create_tracker_engine, first_line
+from tracker.errors import DatabaseUnavailable
+from tracker.store.db import create_tracker_engine, require_head
 from tracker.store.readonly import SQLITE_READS, sqlite_authorizer
 
 STATEMENT_TIMEOUT_MS = 60_000
@@ -61,15 +60,5 @@ def open_read_only(url: str) -> Engine:
                 cursor.execute(f"SET SESSION statement_timeout = {STATEMENT_TIMEOUT_MS}")
             dbapi_connection.commit()
 
-    try:
-        revision = check_schema(engine, create=False)
-    except SQLAlchemyError as exc:
-        engine.dispose()
-        raise DatabaseUnavailable(url=url, reason=first_line(exc)) from None
-    except Exception:
-        engine.dispose()
-        raise
-    if revision != HEAD:
-        engine.dispose()
-        raise OutdatedSchema(url=url, revision=revision or "none (empty database)", head=HEAD)
+    require_head(engine, url, create=False)
     return engine

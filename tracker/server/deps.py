@@ -93,19 +93,10 @@ def get_selection(
     ] = None,
 ) -> Selection:
     """The jobs a cross-job query looks at, from the same filters as the CLI's queries."""
-    pairs = []
-    for item in where or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise HTTPException(status_code=422, detail=f"where: expected KEY=VALUE, got {item!r}")
-        pairs.append((key, value))
-    return Selection(
-        jobs=tuple(job or ()),
-        models=tuple(model or ()),
-        variants=tuple(variant or ()),
-        where=tuple(pairs),
-        group_by=tuple(group_by or ()),
-    )
+    try:
+        return Selection.from_filters(job, model, variant, where, group_by)
+    except ValueError as exc:
+        raise HTTPException(status_code=422, detail=f"where: {exc}") from None
 
 
 SelectionDep = Annotated[Selection, Depends(get_selection)]

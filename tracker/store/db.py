@@ -242,8 +242,17 @@ def open_database(url: str, *, may_create_file: bool = True) -> Engine:
     engine = create_tracker_engine(url)
     if not may_create_file:
         refuse_missing_file(engine)
+    require_head(engine, url, create=True)
+    if engine.dialect.name == "sqlite":
+        _use_wal(engine)
+    return engine
+
+
+def require_head(engine: Engine, url: str, *, create: bool) -> None:
+    """Refuse (and dispose of) ``engine`` unless its schema is at this code's newest revision;
+    with ``create``, an empty database is migrated first."""
     try:
-        revision = check_schema(engine)
+        revision = check_schema(engine, create=create)
     except SQLAlchemyError as exc:
         engine.dispose()
         raise DatabaseUnavailable(url=url, reason=first_line(exc)) from None
@@ -252,10 +261,7 @@ def open_database(url: str, *, may_create_file: bool = True) -> Engine:
         raise
     if revision != HEAD:
         engine.dispose()
-        raise OutdatedSchema(url=url, revision=revision, head=HEAD)
-    if engine.dialect.name == "sqlite":
-        _use_wal(engine)
-    return engine
+        raise OutdatedSchema(url=url, revision=revision or "none (empty database)", head=HEAD)
 
 
 def _use_wal(engine: Engine) -> None:
