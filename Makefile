@@ -14,7 +14,7 @@ demo: $(BIN)/tracker
 	$(BIN)/tracker demo
 
 test: $(BIN)/tracker
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto  # one worker per core; no test depends on speed or order
 
 check: $(BIN)/tracker
 	$(BIN)/ruff check tracker
