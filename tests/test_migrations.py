@@ -131,11 +131,11 @@ def test_db_current_and_upgrade_commands(tmp_path: Path) -> None:
     cli = Cli(url)
     assert (
         cli("db", "current").stdout
-        == "revision (empty database), head 0003: run `tracker db upgrade`\n"
+        == "revision (empty database), head 0004: run `tracker db upgrade`\n"
     )
-    assert cli("db", "upgrade").stdout == "upgraded empty database -> 0003\n"
-    assert cli("db", "upgrade").stdout == "already at 0003\n"
-    assert cli("db", "current").stdout == "revision 0003, head 0003: up to date\n"
+    assert cli("db", "upgrade").stdout == "upgraded empty database -> 0004\n"
+    assert cli("db", "upgrade").stdout == "already at 0004\n"
+    assert cli("db", "current").stdout == "revision 0004, head 0004: up to date\n"
 
 
 def full_snapshot(engine: Engine) -> dict[str, list[tuple[object, ...]]]:
@@ -156,7 +156,7 @@ def test_every_migration_step_keeps_the_data(cli: Cli, engine: Engine, tmp_path:
     cli("ingest", str(write_sample_job(tmp_path / "job2", seed=1, steps=25, arms=("ref_s0",))))
     before = full_snapshot(engine)
     assert len(before["point"]) == 4 * 3 * 25 + 3 * 25
-    revisions = ["0001", "0002", "0003"]
+    revisions = ["0001", "0002", "0003", "0004"]
     for down in reversed(revisions[:-1]):
         downgrade(engine, down)
         assert full_snapshot(engine) == before
@@ -205,7 +205,7 @@ def test_upgrade_copies_the_file_aside_first(tmp_path: Path) -> None:
     result = Cli(url)("db", "upgrade")
     backups = list(tmp_path.glob("old.db.0001-*.bak"))
     assert len(backups) == 1
-    assert result.stdout == (f"upgraded 0001 -> 0003 (the previous file is kept at {backups[0]})\n")
+    assert result.stdout == (f"upgraded 0001 -> 0004 (the previous file is kept at {backups[0]})\n")
     assert full_snapshot(engine) == before
     kept = create_tracker_engine(f"sqlite:///{backups[0]}")
     with kept.connect() as connection:
@@ -227,7 +227,7 @@ def test_a_failed_upgrade_leaves_the_original_in_place(tmp_path: Path) -> None:
         "table _alembic_tmp_point already exists\n"
     )
     assert full_snapshot(engine) == before
-    assert Cli(url)("db", "current").stdout.startswith("revision 0001, head 0003")
+    assert Cli(url)("db", "current").stdout.startswith("revision 0001, head 0004")
 
 
 def derived_rows(engine: Engine) -> dict[str, list[tuple[object, ...]]]:
@@ -237,7 +237,7 @@ def derived_rows(engine: Engine) -> dict[str, list[tuple[object, ...]]]:
                 tuple(repr(value) for value in row)
                 for row in connection.execute(text(f"SELECT * FROM {table} ORDER BY 1, 2, 3"))
             ]
-            for table in ("job_verdict", "job_number")
+            for table in ("job_verdict", "job_number", "job_summary")
         }
 
 
@@ -252,6 +252,23 @@ def test_0003_backfills_the_derived_rows_ingest_writes(
     downgrade(engine, "0002")
     with engine.connect() as connection:
         tables = set(connection.dialect.get_table_names(connection))
-    assert not tables & {"job_verdict", "job_number"}
+    assert not tables & {"job_verdict", "job_number", "job_summary"}
+    upgrade(engine)
+    assert derived_rows(engine) == at_ingest
+
+
+def test_0004_backfills_the_summaries_ingest_writes(
+    cli: Cli, engine: Engine, tmp_path: Path
+) -> None:
+    cli("ingest", str(write_sample_job(tmp_path / "job1", steps=40)))
+    cli("ingest", str(write_sample_job(tmp_path / "job2", seed=1, steps=40, arms=("ref_s0",))))
+    at_ingest = derived_rows(engine)
+    assert len(at_ingest["job_summary"]) == 2
+    downgrade(engine, "0003")
+    with engine.connect() as connection:
+        tables = set(connection.dialect.get_table_names(connection))
+        verdicts = connection.execute(text("SELECT count(*) FROM job_verdict")).scalar()
+    assert "job_summary" not in tables
+    assert verdicts == len(at_ingest["job_verdict"])
     upgrade(engine)
     assert derived_rows(engine) == at_ingest

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
+
+from sqlalchemy import Engine, text
 
 from tests.conftest import Cli
 from tracker.jobdir.sample import write_sample_job
@@ -14,6 +17,7 @@ from tracker.report.pages import IndexView, index_page
 # every file is set to this modification time before a report: a file the report wrote has
 # another one afterwards, whatever the clock's resolution and the machine's speed
 OLD_NS = 1_000_000_000 * 10**9
+GENERATED = re.compile(r"generated \S+ by tracker")
 
 
 def files(out: Path) -> list[Path]:
@@ -137,3 +141,27 @@ def test_index_page_is_a_pure_function(tmp_path: Path) -> None:
     assert set(tmp_path.iterdir()) == before
     assert "No jobs in the database." in text and "&lt;b&gt;exp&lt;/b&gt;" in text
     assert 'id="claims"' in text and "No claims were computed for this report." in text
+
+
+def test_pages_from_the_stored_summary_equal_pages_from_the_points(
+    cli: Cli, engine: Engine, tmp_path: Path
+) -> None:
+    """Reports read each job's summary kept at ingest; without one (deleted here, as for
+    other expectations) the job is analysed from its points, and every file is the same."""
+    job = write_sample_job(tmp_path / "jobs" / "job1", steps=3000)  # downsampled figures
+    cli("ingest", str(job), "--meta", "gpu=A10G")
+    cli("report", "--out", str(tmp_path / "stored"))
+    with engine.begin() as connection:
+        assert connection.execute(text("DELETE FROM job_summary")).rowcount == 1
+    cli("report", "--out", str(tmp_path / "from_points"))
+    stored, from_points = files(tmp_path / "stored"), files(tmp_path / "from_points")
+    assert [p.relative_to(tmp_path / "stored") for p in stored] == [
+        p.relative_to(tmp_path / "from_points") for p in from_points
+    ]
+    for a, b in zip(stored, from_points, strict=True):
+        if a.suffix == ".html":  # the pages say when they were generated
+            assert GENERATED.sub("", a.read_text()) == GENERATED.sub("", b.read_text()), a
+        elif a.name != "manifest.json":  # it names when, too
+            assert a.read_bytes() == b.read_bytes(), a
+    trajectories = (tmp_path / "stored" / "job1" / "gpt_trajectories.html").read_text()
+    assert "5,348 of 15,000 curve points drawn" in trajectories and "(A10G)" in trajectories

@@ -51,7 +51,7 @@ def upgrade() -> None:
 
     session = Session(bind=op.get_bind())
     for job_id in session.scalars(sa.text("SELECT id FROM job ORDER BY id")).all():
-        store_packaged_derived(session, job_id)
+        store_packaged_derived(session, job_id, with_summary=False)
 
 
 def downgrade() -> None:

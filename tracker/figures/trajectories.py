@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -53,6 +54,58 @@ def arm_order(arms: list[str], exp: Expectations) -> list[str]:
     return first + sorted(a for a in arms if a not in first)
 
 
+@dataclass(frozen=True)
+class Line:
+    """One drawn curve: an arm's EMA (left panel) or raw loss (right panel), downsampled."""
+
+    arm: str
+    right: bool  # the right panel (raw loss, log axis)
+    raw_baseline: bool  # the baseline's raw loss beside the divergent arm
+    x: np.ndarray  # steps, int64
+    y: np.ndarray  # float64, NaN where the loss is not finite
+
+
+@dataclass(frozen=True)
+class TrajectoryDrawing:
+    """The numbers the trajectories figure draws: each line already downsampled, the steps
+    where a right-panel arm stops being finite, how many points were drawn of how many and
+    the left panel's zoom. It takes every point of every curve to make, so it is kept per
+    job (tracker.store.derived); titles, styles and notes are added by
+    ``trajectories_figure``."""
+
+    lines: list[Line]
+    non_finite_from: list[int]  # per right-panel arm that has one, its first non-finite step
+    drawn: int
+    total: int
+    zoom: tuple[float, float] | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "lines": [
+                {**vars(line), "x": line.x.tolist(), "y": line.y.tolist()} for line in self.lines
+            ],
+            "non_finite_from": self.non_finite_from,
+            "drawn": self.drawn,
+            "total": self.total,
+            "zoom": list(self.zoom) if self.zoom else None,
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> TrajectoryDrawing:
+        lines = [
+            Line(
+                **{
+                    **line,
+                    "x": np.array(line["x"], dtype=np.int64),
+                    "y": np.array(line["y"], dtype=np.float64),
+                }
+            )
+            for line in doc["lines"]
+        ]
+        zoom = doc["zoom"]
+        return cls(lines, doc["non_finite_from"], doc["drawn"], doc["total"], zoom and tuple(zoom))
+
+
 def training_trajectories(
     curves: Mapping[str, pl.DataFrame],
     exp: Expectations,
@@ -61,91 +114,110 @@ def training_trajectories(
     gpu: str | None = None,
     smoothed: Mapping[str, pl.Series] | None = None,
 ) -> Figure:
-    """The study's two-panel ``gpt_trajectories`` figure.
+    """The study's two-panel ``gpt_trajectories`` figure (see ``trajectory_drawing``)."""
+    drawing = trajectory_drawing(curves, exp, max_points, smoothed)
+    return trajectories_figure(drawing, exp, gpu=gpu)
+
+
+def trajectory_drawing(
+    curves: Mapping[str, pl.DataFrame],
+    exp: Expectations,
+    max_points: int = DEFAULT_MAX_POINTS,
+    smoothed: Mapping[str, pl.Series] | None = None,
+) -> TrajectoryDrawing:
+    """What the study's two-panel ``gpt_trajectories`` figure draws.
 
     Left: every arm's loss, EMA-smoothed (``exp.training.ema_alpha``) over its FULL series.
     Right: the raw loss of the divergence arm(s) (the variant of ``exp.training.divergent``)
     and of the baseline arm, on a log axis, with the step where the loss stops being finite.
-    Each trace is then downsampled for drawing only, to at most ``max_points`` points
-    (min/max preserving), and the figure says so. One panel when there is no divergence arm.
-    The left panel's y axis shows the loss from 10% of the steps on, as the index's figures
-    (the first drop would flatten the curves into one line). ``smoothed``: arm -> its EMA,
-    when the caller has it.
+    Each line is then downsampled for drawing only, to at most ``max_points`` points
+    (min/max preserving). One panel when there is no divergence arm. The left panel's y axis
+    shows the loss from 10% of the steps on, as the index's figures (the first drop would
+    flatten the curves into one line). ``smoothed``: arm -> its EMA, when the caller has it.
     """
     tr = exp.training
-    title = TITLE + (f" ({plot_text(gpu)})" if gpu else "")
     present = arm_order([arm for arm, frame in curves.items() if frame.height > 0], exp)
-    if not present:
-        return empty_figure(title, HEIGHT, "no training curves in this job")
-
     divergent_variant = split_arm(tr.divergent)[0]
     right = [a for a in present if split_arm(a)[0] == divergent_variant]
     left = [a for a in present if a not in right]
-    palette = Palette()
-    traces: list[dict[str, Any]] = []
-    shapes: list[dict[str, Any]] = []
-    notes: list[dict[str, Any]] = []
-    drawn = total = 0
-    late: list[tuple[np.ndarray, np.ndarray]] = []  # the left panel's drawn (step, EMA)
+    lines: list[Line] = []
+    non_finite_from: list[int] = []
+    total = 0
 
-    def add(arm: str, values: np.ndarray, panel: str, *, raw_baseline: bool = False) -> None:
-        nonlocal drawn, total
+    def add(arm: str, values: np.ndarray, *, on_right: bool, raw_baseline: bool = False) -> None:
+        nonlocal total
         steps = curves[arm].get_column("step").to_numpy()
         x, y = downsample(steps, _drawable(values), max_points)
-        if not panel:
-            late.append((x, y))
-        drawn += len(x)
         total += len(steps)
-        label, color, dash = arm_style(arm, palette)
-        if raw_baseline:
-            label = "AdamW raw (ref)" if arm == "ref_s0" else f"{label}, raw"
-        traces.append(
-            scatter(
-                x=x,
-                y=y,
-                mode="lines",
-                name=plot_text(label),
-                showlegend=not raw_baseline,
-                line=dict(color=color, width=1 if raw_baseline else 2, dash=dash),
-                xaxis=f"x{panel}",
-                yaxis=f"y{panel}",
-            )
-        )
+        lines.append(Line(arm, on_right, raw_baseline, x, y))
 
     smoothed = smoothed or {}
     for arm in left:
         series = smoothed.get(arm)
         if series is None:
             series = ema(curves[arm].get_column("value"), tr.ema_alpha)
-        add(arm, series.to_numpy(), "")
+        add(arm, series.to_numpy(), on_right=False)
     for arm in right:
         values = curves[arm].get_column("value").to_numpy()
-        add(arm, values, "2")
+        add(arm, values, on_right=True)
         bad = np.flatnonzero(~np.isfinite(values))
         if bad.size:
-            step = int(curves[arm].get_column("step")[int(bad[0])])
-            shape, text = vline(step, f"non-finite from step {step:,}", "x2", "y2")
-            shapes.append(shape)
-            notes.append(text)
+            non_finite_from.append(int(curves[arm].get_column("step")[int(bad[0])]))
     baseline = curves.get(tr.baseline)
     if right and baseline is not None and baseline.height > 0:
-        add(tr.baseline, baseline.get_column("value").to_numpy(), "2", raw_baseline=True)
+        add(tr.baseline, baseline.get_column("value").to_numpy(), on_right=True, raw_baseline=True)
+    drawn = sum(len(line.x) for line in lines)
+    zoom = late_range([(line.x, line.y) for line in lines if not line.right])
+    return TrajectoryDrawing(lines, non_finite_from, drawn, total, zoom)
 
+
+def trajectories_figure(
+    drawing: TrajectoryDrawing, exp: Expectations, *, gpu: str | None = None
+) -> Figure:
+    """The ``gpt_trajectories`` figure of a drawing, titled with the job's GPU."""
+    title = TITLE + (f" ({plot_text(gpu)})" if gpu else "")
+    if not drawing.lines:
+        return empty_figure(title, HEIGHT, "no training curves in this job")
+    palette = Palette()
+    traces = []
+    for line in drawing.lines:
+        label, color, dash = arm_style(line.arm, palette)
+        if line.raw_baseline:
+            label = "AdamW raw (ref)" if line.arm == "ref_s0" else f"{label}, raw"
+        panel = "2" if line.right else ""
+        traces.append(
+            scatter(
+                x=line.x,
+                y=line.y,
+                mode="lines",
+                name=plot_text(label),
+                showlegend=not line.raw_baseline,
+                line=dict(color=color, width=1 if line.raw_baseline else 2, dash=dash),
+                xaxis=f"x{panel}",
+                yaxis=f"y{panel}",
+            )
+        )
+    shapes, notes = [], []
+    for step in drawing.non_finite_from:
+        shape, text = vline(step, f"non-finite from step {step:,}", "x2", "y2")
+        shapes.append(shape)
+        notes.append(text)
+    drawn, total = drawing.drawn, drawing.total
     sampled = (
         f"{drawn:,} of {total:,} curve points drawn (per-bucket first/last/min/max kept)"
         if drawn < total
         else f"all {total:,} curve points drawn"
     )
     yaxis = axis(anchor="x", title=dict(text="train loss, EMA"))
-    zoom = late_range(late)
-    if zoom is not None:
-        yaxis["range"] = list(zoom)
+    if drawing.zoom is not None:
+        yaxis["range"] = list(drawing.zoom)
         sampled += f"; left y axis from {ZOOM_AFTER:.0%} of the steps on (double-click: all)"
+    alpha = exp.training.ema_alpha
     notes.append(
-        footnote(f"{sampled}; EMA smoothing (alpha={tr.ema_alpha:g}) and verdicts use every step")
+        footnote(f"{sampled}; EMA smoothing (alpha={alpha:g}) and verdicts use every step")
     )
     panels: dict[str, Any] = {}
-    if right:
+    if any(line.right for line in drawing.lines):
         left_domain, right_domain = columns((0.62, 0.38), 0.08)
         notes += [panel_title(LEFT_TITLE, left_domain), panel_title(RIGHT_TITLE, right_domain)]
         panels["xaxis2"] = axis(domain=right_domain, anchor="y2", title=dict(text="step"))

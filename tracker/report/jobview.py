@@ -14,9 +14,7 @@ if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
     from tracker.analysis.job import JobAnalysis
     from tracker.figures.crossjob import GridCurve
-    from tracker.models import Job
     from tracker.report.pages import JobView
-    from tracker.store.jobdata import JobData
 
 # (file, title, height) of each figure, in page order
 FIGURES: tuple[tuple[str, str, int], ...] = (
@@ -36,37 +34,51 @@ class JobContent:
 
 
 def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
-    """Load, analyse and draw one job (its curves are read once, each arm smoothed once)."""
-    from tracker.analysis.job import analyze_job
-    from tracker.analysis.smoothing import ema
-    from tracker.figures import memory_scaling, table4, training_trajectories
-    from tracker.figures.crossjob import grid_curve
+    """One job's pages from its stored summary (tracker.store.derived) and probes; a job
+    without a summary for ``exp`` is analysed from its points."""
+    from sqlalchemy import select
+
+    from tracker.figures import memory_scaling, table4
+    from tracker.figures.trajectories import trajectories_figure
+    from tracker.models import Run
     from tracker.report.pages import JobFigure, JobView, figure_slot
     from tracker.store.catalog import get_job
-    from tracker.store.jobdata import load_job_data
+    from tracker.store.derived import load_summary
+    from tracker.store.jobdata import load_probes
 
     job = get_job(session, name)
-    data = load_job_data(session, name)
-    # the EMA of each arm, once: for the verdicts, the figure and the cross-job data
-    smoothed = {
-        arm: ema(frame.get_column("value"), exp.training.ema_alpha)
-        for arm, frame in data.curves.items()
-    }
-    analysis = analyze_job(data, exp, smoothed)
-    gpu = data.meta.get("gpu")
+    summary = load_summary(session, job.id, exp)
+    analysis = summary.analysis
+    probes = load_probes(session, job.id)
+    # in the order of the job's runs frame (tracker.store.jobdata)
+    ordered = select(Run.arm).where(Run.job_id == job.id).order_by(Run.variant, Run.seed)
+    arms = list(session.scalars(ordered))
+    meta = {item.key: item.value for item in job.meta}
+    gpu = meta.get("gpu")
     figures = {
-        "mem_scaling": memory_scaling(data.probes, exp, gpu=gpu),
-        "gpt_trajectories": training_trajectories(data.curves, exp, gpu=gpu, smoothed=smoothed),
+        "mem_scaling": memory_scaling(probes, exp, gpu=gpu),
+        "gpt_trajectories": trajectories_figure(summary.trajectories, exp, gpu=gpu),
         "table4": table4(analysis.verdicts),
     }
     notes = list(analysis.notes)
-    if data.probes.height == 0:
+    if probes.height == 0:
         notes.append("no memory probes in this job: no memory figure and no Table 4 figure")
-    if data.runs.height == 0:
+    if not arms:
         notes.append("no training arms in this job: no trajectories figure")
+    failed = int(probes.get_column("n_params").is_null().sum()) if probes.height else 0
+    items = [
+        ("job", job.name),
+        ("ingested", job.ingested_at.isoformat(timespec="seconds")),
+        ("source", job.source_path),
+        ("memory probes", f"{probes.height} ({failed} failed)"),
+        ("training arms", ", ".join(arms) or "none"),
+        ("loss values (steps, all arms)", f"{summary.steps:,}"),
+    ]
+    items += [(f"meta: {key}", value) for key, value in sorted(meta.items())]
+    items.append(("expectations", exp.source))
     view = JobView(
         name=job.name,
-        meta=_meta_items(job, data, exp),
+        meta=items,
         notes=notes,
         tally=counts(analysis.verdicts),
         verdicts=failures_first(analysis.verdicts),
@@ -75,28 +87,4 @@ def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
             for key, title, height in FIGURES
         ],
     )
-    curves = {
-        arm: grid_curve(
-            frame.get_column("step").to_numpy(),
-            smoothed[arm].to_numpy(),
-            frame.get_column("value").to_numpy(),
-        )
-        for arm, frame in data.curves.items()
-    }
-    return JobContent(view, analysis, curves, data.probes.height, data.runs.height)
-
-
-def _meta_items(job: Job, data: JobData, exp: Expectations) -> list[tuple[str, str]]:
-    steps = sum(frame.height for frame in data.curves.values())
-    failed = int(data.probes.get_column("n_params").is_null().sum()) if data.probes.height else 0
-    items = [
-        ("job", job.name),
-        ("ingested", job.ingested_at.isoformat(timespec="seconds")),
-        ("source", job.source_path),
-        ("memory probes", f"{data.probes.height} ({failed} failed)"),
-        ("training arms", ", ".join(data.runs.get_column("arm").to_list()) or "none"),
-        ("loss values (steps, all arms)", f"{steps:,}"),
-    ]
-    items += [(f"meta: {key}", value) for key, value in sorted(data.meta.items())]
-    items.append(("expectations", exp.source))
-    return items
+    return JobContent(view, analysis, summary.curves, probes.height, len(arms))

@@ -62,11 +62,13 @@ def live_job(served: Served, session: Session, name: str) -> JobContent:
 
 
 def job_analysis(served: Served, session: Session, name: str) -> JobAnalysis:
-    from tracker.analysis.job import analyze_job
-    from tracker.store.jobdata import load_job_data
+    from tracker.store.derived import load_summary
 
-    key = (name, job_digest(session, name))
-    return served.analyses.get(key, lambda: analyze_job(load_job_data(session, name), served.exp))
+    job = get_job(session, name)
+    return served.analyses.get(
+        (name, job.content_digest),
+        lambda: load_summary(session, job.id, served.exp).analysis,
+    )
 
 
 def comparison(served: Served, session: Session, a: str, b: str) -> Comparison:

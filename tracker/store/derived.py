@@ -1,17 +1,20 @@
-"""Per-job derived rows: a job's verdicts and the numbers behind them, kept at ingest.
+"""Per-job derived rows: a job's verdicts, the numbers behind them and its summary, kept
+at ingest.
 
-Cross-job claims and the regression gate need every job's verdicts and its EMA deltas, which
-take every curve point to compute. They are computed once, when the job is ingested (and for
-jobs ingested before, by migration 0003), against the packaged expectations, and stored under
-the digest of those expectations and of this analysis' version. Reading them never writes:
-a job without rows for the expectations asked for (a user's ``--expectations`` file) is
-analysed from its points on the spot, so a read-only database serves every request.
+Cross-job claims and the regression gate need every job's verdicts and its EMA deltas, and a
+job's pages its analysis, drawn trajectories and smoothed curves, all of which take every
+curve point to compute. They are computed once, when the job is ingested (and for jobs
+ingested before, by migrations 0003 and 0004), against the packaged expectations, and stored
+under the digest of those expectations and of this analysis' version. Reading them never
+writes: a job without rows for the expectations asked for (a user's ``--expectations``
+file) is analysed from its points on the spot, so a read-only database serves every request.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,17 +22,20 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.verdict import Verdict
-from tracker.models import Job, JobNumber, JobVerdict
+from tracker.models import Job, JobNumber, JobSummary, JobVerdict
 
 if TYPE_CHECKING:
     import polars as pl
 
     from tracker.analysis.expectations import Expectations
+    from tracker.analysis.job import JobAnalysis
+    from tracker.figures.crossjob import GridCurve
+    from tracker.figures.trajectories import TrajectoryDrawing
     from tracker.store.jobdata import JobData
 
-# Bump when a change of the analysis changes a verdict or a number for the same data and
-# expectations: stored rows of an older version are then ignored (analysed afresh on every
-# read), so ship the bump with a migration that refills them (as 0003 does).
+# Bump when a change of the analysis changes a verdict, a number or a summary for the same
+# data and expectations: stored rows of an older version are then ignored (analysed afresh
+# on every read), so ship the bump with a migration that refills them (as 0003 does).
 ANALYSIS_VERSION = 1
 EMA_DELTA = "ema_delta"  # mean |EMA(candidate) - EMA(baseline)| over the 2nd half
 SEED_NOISE = "seed_noise"  # mean |EMA(seed twin) - EMA(baseline)| over the 2nd half
@@ -50,25 +56,89 @@ def expectations_digest(exp: Expectations) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def derive(data: JobData, exp: Expectations) -> Derived:
-    """A job's verdicts and derived numbers from its full data."""
-    import polars as pl
+@dataclass(frozen=True)
+class Summary:
+    """What a job's pages show that takes every point to make."""
 
+    analysis: JobAnalysis
+    trajectories: TrajectoryDrawing  # the trajectories figure's lines, downsampled
+    curves: dict[str, GridCurve]  # arm -> smoothed loss on a grid, for the figures across jobs
+    steps: int  # loss values, all arms together
+
+    def to_json(self) -> str:
+        """JSON with NaN and +-inf as bare tokens: read back by ``from_json`` only."""
+        analysis = self.analysis
+        return json.dumps(
+            {
+                "analysis": {
+                    "mem": analysis.mem,
+                    "gpt": analysis.gpt,
+                    "verdicts": [v.as_dict() for v in analysis.verdicts],
+                    "notes": analysis.notes,
+                },
+                "trajectories": self.trajectories.to_json(),
+                "curves": {arm: curve.to_json() for arm, curve in self.curves.items()},
+                "steps": self.steps,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Summary:
+        from tracker.analysis.job import JobAnalysis
+        from tracker.figures.crossjob import GridCurve
+        from tracker.figures.trajectories import TrajectoryDrawing
+
+        doc = json.loads(text)
+        analysis = doc["analysis"]
+        verdicts = [Verdict(**v) for v in analysis["verdicts"]]
+        return cls(
+            JobAnalysis(analysis["mem"], analysis["gpt"], verdicts, analysis["notes"]),
+            TrajectoryDrawing.from_json(doc["trajectories"]),
+            {arm: GridCurve.from_json(curve) for arm, curve in doc["curves"].items()},
+            doc["steps"],
+        )
+
+
+def summarize(data: JobData, exp: Expectations) -> Summary:
+    """A job's summary from its full data (each arm's loss smoothed once)."""
     from tracker.analysis.job import analyze_job
+    from tracker.analysis.smoothing import ema
+    from tracker.figures.crossjob import grid_curve
+    from tracker.figures.trajectories import trajectory_drawing
+
+    smoothed = {
+        arm: ema(frame.get_column("value"), exp.training.ema_alpha)
+        for arm, frame in data.curves.items()
+    }
+    curves = {
+        arm: grid_curve(
+            frame.get_column("step").to_numpy(),
+            smoothed[arm].to_numpy(),
+            frame.get_column("value").to_numpy(),
+        )
+        for arm, frame in data.curves.items()
+    }
+    return Summary(
+        analyze_job(data, exp, smoothed),
+        trajectory_drawing(data.curves, exp, smoothed=smoothed),
+        curves,
+        sum(frame.height for frame in data.curves.values()),
+    )
+
+
+def derive(summary: Summary, exp: Expectations) -> Derived:
+    """A job's verdicts and derived numbers, from its summary."""
     from tracker.analysis.training import DELTA_KEY, NOISE_KEY
 
-    analysis = analyze_job(data, exp)
-    curve = data.curves.get(exp.training.divergent)
-    diverged_at = None
-    if curve is not None:
-        bad = curve.filter(~pl.col("value").is_finite())
-        diverged_at = float(bad["step"][0]) if bad.height else None
+    gpt = summary.analysis.gpt
+    divergent = summary.curves.get(exp.training.divergent)
+    first_bad = divergent.first_bad if divergent is not None else None
     numbers = {
-        EMA_DELTA: analysis.gpt.get(DELTA_KEY),
-        SEED_NOISE: analysis.gpt.get(NOISE_KEY),
-        DIVERGED_AT: diverged_at,
+        EMA_DELTA: gpt.get(DELTA_KEY),
+        SEED_NOISE: gpt.get(NOISE_KEY),
+        DIVERGED_AT: None if first_bad is None else float(first_bad),
     }
-    return Derived(analysis.verdicts, numbers)
+    return Derived(summary.analysis.verdicts, numbers)
 
 
 def _number(value: object) -> float | None:
@@ -82,16 +152,21 @@ def store_derived(
     job_id: int,
     exp: Expectations,
     losses: dict[str, pl.DataFrame] | None = None,
+    *,
+    with_summary: bool = True,
 ) -> None:
     """(Re)compute and store a job's derived rows, in the caller's transaction; ``losses``
-    (each arm's loss curve, as stored) spares reading the points back."""
+    (each arm's loss curve, as stored) spares reading the points back. ``with_summary``
+    False: the verdicts and numbers only (migration 0003 runs before the summary table)."""
     from tracker.store.jobdata import load_job_data
 
     name = session.scalar(select(Job.name).where(Job.id == job_id))
     assert name is not None
-    derived = derive(load_job_data(session, name, curves=losses), exp)
+    summary = summarize(load_job_data(session, name, curves=losses), exp)
+    derived = derive(summary, exp)
     digest = expectations_digest(exp)
-    for table in (JobVerdict, JobNumber):
+    tables = (JobVerdict, JobNumber, JobSummary) if with_summary else (JobVerdict, JobNumber)
+    for table in tables:
         session.execute(delete(table).where(table.job_id == job_id))
     verdict_rows = [
         {
@@ -117,15 +192,24 @@ def store_derived(
             for name, value in derived.numbers.items()
         ],
     )
+    if with_summary:
+        session.execute(
+            insert(JobSummary),
+            [{"job_id": job_id, "expectations": digest, "document": summary.to_json()}],
+        )
 
 
 def store_packaged_derived(
-    session: Session, job_id: int, losses: dict[str, pl.DataFrame] | None = None
+    session: Session,
+    job_id: int,
+    losses: dict[str, pl.DataFrame] | None = None,
+    *,
+    with_summary: bool = True,
 ) -> None:
     """A new job's derived rows against the packaged expectations (at ingest and copy)."""
     from tracker.analysis.expectations import load_expectations
 
-    store_derived(session, job_id, load_expectations(), losses)
+    store_derived(session, job_id, load_expectations(), losses, with_summary=with_summary)
 
 
 def load_derived(session: Session, job_ids: list[int], exp: Expectations) -> dict[int, Derived]:
@@ -157,5 +241,21 @@ def load_derived(session: Session, job_ids: list[int], exp: Expectations) -> dic
     if missing:
         names = dict(session.execute(select(Job.id, Job.name).where(Job.id.in_(missing))).all())
         for job_id in missing:
-            found[job_id] = derive(load_job_data(session, names[job_id]), exp)
+            found[job_id] = derive(summarize(load_job_data(session, names[job_id]), exp), exp)
     return found
+
+
+def load_summary(session: Session, job_id: int, exp: Expectations) -> Summary:
+    """A job's summary for ``exp``: the stored one, else made from its points."""
+    from tracker.store.jobdata import load_job_data
+
+    document = session.scalar(
+        select(JobSummary.document).where(
+            JobSummary.job_id == job_id, JobSummary.expectations == expectations_digest(exp)
+        )
+    )
+    if document is not None:
+        return Summary.from_json(document)
+    name = session.scalar(select(Job.name).where(Job.id == job_id))
+    assert name is not None
+    return summarize(load_job_data(session, name), exp)

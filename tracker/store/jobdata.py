@@ -40,6 +40,16 @@ class JobData:
     curves: dict[str, pl.DataFrame]  # arm -> its loss curve: "step", "value" (full series)
 
 
+def load_probes(session: Session, job_id: int) -> pl.DataFrame:
+    """A job's probes: ``PROBE_COLUMNS`` in the order its files listed them."""
+    return query_frame(
+        session,
+        select(*(getattr(Probe, c) for c in PROBE_COLUMNS))
+        .where(Probe.job_id == job_id)
+        .order_by(Probe.id),
+    )
+
+
 def load_job_data(
     session: Session,
     job_name: str,
@@ -51,12 +61,7 @@ def load_job_data(
     import polars as pl
 
     job = get_job(session, job_name)
-    probes = query_frame(
-        session,
-        select(*(getattr(Probe, c) for c in PROBE_COLUMNS))
-        .where(Probe.job_id == job.id)
-        .order_by(Probe.id),
-    )
+    probes = load_probes(session, job.id)
     run_rows = query_frame(
         session,
         select(*(getattr(Run, c) for c in RUN_COLUMNS), Run.id)
