@@ -6,7 +6,8 @@ The database is built once and kept in ``--cache`` (default ~/.cache/tracker-ben
 git) for later runs: ``TEMPLATES`` sample jobs (``tracker.jobdir.sample``, different seeds,
 one with a regressed flash optimizer state) ingested by ``ingest_job``, then cloned with SQL
 to JOBS jobs (names, ``time`` and ``gpu`` metadata, probes with a small per-job offset, runs,
-the loss curves with a per-job offset, the verdict rows kept at ingest). Then:
+the loss curves with a per-job offset; the rows kept at ingest, verdicts and summaries, as
+the template's). Then:
 
   1. cold: ``tracker report`` into an empty folder, in a fresh process (its pool included);
   2. after one more job (a new sample job ingested by the library): ``tracker report`` again;
@@ -116,7 +117,7 @@ def build(path: Path, jobs: int, steps: int, work: Path) -> None:
                 "FROM point WHERE curve_id = ? ORDER BY step",
                 (curve, loss_shift, old_curve),
             )
-        for table in ("job_verdict", "job_number"):
+        for table in ("job_verdict", "job_number", "job_summary"):
             columns = [row[1] for row in db.execute(f"PRAGMA table_info({table})")][1:]
             listed = ", ".join(f'"{column}"' for column in columns)
             db.execute(
