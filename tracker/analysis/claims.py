@@ -315,10 +315,11 @@ def _variant_of(runs: pl.DataFrame, arm: str) -> str:
 
 
 def _by_job(frame: pl.DataFrame) -> dict[str, np.ndarray]:
-    return {
-        str(job): part["val_loss"].to_numpy()
-        for (job,), part in frame.partition_by("job", as_dict=True, maintain_order=True).items()
-    }
+    # a dict of lists: polars' partition_by costs about a millisecond per job
+    grouped: dict[str, list[float]] = {}
+    for job, value in zip(frame["job"].to_list(), frame["val_loss"].to_list(), strict=True):
+        grouped.setdefault(str(job), []).append(value)
+    return {job: np.array(values, dtype=np.float64) for job, values in grouped.items()}
 
 
 def val_loss_equivalence(runs: pl.DataFrame, exp: Expectations) -> Claim:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,14 @@ def arm_order(arms: list[str], exp: Expectations) -> list[str]:
     return first + sorted(a for a in arms if a not in first)
 
 
+def _packed(values: np.ndarray, dtype: str) -> str:
+    return base64.b64encode(values.astype(dtype).tobytes()).decode("ascii")
+
+
+def _unpacked(text: str, dtype: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(text), dtype=dtype).astype(dtype[1:])
+
+
 @dataclass(frozen=True)
 class Line:
     """One drawn curve: an arm's EMA (left panel) or raw loss (right panel), downsampled."""
@@ -80,9 +89,12 @@ class TrajectoryDrawing:
     zoom: tuple[float, float] | None
 
     def to_json(self) -> dict[str, Any]:
+        """JSON-ready, the arrays as base64 of their little-endian bytes (exact, and parsed
+        many times faster than lists of numbers)."""
         return {
             "lines": [
-                {**vars(line), "x": line.x.tolist(), "y": line.y.tolist()} for line in self.lines
+                {**vars(line), "x": _packed(line.x, "<i8"), "y": _packed(line.y, "<f8")}
+                for line in self.lines
             ],
             "non_finite_from": self.non_finite_from,
             "drawn": self.drawn,
@@ -93,13 +105,7 @@ class TrajectoryDrawing:
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> TrajectoryDrawing:
         lines = [
-            Line(
-                **{
-                    **line,
-                    "x": np.array(line["x"], dtype=np.int64),
-                    "y": np.array(line["y"], dtype=np.float64),
-                }
-            )
+            Line(**{**line, "x": _unpacked(line["x"], "<i8"), "y": _unpacked(line["y"], "<f8")})
             for line in doc["lines"]
         ]
         zoom = doc["zoom"]

@@ -70,19 +70,20 @@ def claims(session: Session, selection: Selection, exp: Expectations) -> pl.Data
     derived = load_derived(session, ids, exp)
     verdicts = pl.DataFrame(
         [
-            {
-                "job": names[job_id],
-                "check": v.check,
-                "subject": v.subject,
-                "measured": v.measured if isinstance(v.measured, float) else None,
-                "expected": v.expected if isinstance(v.expected, float) else None,
-                "tolerance": v.tolerance,
-                "status": v.status,
-                "detail": v.detail,
-            }
+            (
+                names[job_id],
+                v.check,
+                v.subject,
+                v.measured if isinstance(v.measured, float) else None,
+                v.expected if isinstance(v.expected, float) else None,
+                v.tolerance,
+                v.status,
+                v.detail,
+            )
             for job_id in ids
             for v in derived[job_id].verdicts
         ],
+        orient="row",
         schema={
             "job": pl.String,
             "check": pl.String,
