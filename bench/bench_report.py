@@ -7,7 +7,9 @@ a temporary SQLite database, then times, best of 3 each:
       (imports already paid), and ``python -m tracker report --job NAME --out DIR`` in a
       fresh process when the CLI has that command (imports included);
   (b) the reference ``python analyze_job2.py JOB_DIR`` in a temporary working directory
-      (a fresh process: its imports are included, as they always are for a script).
+      (a fresh process: its imports are included, as they always are for a script);
+  (c) for the record, ``tracker ingest JOB_DIR`` into a fresh database, where the job's
+      analysis and summary are made once (the report reads them), and ingest + report.
 
 and compares the HTML written for the job (the report's per-job pages, plotly.min.js
 excluded, against the reference's two figure files). Targets: >= 3x faster, >= 5x smaller.
@@ -88,6 +90,12 @@ def main() -> int:
             command += ["--job", JOB, "--out", str(tmp / f"cli{i}")]
             subprocess.run(command, check=True, capture_output=True, cwd=REPO)
 
+        def ingest(i: int) -> None:
+            # into a fresh database: the job's analysis and summary are made here, once
+            command = [sys.executable, "-m", "tracker", "--db", f"sqlite:///{tmp / f'in{i}.db'}"]
+            command += ["ingest", str(job_dir)]
+            subprocess.run(command, check=True, capture_output=True, cwd=REPO)
+
         def script(i: int) -> None:
             cwd = tmp / f"ref{i}"
             cwd.mkdir()
@@ -101,6 +109,7 @@ def main() -> int:
         t_ref = best_of(args.repeat, script)
         t_lib = best_of(args.repeat, library)
         t_cli = best_of(args.repeat, cli)
+        t_ingest = best_of(args.repeat, ingest)
 
         ref_out = tmp / "ref0" / "repro_flashoptim" / "outputs" / "job2"
         ref_size = html_bytes(ref_out)
@@ -115,6 +124,9 @@ def main() -> int:
     print(f"  reference script (fresh process)      {t_ref:7.3f} s")
     print(f"  tracker write_report (library)        {t_lib:7.3f} s   {speed:5.1f}x faster")
     print(f"  tracker report (CLI, fresh process)   {t_cli:7.3f} s   {t_ref / t_cli:5.1f}x faster")
+    print(f"  tracker ingest (CLI, fresh process)   {t_ingest:7.3f} s   (once per job)")
+    both = t_cli + t_ingest
+    print(f"  ingest + report                       {both:7.3f} s   {t_ref / both:5.1f}x faster")
     print("HTML for the job")
     print(f"  reference: mem_scaling.html + gpt_trajectories.html   {mb(ref_size)}")
     print(f"  tracker:   {JOB}/*.html (4 pages)                      {mb(report_size)}")
