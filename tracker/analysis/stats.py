@@ -45,7 +45,7 @@ def normal_quantile(q: float) -> float:
 
 @dataclass(frozen=True)
 class WelchTest:
-    """The fields of scipy's ``TtestResult`` that the claims read."""
+    """Statistic, degrees of freedom and p-value of scipy's ``TtestResult``."""
 
     statistic: float
     df: float
