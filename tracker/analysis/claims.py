@@ -1,10 +1,12 @@
 """Claims: the study's verdicts judged on every job's evidence together (docs/claims.md).
 
-Pure statistics over polars frames; the statistics themselves are scipy.stats': Welch's
-interval (``ttest_ind(equal_var=False).confidence_interval``), the equivalence test as two
-one-sided Welch tests, ``binomtest`` and its ``proportion_ci``, and ``mannwhitneyu`` for the
-probability of improvement. The bootstrap resamples within jobs, which scipy's does not offer
-(see ``stratified_bootstrap``).
+Pure statistics over polars frames; the statistics are scipy.stats': Welch's interval
+(``ttest_ind(equal_var=False).confidence_interval``), the equivalence test as two one-sided
+Welch tests, ``binomtest(k, n).proportion_ci`` and ``mannwhitneyu`` for the probability of
+improvement, evaluated by tracker.analysis.stats with scipy.special's distribution functions
+and checked against scipy.stats by tests/test_stats.py: importing scipy.stats alone takes
+1.3-1.5 s, most of a one-job report. The bootstrap resamples within jobs, which scipy's does
+not offer (see ``stratified_bootstrap``).
 
 Inputs, one row per job and item, jobs already filtered and de-duplicated by the caller:
 
@@ -26,6 +28,13 @@ import numpy as np
 import polars as pl
 
 from tracker.analysis.expectations import Expectations
+from tracker.analysis.stats import (
+    clopper_pearson,
+    mann_whitney_u,
+    normal_quantile,
+    welch_interval,
+    welch_ttest,
+)
 from tracker.analysis.verdict import FAIL, PASS
 
 REPRODUCED, NOT_REPRODUCED, MIXED, INCONCLUSIVE = (
@@ -201,8 +210,6 @@ def deterministic_claims(verdicts: pl.DataFrame, meta: pl.DataFrame) -> list[Cla
 def probe_failure_claims(verdicts: pl.DataFrame, meta: pl.DataFrame) -> list[Claim]:
     """Per (model, variant) whose probe failed in some job: in how many of the jobs that
     probed it (a success shows as its bytes/param verdicts)."""
-    from scipy.stats import binomtest
-
     probed = verdicts.filter(pl.col("check").is_in(["bpp_params", "probe_failed"])).unique(
         ["job", "subject"], keep="last", maintain_order=True
     )
@@ -215,7 +222,7 @@ def probe_failure_claims(verdicts: pl.DataFrame, meta: pl.DataFrame) -> list[Cla
         failing = rows.filter(pl.col("check") == "probe_failed")["job"].to_list()
         passing = rows.filter(pl.col("check") != "probe_failed")["job"].to_list()
         n, k = rows.height, len(failing)
-        interval = binomtest(k, n).proportion_ci(0.95)
+        low, high = clopper_pearson(k, n, 0.95)
         status = MIXED if passing else NOT_REPRODUCED
         detail = f"the probe failed in {k} of the {n} jobs that probed it: {_jobs(failing)}"
         separated = separating_metadata(failing, passing, meta)
@@ -230,8 +237,8 @@ def probe_failure_claims(verdicts: pl.DataFrame, meta: pl.DataFrame) -> list[Cla
                 n,
                 n,
                 k / n,
-                float(interval.low),
-                float(interval.high),
+                low,
+                high,
                 0.0,
                 None,
                 failing,
@@ -263,12 +270,10 @@ def seeds_to_decide(diff: float, sd: float, margin: float, alpha: float, n: floa
     """Approximate further seeds per arm for the TOST (or its opposite) to decide with 80%
     power, from the normal approximation n = 2 (z_(1-alpha) + z_0.8)^2 sd^2 / gap^2, where
     gap is the distance of the observed difference from the nearer margin."""
-    from scipy.stats import norm
-
     gap = abs(margin - abs(diff))
     if gap == 0 or not math.isfinite(sd):
         return None
-    needed = 2 * (norm.ppf(1 - alpha) + norm.ppf(0.8)) ** 2 * sd**2 / gap**2
+    needed = 2 * (normal_quantile(1 - alpha) + normal_quantile(0.8)) ** 2 * sd**2 / gap**2
     return max(1, math.ceil(needed - n))
 
 
@@ -325,8 +330,6 @@ def _by_job(frame: pl.DataFrame) -> dict[str, np.ndarray]:
 def val_loss_equivalence(runs: pl.DataFrame, exp: Expectations) -> Claim:
     """The candidate and baseline variants' final validation losses: Welch interval, TOST,
     probability of improvement and a job-stratified bootstrap interval."""
-    from scipy.stats import mannwhitneyu, ttest_ind
-
     c = exp.claims
     base_variant = _variant_of(runs, exp.training.baseline)
     cand_variant = _variant_of(runs, exp.training.candidate)
@@ -362,15 +365,13 @@ def val_loss_equivalence(runs: pl.DataFrame, exp: Expectations) -> Claim:
         )
         return claim
     alpha = 1 - c.confidence
-    welch = ttest_ind(x, y, equal_var=False)
-    interval = welch.confidence_interval(c.confidence)
-    low, high = float(interval.low), float(interval.high)
+    low, high = welch_interval(x, y, c.confidence)
     claim.ci_low, claim.ci_high = low, high
-    p_lower = ttest_ind(x + margin, y, equal_var=False, alternative="greater").pvalue
-    p_upper = ttest_ind(x - margin, y, equal_var=False, alternative="less").pvalue
-    p_tost = float(max(p_lower, p_upper))
+    p_lower = welch_ttest(x + margin, y, "greater").pvalue
+    p_upper = welch_ttest(x - margin, y, "less").pvalue
+    p_tost = max(p_lower, p_upper)
     # P(a candidate run ends below a baseline run): U of the baseline sample / (n_x n_y)
-    improvement = float(mannwhitneyu(y, x).statistic) / (len(x) * len(y))
+    improvement = mann_whitney_u(y, x) / (len(x) * len(y))
     boot = stratified_bootstrap(_by_job(cand), _by_job(base), exp)
     level = f"{c.confidence:.0%}"
     numbers = (
@@ -401,8 +402,6 @@ def val_loss_equivalence(runs: pl.DataFrame, exp: Expectations) -> Claim:
 
 def tracks_within_seed_noise(numbers: pl.DataFrame, exp: Expectations) -> Claim:
     """Per job, candidate EMA delta / seed-noise delta <= the factor; share of jobs within."""
-    from scipy.stats import binomtest
-
     t, c = exp.training, exp.claims
     subject = f"{t.candidate} vs {t.baseline}"
     statement = (
@@ -428,20 +427,20 @@ def tracks_within_seed_noise(numbers: pl.DataFrame, exp: Expectations) -> Claim:
             f"no job has both EMA deltas ({t.candidate} and {t.seed_twin} against {t.baseline})"
         )
         return claim
-    interval = binomtest(k, n).proportion_ci(c.proportion_confidence)
-    claim.estimate, claim.ci_low, claim.ci_high = k / n, float(interval.low), float(interval.high)
+    share_low, share_high = clopper_pearson(k, n, c.proportion_confidence)
+    claim.estimate, claim.ci_low, claim.ci_high = k / n, share_low, share_high
     claim.jobs_failing = both.filter(~within)["job"].to_list()
     level = f"{c.proportion_confidence:.0%}"
     median, low, high = _spread(ratio)
     counts = (
         f"{k} of {n} jobs within {t.noise_factor:g}x the seed noise ({level} binomial interval "
-        f"{interval.low:.2f} to {interval.high:.2f}); ratio median {_f(median, 3)}, "
+        f"{share_low:.2f} to {share_high:.2f}); ratio median {_f(median, 3)}, "
         f"range {_f(low, 3)} to {_f(high, 3)}"
     )
-    if interval.low >= c.min_share_within:
+    if share_low >= c.min_share_within:
         claim.status = REPRODUCED
         why = f"the share of jobs within is at least {c.min_share_within:g}"
-    elif interval.high < c.min_share_within:
+    elif share_high < c.min_share_within:
         claim.status = NOT_REPRODUCED
         why = f"the share of jobs within is below {c.min_share_within:g}"
     else:
