@@ -31,6 +31,7 @@ from tracker.analysis.stats import (
     clopper_pearson,
     mann_whitney_u,
     normal_quantile,
+    t_quantile,
     welch_interval,
     welch_ttest,
 )
@@ -118,6 +119,13 @@ def test_large_samples_to_the_bit() -> None:
 @example(5e-324)
 def test_normal_quantile_is_norm_ppf_to_the_bit(q: float) -> None:
     np.testing.assert_array_equal(normal_quantile(q), stats.norm.ppf(q))
+
+
+@given(st.floats(0, 1, exclude_min=True, exclude_max=True), st.integers(1, 10_000))
+@example(0.95, 1)
+@example(0.5, 3)
+def test_t_quantile_is_t_ppf_to_the_bit(q: float, df: int) -> None:
+    np.testing.assert_array_equal(t_quantile(q, df), stats.t.ppf(q, df))
 
 
 @given(trials(), levels)

@@ -43,6 +43,15 @@ def normal_quantile(q: float) -> float:
     return float(ndtri(q))
 
 
+def t_quantile(q: float, df: float) -> float:
+    """Student's t quantile at ``0 < q < 1`` with ``df`` degrees of freedom:
+    ``scipy.stats.t.ppf(q, df)``, i.e. ``scipy.special.stdtrit(df, q)`` (scipy.stats sets
+    the ends 0 and 1 itself)."""
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, q))
+
+
 @dataclass(frozen=True)
 class WelchTest:
     """Statistic, degrees of freedom and p-value of scipy's ``TtestResult``."""

@@ -82,11 +82,11 @@ def _number(value: Any) -> float | None:
 def _upper_bound(values: Sequence[float], alpha: float) -> float:
     """One-sided (1 - alpha) upper prediction bound of one more draw like ``values``:
     mean + t_(1-alpha, n-1) * sd * sqrt(1 + 1/n)."""
-    from scipy.stats import t
+    from tracker.analysis.stats import t_quantile
 
     n = len(values)
     sd = statistics.stdev(values)
-    return statistics.fmean(values) + float(t.ppf(1 - alpha, n - 1)) * sd * math.sqrt(1 + 1 / n)
+    return statistics.fmean(values) + t_quantile(1 - alpha, n - 1) * sd * math.sqrt(1 + 1 / n)
 
 
 def _stochastic(a: Verdict, b: Verdict, exp: Expectations, noise: SeedNoise) -> tuple[bool, str]:

@@ -75,7 +75,7 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 def _import_page_modules() -> None:
     """What a job page, the claims and a curve need (polars, scipy, the analysis, the
     figures): imported at start-up, so that the first visitor does not wait for it."""
-    import scipy.stats  # noqa: F401
+    import scipy.special  # noqa: F401
 
     import tracker.analysis.job
     import tracker.figures
