@@ -186,6 +186,23 @@ def test_assets_come_from_the_server(client: TestClient) -> None:
     assert "/api/curve" in client.get("/openapi.json").json()["paths"]
 
 
+SWAGGER_UI_FILES = [
+    ("swagger-ui-bundle.js", "text/javascript"),
+    ("swagger-ui.css", "text/css"),
+    ("favicon-32x32.png", "image/png"),
+]
+
+
+@pytest.mark.parametrize(("name", "media_type"), SWAGGER_UI_FILES)
+def test_swagger_ui_comes_from_the_server(client: TestClient, name: str, media_type: str) -> None:
+    from swagger_ui_bundle import swagger_ui_path
+
+    response = client.get(f"/static/swagger-ui/{name}")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith(media_type)
+    assert response.content == (Path(swagger_ui_path) / name).read_bytes()
+
+
 ERRORS = [
     ("/jobs/nope", 404, "Error: no job named 'nope'"),
     ("/jobs/nope/verdicts.json", 404, "Error: no job named 'nope'"),
@@ -207,6 +224,7 @@ ERRORS = [
     ("/api/curve?arm=ref_s0", 422, "bad parameter 'job': Field required"),
     ("/static/app.py", 404, "Error: no static file 'app.py'"),
     ("/static/../server/app.py", 404, "Error: Not Found"),
+    ("/static/swagger-ui/oauth2-redirect.html", 404, "Error: no Swagger UI file 'oauth2-redi"),
     ("/nowhere", 404, "Error: Not Found"),
 ]
 
