@@ -16,6 +16,7 @@ FILES = {
     "render.js": (REPORT / "render.js", "text/javascript"),
     "explorer.js": (STATIC / "explorer.js", "text/javascript"),
     "filter.js": (STATIC / "filter.js", "text/javascript"),
+    "docs.js": (STATIC / "docs.js", "text/javascript"),
     "server.css": (STATIC / "server.css", "text/css"),
 }
 # name -> media type: what /docs uses of the swagger-ui-bundle package's dist folder
