@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -19,7 +20,7 @@ from tests.conftest import Cli
 from tracker.errors import DatabaseUnavailable, UnsafeHost
 from tracker.jobdir.sample import write_sample_job
 from tracker.server import create_app
-from tracker.server.security import SECURITY_HEADERS, check_host
+from tracker.server.security import CONTENT_SECURITY_POLICY, SECURITY_HEADERS, check_host
 
 STEPS = 3000
 JOBS = {
@@ -180,10 +181,67 @@ def test_assets_come_from_the_server(client: TestClient) -> None:
     assert response.status_code == 200
     assert response.content == plotly_js.read_bytes()
     assert response.headers["content-type"].startswith("text/javascript")
-    for name in ("render.js", "explorer.js", "filter.js"):
+    for name in ("render.js", "explorer.js", "filter.js", "docs.js"):
         assert client.get(f"/static/{name}").headers["content-type"].startswith("text/javascript")
     assert client.get("/static/server.css").headers["content-type"].startswith("text/css")
     assert "/api/curve" in client.get("/openapi.json").json()["paths"]
+
+
+SWAGGER_UI_FILES = [
+    ("swagger-ui-bundle.js", "text/javascript"),
+    ("swagger-ui.css", "text/css"),
+    ("favicon-32x32.png", "image/png"),
+]
+
+
+class Resources(HTMLParser):
+    """The scripts and linked files of a page, and the text of any inline script."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+        self.inline: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        named = dict(attrs)
+        self._in_script = tag == "script"
+        url = named.get("src") or named.get("href")
+        if tag in ("script", "link") and url:
+            self.urls.append(url)
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_script = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script and data.strip():
+            self.inline.append(data)
+
+
+def test_docs_page_runs_swagger_ui_from_the_server(client: TestClient) -> None:
+    response = client.get("/docs")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/html")
+    assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+    resources = Resources()
+    resources.feed(response.text)
+    assert resources.inline == []
+    assert "/static/swagger-ui/swagger-ui-bundle.js" in resources.urls
+    assert "/static/docs.js" in resources.urls
+    for url in resources.urls:  # same origin: a path, never a scheme or a host
+        assert url.startswith("/") and not url.startswith("//"), url
+        assert client.get(url).status_code == 200, url
+    assert 'id="swagger-ui"' in response.text
+
+
+@pytest.mark.parametrize(("name", "media_type"), SWAGGER_UI_FILES)
+def test_swagger_ui_comes_from_the_server(client: TestClient, name: str, media_type: str) -> None:
+    from swagger_ui_bundle import swagger_ui_path
+
+    response = client.get(f"/static/swagger-ui/{name}")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith(media_type)
+    assert response.content == (Path(swagger_ui_path) / name).read_bytes()
 
 
 ERRORS = [
@@ -207,6 +265,7 @@ ERRORS = [
     ("/api/curve?arm=ref_s0", 422, "bad parameter 'job': Field required"),
     ("/static/app.py", 404, "Error: no static file 'app.py'"),
     ("/static/../server/app.py", 404, "Error: Not Found"),
+    ("/static/swagger-ui/oauth2-redirect.html", 404, "Error: no Swagger UI file 'oauth2-redi"),
     ("/nowhere", 404, "Error: Not Found"),
 ]
 
@@ -254,7 +313,7 @@ def test_head_answers_like_get_without_a_body(client: TestClient) -> None:
     assert client.head("/jobs/nope").status_code == 404
 
 
-@pytest.mark.parametrize("path", ["/", "/api/jobs", "/jobs/nope", "/static/plotly.min.js"])
+@pytest.mark.parametrize("path", ["/", "/api/jobs", "/jobs/nope", "/static/plotly.min.js", "/docs"])
 def test_security_headers_on_every_response(client: TestClient, path: str) -> None:
     response = client.get(path)
     for name, value in SECURITY_HEADERS.items():
@@ -318,7 +377,16 @@ def test_job_names_holding_html_stay_inert(study: Cli, db_url: str, engine: Engi
 
 def test_token_guards_every_route(study: Cli, db_url: str) -> None:
     with client_for(db_url, TOKEN) as client:
-        for path in ("/", "/api/jobs", "/static/plotly.min.js", "/openapi.json", "/curve"):
+        guarded = (
+            "/",
+            "/api/jobs",
+            "/static/plotly.min.js",
+            "/openapi.json",
+            "/curve",
+            "/docs",
+            "/static/swagger-ui/swagger-ui-bundle.js",
+        )
+        for path in guarded:
             response = client.get(path)
             assert response.status_code == 401, path
             assert response.headers["www-authenticate"] == "Bearer"
@@ -336,6 +404,7 @@ def test_token_guards_every_route(study: Cli, db_url: str) -> None:
         assert "HttpOnly" in cookie and "SameSite=strict" in cookie
         assert client.get("/").status_code == 200  # the cookie now
         assert client.get("/static/explorer.js").status_code == 200
+        assert client.get("/docs").status_code == 200
 
 
 def test_tokens_are_compared_in_constant_time(

@@ -157,3 +157,22 @@ def test_zoom_draws_the_raw_points(browser: Any, server: str) -> None:  # noqa: 
     # plotly computed every one of them for drawing
     assert page.evaluate("document.getElementById('explorer').calcdata[0].length") == drawn
     assert watch.problems() == {}
+
+
+def test_docs_draws_the_api_and_runs_it(browser: Any, server: str) -> None:  # noqa: F811
+    watch = Watch()
+    page = open_page(browser, server, watch)
+    page.goto(f"{server}/docs", wait_until="load")
+    jobs = page.locator(".opblock", has=page.locator("[data-path='/api/jobs']"))
+    jobs.wait_for(timeout=SAFETY_S * 1000)
+    assert page.locator("[data-path='/api/curve']").is_visible()
+
+    jobs.locator(".opblock-summary-control").click()  # try /api/jobs from the page
+    jobs.get_by_role("button", name="Try it out").click()
+    jobs.get_by_role("button", name="Execute").click()
+    answer = jobs.locator(".live-responses-table .response")
+    answer.wait_for(timeout=SAFETY_S * 1000)
+    assert answer.locator(".response-col_status").inner_text().strip() == "200"
+    assert '"job": "long"' in answer.locator(".response-col_description").inner_text()
+    # watch.console holds any Content-Security-Policy refusal; watch.network any other origin
+    assert watch.problems() == {}

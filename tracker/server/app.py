@@ -87,7 +87,7 @@ def create_app(url: str, token: str | None = None) -> FastAPI:
     """The live tracker on the database at ``url``, read-only; ``token`` guards every page."""
     from tracker.analysis.expectations import load_expectations
     from tracker.server.database import open_read_only
-    from tracker.server.routers import assets, auth, claims, compare, curve, jobs, trend
+    from tracker.server.routers import assets, auth, claims, compare, curve, docs, jobs, trend
 
     served = Served(open_read_only(url), load_expectations(), templates(), token or None)
 
@@ -102,8 +102,8 @@ def create_app(url: str, token: str | None = None) -> FastAPI:
         title="tracker",
         version=tracker.__version__,
         summary="The FlashOptim reproduction study's results, live and read-only.",
-        # the interactive docs pages load scripts from a CDN and run inline script, which
-        # the Content-Security-Policy forbids; /openapi.json describes the API instead
+        # FastAPI's own pages would be unguarded, and run inline script: routers/docs.py and
+        # the guarded /openapi.json below stand in for them
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
@@ -117,7 +117,7 @@ def create_app(url: str, token: str | None = None) -> FastAPI:
     app.add_exception_handler(Exception, _unexpected)
     app.include_router(auth.router)
     guarded = [Depends(require_token)]
-    for module in (jobs, claims, compare, trend, curve, assets):
+    for module in (jobs, claims, compare, trend, curve, assets, docs):
         app.include_router(module.router, dependencies=guarded)
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=guarded)

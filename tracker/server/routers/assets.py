@@ -16,7 +16,14 @@ FILES = {
     "render.js": (REPORT / "render.js", "text/javascript"),
     "explorer.js": (STATIC / "explorer.js", "text/javascript"),
     "filter.js": (STATIC / "filter.js", "text/javascript"),
+    "docs.js": (STATIC / "docs.js", "text/javascript"),
     "server.css": (STATIC / "server.css", "text/css"),
+}
+# name -> media type: what /docs uses of the swagger-ui-bundle package's dist folder
+SWAGGER_UI_FILES = {
+    "swagger-ui-bundle.js": "text/javascript",
+    "swagger-ui.css": "text/css",
+    "favicon-32x32.png": "image/png",
 }
 
 
@@ -26,9 +33,22 @@ def _plotly_js() -> Path:
     return Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
 
+def _swagger_ui_dist() -> Path:
+    from swagger_ui_bundle import swagger_ui_path
+
+    return Path(swagger_ui_path)
+
+
 @router.get("/static/plotly.min.js")
 def plotly_js() -> FileResponse:
     return FileResponse(_plotly_js(), media_type="text/javascript")
+
+
+@router.get("/static/swagger-ui/{name}")
+def swagger_ui_file(name: str) -> FileResponse:
+    if name not in SWAGGER_UI_FILES:
+        raise HTTPException(status_code=404, detail=f"no Swagger UI file {name!r}")
+    return FileResponse(_swagger_ui_dist() / name, media_type=SWAGGER_UI_FILES[name])
 
 
 @router.get("/static/{name}")
