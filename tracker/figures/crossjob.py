@@ -97,7 +97,7 @@ class GridCurve:
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> GridCurve:
-        values = np.array([np.nan if v is None else v for v in doc["values"]], dtype=np.float32)
+        values = np.array(doc["values"], dtype=np.float32)  # None becomes NaN
         return cls(doc["first"], doc["last"], values, doc["points"], doc["first_bad"])
 
 
@@ -440,6 +440,8 @@ def _on_grid(curve: GridCurve, grid: np.ndarray) -> np.ndarray:
         return np.full(grid.size, np.nan)
     if curve.values.size == 1:
         return np.where(grid == curve.first, float(curve.values[0]), np.nan)
+    if curve.values.size == grid.size and curve.first == grid[0] and curve.last == grid[-1]:
+        return curve.values.astype(np.float64)  # already on this grid (most jobs): as interp
     values = np.interp(grid, curve.steps, curve.values.astype(np.float64))
     values[(grid < curve.first) | (grid > curve.last)] = np.nan
     return values
