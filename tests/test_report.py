@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -26,12 +26,14 @@ from tracker.errors import JobNotFound
 from tracker.figures import memory_scaling, table4, training_trajectories
 from tracker.figures.crossjob import (
     GRID_POINTS,
+    MARKS_UP_TO,
     Job,
     arm_across_jobs,
     bpp_across_jobs,
     grid_curve,
     outliers,
     pick_model,
+    val_loss_across_jobs,
 )
 from tracker.figures.downsample import DEFAULT_MAX_POINTS, downsample, minmax_indices
 from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_sample_job
@@ -679,6 +681,48 @@ def test_cross_job_figures_escape_database_text(exp) -> None:  # type: ignore[no
     fig = bpp_across_jobs(probes, jobs, exp, pick_model(probes, "gpt"))
     assert [t["name"] for t in fig["data"]] == ["&lt;script&gt;alert(1)&lt;/script&gt;"]
     assert fig["data"][0]["text"] == ["a", "b"]
+
+
+def test_lines_across_many_jobs_have_no_mark_per_job(exp) -> None:  # type: ignore[no-untyped-def]
+    # past MARKS_UP_TO jobs, no marker or error bar per job (each one an SVG element):
+    # plain lines, and the spread over seeds as one band of mean +- std
+    n = MARKS_UP_TO + 1
+    jobs = [
+        Job(f"j{i:03d}", datetime(2026, 1, 1, tzinfo=UTC) + timedelta(hours=i)) for i in range(n)
+    ]
+    names = [job.name for job in jobs]
+    probes = pl.DataFrame(
+        {
+            "job": names,
+            "model": ["gpt-124m"] * n,
+            "variant": ["flash"] * n,
+            "n_params": [10] * n,
+            "bpp_total": [7.125 + 0.01 * (i % 3) for i in range(n)],
+        }
+    )
+    bpp = bpp_across_jobs(probes, jobs, exp, pick_model(probes, "gpt"))
+    assert [(t["mode"], "marker" in t) for t in bpp["data"]] == [("lines", False)]
+    assert bpp["data"][0]["text"] == names  # hover still names each job
+
+    means, std = [3.2 + 0.001 * i for i in range(n)], [0.002 * (i % 4) for i in range(n)]
+    runs = pl.DataFrame(
+        {
+            "job": names,
+            "model": ["gpt-124m"] * n,
+            "variant": ["ref"] * n,
+            "seeds": [2] * n,
+            "val_loss_mean": means,
+            "val_loss_std": std,
+            "any_diverged": [False] * n,
+        }
+    )
+    band, line = val_loss_across_jobs(runs, jobs, exp)["data"]
+    assert line["mode"] == "lines" and "error_y" not in line and line["text"] == names
+    assert band["fill"] == "toself" and band["legendgroup"] == line["legendgroup"]
+    upper = [m + s for m, s in zip(means, std, strict=True)]
+    lower = [m - s for m, s in zip(means, std, strict=True)]
+    np.testing.assert_allclose(band["y"], upper + lower[::-1])
+    np.testing.assert_array_equal(band["x"], np.concatenate([line["x"], line["x"][::-1]]))
 
 
 def test_pick_model_prefers_a_model_measured_everywhere() -> None:

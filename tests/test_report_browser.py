@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -253,6 +254,8 @@ def test_index_of_many_jobs_filters_and_pages(browser: Any, many_jobs_report: Pa
     watch = Watch()
     index = many_jobs_report / "index.html"
     assert index.stat().st_size < 2**20  # a summary, not every job's figures
+    # past the first page, rows come hidden: the browser lays out 25 rows, not 300
+    assert len(re.findall(r'<tr class="\w+" hidden>', index.read_text())) == MANY - 25
     page = open_page(browser, index, watch, 4, width=1280)  # bpp, val loss, 2 arms
     info = page.locator("#jobs-info")
     visible = "#jobs-table tbody tr:not([hidden])"
@@ -299,3 +302,11 @@ def test_index_of_many_jobs_filters_and_pages(browser: Any, many_jobs_report: Pa
     )
     assert widths[0] <= widths[1], widths
     assert watch.problems() == {}
+
+
+def test_index_without_javascript_lists_every_job(browser: Any, many_jobs_report: Path) -> None:
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto((many_jobs_report / "index.html").as_uri(), wait_until="load")
+    assert page.locator("#jobs-table tbody tr:visible").count() == MANY
+    context.close()

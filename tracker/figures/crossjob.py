@@ -56,6 +56,11 @@ BAND_COLOR = "rgba(42, 120, 214, 0.18)"
 MEDIAN_COLOR = "#2a78d6"
 # several jobs: Viridis from light green (oldest) to dark purple (newest)
 VIRIDIS = ("#b5de2b", "#6ece58", "#35b779", "#1f9e89", "#26828e", "#31688e", "#3e4989", "#482878")
+# Per-variant lines over job time mark each job (a marker, an error bar) up to this many
+# jobs. Past it the marks merge into a line and a band anyway, and each is an SVG element
+# for the browser to build: 9,000 of them at 1,000 jobs took most of the index's load time.
+MARKS_UP_TO = 60
+SPREAD_OPACITY = 0.2
 
 
 @dataclass(frozen=True)
@@ -231,8 +236,33 @@ def _footnote_lines(lines: Sequence[str], shift: int = -62) -> dict[str, Any]:
     return note
 
 
-def _markers(jobs: int) -> dict[str, Any]:
-    return dict(size=7 if jobs <= 60 else 4)
+def _per_job_marks(points: int, color: str) -> dict[str, Any]:
+    """A per-variant line's mode and markers: a marker per job up to ``MARKS_UP_TO`` jobs,
+    a plain line past that (the markers would merge into it anyway)."""
+    if points <= MARKS_UP_TO:
+        return dict(mode="lines+markers", marker=dict(color=color, size=7))
+    return dict(mode="lines")
+
+
+def _spread_band(
+    x: np.ndarray, means: Sequence[float], spread: Sequence[float], color: str, name: str
+) -> dict[str, Any]:
+    """The band mean +- spread along a line of many jobs: one SVG path where error bars
+    would be one per job. Drawn under the line, in its legend group, without hover (the
+    line's hover gives each job's spread)."""
+    mean, half = np.asarray(means, dtype=np.float64), np.asarray(spread, dtype=np.float64)
+    return scatter(
+        x=np.concatenate([x, x[::-1]]),
+        y=np.concatenate([mean + half, (mean - half)[::-1]]),
+        mode="lines",
+        fill="toself",
+        fillcolor=color,
+        opacity=SPREAD_OPACITY,
+        line=dict(width=0),
+        legendgroup=name,
+        showlegend=False,
+        hoverinfo="skip",
+    )
 
 
 def bpp_across_jobs(
@@ -277,12 +307,11 @@ def bpp_across_jobs(
                 x=times[positions],
                 y=y,
                 text=text,
-                mode="lines+markers",
                 name=name,
                 legendgroup=name,
                 line=dict(color=color, width=1.5),
-                marker=dict(color=color, **_markers(len(jobs))),
                 hovertemplate=f"%{{text}}: {name} %{{y:.3f}} B/param<extra></extra>",
+                **_per_job_marks(len(found), color),
             )
         )
         if total is not None:
@@ -356,6 +385,7 @@ def val_loss_across_jobs(runs: pl.DataFrame, jobs: Sequence[Job], exp: Expectati
     references: list[tuple[dict[str, Any], dict[str, Any]]] = []
     referenced: set[str] = set()
     span: list[float] = []  # every drawn value, and the paper's
+    banded = False  # a line past MARKS_UP_TO jobs: its spread is a band, not error bars
     series = with_val.select("model", "variant").unique(maintain_order=True).rows()
     variants = variant_order([v for _, v in series], exp)
     series.sort(key=lambda mv: (variants.index(mv[1]), models.index(mv[0])))
@@ -369,22 +399,27 @@ def val_loss_across_jobs(runs: pl.DataFrame, jobs: Sequence[Job], exp: Expectati
         color = palette(variant)
         means = [row["val_loss_mean"] for _, row in found]
         std = [row["val_loss_std"] or 0.0 for _, row in found]
+        x = times[[i for i, _ in found]]
+        marks = _per_job_marks(len(found), color)
+        if len(found) <= MARKS_UP_TO:
+            marks["error_y"] = dict(
+                type="data", array=std, visible=True, color=color, thickness=1, width=3
+            )
+        else:
+            traces.append(_spread_band(x, means, std, color, name))
+            banded = True
         traces.append(
             scatter(
-                x=times[[i for i, _ in found]],
+                x=x,
                 y=means,
                 text=[plot_text(jobs[i].name) for i, _ in found],
                 customdata=[
                     [f"{s:.4f}", row["seeds"]] for s, (_, row) in zip(std, found, strict=True)
                 ],
-                mode="lines+markers",
                 name=name,
                 legendgroup=name,
                 line=dict(color=color, width=1.5),
-                marker=dict(color=color, **_markers(len(jobs))),
-                error_y=dict(
-                    type="data", array=std, visible=True, color=color, thickness=1, width=3
-                ),
+                **marks,
                 hovertemplate=(
                     f"%{{text}}: {name} %{{y:.4f}} \u00b1 %{{customdata[0]}}"
                     " (%{customdata[1]} seeds)<extra></extra>"
@@ -398,8 +433,9 @@ def val_loss_across_jobs(runs: pl.DataFrame, jobs: Sequence[Job], exp: Expectati
             span.append(paper)
         for mean, spread in zip(means, std, strict=True):
             span += [mean - spread, mean + spread]
+    bars = f"Error bars (a shaded band past {MARKS_UP_TO} jobs)" if banded else "Error bars"
     notes = [
-        "Error bars: standard deviation over seeds (none with one seed). "
+        f"{bars}: standard deviation over seeds (none with one seed). "
         "Dotted, labelled on the right: the paper's value (Table 3)."
     ]
     missing = runs.filter(pl.col("val_loss_mean").is_null())
