@@ -13,9 +13,9 @@ the template's). Then:
   2. after one more job (a new sample job ingested by the library): ``tracker report`` again;
   3. the size of ``index.html``;
   4. the load event of pages in Chromium (Debian's, via Playwright, network blocked), and when
-     every figure is drawn (after the load event): the
-     index and the four pages of the newest, the oldest, the new and 5 random jobs, after
-     one page loaded first and not counted (the browser's start);
+     every figure is drawn (after the load event): the index and the four pages of the
+     newest, the oldest, the new and 5 random jobs, after one page loaded first and not
+     counted (the browser's start);
   5. peak memory of the report: the largest sum, over its processes, of their proportional
      set sizes (PSS: pages shared between them count once), sampled every 100 ms.
 
