@@ -10,7 +10,7 @@ ingested under many names, with a time and a gpu), plus one job whose single arm
 1,000,000 steps for the curve zoom. A real ``tracker serve`` process on loopback, then:
 
 1. one client, one request at a time: p50/p95 of ``/api/jobs``, ``/``, job pages (first
-   visits, which analyse the job and draw its figures, and visits again, from the cache),
+   visits, which read the job's summary and draw its figures, and visits again, cached),
    ``/compare`` of two jobs, and a zoom: ``/api/curve`` of a random 1,000-step window of the
    1,000,000-step curve (every raw point of it);
 2. CLIENTS concurrent clients (asyncio + httpx) for SECONDS on that mix: requests, errors,
