@@ -165,3 +165,16 @@ def test_pages_from_the_stored_summary_equal_pages_from_the_points(
             assert a.read_bytes() == b.read_bytes(), a
     trajectories = (tmp_path / "stored" / "job1" / "gpt_trajectories.html").read_text()
     assert "5,348 of 15,000 curve points drawn" in trajectories and "(A10G)" in trajectories
+
+
+def test_a_manifest_of_another_format_renders_every_job_again(cli: Cli, tmp_path: Path) -> None:
+    ingest(cli, tmp_path / "jobs", "job1")
+    out = tmp_path / "report"
+    cli("report", "--out", str(out))
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["format"] == 2
+    del manifest["format"]  # as an earlier tracker wrote it
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    again = cli("report", "--out", str(out))
+    assert again.stdout.splitlines()[0] == "1 job pages rendered, 0 up to date"
+    assert json.loads((out / "manifest.json").read_text())["format"] == 2

@@ -32,9 +32,11 @@ from tracker.figures.style import (
     footnote,
     late_range,
     layout,
+    packed,
     plot_text,
     scatter,
     short_list,
+    unpacked,
 )
 
 if TYPE_CHECKING:
@@ -91,18 +93,17 @@ class GridCurve:
         return np.linspace(self.first, self.last, self.values.size)
 
     def to_json(self) -> dict[str, Any]:
-        values = [None if not np.isfinite(v) else round(float(v), 5) for v in self.values]
         return {
             "first": self.first,
             "last": self.last,
-            "values": values,
+            "values": packed(self.values, "<f4"),
             "points": self.points,
             "first_bad": self.first_bad,
         }
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> GridCurve:
-        values = np.array(doc["values"], dtype=np.float32)  # None becomes NaN
+        values = unpacked(doc["values"], "<f4")
         return cls(doc["first"], doc["last"], values, doc["points"], doc["first_bad"])
 
 

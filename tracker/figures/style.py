@@ -341,6 +341,17 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def packed(values: np.ndarray, dtype: str) -> str:
+    """An array kept in JSON: base64 of its bytes as ``dtype`` (e.g. ``"<f8"``), exact and
+    parsed many times faster than a list of numbers."""
+    return base64.b64encode(values.astype(dtype).tobytes()).decode("ascii")
+
+
+def unpacked(text: str, dtype: str) -> np.ndarray:
+    """The array ``packed`` kept, in native byte order."""
+    return np.frombuffer(base64.b64decode(text), dtype=dtype).astype(dtype[1:])
+
+
 def figure_json(fig: Figure) -> str:
     """``fig`` as compact strict JSON that is safe inside an HTML ``<script>`` element.
 

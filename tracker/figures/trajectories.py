@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,10 +22,12 @@ from tracker.figures.style import (
     footnote,
     late_range,
     layout,
+    packed,
     panel_title,
     plot_text,
     scatter,
     split_arm,
+    unpacked,
     vline,
 )
 
@@ -53,14 +54,6 @@ def arm_order(arms: list[str], exp: Expectations) -> list[str]:
     known = [tr.baseline, tr.candidate, tr.seed_twin, tr.divergent, *ARM_STYLES]
     first = [a for a in dict.fromkeys(known) if a in arms]
     return first + sorted(a for a in arms if a not in first)
-
-
-def _packed(values: np.ndarray, dtype: str) -> str:
-    return base64.b64encode(values.astype(dtype).tobytes()).decode("ascii")
-
-
-def _unpacked(text: str, dtype: str) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(text), dtype=dtype).astype(dtype[1:])
 
 
 @dataclass(frozen=True)
@@ -93,7 +86,7 @@ class TrajectoryDrawing:
         many times faster than lists of numbers)."""
         return {
             "lines": [
-                {**vars(line), "x": _packed(line.x, "<i8"), "y": _packed(line.y, "<f8")}
+                {**vars(line), "x": packed(line.x, "<i8"), "y": packed(line.y, "<f8")}
                 for line in self.lines
             ],
             "non_finite_from": self.non_finite_from,
@@ -105,7 +98,7 @@ class TrajectoryDrawing:
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> TrajectoryDrawing:
         lines = [
-            Line(**{**line, "x": _unpacked(line["x"], "<i8"), "y": _unpacked(line["y"], "<f8")})
+            Line(**{**line, "x": unpacked(line["x"], "<i8"), "y": unpacked(line["y"], "<f8")})
             for line in doc["lines"]
         ]
         zoom = doc["zoom"]

@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 PLOTLY_JS = "plotly.min.js"
 INDEX = "index.html"
 MANIFEST = "manifest.json"
+# Bump when the manifest's entries change shape (2: smoothed curves as base64 float32)
+MANIFEST_FORMAT = 2
 CLAIMS = "claims.json"
 RESERVED = {INDEX, PLOTLY_JS, MANIFEST, CLAIMS}
 # from this many jobs to render on, a second process renders half of them (it takes about
@@ -295,7 +297,10 @@ def generate_report(
         for name in names
     }
 
-    previous = {} if force else _read_manifest(out_dir).get("jobs", {})
+    manifest = _read_manifest(out_dir)
+    earlier = manifest.get("jobs", {})
+    # entries in another format cannot be read back: their jobs are rendered again
+    previous = earlier if manifest.get("format") == MANIFEST_FORMAT and not force else {}
     kept = {
         name: previous[name]
         for name in names
@@ -316,7 +321,7 @@ def generate_report(
     # folders of an earlier report that no job of this one uses
     removed = []
     in_use = set(folders.values())
-    for old in _read_manifest(out_dir).get("jobs", {}).values():
+    for old in earlier.values():
         folder = old.get("folder") if isinstance(old, dict) else None
         if folder not in in_use and _remove_folder(out_dir, folder):
             removed.append(str(folder))
@@ -359,7 +364,12 @@ def generate_report(
     index = out_dir / INDEX
     sub = f"{generated}"
     _write(index, index_page(view, sub, exp.source, plotly_src=PLOTLY_JS))
-    manifest = {"tracker": version, "expectations": exp_digest, "jobs": entries}
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "tracker": version,
+        "expectations": exp_digest,
+        "jobs": entries,
+    }
     _write_if_changed(out_dir / MANIFEST, json.dumps(manifest, separators=(",", ":")).encode())
     return Report(
         index,
