@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from tracker.models import Job, JobMeta, Run
 from tracker.queries.selection import Selection, selected_jobs
-from tracker.store.derived import NUMBERS, load_derived
+from tracker.store.derived import NUMBERS, load_verdict_rows
 from tracker.store.frames import query_frame
 
 if TYPE_CHECKING:
@@ -67,37 +67,32 @@ def claims(session: Session, selection: Selection, exp: Expectations) -> pl.Data
     jobs, duplicates = _distinct_content(session, selected_jobs(session, selection))
     ids = jobs["job_id"].to_list()
     names = dict(zip(ids, jobs["job"].to_list(), strict=True))
-    derived = load_derived(session, ids, exp)
-    verdicts = pl.DataFrame(
-        [
-            (
-                names[job_id],
-                v.check,
-                v.subject,
-                v.measured if isinstance(v.measured, float) else None,
-                v.expected if isinstance(v.expected, float) else None,
-                v.tolerance,
-                v.status,
-                v.detail,
-            )
-            for job_id in ids
-            for v in derived[job_id].verdicts
-        ],
-        orient="row",
-        schema={
-            "job": pl.String,
-            "check": pl.String,
-            "subject": pl.String,
-            "measured": pl.Float64,
-            "expected": pl.Float64,
-            "tolerance": pl.Float64,
-            "status": pl.String,
-            "detail": pl.String,
-        },
+    rows, numbers_of = load_verdict_rows(session, ids, exp)
+    position = {job_id: i for i, job_id in enumerate(ids)}
+    verdicts = (
+        pl.DataFrame(
+            rows,
+            orient="row",
+            schema={
+                "job_id": pl.Int64,
+                "check": pl.String,
+                "subject": pl.String,
+                "measured": pl.Float64,
+                "expected": pl.Float64,
+                "tolerance": pl.Float64,
+                "status": pl.String,
+                "detail": pl.String,
+            },
+        )
+        .sort(pl.col("job_id").replace_strict(position), maintain_order=True)
+        .select(
+            pl.col("job_id").replace_strict(names, return_dtype=pl.String).alias("job"),
+            pl.exclude("job_id"),
+        )
     )
     numbers = pl.DataFrame(
         [
-            {"job": names[job_id], **{k: derived[job_id].numbers.get(k) for k in NUMBERS}}
+            {"job": names[job_id], **{k: numbers_of[job_id].get(k) for k in NUMBERS}}
             for job_id in ids
         ],
         schema={"job": pl.String, **dict.fromkeys(NUMBERS, pl.Float64)},

@@ -41,6 +41,8 @@ EMA_DELTA = "ema_delta"  # mean |EMA(candidate) - EMA(baseline)| over the 2nd ha
 SEED_NOISE = "seed_noise"  # mean |EMA(seed twin) - EMA(baseline)| over the 2nd half
 DIVERGED_AT = "diverged_at"  # first step whose loss is not finite, of the divergent arm
 NUMBERS = (EMA_DELTA, SEED_NOISE, DIVERGED_AT)
+# job_id, check, subject, measured, expected, tolerance, status, detail
+VerdictRow = tuple[int, str, str, float | None, float | None, float | None, str, str]
 
 
 @dataclass(frozen=True)
@@ -212,16 +214,11 @@ def store_packaged_derived(
     store_derived(session, job_id, load_expectations(), losses, with_summary=with_summary)
 
 
-def _exact(value: float | str | None) -> float | None:
-    return None if value is None else float(value)
-
-
-def load_derived(session: Session, job_ids: list[int], exp: Expectations) -> dict[int, Derived]:
-    """Every listed job's derived rows for ``exp``: stored ones, else computed from points."""
-    from tracker.store.jobdata import load_job_data
-
-    digest = expectations_digest(exp)
-    found: dict[int, Derived] = {}
+def _stored_rows(
+    session: Session, job_ids: list[int], digest: str
+) -> tuple[dict[int, dict[str, float | None]], list[VerdictRow]]:
+    """The numbers and verdict rows stored for ``digest``, of the listed jobs that have them:
+    rows in job id and position order."""
     numbers: dict[int, dict[str, float | None]] = {}
     connection = session.connection()  # plain rows: the ORM's loading costs seconds here
     for row in connection.execute(
@@ -230,7 +227,6 @@ def load_derived(session: Session, job_ids: list[int], exp: Expectations) -> dic
         )
     ):
         numbers.setdefault(row.job_id, {})[row.name] = row.value
-    verdicts: dict[int, list[Verdict]] = {job_id: [] for job_id in numbers}
     columns = (JobVerdict.check, JobVerdict.subject, JobVerdict.measured, JobVerdict.expected)
     query = (
         select(JobVerdict.job_id, *columns, JobVerdict.tolerance, JobVerdict.status)
@@ -239,28 +235,77 @@ def load_derived(session: Session, job_ids: list[int], exp: Expectations) -> dic
         .order_by(JobVerdict.job_id, JobVerdict.position)
     )
     # the driver's own rows: SQLAlchemy's per-value conversion of 40,000 rows costs a
-    # second; ExactFloat's only one is SQLite's text 'NaN', which float() reads too
-    rows = connection.execute(query).cursor.fetchall()
+    # second; ExactFloat's only one is SQLite's text 'NaN', which float() reads
+    rows = [
+        (
+            job_id,
+            check,
+            subject,
+            float(m) if m.__class__ is str else m,
+            float(e) if e.__class__ is str else e,
+            float(t) if t.__class__ is str else t,
+            status,
+            detail,
+        )
+        for job_id, check, subject, m, e, t, status, detail in connection.execute(
+            query
+        ).cursor.fetchall()
+    ]
+    return numbers, rows
+
+
+def _derive_from_points(
+    session: Session, job_ids: list[int], exp: Expectations
+) -> dict[int, Derived]:
+    from tracker.store.jobdata import load_job_data
+
+    if not job_ids:
+        return {}
+    names = dict(session.execute(select(Job.id, Job.name).where(Job.id.in_(job_ids))).all())
+    return {
+        job_id: derive(summarize(load_job_data(session, names[job_id]), exp), exp)
+        for job_id in job_ids
+    }
+
+
+def load_derived(session: Session, job_ids: list[int], exp: Expectations) -> dict[int, Derived]:
+    """Every listed job's derived rows for ``exp``: stored ones, else computed from points."""
+    numbers, rows = _stored_rows(session, job_ids, expectations_digest(exp))
+    verdicts: dict[int, list[Verdict]] = {job_id: [] for job_id in numbers}
     for job_id, check, subject, measured, expected, tolerance, status, detail in rows:
         verdicts[job_id].append(
-            Verdict(
-                check,
-                subject,
-                _exact(measured),
-                _exact(expected),
-                _exact(tolerance),
-                status,
-                detail,
-            )
+            Verdict(check, subject, measured, expected, tolerance, status, detail)
         )
-    for job_id, own in numbers.items():
-        found[job_id] = Derived(verdicts[job_id], own)
-    missing = [job_id for job_id in job_ids if job_id not in found]
-    if missing:
-        names = dict(session.execute(select(Job.id, Job.name).where(Job.id.in_(missing))).all())
-        for job_id in missing:
-            found[job_id] = derive(summarize(load_job_data(session, names[job_id]), exp), exp)
+    found = {job_id: Derived(verdicts[job_id], own) for job_id, own in numbers.items()}
+    found.update(_derive_from_points(session, [i for i in job_ids if i not in found], exp))
     return found
+
+
+def load_verdict_rows(
+    session: Session, job_ids: list[int], exp: Expectations
+) -> tuple[list[VerdictRow], dict[int, dict[str, float | None]]]:
+    """``load_derived`` as rows, for a frame of many jobs' verdicts (a Verdict object per
+    row costs a second for 1,000 jobs): ``(job_id, check, subject, measured, expected,
+    tolerance, status, detail)`` with the measured and expected values as stored (a flag as
+    1.0 / 0.0, text as None), grouped by job; and each job's numbers."""
+    numbers, rows = _stored_rows(session, job_ids, expectations_digest(exp))
+    missing = [job_id for job_id in job_ids if job_id not in numbers]
+    for job_id, derived in _derive_from_points(session, missing, exp).items():
+        rows += [
+            (
+                job_id,
+                v.check,
+                v.subject,
+                _number(v.measured),
+                _number(v.expected),
+                v.tolerance,
+                v.status,
+                v.detail,
+            )
+            for v in derived.verdicts
+        ]
+        numbers[job_id] = derived.numbers
+    return rows, numbers
 
 
 def load_summary(session: Session, job_id: int, exp: Expectations) -> Summary:
