@@ -29,15 +29,38 @@ def _dtype(sql_type: Any) -> Any:
     return next((dtype for kind, dtype in kinds if isinstance(sql_type, kind)), None)
 
 
+# column types whose values the drivers (sqlite3, psycopg) return as the Python values
+RAW_TYPES = (Integer, BigInteger, String, Text, ExactFloat)
+
+
+def _exact_floats(row: Any, positions: list[int]) -> tuple[Any, ...]:
+    values = list(row)
+    for i in positions:
+        if values[i].__class__ is str:
+            values[i] = float(values[i])
+    return tuple(values)
+
+
 def query_frame(session: Session, query: Any) -> pl.DataFrame:
     """Run a Core ``select`` and return its rows as a frame, one column per selected column."""
     import polars as pl
 
     schema = {column.name: _dtype(column.type) for column in query.selected_columns}
+    types = [column.type for column in query.selected_columns]
     # on the session's connection: plain rows, without the ORM's loading (several times
     # slower for thousands of rows); the session is flushed first, as its execute would
     session.flush()
-    rows = session.connection().execute(query).all()
+    result = session.connection().execute(query)
+    if all(isinstance(t, RAW_TYPES) for t in types):
+        # the driver's values are the Python ones already, but for SQLite's text 'NaN' in
+        # an ExactFloat column: converting every value through SQLAlchemy costs more than
+        # the query
+        rows = result.cursor.fetchall()
+        exact = [i for i, t in enumerate(types) if isinstance(t, ExactFloat)]
+        if exact:
+            rows = [_exact_floats(row, exact) for row in rows]
+    else:
+        rows = result.all()
     # column by column: built from rows, polars looks into object values (a JSON document
     # holding an integer beyond 64 bits overflows)
     columns = zip(*rows, strict=True) if rows else ([] for _ in schema)
