@@ -44,15 +44,13 @@ def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
     from tracker.report.pages import JobFigure, JobView, figure_slot
     from tracker.store.catalog import get_job
     from tracker.store.derived import load_summary
-    from tracker.store.jobdata import load_probes
+    from tracker.store.jobdata import RUN_ORDER, load_probes
 
     job = get_job(session, name)
     summary = load_summary(session, job.id, exp)
     analysis = summary.analysis
     probes = load_probes(session, job.id)
-    # in the order of the job's runs frame (tracker.store.jobdata)
-    ordered = select(Run.arm).where(Run.job_id == job.id).order_by(Run.variant, Run.seed)
-    arms = list(session.scalars(ordered))
+    arms = list(session.scalars(select(Run.arm).where(Run.job_id == job.id).order_by(*RUN_ORDER)))
     meta = {item.key: item.value for item in job.meta}
     gpu = meta.get("gpu")
     figures = {

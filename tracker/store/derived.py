@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis.verdict import Verdict
 from tracker.models import Job, JobNumber, JobSummary, JobVerdict
+from tracker.store.frames import plain_rows
 
 if TYPE_CHECKING:
     import polars as pl
@@ -220,13 +221,13 @@ def _stored_rows(
     """The numbers and verdict rows stored for ``digest``, of the listed jobs that have them:
     rows in job id and position order."""
     numbers: dict[int, dict[str, float | None]] = {}
-    connection = session.connection()  # plain rows: the ORM's loading costs seconds here
-    for row in connection.execute(
+    for job_id, name, value in plain_rows(
+        session,
         select(JobNumber.job_id, JobNumber.name, JobNumber.value).where(
             JobNumber.job_id.in_(job_ids), JobNumber.expectations == digest
-        )
+        ),
     ):
-        numbers.setdefault(row.job_id, {})[row.name] = row.value
+        numbers.setdefault(job_id, {})[name] = value
     columns = (JobVerdict.check, JobVerdict.subject, JobVerdict.measured, JobVerdict.expected)
     query = (
         select(JobVerdict.job_id, *columns, JobVerdict.tolerance, JobVerdict.status)
@@ -234,24 +235,7 @@ def _stored_rows(
         .where(JobVerdict.job_id.in_(list(numbers)), JobVerdict.expectations == digest)
         .order_by(JobVerdict.job_id, JobVerdict.position)
     )
-    # the driver's own rows: SQLAlchemy's per-value conversion of 40,000 rows costs a
-    # second; ExactFloat's only one is SQLite's text 'NaN', which float() reads
-    rows = [
-        (
-            job_id,
-            check,
-            subject,
-            float(m) if m.__class__ is str else m,
-            float(e) if e.__class__ is str else e,
-            float(t) if t.__class__ is str else t,
-            status,
-            detail,
-        )
-        for job_id, check, subject, m, e, t, status, detail in connection.execute(
-            query
-        ).cursor.fetchall()
-    ]
-    return numbers, rows
+    return numbers, list(plain_rows(session, query))
 
 
 def _derive_from_points(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import BigInteger, Boolean, Float, Integer, String, Text
@@ -33,6 +34,22 @@ def _dtype(sql_type: Any) -> Any:
 RAW_TYPES = (Integer, BigInteger, String, Text, ExactFloat)
 
 
+def plain_rows(session: Session, query: Any) -> Sequence[Any]:
+    """Run a Core ``select`` on the session's connection (flushed first, as the session's own
+    execute would) and return its rows without the ORM's loading. When every column's type
+    is in ``RAW_TYPES`` the rows are the driver's own, with SQLite's text 'NaN' of an
+    ExactFloat column read as a float: converting every value through SQLAlchemy costs more
+    than the query for thousands of rows."""
+    types = [column.type for column in query.selected_columns]
+    session.flush()
+    result = session.connection().execute(query)
+    if not all(isinstance(t, RAW_TYPES) for t in types):
+        return result.all()
+    rows = result.cursor.fetchall()
+    exact = [i for i, t in enumerate(types) if isinstance(t, ExactFloat)]
+    return [_exact_floats(row, exact) for row in rows] if exact else rows
+
+
 def _exact_floats(row: Any, positions: list[int]) -> tuple[Any, ...]:
     values = list(row)
     for i in positions:
@@ -46,21 +63,7 @@ def query_frame(session: Session, query: Any) -> pl.DataFrame:
     import polars as pl
 
     schema = {column.name: _dtype(column.type) for column in query.selected_columns}
-    types = [column.type for column in query.selected_columns]
-    # on the session's connection: plain rows, without the ORM's loading (several times
-    # slower for thousands of rows); the session is flushed first, as its execute would
-    session.flush()
-    result = session.connection().execute(query)
-    if all(isinstance(t, RAW_TYPES) for t in types):
-        # the driver's values are the Python ones already, but for SQLite's text 'NaN' in
-        # an ExactFloat column: converting every value through SQLAlchemy costs more than
-        # the query
-        rows = result.cursor.fetchall()
-        exact = [i for i, t in enumerate(types) if isinstance(t, ExactFloat)]
-        if exact:
-            rows = [_exact_floats(row, exact) for row in rows]
-    else:
-        rows = result.all()
+    rows = plain_rows(session, query)
     # column by column: built from rows, polars looks into object values (a JSON document
     # holding an integer beyond 64 bits overflows)
     columns = zip(*rows, strict=True) if rows else ([] for _ in schema)

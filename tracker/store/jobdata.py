@@ -28,6 +28,7 @@ PROBE_COLUMNS = (
     "error",
     "extra",
 )
+RUN_ORDER = (Run.variant, Run.seed)  # a job's arms, as its runs frame lists them
 RUN_COLUMNS = ("arm", "model", "variant", "seed", "val_loss", "final_loss", "diverged", "extra")
 
 
@@ -66,7 +67,7 @@ def load_job_data(
         session,
         select(*(getattr(Run, c) for c in RUN_COLUMNS), Run.id)
         .where(Run.job_id == job.id)
-        .order_by(Run.variant, Run.seed),
+        .order_by(*RUN_ORDER),
     )
     runs = run_rows.drop("id")
     meta = {item.key: item.value for item in job.meta}
