@@ -596,7 +596,7 @@ def report(
 
     from tracker.analysis.expectations import load_expectations
     from tracker.report import generate_report
-    from tracker.store.ingest import parse_time
+    from tracker.store.catalog import parse_time
 
     selection = _selection(job, None, None, where, None)
     if since is not None:

@@ -74,7 +74,7 @@ COMPONENT_WORDS = {
     "grads": "gradients take",
 }
 UNSET = "(unset)"
-TIME_KEY = "time"  # tracker.store.ingest.TIME_KEY; not imported, this module reads no database
+TIME_KEY = "time"  # tracker.store.catalog.TIME_KEY; not imported, this module reads no database
 
 
 @dataclass
@@ -150,32 +150,47 @@ def deterministic_claims(verdicts: pl.DataFrame, meta: pl.DataFrame) -> list[Cla
     checked = verdicts.filter(
         pl.col("check").is_in(list(DETERMINISTIC)) & pl.col("expected").is_not_null()
     )
+    # one aggregation for all of them: a filter per claim costs more than judging it
+    judged = pl.col("status").is_in([PASS, FAIL])
+    measured = pl.col("measured").filter(
+        judged & pl.col("measured").is_not_null() & pl.col("measured").is_not_nan()
+    )
+    groups = checked.group_by("check", "subject", maintain_order=True).agg(
+        n=judged.sum(),
+        passing=pl.col("job").filter(pl.col("status") == PASS),
+        failing=pl.col("job").filter(pl.col("status") == FAIL),
+        median=measured.median(),
+        low=measured.min(),
+        high=measured.max(),
+        expected=pl.col("expected").filter(judged).median(),
+        expected_unjudged=pl.col("expected").median(),
+        tolerance=pl.col("tolerance").filter(judged).median(),
+        jobs=pl.len(),
+        first_job=pl.col("job").first(),
+        first_detail=pl.col("detail").first(),
+    )
     claims = []
-    for (check, subject), found in checked.group_by("check", "subject", maintain_order=True):
-        name = DETERMINISTIC[str(check)]
-        rows = found.filter(pl.col("status").is_in([PASS, FAIL]))
-        if rows.height == 0:
-            expected = _float(found["expected"].median())
+    for group in groups.iter_rows(named=True):
+        name, subject = DETERMINISTIC[group["check"]], group["subject"]
+        if group["n"] == 0:
+            expected = _float(group["expected_unjudged"])
             claims.append(
                 Claim(
                     name,
-                    str(subject),
-                    _statement(name, str(subject), expected, None),
+                    subject,
+                    _statement(name, subject, expected, None),
                     INCONCLUSIVE,
                     0,
                     0,
                     expected=expected,
-                    detail=f"no job measured it; {found.height} jobs have it N/A, e.g. "
-                    f"{found['job'][0]}: {found['detail'][0]}",
+                    detail=f"no job measured it; {group['jobs']} jobs have it N/A, e.g. "
+                    f"{group['first_job']}: {group['first_detail']}",
                 )
             )
             continue
-        passing = rows.filter(pl.col("status") == PASS)["job"].to_list()
-        failing = rows.filter(pl.col("status") == FAIL)["job"].to_list()
-        measured = rows["measured"].drop_nulls().drop_nans()
-        expected = _float(rows["expected"].median())
-        tolerance = _float(rows["tolerance"].median())
-        n = rows.height
+        passing, failing = group["passing"], group["failing"]
+        expected, tolerance = _float(group["expected"]), _float(group["tolerance"])
+        n = group["n"]
         if not failing:
             status, why = REPRODUCED, f"within tolerance in all {n} jobs"
         elif not passing:
@@ -185,13 +200,13 @@ def deterministic_claims(verdicts: pl.DataFrame, meta: pl.DataFrame) -> list[Cla
             why = f"outside tolerance in {len(failing)} of {n} jobs: {_jobs(failing)}"
             separated = separating_metadata(failing, passing, meta)
             why += f"; {separated}" if separated else "; no metadata key separates them"
-        median, low, high = _spread(measured)
+        median, low, high = (_float(group[key]) for key in ("median", "low", "high"))
         detail = f"{why}; median {_f(median)}, range {_f(low)} to {_f(high)}"
         claims.append(
             Claim(
                 name,
-                str(subject),
-                _statement(name, str(subject), expected, tolerance),
+                subject,
+                _statement(name, subject, expected, tolerance),
                 status,
                 n,
                 n,

@@ -56,15 +56,23 @@ def _distinct_content(session: Session, jobs: pl.DataFrame) -> tuple[pl.DataFram
     return kept, note
 
 
-def claims(session: Session, selection: Selection, exp: Expectations) -> pl.DataFrame:
+def claims(
+    session: Session,
+    selection: Selection,
+    exp: Expectations,
+    *,
+    jobs: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """One row per claim and subject over the selected jobs (``selection.jobs`` and
     ``where``); with ``group_by`` one set of rows per group of jobs, in a ``group`` column.
-    ``selection.models`` and ``variants`` are not used: a claim covers its own subjects."""
+    ``selection.models`` and ``variants`` are not used: a claim covers its own subjects.
+    ``jobs``: ``selected_jobs(session, selection)``, when the caller has it already."""
     import polars as pl
 
     from tracker.analysis.claims import COLUMNS, judge_claims
 
-    jobs, duplicates = _distinct_content(session, selected_jobs(session, selection))
+    selected = selected_jobs(session, selection) if jobs is None else jobs
+    jobs, duplicates = _distinct_content(session, selected)
     ids = jobs["job_id"].to_list()
     names = dict(zip(ids, jobs["job"].to_list(), strict=True))
     rows, numbers_of = load_verdict_rows(session, ids, exp)

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from tracker.errors import GroupKeyClash, UnknownJob, UnknownMetaKey, known_names
 from tracker.models import Job, JobMeta
-from tracker.store.ingest import job_time
+from tracker.store.catalog import job_time
 
 if TYPE_CHECKING:
     import polars as pl

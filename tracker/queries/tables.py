@@ -46,11 +46,18 @@ def _with_jobs(jobs: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
     return joined.sort(ORDER, maintain_order=True).drop(ORDER)
 
 
-def probes(session: Session, selection: Selection, *, failed: bool = False) -> pl.DataFrame:
-    """One row per (job, model, variant) with bytes/param, parameter count and peak memory."""
+def probes(
+    session: Session,
+    selection: Selection,
+    *,
+    failed: bool = False,
+    jobs: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """One row per (job, model, variant) with bytes/param, parameter count and peak memory.
+    ``jobs``: ``selected_jobs(session, selection)``, when the caller has it already."""
     import polars as pl
 
-    jobs = selected_jobs(session, selection)
+    jobs = selected_jobs(session, selection) if jobs is None else jobs
     query = _filtered(
         select(
             Probe.job_id,
@@ -78,14 +85,20 @@ def probes(session: Session, selection: Selection, *, failed: bool = False) -> p
     )
 
 
-def runs(session: Session, selection: Selection, *, aggregate_seeds: bool = False) -> pl.DataFrame:
+def runs(
+    session: Session,
+    selection: Selection,
+    *,
+    aggregate_seeds: bool = False,
+    jobs: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """One row per arm per job; with ``aggregate_seeds`` one per (job, model, variant) with the
     mean, standard deviation and count over seeds. Grouped by metadata keys, the seeds of all
     jobs sharing the keys' values are pooled: one row per (values, model, variant), with the
-    number of jobs pooled."""
+    number of jobs pooled. ``jobs`` as for ``probes``."""
     import polars as pl
 
-    jobs = selected_jobs(session, selection)
+    jobs = selected_jobs(session, selection) if jobs is None else jobs
     query = _filtered(
         select(
             Run.job_id,

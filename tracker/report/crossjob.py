@@ -155,13 +155,14 @@ def job_href(folders: Mapping[str, str], name: str) -> str:
 
 def cross_job_view(
     session: Session,
+    selected: pl.DataFrame,
     jobs: Sequence[Job],
     folders: Mapping[str, str],
     curves: Mapping[str, Mapping[str, GridCurve]],
     latest: tuple[Sequence[Verdict], Sequence[Verdict]],
     exp: Expectations,
 ) -> CrossJobView:
-    """The section for ``jobs`` (in job order).
+    """The section for the ``selected`` jobs (``selected_jobs``), ``jobs`` on the time axis.
 
     ``curves``: job -> arm -> its smoothed loss on a grid (``figures.crossjob.grid_curve``),
     kept from when the job's page was made, so no curve is read here; ``latest``: the
@@ -173,9 +174,8 @@ def cross_job_view(
 
     if len(jobs) < 2:
         return note(len(jobs))
-    selection = Selection(jobs=tuple(job.name for job in jobs))
-    probes = tables.probes(session, selection)
-    runs = tables.runs(session, selection, aggregate_seeds=True)
+    probes = tables.probes(session, Selection(), jobs=selected)
+    runs = tables.runs(session, Selection(), aggregate_seeds=True, jobs=selected)
     choice = pick_model(probes, exp.memory.scaling_model_prefix)
 
     def slot(fig: Any, key: str, title: str, height: int) -> FigureSlot:

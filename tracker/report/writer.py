@@ -334,7 +334,13 @@ def generate_report(
         for name in names
     }
     cross = cross_job_view(
-        session, jobs, folders, curves, (latest[0], latest[-1]) if latest else ([], []), exp
+        session,
+        ordered,
+        jobs,
+        folders,
+        curves,
+        (latest[0], latest[-1]) if latest else ([], []),
+        exp,
     )
     rows = [
         TableRow(
@@ -350,7 +356,7 @@ def generate_report(
         for job in reversed(jobs)
     ]
     tally = {status: sum(row.tally[status] for row in rows) for status in ("PASS", "FAIL", "N/A")}
-    claim_rows = claims(session, selection or Selection(), exp).to_dicts()
+    claim_rows = claims(session, selection or Selection(), exp, jobs=ordered).to_dicts()
     view = IndexView(
         rows=rows,
         tally=tally,

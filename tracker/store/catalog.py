@@ -1,19 +1,39 @@
-"""Listing, showing and deleting ingested jobs. Reads summary rows only, never curve points."""
+"""Listing, showing and deleting ingested jobs, their metadata and the time that orders them.
+Reads summary rows only, never curve points."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from tracker.errors import UnknownJob, known_names
-from tracker.models import Curve, Job, JobMeta, Probe, Run
-from tracker.store.ingest import as_utc, delete_job_rows, job_time, update_meta
+from tracker.errors import BadTime, MissingMetaKey, UnknownJob, known_names
+from tracker.models import Curve, Job, JobMeta, Point, Probe, Run
 
 Row = dict[str, Any]
+TIME_KEY = "time"  # metadata that orders jobs in queries, instead of the ingest time
+
+
+def parse_time(value: str) -> datetime:
+    """An ISO 8601 time; one without a zone is taken as UTC."""
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise BadTime(value=value) from None
+    return as_utc(moment)
+
+
+def job_time(meta: Mapping[str, str], ingested_at: datetime) -> datetime:
+    """When a job ran, for ordering: its ``time`` metadata, else when it was ingested."""
+    return parse_time(meta[TIME_KEY]) if TIME_KEY in meta else as_utc(ingested_at)
+
+
+def as_utc(moment: datetime) -> datetime:
+    """SQLite hands back stored times without their zone; they were written in UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _meta(session: Session, job_ids: list[int]) -> dict[int, dict[str, str]]:
@@ -175,3 +195,40 @@ def edit_job_meta(
 
 def delete_job(session: Session, name: str) -> None:
     delete_job_rows(session, get_job(session, name).id)
+
+
+def update_meta(
+    job: Job, meta: Mapping[str, str], unset: Iterable[str] = ()
+) -> dict[str, str | None]:
+    """Set ``meta`` and remove the ``unset`` keys of a stored job (``time`` checked).
+
+    Returns what changed: each key with its new value, None for a removed one.
+    """
+    if TIME_KEY in meta:
+        parse_time(meta[TIME_KEY])
+    stored = {row.key: row for row in job.meta}
+    changed: dict[str, str | None] = {}
+    for key in unset:
+        if key not in stored:
+            raise MissingMetaKey(job=job.name, key=key, known=known_names(stored))
+        job.meta.remove(stored.pop(key))
+        changed[key] = None
+    for key, value in meta.items():
+        if key not in stored:
+            job.meta.append(JobMeta(key=key, value=value))
+        elif stored[key].value != value:
+            stored[key].value = value
+        else:
+            continue
+        changed[key] = value
+    return changed
+
+
+def delete_job_rows(session: Session, job_id: int) -> None:
+    """Delete a job and all it owns: points explicitly (they carry no foreign key), the rest
+    by the database's cascades."""
+    curves = select(Curve.id).join(Run, Run.id == Curve.run_id).where(Run.job_id == job_id)
+    # plain SQL deletes: the ORM would fetch every deleted row back to synchronise a session
+    quiet = {"synchronize_session": False}
+    session.execute(delete(Point).where(Point.curve_id.in_(curves)), execution_options=quiet)
+    session.execute(delete(Job).where(Job.id == job_id), execution_options=quiet)

@@ -7,18 +7,19 @@ so it stays intact until the new one has fully landed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from tracker.errors import BadTime, JobExists, MissingMetaKey, NotADemoJob, known_names
+from tracker.errors import JobExists, NotADemoJob
 from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, read_arm, scan_job
-from tracker.models import Curve, Job, JobMeta, Point, Probe, Run, SourceFile
+from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
+from tracker.store.catalog import TIME_KEY, delete_job_rows, parse_time, update_meta
 from tracker.store.derived import store_packaged_derived
 from tracker.store.points import write_points
 
@@ -26,27 +27,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 DEFAULT_ARM_MODEL = "gpt-124m"
-TIME_KEY = "time"  # metadata that orders jobs in queries, instead of the ingest time
 LOSS = "loss"  # the metric the analysis uses
-
-
-def parse_time(value: str) -> datetime:
-    """An ISO 8601 time; one without a zone is taken as UTC."""
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise BadTime(value=value) from None
-    return as_utc(moment)
-
-
-def job_time(meta: Mapping[str, str], ingested_at: datetime) -> datetime:
-    """When a job ran, for ordering: its ``time`` metadata, else when it was ingested."""
-    return parse_time(meta[TIME_KEY]) if TIME_KEY in meta else as_utc(ingested_at)
-
-
-def as_utc(moment: datetime) -> datetime:
-    """SQLite hands back stored times without their zone; they were written in UTC."""
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @dataclass
@@ -125,43 +106,6 @@ def ingest_demo_job(session: Session, directory: Path, meta: Mapping[str, str]) 
         return ingest_job(session, directory, meta=meta, replace=from_demo)
     except JobExists:
         raise NotADemoJob(name=directory.name) from None
-
-
-def update_meta(
-    job: Job, meta: Mapping[str, str], unset: Iterable[str] = ()
-) -> dict[str, str | None]:
-    """Set ``meta`` and remove the ``unset`` keys of a stored job (``time`` checked).
-
-    Returns what changed: each key with its new value, None for a removed one.
-    """
-    if TIME_KEY in meta:
-        parse_time(meta[TIME_KEY])
-    stored = {row.key: row for row in job.meta}
-    changed: dict[str, str | None] = {}
-    for key in unset:
-        if key not in stored:
-            raise MissingMetaKey(job=job.name, key=key, known=known_names(stored))
-        job.meta.remove(stored.pop(key))
-        changed[key] = None
-    for key, value in meta.items():
-        if key not in stored:
-            job.meta.append(JobMeta(key=key, value=value))
-        elif stored[key].value != value:
-            stored[key].value = value
-        else:
-            continue
-        changed[key] = value
-    return changed
-
-
-def delete_job_rows(session: Session, job_id: int) -> None:
-    """Delete a job and all it owns: points explicitly (they carry no foreign key), the rest
-    by the database's cascades."""
-    curves = select(Curve.id).join(Run, Run.id == Curve.run_id).where(Run.job_id == job_id)
-    # plain SQL deletes: the ORM would fetch every deleted row back to synchronise a session
-    quiet = {"synchronize_session": False}
-    session.execute(delete(Point).where(Point.curve_id.in_(curves)), execution_options=quiet)
-    session.execute(delete(Job).where(Job.id == job_id), execution_options=quiet)
 
 
 def _insert_job(session: Session, scanned: JobDirectory, meta: Mapping[str, str]) -> Job:
