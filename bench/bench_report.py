@@ -29,6 +29,7 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
+from bench import REPO, compile_tracker
 from tracker.analysis.expectations import load_expectations
 from tracker.jobdir.sample import write_sample_job
 from tracker.queries.selection import Selection
@@ -36,7 +37,6 @@ from tracker.report import write_report
 from tracker.store.db import open_database, write_session
 from tracker.store.ingest import ingest_job
 
-REPO = Path(__file__).resolve().parents[1]
 DEFAULT_REFERENCE = REPO.parent / "shared" / "reference" / "analyze_job2.py"
 JOB = "job2"
 SPEED_TARGET, SIZE_TARGET = 3.0, 5.0
@@ -80,6 +80,7 @@ def main() -> int:
             ingested = ingest_job(session, job_dir)
         print(f"job: {ingested.summary()} ({time.perf_counter() - start:.1f} s to make)")
         exp = load_expectations()
+        compile_tracker()
 
         def library(i: int) -> None:
             with Session(engine) as session:

@@ -40,13 +40,13 @@ from pathlib import Path
 
 from sqlalchemy import select
 
+from bench import REPO, compile_tracker
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
 from tracker.store.catalog import delete_job
 from tracker.store.db import open_database, write_session
 from tracker.store.ingest import ingest_job
 
-REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 TEMPLATES = 8
 EXTRA = "extra"
@@ -227,6 +227,7 @@ def main() -> int:
                 delete_job(session, EXTRA)  # left by an interrupted run
 
         out = tmp / "report"
+        compile_tracker()
         cold, cold_memory, output = timed_report(url, out)
         print(
             f"cold report of {args.jobs} jobs: {cold:.1f} s, peak memory (PSS) "
