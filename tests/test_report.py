@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -40,6 +43,7 @@ from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_sample_job
 from tracker.queries.compare import compare_jobs
 from tracker.queries.selection import Selection
 from tracker.report import generate_report, write_report
+from tracker.store.db import open_database
 from tracker.store.jobdata import load_job_data
 
 STEPS = 300
@@ -439,6 +443,27 @@ def test_unknown_job_raises_before_writing(
     with Session(engine) as session, pytest.raises(JobNotFound, match="'nope'"):
         write_report(session, out, exp, Selection(jobs=("job1", "nope")))
     assert not out.exists()
+
+
+def test_report_where_no_template_cache_can_be_kept(tmp_path: Path) -> None:
+    """Jinja2 keeps compiled templates in a private folder of the temporary directory; where
+    that name is taken by something else, the report is written all the same."""
+    url = f"sqlite:///{tmp_path / 'tracker.db'}"
+    open_database(url).dispose()
+    Cli(url)("ingest", str(write_sample_job(tmp_path / "job1", steps=50)))
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    (temp / f"_jinja2-cache-{os.getuid()}").write_text("not a folder")
+    out = tmp_path / "report"
+    child = subprocess.run(
+        [sys.executable, "-m", "tracker", "--db", url, "report", "--out", str(out)],
+        env={**os.environ, "TMPDIR": str(temp)},
+        capture_output=True,
+        text=True,
+    )
+    assert (child.returncode, child.stderr) == (0, "")
+    assert child.stdout.startswith("1 job pages rendered, 0 up to date\n")
+    assert (out / "job1" / "index.html").is_file()
 
 
 def test_job_names_never_clobber_the_index(

@@ -6,9 +6,11 @@ normal quantile (``ndtri``), Welch's test and interval (scipy's ``_var``,
 ``_unequal_var_ttest_denom``, ``stdtr``, ``stdtrit``) and the Mann-Whitney U (a count of
 half-integers, exact either way). The Clopper-Pearson bounds are beta quantiles here but
 brentq roots in scipy, found to an absolute tolerance of 2e-12: they agree to that, not to
-the bit, and where they differ the beta quantile is the exact root.
+the bit, and where they differ the beta quantile is the exact root. With 0 or n successes
+the open end is a closed form, which agrees with scipy to brentq's tolerance too.
 
-The last test checks the point of the module: a process judging claims imports no scipy.stats.
+The last tests check the point of the module: a process judging claims imports no
+scipy.stats, and the report of one job, where every count is 0 or 1 of 1, no scipy at all.
 """
 
 from __future__ import annotations
@@ -189,3 +191,33 @@ def test_judging_claims_imports_no_scipy_stats(tmp_path: Path) -> None:
         found["claims"]
     )
     assert found["scipy.stats"] is False
+
+
+REPORT_IN_A_FRESH_PROCESS = """
+import json, sys
+from tracker.cli import app
+
+try:
+    app(sys.argv[1:])
+except SystemExit as exit:
+    print(json.dumps({"exit": exit.code, "scipy": "scipy" in sys.modules}))
+"""
+
+
+def test_the_report_of_one_job_imports_no_scipy(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'tracker.db'}"
+    open_database(url).dispose()
+    Cli(url)("ingest", str(write_sample_job(tmp_path / "job1", steps=60)))
+    out = tmp_path / "report"
+    child = subprocess.run(
+        [sys.executable, "-c", REPORT_IN_A_FRESH_PROCESS, "--db", url, "report", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(child.stdout.splitlines()[-1]) == {"exit": 0, "scipy": False}
+    # the sample job's failed probe, judged with the closed form: 1 failure in 1 job
+    claims = json.loads((out / "claims.json").read_text())
+    failures = next(row for row in claims if row["claim"] == "probe_failures")
+    assert (failures["n_jobs"], failures["estimate"]) == (1, 1.0)
+    assert (failures["ci_low"], failures["ci_high"]) == (pytest.approx(0.025, rel=1e-15), 1.0)
