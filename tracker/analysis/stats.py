@@ -34,8 +34,8 @@ def clopper_pearson(k: int, n: int, level: float) -> tuple[float, float]:
     """
     alpha = (1 - level) / 2
     if k in (0, n):
-        root = math.exp(math.log(alpha) / n)  # alpha^(1/n)
-        return (0.0, -math.expm1(math.log(alpha) / n)) if k == 0 else (root, 1.0)
+        log_root = math.log(alpha) / n  # of alpha^(1/n); expm1 keeps 1 - it exact for large n
+        return (0.0, -math.expm1(log_root)) if k == 0 else (math.exp(log_root), 1.0)
     from scipy.special import betainccinv, betaincinv
 
     return float(betaincinv(k, n - k + 1, alpha)), float(betainccinv(k + 1, n - k, alpha))
