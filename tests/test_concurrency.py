@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import Engine, func, select
+import pytest
+from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session
 
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job, Point
-from tracker.store.db import open_database
+from tracker.store.db import HEAD, check_schema, create_tracker_engine, open_database, upgrade
 
 STEPS = 3000
 
@@ -51,6 +54,47 @@ def test_eight_processes_ingest_eight_jobs_into_a_fresh_database(
         assert session.scalar(select(func.count()).select_from(Job)) == 8
         assert session.scalar(select(func.count()).select_from(Point)) == 8 * 4 * 3 * STEPS
     engine.dispose()
+
+
+# SQLite cannot interleave so: a reader's transaction holds its snapshot, and the creator's
+# commit waits for it to end
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_a_schema_committed_between_two_looks_at_it_is_seen_whole(db_url: str) -> None:
+    """One process creates the schema of an empty database while another checks it; the
+    creator's commit lands right after the checker's first look, which must not take the
+    tables it then sees for a foreign database (each PostgreSQL statement sees the commits
+    made before it). The interleaving is forced by events, not by timing."""
+    creator, checker = create_tracker_engine(db_url), create_tracker_engine(db_url)
+    checker.connect().close()  # the dialect's own first queries, out of the way
+    migrated, looked, committed = threading.Event(), threading.Event(), threading.Event()
+
+    @event.listens_for(creator, "commit")
+    def before_commit(connection: Any) -> None:
+        migrated.set()
+        assert looked.wait(600)  # safety net, not a verdict
+
+    @event.listens_for(checker, "after_cursor_execute")
+    def after_first_look(*args: Any) -> None:
+        if not looked.is_set():
+            looked.set()
+            assert committed.wait(600)
+
+    def create() -> None:
+        try:
+            upgrade(creator)
+        finally:
+            committed.set()
+
+    thread = threading.Thread(target=create)
+    thread.start()
+    try:
+        assert migrated.wait(600)
+        assert check_schema(checker) == HEAD
+    finally:
+        looked.set()
+        thread.join()
+        creator.dispose()
+        checker.dispose()
 
 
 def test_two_processes_racing_for_one_job_name_one_wins(db_url: str, tmp_path: Path) -> None:

@@ -199,8 +199,12 @@ def upgrade_database(engine: Engine) -> Upgrade:
 
 
 def _inspect_schema(connection: Connection, url: str) -> str | None:
+    # Tables first, then the revision: a first use elsewhere commits the whole schema at once,
+    # and on PostgreSQL each statement sees the commits made before it, so a revision looked
+    # up first could be missing while the tables listed after it were already there.
+    tables = inspect(connection).get_table_names()
     revision = current_revision(connection)
-    if revision is None and inspect(connection).get_table_names():
+    if revision is None and tables:
         raise NotATrackerDatabase(url=url)
     if revision is not None and revision not in REVISIONS:
         raise UnknownRevision(url=url, revision=revision)
