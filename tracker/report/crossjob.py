@@ -156,13 +156,12 @@ def job_href(folders: Mapping[str, str], name: str) -> str:
 def cross_job_view(
     session: Session,
     selected: pl.DataFrame,
-    jobs: Sequence[Job],
     folders: Mapping[str, str],
     curves: Mapping[str, Mapping[str, GridCurve]],
     latest: tuple[Sequence[Verdict], Sequence[Verdict]],
     exp: Expectations,
 ) -> CrossJobView:
-    """The section for the ``selected`` jobs (``selected_jobs``), ``jobs`` on the time axis.
+    """The section for the ``selected`` jobs (``selected_jobs``, in job order).
 
     ``curves``: job -> arm -> its smoothed loss on a grid (``figures.crossjob.grid_curve``),
     kept from when the job's page was made, so no curve is read here; ``latest``: the
@@ -172,6 +171,7 @@ def cross_job_view(
     from tracker.queries.compare import compare_verdicts
     from tracker.queries.selection import Selection
 
+    jobs = [Job(name, time) for name, time in selected.select("job", "time").iter_rows()]
     if len(jobs) < 2:
         return note(len(jobs))
     probes = tables.probes(session, Selection(), jobs=selected)

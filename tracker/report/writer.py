@@ -254,7 +254,7 @@ def generate_report(
     from sqlalchemy import select
 
     from tracker.analysis.job import to_json
-    from tracker.figures.crossjob import GridCurve, Job
+    from tracker.figures.crossjob import GridCurve
     from tracker.models import Job as JobRow
     from tracker.models import JobMeta
     from tracker.queries.claims import claims
@@ -271,7 +271,6 @@ def generate_report(
     out_dir.mkdir(parents=True, exist_ok=True)
     names: list[str] = ordered.get_column("job").to_list()
     ids = dict(zip(names, ordered.get_column("job_id").to_list(), strict=True))
-    jobs = [Job(name, time) for name, time in ordered.select("job", "time").iter_rows()]
     folders = _directories(names)
     digests = dict(
         session.execute(
@@ -336,7 +335,6 @@ def generate_report(
     cross = cross_job_view(
         session,
         ordered,
-        jobs,
         folders,
         curves,
         (latest[0], latest[-1]) if latest else ([], []),
@@ -344,16 +342,16 @@ def generate_report(
     )
     rows = [
         TableRow(
-            name=job.name,
-            href=job_href(folders, job.name),
-            time=job.time.strftime("%Y-%m-%d %H:%M"),
-            tally=entries[job.name]["tally"],
-            probes=entries[job.name]["probes"],
-            arms=entries[job.name]["arms"],
-            meta=meta_text(meta.get(ids[job.name], {})),
-            status=status_of(entries[job.name]["tally"]),
+            name=name,
+            href=job_href(folders, name),
+            time=time.strftime("%Y-%m-%d %H:%M"),
+            tally=entries[name]["tally"],
+            probes=entries[name]["probes"],
+            arms=entries[name]["arms"],
+            meta=meta_text(meta.get(ids[name], {})),
+            status=status_of(entries[name]["tally"]),
         )
-        for job in reversed(jobs)
+        for name, time in reversed(ordered.select("job", "time").rows())
     ]
     tally = {status: sum(row.tally[status] for row in rows) for status in ("PASS", "FAIL", "N/A")}
     claim_rows = claims(session, selection or Selection(), exp, jobs=ordered).to_dicts()
