@@ -27,14 +27,11 @@ from tracker.analysis.smoothing import ema
 from tracker.analysis.verdict import Verdict
 from tracker.errors import JobNotFound
 from tracker.figures import memory_scaling, table4, training_trajectories
+from tracker.figures.armloss import arm_across_jobs, outliers
 from tracker.figures.crossjob import (
-    GRID_POINTS,
     MARKS_UP_TO,
     Job,
-    arm_across_jobs,
     bpp_across_jobs,
-    grid_curve,
-    outliers,
     pick_model,
     val_loss_across_jobs,
 )
@@ -45,6 +42,7 @@ from tracker.queries.selection import Selection
 from tracker.report import generate_report, write_report
 from tracker.store.db import open_database
 from tracker.store.jobdata import load_job_data
+from tracker.summary.grid import GRID_POINTS, grid_curve
 
 STEPS = 300
 JOB_FILES = (

@@ -11,12 +11,13 @@ import base64
 import html
 import json
 import math
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 import numpy as np
+
+from tracker.summary.arms import split_arm
 
 # A figure as plotly.js takes it: "data" (list of trace dicts) and "layout" (a dict).
 Figure = dict[str, Any]
@@ -71,7 +72,6 @@ VARIANT_LABELS: dict[str, str] = {
     "quant_only": "Optimizer quant only",
     "linear": "Linear-quant FlashAdamW",
 }
-_ARM = re.compile(r"^(?P<variant>.+)_s(?P<seed>[0-9]+)$")
 
 
 def plot_text(value: object) -> str:
@@ -81,14 +81,6 @@ def plot_text(value: object) -> str:
     text shows exactly as stored and no tag of it is interpreted.
     """
     return html.escape(str(value), quote=False)
-
-
-def split_arm(arm: str) -> tuple[str, int | None]:
-    """``"flash_s0"`` -> ``("flash", 0)``; a name without a seed suffix -> ``(arm, None)``."""
-    match = _ARM.match(arm)
-    if match is None:
-        return arm, None
-    return match["variant"], int(match["seed"])
 
 
 class Palette:
@@ -341,17 +333,6 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def packed(values: np.ndarray, dtype: str) -> str:
-    """An array kept in JSON: base64 of its bytes as ``dtype`` (e.g. ``"<f8"``), exact and
-    parsed many times faster than a list of numbers."""
-    return base64.b64encode(values.astype(dtype).tobytes()).decode("ascii")
-
-
-def unpacked(text: str, dtype: str) -> np.ndarray:
-    """The array ``packed`` kept, in native byte order."""
-    return np.frombuffer(base64.b64decode(text), dtype=dtype).astype(dtype[1:])
-
-
 def figure_json(fig: Figure) -> str:
     """``fig`` as compact strict JSON that is safe inside an HTML ``<script>`` element.
 
@@ -365,25 +346,8 @@ def figure_json(fig: Figure) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-# A curve figure's y axis starts its range after this share of the steps (the first drop
-# would flatten the rest); double-click shows everything.
-ZOOM_AFTER = 0.1
-
-
-def late_range(curves: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[float, float] | None:
-    """The y range of drawn curves ``(x, y)`` from ``ZOOM_AFTER`` of each one's steps on,
-    when the part before would flatten them (it spans 1.5x more); else None."""
-    finite, late = [], []
-    for x, y in curves:
-        ok = np.isfinite(y)
-        finite.append(y[ok])
-        if x.size:
-            first, last = float(x[0]), float(x[-1])
-            late.append(y[ok & (x >= first + ZOOM_AFTER * (last - first))])
-    values = np.concatenate(finite) if finite else np.empty(0)
-    tail = np.concatenate(late) if late else np.empty(0)
-    if not tail.size or values.max() - tail.min() <= 1.5 * (tail.max() - tail.min()):
-        return None
-    low, high = float(tail.min()), float(tail.max())
-    pad = 0.06 * (high - low) or 0.01
-    return low - pad, high + pad
+def footnote_lines(lines: Sequence[str], shift: int = -62) -> dict[str, Any]:
+    """Muted lines under the plot (texts already escaped), below the x axis title."""
+    note = footnote("<br>".join(lines))
+    note["yshift"] = shift
+    return note

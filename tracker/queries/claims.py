@@ -13,9 +13,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.models import Job, JobMeta, Run
+from tracker.queries.derived import load_verdict_rows
 from tracker.queries.selection import Selection, selected_jobs
-from tracker.store.derived import NUMBERS, load_verdict_rows
 from tracker.store.frames import query_frame
+from tracker.summary.model import NUMBERS
 
 if TYPE_CHECKING:
     import polars as pl

@@ -29,8 +29,9 @@ from sqlalchemy.orm import Session
 from tracker.analysis.job import analyze_job
 from tracker.analysis.verdict import FAIL, NA, PASS, Verdict
 from tracker.models import Job, Run
-from tracker.store.derived import SEED_NOISE, load_derived
+from tracker.queries.derived import load_derived
 from tracker.store.jobdata import load_job_data
+from tracker.summary.model import SEED_NOISE
 
 if TYPE_CHECKING:
     import polars as pl

@@ -14,22 +14,21 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from tracker.figures.armloss import ARM_HEIGHT, arm_across_jobs
 from tracker.figures.crossjob import (
-    ARM_HEIGHT,
     BPP_HEIGHT,
     VAL_HEIGHT,
-    GridCurve,
     Job,
     ModelChoice,
     analytic_total,
-    arm_across_jobs,
     bpp_across_jobs,
     pick_model,
     val_loss_across_jobs,
     variant_order,
 )
-from tracker.figures.trajectories import arm_order
 from tracker.report.pages import FigureSlot, figure_slot
+from tracker.summary.grid import GridCurve
+from tracker.summary.trajectories import arm_order
 
 if TYPE_CHECKING:
     import polars as pl

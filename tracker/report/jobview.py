@@ -13,8 +13,8 @@ if TYPE_CHECKING:
 
     from tracker.analysis.expectations import Expectations
     from tracker.analysis.job import JobAnalysis
-    from tracker.figures.crossjob import GridCurve
     from tracker.report.pages import JobView
+    from tracker.summary.grid import GridCurve
 
 # (file, title, height) of each figure, in page order
 FIGURES: tuple[tuple[str, str, int], ...] = (
@@ -41,9 +41,9 @@ def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
     from tracker.figures import memory_scaling, table4
     from tracker.figures.trajectories import trajectories_figure
     from tracker.models import Run
+    from tracker.queries.derived import load_summary
     from tracker.report.pages import JobFigure, JobView, figure_slot
     from tracker.store.catalog import get_job
-    from tracker.store.derived import load_summary
     from tracker.store.jobdata import RUN_ORDER, load_probes
 
     job = get_job(session, name)

@@ -254,15 +254,16 @@ def generate_report(
     from sqlalchemy import select
 
     from tracker.analysis.job import to_json
-    from tracker.figures.crossjob import GridCurve
     from tracker.models import Job as JobRow
     from tracker.models import JobMeta
     from tracker.queries.claims import claims
+    from tracker.queries.derived import load_derived
     from tracker.queries.selection import Selection, selected_jobs
     from tracker.report.crossjob import cross_job_view, job_href
     from tracker.report.pages import IndexView, index_page, meta_text, status_of
     from tracker.report.pages import JobRow as TableRow
-    from tracker.store.derived import expectations_digest, load_derived
+    from tracker.summary.grid import GridCurve
+    from tracker.summary.version import expectations_digest
 
     out_dir = Path(out_dir)
     ordered = selected_jobs(session, selection or Selection())

@@ -62,7 +62,7 @@ def live_job(served: Served, session: Session, name: str) -> JobContent:
 
 
 def job_analysis(served: Served, session: Session, name: str) -> JobAnalysis:
-    from tracker.store.derived import load_summary
+    from tracker.queries.derived import load_summary
 
     job = get_job(session, name)
     return served.analyses.get(

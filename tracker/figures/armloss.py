@@ -1,0 +1,214 @@
+"""Training loss across jobs, one figure per arm, readable from two jobs to thousands.
+
+Training loss: for each arm, the median over jobs and the band between the 25th and 75th
+percentiles, computed on a common step grid from each job's EMA (smoothed over its full
+series, then sampled at ``GRID_POINTS`` steps, see ``grid_curve``). On top, the latest
+``LATEST`` jobs and the outliers (final smoothed loss outside the quartiles +- 1.5
+interquartile ranges, the most extreme ``MAX_OUTLIERS``), each a line named by its job. With
+at most ``ALL_LINES_UP_TO`` jobs every job is drawn as its own line instead: a band over
+three jobs would pretend to be a distribution.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tracker.figures.style import (
+    Figure,
+    Palette,
+    arm_style,
+    axis,
+    empty_figure,
+    figure,
+    footnote_lines,
+    layout,
+    plot_text,
+    scatter,
+    short_list,
+)
+from tracker.summary.arrays import late_range
+from tracker.summary.grid import GRID_POINTS, GridCurve
+
+if TYPE_CHECKING:
+    from tracker.analysis.expectations import Expectations
+
+ARM_HEIGHT = 440
+ALL_LINES_UP_TO = 8
+LATEST = 3
+MAX_OUTLIERS = 5
+LATEST_COLORS = ("#3b0f70", "#8c2981", "#de4968")  # newest first
+OUTLIER_COLOR = "#b3591f"
+BAND_COLOR = "rgba(42, 120, 214, 0.18)"
+MEDIAN_COLOR = "#2a78d6"
+# several jobs: Viridis from light green (oldest) to dark purple (newest)
+VIRIDIS = ("#b5de2b", "#6ece58", "#35b779", "#1f9e89", "#26828e", "#31688e", "#3e4989", "#482878")
+
+
+def _on_grid(curve: GridCurve, grid: np.ndarray) -> np.ndarray:
+    """``curve`` interpolated at ``grid`` steps; NaN outside its own steps."""
+    if curve.values.size == 0:
+        return np.full(grid.size, np.nan)
+    if curve.values.size == 1:
+        return np.where(grid == curve.first, float(curve.values[0]), np.nan)
+    if curve.values.size == grid.size and curve.first == grid[0] and curve.last == grid[-1]:
+        return curve.values.astype(np.float64)  # already on this grid (most jobs): as interp
+    values = np.interp(grid, curve.steps, curve.values.astype(np.float64))
+    values[(grid < curve.first) | (grid > curve.last)] = np.nan
+    return values
+
+
+def _last_finite(values: np.ndarray) -> float:
+    finite = values[np.isfinite(values)]
+    return float(finite[-1]) if finite.size else np.nan
+
+
+def outliers(finals: Mapping[str, float], limit: int = MAX_OUTLIERS) -> list[str]:
+    """Jobs whose final smoothed loss lies beyond the quartiles +- 1.5 interquartile ranges
+    (Tukey's fences), the farthest first, at most ``limit``."""
+    names = [name for name, value in finals.items() if np.isfinite(value)]
+    if len(names) < 4:
+        return []
+    values = np.array([finals[name] for name in names])
+    q1, q3 = np.percentile(values, [25, 75])
+    reach = 1.5 * (q3 - q1)
+    distance = np.maximum(q1 - reach - values, values - q3 - reach)
+    far = [(float(d), name) for d, name in zip(distance, names, strict=True) if d > 0]
+    return [name for _, name in sorted(far, key=lambda item: -item[0])[:limit]]
+
+
+def arm_across_jobs(
+    arm: str, curves: Mapping[str, GridCurve], exp: Expectations, *, latest: int = LATEST
+) -> Figure:
+    """One arm's EMA-smoothed training loss across jobs (``curves``: job -> its curve, in job
+    order): median and interquartile band with the latest jobs and the outliers on top, or
+    one line per job when there are few (see the module's docstring). A log y axis when the
+    curves span more than a decade (a divergence), else the loss from 10% of the steps on."""
+    label, _color, _dash = arm_style(arm, Palette())
+    title = f"{plot_text(arm)}: {plot_text(label)}, training loss across jobs"
+    if not curves:
+        return empty_figure(title, ARM_HEIGHT, f"no curve of {plot_text(arm)}")
+    names = list(curves)
+    first = min(c.first for c in curves.values())
+    last = max(c.last for c in curves.values())
+    grid = np.linspace(first, last, GRID_POINTS) if last > first else np.array([float(first)])
+    table = np.vstack([_on_grid(curves[name], grid) for name in names])
+    steps = grid.round().astype(np.int64)
+    traces: list[dict[str, Any]] = []
+    drawn: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def line(name: str, color: str, width: float, dash: str = "solid", tag: str = "") -> None:
+        values = table[names.index(name)]
+        keep = np.isfinite(values) | ((grid >= curves[name].first) & (grid <= curves[name].last))
+        x, y = steps[keep], values[keep].astype(np.float32)
+        drawn.append((x, y))
+        shown = plot_text(name)
+        traces.append(
+            scatter(
+                x=x,
+                y=y,
+                mode="lines",
+                name=f"{shown}{tag}",
+                line=dict(color=color, width=width, dash=dash),
+                hovertemplate=f"{shown}{tag}, step %{{x:,}}: %{{y:.4f}}<extra></extra>",
+            )
+        )
+
+    notes: list[str] = []
+    if len(names) <= ALL_LINES_UP_TO:
+        colors = _ramp(len(names))
+        for name, color in zip(names, colors, strict=True):
+            line(name, color, 1.8)
+        notes.append(f"one line per job ({len(names)}), darker is newer")
+    else:
+        with np.errstate(all="ignore"):
+            counted = np.isfinite(table).sum(axis=0)
+            ok = counted >= 2
+            quartiles = np.full((3, grid.size), np.nan)
+            if ok.any():
+                quartiles[:, ok] = np.nanpercentile(table[:, ok], [25, 50, 75], axis=0)
+        low, median, high = (q.astype(np.float32) for q in quartiles)
+        traces.append(
+            scatter(
+                x=steps[ok],
+                y=high[ok],
+                mode="lines",
+                line=dict(width=0),
+                hoverinfo="skip",
+                showlegend=False,
+            )
+        )
+        traces.append(
+            scatter(
+                x=steps[ok],
+                y=low[ok],
+                mode="lines",
+                fill="tonexty",
+                fillcolor=BAND_COLOR,
+                line=dict(width=0),
+                name=f"25th\u201375th percentile over {len(names)} jobs",
+                hoverinfo="skip",
+            )
+        )
+        traces.append(
+            scatter(
+                x=steps[ok],
+                y=median[ok],
+                mode="lines",
+                name="median over jobs",
+                line=dict(color=MEDIAN_COLOR, width=2),
+                hovertemplate="median over jobs, step %{x:,}: %{y:.4f}<extra></extra>",
+            )
+        )
+        drawn.append((steps[ok], median[ok]))
+        finals = {name: _last_finite(table[i]) for i, name in enumerate(names)}
+        newest = names[-latest:][::-1]
+        odd = [name for name in outliers(finals) if name not in newest]
+        for name in odd:
+            line(name, OUTLIER_COLOR, 1.2, "dot", " (outlier)")
+        for name, color in zip(newest, LATEST_COLORS, strict=False):
+            line(name, color, 1.8, tag=" (latest)" if name == names[-1] else "")
+        notes.append(
+            f"band: 25th\u201375th percentile of {len(names)} jobs at each step; lines: the "
+            f"{len(newest)} latest jobs and {len(odd)} outlier{'s' if len(odd) != 1 else ''} "
+            "(final loss beyond the quartiles \u00b1 1.5 IQR)"
+        )
+    bad = [f"{plot_text(n)} from step {c.first_bad:,}" for n, c in curves.items() if c.first_bad]
+    values = table[np.isfinite(table)]
+    yaxis = axis(title=dict(text="train loss, EMA"))
+    if values.size and values.min() > 0 and values.max() / values.min() > 10:
+        # a divergence: only a log axis shows both it and the loss before it
+        yaxis.update(type="log", dtick=1, title=dict(text="train loss, EMA (log scale)"))
+    else:
+        zoom = late_range(drawn)
+        if zoom is not None:
+            yaxis["range"] = list(zoom)
+            notes.append("y axis: the loss from 10% of the steps on (double-click: all of it)")
+    notes.insert(
+        0,
+        f"EMA (alpha={exp.training.ema_alpha:g}) over every step of each job, "
+        f"drawn at {grid.size} steps",
+    )
+    if bad:
+        notes.append(f"loss not finite (gap in the EMA) in {len(bad)}: {short_list(bad, 3)}")
+    settings = layout(
+        title,
+        ARM_HEIGHT,
+        margin=dict(l=60, r=20, t=70, b=64 + 14 * len(notes)),
+        legend=dict(orientation="h", y=1.0, x=0, yanchor="bottom", font=dict(size=11)),
+        hovermode="closest",
+        xaxis=axis(title=dict(text="step")),
+        yaxis=yaxis,
+        annotations=[footnote_lines(notes, -52)],
+    )
+    settings["title"].update(font=dict(size=14))
+    return figure(data=traces, layout=settings)
+
+
+def _ramp(n: int) -> list[str]:
+    """``n`` colours from light (oldest) to dark (newest)."""
+    if n == 1:
+        return [VIRIDIS[-1]]
+    return [VIRIDIS[round(i * (len(VIRIDIS) - 1) / (n - 1))] for i in range(n)]

@@ -1,0 +1,67 @@
+"""A job's derived rows as the pages, claims and the gate read them: the stored ones
+(``tracker.store.derived``), else made from the job's points on the spot (nothing is written,
+so a read-only database serves every request)."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tracker.analysis.expectations import Expectations
+from tracker.analysis.verdict import Verdict
+from tracker.models import Job
+from tracker.store.derived import VerdictRow, stored_rows, stored_summary, verdict_row
+from tracker.store.jobdata import load_job_data
+from tracker.summary.build import derive, summarize
+from tracker.summary.model import Derived, Summary
+from tracker.summary.version import expectations_digest
+
+
+def _derive_from_points(
+    session: Session, job_ids: list[int], exp: Expectations
+) -> dict[int, Derived]:
+    if not job_ids:
+        return {}
+    names = dict(session.execute(select(Job.id, Job.name).where(Job.id.in_(job_ids))).all())
+    return {
+        job_id: derive(summarize(load_job_data(session, names[job_id]), exp), exp)
+        for job_id in job_ids
+    }
+
+
+def load_derived(session: Session, job_ids: list[int], exp: Expectations) -> dict[int, Derived]:
+    """Every listed job's derived rows for ``exp``: stored ones, else computed from points."""
+    numbers, rows = stored_rows(session, job_ids, expectations_digest(exp))
+    verdicts: dict[int, list[Verdict]] = {job_id: [] for job_id in numbers}
+    for job_id, check, subject, measured, expected, tolerance, status, detail in rows:
+        verdicts[job_id].append(
+            Verdict(check, subject, measured, expected, tolerance, status, detail)
+        )
+    found = {job_id: Derived(verdicts[job_id], own) for job_id, own in numbers.items()}
+    found.update(_derive_from_points(session, [i for i in job_ids if i not in found], exp))
+    return found
+
+
+def load_verdict_rows(
+    session: Session, job_ids: list[int], exp: Expectations
+) -> tuple[list[VerdictRow], dict[int, dict[str, float | None]]]:
+    """``load_derived`` as rows, for a frame of many jobs' verdicts (a Verdict object per
+    row costs a second for 1,000 jobs): ``(job_id, check, subject, measured, expected,
+    tolerance, status, detail)`` with the measured and expected values as stored (a flag as
+    1.0 / 0.0, text as None), grouped by job; and each job's numbers."""
+    numbers, rows = stored_rows(session, job_ids, expectations_digest(exp))
+    missing = [job_id for job_id in job_ids if job_id not in numbers]
+    for job_id, derived in _derive_from_points(session, missing, exp).items():
+        rows += [verdict_row(job_id, v) for v in derived.verdicts]
+        numbers[job_id] = derived.numbers
+    return rows, numbers
+
+
+def load_summary(session: Session, job_id: int, exp: Expectations) -> Summary:
+    """A job's summary for ``exp``: the stored one, else made from its points."""
+    document = stored_summary(session, job_id, expectations_digest(exp))
+    if document is not None:
+        return Summary.from_json(document)
+    name = session.scalar(select(Job.name).where(Job.id == job_id))
+    assert name is not None
+    return summarize(load_job_data(session, name), exp)

@@ -1,0 +1,51 @@
+"""A job's summary, verdicts and numbers, built from its full data (pure: no database)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tracker.analysis.job import analyze_job
+from tracker.analysis.smoothing import ema
+from tracker.analysis.training import DELTA_KEY, NOISE_KEY
+from tracker.summary.grid import grid_curve
+from tracker.summary.model import DIVERGED_AT, EMA_DELTA, SEED_NOISE, Derived, Summary
+from tracker.summary.trajectories import trajectory_drawing
+
+if TYPE_CHECKING:
+    from tracker.analysis.expectations import Expectations
+    from tracker.store.jobdata import JobData
+
+
+def summarize(data: JobData, exp: Expectations) -> Summary:
+    """A job's summary from its full data (each arm's loss smoothed once)."""
+    smoothed = {
+        arm: ema(frame.get_column("value"), exp.training.ema_alpha)
+        for arm, frame in data.curves.items()
+    }
+    curves = {
+        arm: grid_curve(
+            frame.get_column("step").to_numpy(),
+            smoothed[arm].to_numpy(),
+            frame.get_column("value").to_numpy(),
+        )
+        for arm, frame in data.curves.items()
+    }
+    return Summary(
+        analyze_job(data, exp, smoothed),
+        trajectory_drawing(data.curves, exp, smoothed=smoothed),
+        curves,
+        sum(frame.height for frame in data.curves.values()),
+    )
+
+
+def derive(summary: Summary, exp: Expectations) -> Derived:
+    """A job's verdicts and derived numbers, from its summary."""
+    gpt = summary.analysis.gpt
+    divergent = summary.curves.get(exp.training.divergent)
+    first_bad = divergent.first_bad if divergent is not None else None
+    numbers = {
+        EMA_DELTA: gpt.get(DELTA_KEY),
+        SEED_NOISE: gpt.get(NOISE_KEY),
+        DIVERGED_AT: None if first_bad is None else float(first_bad),
+    }
+    return Derived(summary.analysis.verdicts, numbers)
