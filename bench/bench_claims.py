@@ -33,9 +33,9 @@ from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, Job, Run
 from tracker.queries.claims import claims
 from tracker.queries.selection import Selection
+from tracker.services.ingest import ingest_job
 from tracker.store.curves import load_curves
 from tracker.store.db import in_write_transaction, open_database
-from tracker.store.ingest import ingest_job
 
 TARGET_S = 3.0
 DEFAULT_DB = Path(tempfile.gettempdir()) / "bench-claims"

@@ -24,8 +24,8 @@ import polars as pl
 
 from tracker.jobdir.reader import parse_curve_csv
 from tracker.jobdir.sample import write_sample_job
+from tracker.services.ingest import ingest_job
 from tracker.store.db import open_database, write_session
-from tracker.store.ingest import ingest_job
 
 
 def fresh_database(directory: Path, name: str) -> str:

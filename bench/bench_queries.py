@@ -30,8 +30,8 @@ from sqlalchemy.orm import Session
 from tracker.jobdir.sample import write_sample_job
 from tracker.queries import tables
 from tracker.queries.selection import Selection
+from tracker.services.ingest import ingest_job
 from tracker.store.db import open_database, write_session
-from tracker.store.ingest import ingest_job
 
 TEMPLATE_STEPS = 50
 BYTES_PER_POINT = 22  # measured: a WITHOUT ROWID (curve_id, step, value) row, with its page

@@ -43,9 +43,9 @@ from sqlalchemy import select
 from bench import REPO, compile_tracker
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
+from tracker.services.ingest import ingest_job
 from tracker.store.catalog import delete_job
 from tracker.store.db import open_database, write_session
-from tracker.store.ingest import ingest_job
 
 CHROMIUM = Path("/usr/bin/chromium")
 TEMPLATES = 8

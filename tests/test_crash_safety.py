@@ -39,9 +39,9 @@ from sqlalchemy.orm import Session
 
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, Job, JobMeta, Point, Probe, Run, SourceFile
+from tracker.services.ingest import ingest_job
 from tracker.store.catalog import as_utc, delete_job
 from tracker.store.db import in_write_transaction, open_database
-from tracker.store.ingest import ingest_job
 
 TABLES = (Job, JobMeta, SourceFile, Probe, Run, Curve, Point)
 ARMS = 4

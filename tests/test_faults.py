@@ -32,8 +32,8 @@ from tracker.cli import app
 from tracker.errors import DatabaseBusy, TrackerError
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, Job, JobMeta, Point, Probe, Run, SourceFile
+from tracker.services.ingest import ingest_job
 from tracker.store.db import in_write_transaction, open_database
-from tracker.store.ingest import ingest_job
 
 SMALL_STEPS = 50
 BIG_STEPS = 20_000  # 240,000 points: several MB of database, 2.5 MB of CSV (no progress bar)

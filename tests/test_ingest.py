@@ -13,9 +13,9 @@ from sqlalchemy.orm import Session
 from tests.conftest import Cli
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, Job, JobMeta, Point, Probe, Run, SourceFile
+from tracker.services.ingest import ingest_job
 from tracker.store.curves import load_curve
 from tracker.store.db import write_session
-from tracker.store.ingest import ingest_job
 
 STEPS = 200
 

@@ -135,69 +135,60 @@ def ingest(
 
     Example: tracker ingest downloads/job2 --meta gpu=A10G --meta flashoptim=0.1.4
     """
-    from collections import Counter
-
-    from tracker.jobdir.reader import curve_bytes
-    from tracker.store.db import in_write_transaction
-    from tracker.store.ingest import ingest_job
+    from tracker.services.ingest import IngestOptions, ingest_directories
 
     if job is not None and len(directories) > 1:
         raise typer.BadParameter("--job names one job; give one directory", param_hint="--job")
-    job_meta = _parse_meta(meta or [])
+    options = IngestOptions(job, _parse_meta(meta or []), replace, arm_model)
     engine = _state(ctx).engine(may_create_file=True)
-    sizes = [curve_bytes(directory) for directory in directories]
-    outcomes: Counter[str] = Counter()
-    failed: list[str] = []
     with ExitStack() as stack:
-        bar = None
-        if len(directories) > 1 or sum(sizes) >= PROGRESS_MIN_BYTES:
-            bar = stack.enter_context(
-                typer.progressbar(length=sum(sizes), label="ingesting", file=sys.stderr)
-            )
-        on_arm = None if bar is None else lambda arm: bar.update(arm.csv_path.stat().st_size)
-        clear_bar = "\r\033[K" if bar is not None and sys.stderr.isatty() else ""
+        progress = _ingest_progress(stack, many=len(directories) > 1)
+        report = ingest_directories(engine, directories, options, progress)
+    closing = report.summary()
+    if closing is not None:
+        typer.echo(closing)
+    if report.failed:
+        raise typer.Exit(1)
 
-        def say(line: str, err: bool = False) -> None:
+
+def _ingest_progress(stack: ExitStack, *, many: bool) -> Any:
+    """What ``tracker ingest`` draws as it goes: a progress bar on stderr (several
+    directories, or much to read), and each directory's outcome on a line of its own."""
+    from tracker.services.ingest import IngestProgress
+
+    class Progress(IngestProgress):
+        bar: Any = None
+        clear_bar = ""
+
+        def started(self, total_bytes: int) -> None:
+            if many or total_bytes >= PROGRESS_MIN_BYTES:
+                self.bar = stack.enter_context(
+                    typer.progressbar(length=total_bytes, label="ingesting", file=sys.stderr)
+                )
+                self.clear_bar = "\r\033[K" if sys.stderr.isatty() else ""
+
+        def say(self, line: str, err: bool = False) -> None:
             """A line of its own, not glued to the end of the drawn progress bar."""
-            sys.stderr.write(clear_bar)
+            sys.stderr.write(self.clear_bar)
             typer.echo(line, err=err)
 
-        done = 0
-        for directory, size in zip(directories, sizes, strict=True):
-            try:
-                result = in_write_transaction(
-                    engine,
-                    partial(
-                        ingest_job,
-                        directory=directory,
-                        name=job,
-                        meta=job_meta,
-                        replace=replace,
-                        arm_model=arm_model,
-                        on_arm=on_arm,
-                    ),
-                )
-            except TrackerError as exc:
-                message = str(exc)  # errors about the directory itself already name it
-                if not message.startswith(f"{directory}: "):
-                    message = f"{directory}: {message}"
-                say(f"Error: {message}", err=True)
-                failed.append(str(directory))
-            else:
-                say(result.summary())
-                if result.skipped:
-                    say(f"  skipped: {', '.join(result.skipped)}")
-                outcomes[result.status] += 1
-            done += size
-            if bar is not None:  # failed and unchanged directories count as done too
-                bar.update(max(done - bar.pos, 0))
-    if len(directories) > 1:
-        counts = [f"{n} {status}" for status, n in outcomes.items()]
-        if failed:
-            counts.append(f"{len(failed)} failed ({', '.join(failed)})")
-        typer.echo(f"{len(directories)} directories: {', '.join(counts)}")
-    if failed:
-        raise typer.Exit(1)
+        def arm_written(self, nbytes: int) -> None:
+            if self.bar is not None:
+                self.bar.update(nbytes)
+
+        def job_done(self, result: Any) -> None:
+            self.say(result.summary())
+            if result.skipped:
+                self.say(f"  skipped: {', '.join(result.skipped)}")
+
+        def job_failed(self, message: str) -> None:
+            self.say(f"Error: {message}", err=True)
+
+        def advanced(self, done_bytes: int) -> None:
+            if self.bar is not None:  # failed and unchanged directories count as done too
+                self.bar.update(max(done_bytes - self.bar.pos, 0))
+
+    return Progress()
 
 
 @app.command()
@@ -325,21 +316,17 @@ def demo(
     from sqlalchemy.orm import Session
 
     from tracker.analysis.expectations import load_expectations
-    from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_demo_seed_jobs
+    from tracker.jobdir.sample import write_demo_jobs, write_demo_seed_jobs
     from tracker.queries.claims import claims as judge
     from tracker.queries.selection import Selection
     from tracker.report import write_report
-    from tracker.store.db import in_write_transaction
-    from tracker.store.ingest import ingest_demo_job
+    from tracker.services.ingest import ingest_demo_jobs
 
     engine = _state(ctx).engine(may_create_file=True)
     directories = write_demo_jobs(directory, steps=steps)
     directories += write_demo_seed_jobs(directory, steps=steps)
     typer.echo(f"wrote {len(directories)} sample jobs under {directory}/")
-    for job_directory in directories:
-        meta = DEMO_META[job_directory.name]
-        ingest = partial(ingest_demo_job, directory=job_directory, meta=meta)
-        typer.echo(in_write_transaction(engine, ingest).summary())
+    ingest_demo_jobs(engine, directories, lambda result: typer.echo(result.summary()))
     typer.echo(f"database: {_state(ctx).url}")
     exp = load_expectations()
     with Session(engine) as session:
@@ -653,7 +640,7 @@ def db_copy(
     """
     from sqlalchemy.orm import Session
 
-    from tracker.store.copy import copy_job, job_names
+    from tracker.services.copy import copy_job, job_names
     from tracker.store.db import in_write_transaction, open_database
 
     source_engine = open_database(source, may_create_file=False)
@@ -681,9 +668,25 @@ def db_upgrade(ctx: typer.Context) -> None:
 
     Example: tracker --db sqlite:///study.db db upgrade
     """
+    from tracker.services.derived import rederive
     from tracker.store.db import create_tracker_engine, upgrade_database
 
-    typer.echo(upgrade_database(create_tracker_engine(_state(ctx).url)).summary())
+    engine = create_tracker_engine(_state(ctx).url)
+    typer.echo(upgrade_database(engine).summary())
+    rederive(engine)  # what old migrations backfilled: the same rows, by today's analysis
+
+
+@db_app.command("rederive")
+def db_rederive(ctx: typer.Context) -> None:
+    """Refill the derived rows (verdicts, numbers, summary) of every job lacking them for the
+    packaged expectations, one transaction per job (`db upgrade` runs it too).
+
+    Example: tracker db rederive
+    """
+    from tracker.services.derived import rederive
+
+    engine = _state(ctx).engine(may_create_file=False)
+    typer.echo(rederive(engine, on_job=lambda name: typer.echo(f"{name}: rederived")).summary())
 
 
 @db_app.command("current")

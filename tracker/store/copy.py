@@ -1,6 +1,7 @@
 """Copying jobs between tracker databases (a local SQLite history to a team's PostgreSQL).
 
-The command copies each job in one destination transaction, with every row it owns; points go
+The command copies each job in one destination transaction, with every row it owns (its
+derived rows are computed afresh there, by ``tracker.services.copy``); points go
 through the same bulk path as an ingest. A job the destination already holds is skipped, so
 copying twice copies nothing new.
 """
@@ -15,7 +16,6 @@ from sqlalchemy.orm import Session
 
 from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
 from tracker.store.curves import load_curves
-from tracker.store.derived import store_packaged_derived
 from tracker.store.points import write_points
 
 PROBE_FIELDS = [c.key for c in Probe.__table__.columns if c.key not in ("id", "job_id")]
@@ -28,6 +28,7 @@ class CopiedJob:
     job: str
     status: str  # "copied", "present" (same content) or "conflict" (same name, other content)
     points: int = 0
+    job_id: int | None = None  # in the destination, of a job copied
 
     def summary(self) -> str:
         if self.status == "copied":
@@ -44,8 +45,9 @@ def _row(obj: Any, fields: list[str]) -> dict[str, Any]:
     return {field: getattr(obj, field) for field in fields}
 
 
-def copy_job(source: Session, destination: Session, name: str) -> CopiedJob:
-    """Copy one job into ``destination``'s transaction, unless it is already there."""
+def copy_job_rows(source: Session, destination: Session, name: str) -> CopiedJob:
+    """Copy one job's rows (not its derived rows, see ``tracker.services.copy``) into
+    ``destination``'s transaction, unless it is already there."""
     job = source.scalars(select(Job).where(Job.name == name)).one()
     present = destination.scalars(select(Job).where(Job.name == name)).one_or_none()
     if present is not None:
@@ -76,8 +78,7 @@ def copy_job(source: Session, destination: Session, name: str) -> CopiedJob:
             values = load_curves(source, [curve.id]).drop("curve_id")
             write_points(destination.connection(), curve_id, values)
             points += values.height
-    store_packaged_derived(destination, copy.id)
-    return CopiedJob(name, "copied", points)
+    return CopiedJob(name, "copied", points, copy.id)
 
 
 def job_names(source: Session) -> list[str]:

@@ -1,4 +1,6 @@
-"""Storing a job directory in the database, inside the caller's transaction.
+"""Writing a job directory's rows (job, metadata, files, probes, runs, curves, points),
+inside the caller's transaction. Its derived rows are not written here:
+``tracker.services.ingest`` writes the rows with ``write_job``, then the derived rows.
 
 The caller owns the transaction (one per job), so an error anywhere, even in the last file
 read, leaves no trace of the job; ``--replace`` deletes the old job in the same transaction,
@@ -11,20 +13,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+import polars as pl
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from tracker.errors import JobExists, NotADemoJob
+from tracker.errors import JobExists
 from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, read_arm, scan_job
 from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
 from tracker.store.catalog import TIME_KEY, delete_job_rows, parse_time, update_meta
-from tracker.store.derived import store_packaged_derived
 from tracker.store.points import write_points
-
-if TYPE_CHECKING:
-    import polars as pl
 
 DEFAULT_ARM_MODEL = "gpt-124m"
 LOSS = "loss"  # the metric the analysis uses
@@ -53,7 +51,17 @@ class IngestResult:
         )
 
 
-def ingest_job(
+@dataclass
+class WrittenJob:
+    """What ``write_job`` wrote: its result, and the new job's id and loss curves (as stored)
+    for its derived rows; no id when the content was already stored."""
+
+    result: IngestResult
+    job_id: int | None = None
+    losses: dict[str, pl.DataFrame] = field(default_factory=dict)
+
+
+def write_job(
     session: Session,
     directory: Path,
     *,
@@ -62,8 +70,8 @@ def ingest_job(
     replace: bool = False,
     arm_model: str = DEFAULT_ARM_MODEL,
     on_arm: Callable[[ArmFiles], None] | None = None,
-) -> IngestResult:
-    """Store one job directory. ``on_arm`` is told of each arm once it is written."""
+) -> WrittenJob:
+    """Write one job directory's rows. ``on_arm`` is told of each arm once it is written."""
     meta = meta or {}
     if TIME_KEY in meta:
         parse_time(meta[TIME_KEY])
@@ -74,7 +82,8 @@ def ingest_job(
         if existing.content_digest == scanned.digest:  # metadata is not content
             changed = {k: v for k, v in update_meta(existing, meta).items() if v is not None}
             status = "metadata updated" if changed else "unchanged"
-            return IngestResult(scanned.name, status, skipped=scanned.skipped, meta_set=changed)
+            result = IngestResult(scanned.name, status, skipped=scanned.skipped, meta_set=changed)
+            return WrittenJob(result)
         if not replace:
             raise JobExists(name=scanned.name)
         delete_job_rows(session, existing.id)
@@ -93,19 +102,7 @@ def ingest_job(
         result.arms += 1
         if on_arm is not None:
             on_arm(arm_files)
-    store_packaged_derived(session, job.id, losses)
-    return result
-
-
-def ingest_demo_job(session: Session, directory: Path, meta: Mapping[str, str]) -> IngestResult:
-    """Store a demo sample job, swapping it in for an earlier demo's job of its name (a job
-    with the demo's metadata, e.g. of other ``--steps``), never for any other job."""
-    existing = session.scalars(select(Job).where(Job.name == directory.name)).one_or_none()
-    from_demo = existing is not None and {m.key: m.value for m in existing.meta} == dict(meta)
-    try:
-        return ingest_job(session, directory, meta=meta, replace=from_demo)
-    except JobExists:
-        raise NotADemoJob(name=directory.name) from None
+    return WrittenJob(result, job.id, losses)
 
 
 def _insert_job(session: Session, scanned: JobDirectory, meta: Mapping[str, str]) -> Job:
@@ -124,8 +121,6 @@ def _insert_job(session: Session, scanned: JobDirectory, meta: Mapping[str, str]
 
 def _insert_arm(session: Session, job_id: int, arm: Arm, losses: dict[str, pl.DataFrame]) -> int:
     """Write one arm; its loss curve, as stored, goes into ``losses``."""
-    import polars as pl
-
     run_id = session.execute(
         insert(Run).returning(Run.id),
         {

@@ -1,0 +1,174 @@
+"""Ingesting job directories: scan -> rows -> summary -> persist, one transaction per job.
+
+``ingest_job`` writes one job's rows (``tracker.store.ingest.write_job``) and then its derived
+rows (``tracker.services.derived``) in the caller's transaction, so an error anywhere leaves
+no trace of the job. ``ingest_directories`` is the ``tracker ingest`` command's work: several
+directories, each in its own transaction, a failing one reported and the others still
+stored; the caller draws progress from the ``IngestProgress`` it passes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+from tracker.errors import JobExists, NotADemoJob, TrackerError
+from tracker.jobdir.reader import ArmFiles, curve_bytes
+from tracker.jobdir.sample import DEMO_META
+from tracker.models import Job
+from tracker.services.derived import store_packaged_derived
+from tracker.store import db
+from tracker.store.ingest import DEFAULT_ARM_MODEL, IngestResult, write_job
+
+__all__ = [
+    "IngestOptions",
+    "IngestProgress",
+    "IngestReport",
+    "IngestResult",
+    "ingest_demo_job",
+    "ingest_demo_jobs",
+    "ingest_directories",
+    "ingest_job",
+]
+
+
+def ingest_job(
+    session: Session,
+    directory: Path,
+    *,
+    name: str | None = None,
+    meta: Mapping[str, str] | None = None,
+    replace: bool = False,
+    arm_model: str = DEFAULT_ARM_MODEL,
+    on_arm: Callable[[ArmFiles], None] | None = None,
+) -> IngestResult:
+    """Store one job directory and its derived rows, in the caller's transaction. ``on_arm``
+    is told of each arm once it is written."""
+    written = write_job(
+        session,
+        directory,
+        name=name,
+        meta=meta,
+        replace=replace,
+        arm_model=arm_model,
+        on_arm=on_arm,
+    )
+    if written.job_id is not None:
+        store_packaged_derived(session, written.job_id, written.losses)
+    return written.result
+
+
+def ingest_demo_job(session: Session, directory: Path, meta: Mapping[str, str]) -> IngestResult:
+    """Store a demo sample job, swapping it in for an earlier demo's job of its name (a job
+    with the demo's metadata, e.g. of other ``--steps``), never for any other job."""
+    existing = session.scalars(select(Job).where(Job.name == directory.name)).one_or_none()
+    from_demo = existing is not None and {m.key: m.value for m in existing.meta} == dict(meta)
+    try:
+        return ingest_job(session, directory, meta=meta, replace=from_demo)
+    except JobExists:
+        raise NotADemoJob(name=directory.name) from None
+
+
+def ingest_demo_jobs(
+    engine: Engine, directories: Sequence[Path], on_job: Callable[[IngestResult], None]
+) -> None:
+    """The demo's sample jobs, each with its demo metadata, one transaction per job."""
+    for directory in directories:
+        ingest = partial(ingest_demo_job, directory=directory, meta=DEMO_META[directory.name])
+        on_job(db.in_write_transaction(engine, ingest))
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """How ``tracker ingest`` stores each directory (see ``ingest_job``)."""
+
+    name: str | None = None
+    meta: Mapping[str, str] = field(default_factory=dict)
+    replace: bool = False
+    arm_model: str = DEFAULT_ARM_MODEL
+
+
+class IngestProgress:
+    """What ``ingest_directories`` tells as it goes; these do nothing (override them)."""
+
+    def started(self, total_bytes: int) -> None:
+        """Before the first directory: the bytes of curve files of all of them."""
+
+    def arm_written(self, nbytes: int) -> None:
+        """An arm is written: the bytes of its curve file."""
+
+    def job_done(self, result: IngestResult) -> None:
+        """A directory is stored (or was already)."""
+
+    def job_failed(self, message: str) -> None:
+        """A directory failed: the error, naming the directory."""
+
+    def advanced(self, done_bytes: int) -> None:
+        """A directory is done, stored or not: the bytes of the directories done so far."""
+
+
+@dataclass
+class IngestReport:
+    """What ``ingest_directories`` did: how many directories, each outcome, the failures."""
+
+    directories: int
+    outcomes: Counter[str] = field(default_factory=Counter)
+    failed: list[str] = field(default_factory=list)
+
+    def summary(self) -> str | None:
+        """The closing line of several directories (none for one)."""
+        if self.directories <= 1:
+            return None
+        counts = [f"{n} {status}" for status, n in self.outcomes.items()]
+        if self.failed:
+            counts.append(f"{len(self.failed)} failed ({', '.join(self.failed)})")
+        return f"{self.directories} directories: {', '.join(counts)}"
+
+
+def _failure(directory: Path, exc: TrackerError) -> str:
+    message = str(exc)  # errors about the directory itself already name it
+    if not message.startswith(f"{directory}: "):
+        message = f"{directory}: {message}"
+    return message
+
+
+def ingest_directories(
+    engine: Engine,
+    directories: Sequence[Path],
+    options: IngestOptions,
+    progress: IngestProgress | None = None,
+) -> IngestReport:
+    """Store each directory in its own transaction; one that fails is reported (``progress``)
+    and counted, and the others are still stored."""
+    progress = progress or IngestProgress()
+    sizes = [curve_bytes(directory) for directory in directories]
+    progress.started(sum(sizes))
+    report = IngestReport(len(directories))
+    done = 0
+    for directory, size in zip(directories, sizes, strict=True):
+        ingest = partial(
+            ingest_job,
+            directory=directory,
+            name=options.name,
+            meta=options.meta,
+            replace=options.replace,
+            arm_model=options.arm_model,
+            on_arm=lambda arm: progress.arm_written(arm.csv_path.stat().st_size),
+        )
+        try:
+            result = db.in_write_transaction(engine, ingest)
+        except TrackerError as exc:
+            progress.job_failed(_failure(directory, exc))
+            report.failed.append(str(directory))
+        else:
+            progress.job_done(result)
+            report.outcomes[result.status] += 1
+        done += size
+        progress.advanced(done)
+    return report
