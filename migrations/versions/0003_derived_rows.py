@@ -4,18 +4,17 @@ Revision ID: 0003
 Revises: 0002
 Create Date: 2026-11-29
 
-The upgrade fills both tables for every job already stored, analysed against the packaged
-expectations by the tracker that upgrades (reading each job's points once).
+Schema only: the rows of jobs already stored are filled after migrating, by today's analysis
+(``tracker db rederive``, which ``tracker db upgrade`` runs), so this step never changes as
+the analysis does.
 """
 
 from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.orm import Session
 
-from tracker.models import ExactFloat
-
+# ExactFloat columns: plain Float DDL (as 0001 writes them), the model adds the NaN handling
 revision: str = "0003"
 down_revision: str | None = "0002"
 branch_labels: str | Sequence[str] | None = None
@@ -30,9 +29,9 @@ def upgrade() -> None:
         sa.Column("position", sa.Integer(), nullable=False),
         sa.Column("check", sa.String(length=100), nullable=False),
         sa.Column("subject", sa.String(length=300), nullable=False),
-        sa.Column("measured", ExactFloat(), nullable=True),
-        sa.Column("expected", ExactFloat(), nullable=True),
-        sa.Column("tolerance", ExactFloat(), nullable=True),
+        sa.Column("measured", sa.Float(), nullable=True),
+        sa.Column("expected", sa.Float(), nullable=True),
+        sa.Column("tolerance", sa.Float(), nullable=True),
         sa.Column("status", sa.String(length=8), nullable=False),
         sa.Column("detail", sa.Text(), nullable=False),
         sa.ForeignKeyConstraint(["job_id"], ["job.id"], ondelete="CASCADE"),
@@ -43,15 +42,10 @@ def upgrade() -> None:
         sa.Column("job_id", sa.Integer(), nullable=False),
         sa.Column("expectations", sa.String(length=64), nullable=False),
         sa.Column("name", sa.String(length=100), nullable=False),
-        sa.Column("value", ExactFloat(), nullable=True),
+        sa.Column("value", sa.Float(), nullable=True),
         sa.ForeignKeyConstraint(["job_id"], ["job.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("job_id", "expectations", "name"),
     )
-    from tracker.store.derived import store_packaged_derived
-
-    session = Session(bind=op.get_bind())
-    for job_id in session.scalars(sa.text("SELECT id FROM job ORDER BY id")).all():
-        store_packaged_derived(session, job_id, with_summary=False)
 
 
 def downgrade() -> None:

@@ -4,8 +4,8 @@ Revision ID: 0004
 Revises: 0003
 Create Date: 2026-11-30
 
-The upgrade fills it for every job already stored, against the packaged expectations, by the
-tracker that upgrades (reading each job's points once). Jobs without a row (other
+Schema only: the rows of jobs already stored are filled after migrating, by today's analysis
+(``tracker db rederive``, which ``tracker db upgrade`` runs). Jobs without a row (other
 expectations) are summarised from their points when shown.
 """
 
@@ -13,7 +13,6 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.orm import Session
 
 revision: str = "0004"
 down_revision: str | None = "0003"
@@ -30,11 +29,6 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(["job_id"], ["job.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("job_id", "expectations"),
     )
-    from tracker.store.derived import store_packaged_derived
-
-    session = Session(bind=op.get_bind())
-    for job_id in session.scalars(sa.text("SELECT id FROM job ORDER BY id")).all():
-        store_packaged_derived(session, job_id)
 
 
 def downgrade() -> None:
