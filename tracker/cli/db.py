@@ -19,11 +19,11 @@ def db_copy(
 
     Example: tracker db copy sqlite:///tracker.db postgresql+psycopg://me@dbhost/tracker
     """
-    from tracker import api
+    from tracker import access
 
     copied = 0
     conflicts = []
-    for outcome in api.copy_jobs(source, destination):
+    for outcome in access.copy_jobs(source, destination):
         if outcome.status == "conflict":
             typer.echo(f"Error: {outcome.summary()}", err=True)
             conflicts.append(outcome.job)
@@ -53,8 +53,8 @@ def db_current(ctx: typer.Context) -> None:
 
     Example: tracker db current
     """
-    from tracker import api
+    from tracker import access
 
-    revision = api.schema_revision(_state(ctx).url)
-    state = "up to date" if revision == api.HEAD else "run `tracker db upgrade`"
-    typer.echo(f"revision {revision or '(empty database)'}, head {api.HEAD}: {state}")
+    revision = access.schema_revision(_state(ctx).url)
+    state = "up to date" if revision == access.HEAD else "run `tracker db upgrade`"
+    typer.echo(f"revision {revision or '(empty database)'}, head {access.HEAD}: {state}")

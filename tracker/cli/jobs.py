@@ -18,9 +18,9 @@ def jobs(ctx: typer.Context, fmt: FormatOption = Format.table) -> None:
 
     Example: tracker jobs --format csv
     """
-    from tracker import api
+    from tracker import access
 
-    print_rows(api.job_rows(state(ctx).url), fmt)
+    print_rows(access.job_rows(state(ctx).url), fmt)
 
 
 class ShowPart(StrEnum):
@@ -42,14 +42,14 @@ def show(
 
     Example: tracker show job2 --part arms --format csv
     """
-    from tracker import api
+    from tracker import access
 
     if fmt is Format.csv and part is None:
         raise typer.BadParameter(
             "CSV holds one table: add --part probes or --part arms", param_hint="--part"
         )
     parts = list(ShowPart) if part is None else [part]
-    print_tables(job, api.show(state(ctx).url, job, parts), fmt)
+    print_tables(job, access.show(state(ctx).url, job, parts), fmt)
 
 
 @app.command("meta")
@@ -68,7 +68,7 @@ def meta_command(
 
     Example: tracker meta job4 gpu=A100 time=2026-10-15T09:00Z --unset flashoptim
     """
-    from tracker import api
+    from tracker import access
 
     values = parse_meta(pairs or [], param_hint="KEY=VALUE")
     removed = unset or []
@@ -76,9 +76,9 @@ def meta_command(
         if key in values:
             raise typer.BadParameter(f"{key!r} is both set and unset", param_hint="--unset")
     if values or removed:
-        stored = api.edit_meta(state(ctx).engine(), job, values, removed)
+        stored = access.edit_meta(state(ctx).engine(), job, values, removed)
     else:
-        stored = api.job_meta(state(ctx).url, job)
+        stored = access.job_meta(state(ctx).url, job)
     pairs_text = " ".join(f"{key}={value}" for key, value in stored.items())
     typer.echo(f"{job}: {pairs_text or 'no metadata'}")
 
@@ -89,7 +89,7 @@ def delete(ctx: typer.Context, job: Annotated[str, typer.Argument(help="Job name
 
     Example: tracker delete job2
     """
-    from tracker import api
+    from tracker import access
 
-    api.delete(state(ctx).engine(), job)
+    access.delete(state(ctx).engine(), job)
     typer.echo(f"deleted {job}")

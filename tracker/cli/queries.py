@@ -206,7 +206,7 @@ def sql(
 
     Example: tracker sql "SELECT name, ingested_at FROM job ORDER BY ingested_at"
     """
-    from tracker import api
+    from tracker import access
 
-    result = api.sql_result(state(ctx).url, statement)  # the schema checked before reading
+    result = access.sql_result(state(ctx).url, statement)  # the schema checked before reading
     print_rows(result.as_dicts(), fmt, result.columns)
