@@ -6,69 +6,88 @@
 
 Every function takes the database as its first argument: a URL, an ``Engine`` from
 ``api.connect``, or None for ``TRACKER_DATABASE_URL`` / ``sqlite:///tracker.db`` (which
-``jobs``, ``probes`` and ``runs`` also take when it is left out).
+``jobs``, ``probes`` and ``runs`` also take when it is left out). The ``tracker`` command
+line is a shell over these functions: each command parses, calls one of them and prints.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
-from typing import TypeVar
 
 import polars as pl
-from sqlalchemy import Engine
-from sqlalchemy.orm import Session
 
+from tracker.access import (
+    HEAD,
+    Database,
+    Row,
+    connect,
+    delete,
+    edit_meta,
+    job_meta,
+    job_rows,
+    schema_revision,
+    show,
+    sql_result,
+    with_session,
+)
 from tracker.analysis.expectations import load_expectations
-from tracker.config import database_url
 from tracker.queries import claims as _claims
 from tracker.queries import compare as _compare
 from tracker.queries import tables
+from tracker.queries.compare import Comparison
 from tracker.queries.selection import Selection
-from tracker.store.catalog import list_jobs
-from tracker.store.db import open_database
-from tracker.store.readonly import run_readonly_sql
+from tracker.report import Report, generate_report
+from tracker.services.copy import copy_jobs
 
-Database = str | Engine | None
-T = TypeVar("T")
+Where = Mapping[str, str] | Iterable[tuple[str, str]] | None  # pairs: a key may repeat
 
-__all__ = ["claims", "compare", "connect", "curve", "jobs", "probes", "runs", "sql", "trend"]
-
-
-def connect(url: str | None = None) -> Engine:
-    """An engine on a ready tracker database (migrated if empty); a missing SQLite file is
-    refused, the API only reads."""
-    return open_database(database_url(url), may_create_file=False)
-
-
-def _with_session(db: Database, work: Callable[[Session], T]) -> T:
-    engine = db if isinstance(db, Engine) else connect(db)
-    try:
-        with Session(engine) as session:
-            return work(session)
-    finally:
-        if engine is not db:
-            engine.dispose()
+__all__ = [
+    "HEAD",
+    "Database",
+    "Row",
+    "Where",
+    "claims",
+    "compare",
+    "comparison",
+    "connect",
+    "copy_jobs",
+    "curve",
+    "delete",
+    "edit_meta",
+    "job_meta",
+    "job_rows",
+    "jobs",
+    "probes",
+    "report",
+    "runs",
+    "schema_revision",
+    "show",
+    "sql",
+    "sql_result",
+    "trend",
+]
 
 
 def _selection(
     job: Iterable[str] | str | None,
     model: Iterable[str] | str | None,
     variant: Iterable[str] | str | None,
-    where: Mapping[str, str] | None,
+    where: Where,
     group_by: Iterable[str] | str | None,
 ) -> Selection:
     def many(value: Iterable[str] | str | None) -> tuple[str, ...]:
         return (value,) if isinstance(value, str) else tuple(value or ())
 
-    return Selection(
-        many(job), many(model), many(variant), tuple((where or {}).items()), many(group_by)
-    )
+    pairs = tuple(where.items()) if isinstance(where, Mapping) else tuple(where or ())
+    return Selection(many(job), many(model), many(variant), pairs, many(group_by))
 
 
 def jobs(db: Database = None) -> pl.DataFrame:
     """Every job with its counts and metadata, in job order."""
-    return pl.DataFrame(_with_session(db, list_jobs))
+    return pl.DataFrame(job_rows(db))
 
 
 def probes(
@@ -77,13 +96,13 @@ def probes(
     job: Iterable[str] | str | None = None,
     model: Iterable[str] | str | None = None,
     variant: Iterable[str] | str | None = None,
-    where: Mapping[str, str] | None = None,
+    where: Where = None,
     group_by: Iterable[str] | str | None = None,
     failed: bool = False,
 ) -> pl.DataFrame:
     """One row per (job, model, variant): bytes/param, parameters, peak memory."""
     selection = _selection(job, model, variant, where, group_by)
-    return _with_session(db, lambda s: tables.probes(s, selection, failed=failed))
+    return with_session(db, lambda s: tables.probes(s, selection, failed=failed))
 
 
 def runs(
@@ -92,13 +111,13 @@ def runs(
     job: Iterable[str] | str | None = None,
     model: Iterable[str] | str | None = None,
     variant: Iterable[str] | str | None = None,
-    where: Mapping[str, str] | None = None,
+    where: Where = None,
     group_by: Iterable[str] | str | None = None,
     aggregate_seeds: bool = False,
 ) -> pl.DataFrame:
     """One row per arm per job, or per (job, model, variant) with seeds aggregated."""
     selection = _selection(job, model, variant, where, group_by)
-    return _with_session(db, lambda s: tables.runs(s, selection, aggregate_seeds=aggregate_seeds))
+    return with_session(db, lambda s: tables.runs(s, selection, aggregate_seeds=aggregate_seeds))
 
 
 def trend(
@@ -108,12 +127,12 @@ def trend(
     job: Iterable[str] | str | None = None,
     model: Iterable[str] | str | None = None,
     variant: Iterable[str] | str | None = None,
-    where: Mapping[str, str] | None = None,
+    where: Where = None,
     group_by: Iterable[str] | str | None = None,
 ) -> pl.DataFrame:
     """One probe or run field across jobs in job order, with the change from the previous job."""
     selection = _selection(job, model, variant, where, group_by)
-    return _with_session(db, lambda s: tables.trend(s, selection, metric))
+    return with_session(db, lambda s: tables.trend(s, selection, metric))
 
 
 def curve(
@@ -128,25 +147,32 @@ def curve(
     """The points of arms' curves (``ema`` adds a smoothed column)."""
     selection = _selection(job, None, None, None, None)
     arms = (arm,) if isinstance(arm, str) else tuple(arm)
-    return _with_session(
+    return with_session(
         db,
         lambda s: tables.curve(s, selection, arms, metric=metric, ema_alpha=ema, every=every),
     )
+
+
+def comparison(
+    db: Database, job_a: str, job_b: str, *, expectations: Path | None = None
+) -> Comparison:
+    """Two jobs compared: the table of ``compare``, its summary line and the regressions."""
+    exp = load_expectations(expectations)
+    return with_session(db, lambda s: _compare.compare_jobs(s, job_a, job_b, exp))
 
 
 def compare(
     db: Database, job_a: str, job_b: str, *, expectations: Path | None = None
 ) -> pl.DataFrame:
     """Every verdict of two jobs side by side; the ``change`` column marks regressions."""
-    exp = load_expectations(expectations)
-    return _with_session(db, lambda s: _compare.compare_jobs(s, job_a, job_b, exp).table)
+    return comparison(db, job_a, job_b, expectations=expectations).table
 
 
 def claims(
     db: Database = None,
     *,
     job: Iterable[str] | str | None = None,
-    where: Mapping[str, str] | None = None,
+    where: Where = None,
     group_by: Iterable[str] | str | None = None,
     expectations: Path | None = None,
 ) -> pl.DataFrame:
@@ -154,15 +180,27 @@ def claims(
     (with ``group_by``, per group of jobs in a ``group`` column)."""
     exp = load_expectations(expectations)
     selection = _selection(job, None, None, where, group_by)
-    return _with_session(db, lambda s: _claims.claims(s, selection, exp))
+    return with_session(db, lambda s: _claims.claims(s, selection, exp))
 
 
 def sql(db: Database, statement: str) -> pl.DataFrame:
     """One read-only SQL statement's result."""
-    if isinstance(db, Engine):
-        url = db.url.render_as_string(hide_password=False)
-    else:
-        url = database_url(db)
-        connect(url).dispose()  # checks and, if empty, migrates the database first
-    result = run_readonly_sql(url, statement)
+    result = sql_result(db, statement)
     return pl.DataFrame(result.rows, schema=result.columns, orient="row")
+
+
+def report(
+    db: Database,
+    out: Path,
+    *,
+    job: Iterable[str] | str | None = None,
+    where: Where = None,
+    since: datetime | None = None,
+    expectations: Path | None = None,
+    force: bool = False,
+) -> Report:
+    """Write the offline HTML report of the selected jobs (only jobs whose ``time`` is at or
+    after ``since``) under ``out``, rendering only what changed (everything with ``force``)."""
+    selection = replace(_selection(job, None, None, where, None), since=since)
+    exp = load_expectations(expectations)
+    return with_session(db, lambda s: generate_report(s, out, exp, selection, force=force))

@@ -42,19 +42,25 @@ class Selection:
     ) -> Selection:
         """The filters as users type them (``where`` as KEY=VALUE items, for the command line
         and the server); a ``ValueError`` names an item without ``=``."""
-        pairs = []
-        for item in where or ():
-            key, sep, value = item.partition("=")
-            if not sep:
-                raise ValueError(f"expected KEY=VALUE, got {item!r}")
-            pairs.append((key, value))
         return cls(
             jobs=tuple(job or ()),
             models=tuple(model or ()),
             variants=tuple(variant or ()),
-            where=tuple(pairs),
+            where=parse_where(where),
             group_by=tuple(group_by or ()),
         )
+
+
+def parse_where(items: Iterable[str] | None) -> tuple[tuple[str, str], ...]:
+    """Metadata filters as users type them, KEY=VALUE items, as (key, value) pairs; a
+    ``ValueError`` names an item without ``=``."""
+    pairs = []
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"expected KEY=VALUE, got {item!r}")
+        pairs.append((key, value))
+    return tuple(pairs)
 
 
 # Columns of the query tables: a metadata key of the same name cannot become a column.

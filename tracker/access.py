@@ -1,0 +1,130 @@
+"""The light half of ``tracker.api``: opening a tracker database, the catalog's reads and
+edits (rows and dicts, no polars), raw read-only SQL and the schema revision.
+
+The command line's light commands (``jobs``, ``show``, ``meta``, ``delete``, ``sql``,
+``db current``) call these directly, so that they start without polars;
+``tracker.api`` exposes every one of them too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
+from typing import TypeVar
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from tracker.config import database_url
+from tracker.store import catalog
+from tracker.store.db import (
+    HEAD,
+    check_schema,
+    create_tracker_engine,
+    in_write_transaction,
+    open_database,
+    refuse_missing_file,
+)
+from tracker.store.readonly import SqlResult, run_readonly_sql
+
+Database = str | Engine | None
+Row = catalog.Row
+T = TypeVar("T")
+
+__all__ = [
+    "HEAD",
+    "Database",
+    "Row",
+    "connect",
+    "delete",
+    "edit_meta",
+    "in_write",
+    "job_meta",
+    "job_rows",
+    "schema_revision",
+    "show",
+    "sql_result",
+    "with_session",
+]
+
+
+def connect(url: str | None = None) -> Engine:
+    """An engine on a ready tracker database (migrated if empty); a missing SQLite file is
+    refused, the API only reads."""
+    return open_database(database_url(url), may_create_file=False)
+
+
+def with_session(db: Database, work: Callable[[Session], T]) -> T:
+    """Run ``work`` in a read session on ``db`` (an engine made here is disposed after)."""
+    engine = db if isinstance(db, Engine) else connect(db)
+    try:
+        with Session(engine) as session:
+            return work(session)
+    finally:
+        if engine is not db:
+            engine.dispose()
+
+
+def in_write(db: Database, work: Callable[[Session], T]) -> T:
+    """Run ``work`` in one write transaction on ``db`` (``store.db.in_write_transaction``)."""
+    engine = db if isinstance(db, Engine) else connect(db)
+    try:
+        return in_write_transaction(engine, work)
+    finally:
+        if engine is not db:
+            engine.dispose()
+
+
+def job_rows(db: Database = None) -> list[Row]:
+    """Every job with its counts and metadata, in job order, as rows (``jobs`` as a frame)."""
+    return with_session(db, catalog.list_jobs)
+
+
+SHOW_PARTS = {"probes": catalog.job_probes, "arms": catalog.job_arms}
+
+
+def show(db: Database, job: str, parts: Iterable[str] = tuple(SHOW_PARTS)) -> dict[str, list[Row]]:
+    """One job's tables by name, of ``probes`` (its memory probes) and ``arms`` (its
+    training runs)."""
+    names = list(parts)
+    return with_session(db, lambda s: {name: SHOW_PARTS[name](s, job) for name in names})
+
+
+def job_meta(db: Database, job: str) -> dict[str, str]:
+    """A job's metadata, by key."""
+    return with_session(db, lambda s: catalog.job_meta(s, job))
+
+
+def edit_meta(
+    db: Database, job: str, meta: Mapping[str, str], unset: Iterable[str] = ()
+) -> dict[str, str]:
+    """Set and remove a job's metadata keys (``time`` is checked), in one write transaction;
+    returns its metadata afterwards."""
+    edit = partial(catalog.edit_job_meta, name=job, meta=meta, unset=unset)
+    return in_write(db, edit)
+
+
+def delete(db: Database, job: str) -> None:
+    """Delete a job and everything ingested with it, in one write transaction."""
+    in_write(db, partial(catalog.delete_job, name=job))
+
+
+def sql_result(db: Database, statement: str) -> SqlResult:
+    """One read-only SQL statement's columns and rows, as the database gave them."""
+    if isinstance(db, Engine):
+        url = db.url.render_as_string(hide_password=False)
+    else:
+        url = database_url(db)
+        connect(url).dispose()  # checks and, if empty, migrates the database first
+    return run_readonly_sql(url, statement)
+
+
+def schema_revision(url: str | None = None) -> str | None:
+    """The database's schema revision (None: an empty database), read without migrating;
+    this tracker's newest is ``HEAD``."""
+    engine = create_tracker_engine(database_url(url))
+    try:
+        refuse_missing_file(engine)
+        return check_schema(engine, create=False)
+    finally:
+        engine.dispose()

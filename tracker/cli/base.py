@@ -1,0 +1,147 @@
+"""The command groups, the global ``--db`` option and what every command shares: the options
+of the query commands and the parsing of ``KEY=VALUE`` items.
+
+Nothing here imports the library's heavy modules (polars, plotly, the store): the commands
+import ``tracker.api`` when they run, so ``tracker --help`` starts fast.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import partial
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from tracker.config import DATABASE_URL_ENV, database_url
+from tracker.errors import TrackerError
+from tracker.output import Format
+
+META_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,99}")
+
+
+class ErrorReportingGroup(TyperGroup):
+    """Turns expected errors into one line on stderr, without a traceback."""
+
+    def invoke(self, ctx: Any) -> Any:
+        from sqlalchemy.exc import DBAPIError
+
+        from tracker.store.db import first_line
+
+        try:
+            return super().invoke(ctx)
+        except TrackerError as exc:
+            typer.echo(f"Error: {exc}", err=True)
+            raise typer.Exit(1) from None
+        except DBAPIError as exc:  # reads: a damaged file, a server gone away
+            typer.echo(f"Error: database error: {first_line(exc)}", err=True)
+            raise typer.Exit(1) from None
+
+
+app = typer.Typer(
+    cls=ErrorReportingGroup,
+    no_args_is_help=True,
+    add_completion=False,
+    help="Results tracker for the FlashOptim reproduction study.",
+)
+db_app = typer.Typer(
+    no_args_is_help=True, help="Inspect and migrate the tracker's database schema."
+)
+app.add_typer(db_app, name="db")
+query_app = typer.Typer(
+    no_args_is_help=True, help="Tables across all ingested jobs, for people and scripts."
+)
+app.add_typer(query_app, name="query")
+
+FormatOption = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+JobFilter = Annotated[list[str] | None, typer.Option("--job", help="Only this job; repeatable.")]
+ModelFilter = Annotated[
+    list[str] | None, typer.Option("--model", help="Only this model; repeatable.")
+]
+VariantFilter = Annotated[
+    list[str] | None, typer.Option("--variant", help="Only this variant; repeatable.")
+]
+WhereFilter = Annotated[
+    list[str] | None,
+    typer.Option("--where", metavar="KEY=VALUE", help="Only jobs with this metadata; repeatable."),
+]
+GroupBy = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--group-by",
+        metavar="KEY",
+        help="Add this metadata as a column; with runs --aggregate-seeds, pool the seeds of "
+        "the jobs sharing its value. Repeatable.",
+    ),
+]
+ExpectationsOption = Annotated[
+    Path | None,
+    typer.Option("--expectations", metavar="FILE", help="TOML replacing the packaged one."),
+]
+
+
+class State:
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def engine(self, *, may_create_file: bool = False) -> Any:
+        """Only the commands that store data (ingest, demo) may create a SQLite file."""
+        from tracker.store.db import ON_LOCK_WAIT, open_database
+
+        engine = open_database(self.url, may_create_file=may_create_file)
+        return engine.execution_options(**{ON_LOCK_WAIT: partial(_tell_waiting, engine)})
+
+
+def _tell_waiting(engine: Any) -> None:
+    """A write that queues for the lock says why the command seems to hang."""
+    url = engine.url.render_as_string(hide_password=True)
+    typer.echo(f"waiting for another writer to finish with {url} ...", err=True)
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            metavar="URL",
+            help=f"Database URL (env {DATABASE_URL_ENV}; default sqlite:///tracker.db).",
+        ),
+    ] = None,
+) -> None:
+    """Results tracker for the FlashOptim reproduction study.
+
+    Example: tracker --db sqlite:///study.db jobs
+    """
+    ctx.obj = State(database_url(db))
+
+
+def state(ctx: typer.Context) -> State:
+    found = ctx.find_object(State)
+    assert found is not None
+    return found
+
+
+def parse_meta(items: list[str], param_hint: str = "--meta") -> dict[str, str]:
+    meta: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not META_KEY.fullmatch(key):
+            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint=param_hint)
+        if key in meta:
+            raise typer.BadParameter(f"{key!r} is given twice", param_hint=param_hint)
+        meta[key] = value
+    return meta
+
+
+def where_pairs(where: list[str] | None) -> tuple[tuple[str, str], ...]:
+    """``--where`` items as (key, value) pairs, checked before the database is opened."""
+    from tracker.queries.selection import parse_where
+
+    try:
+        return parse_where(where)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--where") from None

@@ -1,0 +1,76 @@
+"""``tracker db``: copy jobs between databases, migrate the schema, show its revision."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from tracker.cli.base import db_app
+from tracker.cli.base import state as _state
+
+
+@db_app.command("copy")
+def db_copy(
+    source: Annotated[str, typer.Argument(metavar="SRC_URL", help="Database to copy from.")],
+    destination: Annotated[str, typer.Argument(metavar="DST_URL", help="Database to copy to.")],
+) -> None:
+    """Copy every job the destination lacks, with all its data, one transaction per job.
+
+    Example: tracker db copy sqlite:///tracker.db postgresql+psycopg://me@dbhost/tracker
+    """
+    from tracker import api
+
+    copied = 0
+    conflicts = []
+    for outcome in api.copy_jobs(source, destination):
+        if outcome.status == "conflict":
+            typer.echo(f"Error: {outcome.summary()}", err=True)
+            conflicts.append(outcome.job)
+            continue
+        typer.echo(outcome.summary())
+        copied += outcome.status == "copied"
+    if conflicts:
+        typer.echo(f"{copied} jobs copied, {len(conflicts)} not: {', '.join(conflicts)}")
+        raise typer.Exit(1)
+    typer.echo(f"{copied} jobs copied")
+
+
+@db_app.command("upgrade")
+def db_upgrade(ctx: typer.Context) -> None:
+    """Migrate the database schema to this tracker's newest revision (SQLite: copy kept).
+
+    Example: tracker --db sqlite:///study.db db upgrade
+    """
+    from tracker.services.derived import rederive
+    from tracker.store.db import create_tracker_engine, upgrade_database
+
+    engine = create_tracker_engine(_state(ctx).url)
+    typer.echo(upgrade_database(engine).summary())
+    rederive(engine)  # what old migrations backfilled: the same rows, by today's analysis
+
+
+@db_app.command("rederive")
+def db_rederive(ctx: typer.Context) -> None:
+    """Refill the derived rows (verdicts, numbers, summary) of every job lacking them for the
+    packaged expectations, one transaction per job (`db upgrade` runs it too).
+
+    Example: tracker db rederive
+    """
+    from tracker.services.derived import rederive
+
+    engine = _state(ctx).engine(may_create_file=False)
+    typer.echo(rederive(engine, on_job=lambda name: typer.echo(f"{name}: rederived")).summary())
+
+
+@db_app.command("current")
+def db_current(ctx: typer.Context) -> None:
+    """Print the database's schema revision and this tracker's newest one.
+
+    Example: tracker db current
+    """
+    from tracker import access
+
+    revision = access.schema_revision(_state(ctx).url)
+    state = "up to date" if revision == access.HEAD else "run `tracker db upgrade`"
+    typer.echo(f"revision {revision or '(empty database)'}, head {access.HEAD}: {state}")

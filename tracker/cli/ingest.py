@@ -1,0 +1,96 @@
+"""``tracker ingest``: store finished job directories, with a progress bar for large ones."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from tracker.cli.base import app
+from tracker.cli.base import parse_meta as _parse_meta
+from tracker.cli.base import state as _state
+
+PROGRESS_MIN_BYTES = 10_000_000
+
+
+@app.command()
+def ingest(
+    ctx: typer.Context,
+    directories: Annotated[list[Path], typer.Argument(help="Job directories to ingest.")],
+    job: Annotated[
+        str | None, typer.Option(help="Job name (default: the directory's name).")
+    ] = None,
+    meta: Annotated[
+        list[str] | None, typer.Option(help="Job metadata KEY=VALUE; repeatable.")
+    ] = None,
+    replace: Annotated[
+        bool, typer.Option(help="Swap an existing job of the same name for this content.")
+    ] = False,
+    arm_model: Annotated[
+        str, typer.Option(help="Model of arms whose summary JSON names none.")
+    ] = "gpt-124m",
+) -> None:
+    """Store finished job directories in the database, one transaction per job.
+
+    A directory that fails is reported, naming it, and the others are still stored; the
+    command then exits with code 1.
+
+    Example: tracker ingest downloads/job2 --meta gpu=A10G --meta flashoptim=0.1.4
+    """
+    from tracker.services.ingest import IngestOptions, ingest_directories
+
+    if job is not None and len(directories) > 1:
+        raise typer.BadParameter("--job names one job; give one directory", param_hint="--job")
+    options = IngestOptions(job, _parse_meta(meta or []), replace, arm_model)
+    engine = _state(ctx).engine(may_create_file=True)
+    with ExitStack() as stack:
+        progress = _ingest_progress(stack, many=len(directories) > 1)
+        report = ingest_directories(engine, directories, options, progress)
+    closing = report.summary()
+    if closing is not None:
+        typer.echo(closing)
+    if report.failed:
+        raise typer.Exit(1)
+
+
+def _ingest_progress(stack: ExitStack, *, many: bool) -> Any:
+    """What ``tracker ingest`` draws as it goes: a progress bar on stderr (several
+    directories, or much to read), and each directory's outcome on a line of its own."""
+    from tracker.services.ingest import IngestProgress
+
+    class Progress(IngestProgress):
+        bar: Any = None
+        clear_bar = ""
+
+        def started(self, total_bytes: int) -> None:
+            if many or total_bytes >= PROGRESS_MIN_BYTES:
+                self.bar = stack.enter_context(
+                    typer.progressbar(length=total_bytes, label="ingesting", file=sys.stderr)
+                )
+                self.clear_bar = "\r\033[K" if sys.stderr.isatty() else ""
+
+        def say(self, line: str, err: bool = False) -> None:
+            """A line of its own, not glued to the end of the drawn progress bar."""
+            sys.stderr.write(self.clear_bar)
+            typer.echo(line, err=err)
+
+        def arm_written(self, nbytes: int) -> None:
+            if self.bar is not None:
+                self.bar.update(nbytes)
+
+        def job_done(self, result: Any) -> None:
+            self.say(result.summary())
+            if result.skipped:
+                self.say(f"  skipped: {', '.join(result.skipped)}")
+
+        def job_failed(self, message: str) -> None:
+            self.say(f"Error: {message}", err=True)
+
+        def advanced(self, done_bytes: int) -> None:
+            if self.bar is not None:  # failed and unchanged directories count as done too
+                self.bar.update(max(done_bytes - self.bar.pos, 0))
+
+    return Progress()

@@ -1,0 +1,36 @@
+"""Printing what the library returns: rows and polars frames as a table, CSV or JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+
+from tracker.output import Format, render
+
+
+def print_rows(rows: list[dict[str, Any]], fmt: Format, columns: list[str] | None = None) -> None:
+    typer.echo(render(rows, fmt, columns))
+
+
+def print_frame(frame: Any, fmt: Format) -> None:
+    """A polars DataFrame, its columns in order."""
+    print_rows(frame.to_dicts(), fmt, frame.columns)
+
+
+def print_tables(job: str, tables: dict[str, list[dict[str, Any]]], fmt: Format) -> None:
+    """A job's named tables: one JSON document, one CSV table, or titled text tables."""
+    if fmt is Format.json:
+        document: dict[str, Any] = {
+            "job": job,
+            **{name: json.loads(render(rows, fmt)) for name, rows in tables.items()},
+        }
+        typer.echo(json.dumps(document, indent=2))
+        return
+    if fmt is Format.csv:
+        typer.echo(render(next(iter(tables.values())), fmt))
+        return
+    typer.echo(
+        "\n\n".join(f"{name} of {job}:\n{render(rows, fmt)}" for name, rows in tables.items())
+    )

@@ -1,0 +1,83 @@
+"""The outputs for people: the offline HTML report and the live read-only server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tracker.cli.base import ExpectationsOption, JobFilter, WhereFilter, app, state, where_pairs
+from tracker.errors import TrackerError
+
+
+@app.command()
+def report(
+    ctx: typer.Context,
+    job: JobFilter = None,
+    where: WhereFilter = None,
+    since: Annotated[
+        str | None,
+        typer.Option(metavar="TIME", help="Only jobs whose time is at or after TIME (ISO 8601)."),
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", help="Directory to write.")] = Path("report"),
+    expectations: ExpectationsOption = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Render every job's pages, even those up to date.")
+    ] = False,
+) -> None:
+    """Write the offline HTML report; into an earlier one, render only what changed.
+
+    Example: tracker report --where gpu=A10G --since 2026-10-01 --out report/
+    """
+    from tracker import api
+    from tracker.store.catalog import parse_time
+
+    pairs = where_pairs(where)
+    try:
+        start = None if since is None else parse_time(since)
+    except TrackerError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--since") from None
+    written = api.report(
+        state(ctx).url,
+        out,
+        job=job,
+        where=pairs,
+        since=start,
+        expectations=expectations,
+        force=force,
+    )
+    typer.echo(written.summary())
+
+
+SERVE_TOKEN_ENV = "TRACKER_SERVE_TOKEN"
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Address to listen on (loopback by default).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one).")] = 8765,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            envvar=SERVE_TOKEN_ENV,
+            help=f"Require this token (env {SERVE_TOKEN_ENV}); needed off loopback.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Serve the tracker live and read-only in a browser, with its JSON API under /api/.
+
+    Example: tracker serve --host 0.0.0.0 --port 8765 --token "$(cat ~/.tracker-token)"
+    """
+    import uvicorn
+
+    from tracker.server import create_app
+    from tracker.server.security import check_host
+
+    check_host(host, token)
+    # opened read-only (never created or migrated), the schema checked before listening
+    uvicorn.run(create_app(state(ctx).url, token), host=host, port=port, log_level="info")
