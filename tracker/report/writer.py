@@ -133,8 +133,8 @@ def _write_if_changed(path: Path, data: bytes) -> None:
 def _render_job(session: Session, exp: Expectations, task: _Task) -> dict[str, Any]:
     """Write one job's folder; return its manifest entry."""
     from tracker.analysis.job import to_json
-    from tracker.report.jobview import job_content
-    from tracker.report.pages import figure_page, job_page
+    from tracker.views.job import job_content
+    from tracker.views.pages import figure_page, job_page
 
     content = job_content(session, task.name, exp)
     view, analysis = content.view, content.analysis
@@ -259,9 +259,9 @@ def generate_report(
     from tracker.models import JobMeta
     from tracker.queries.claims import claims
     from tracker.queries.selection import Selection, selected_jobs
-    from tracker.report.crossjob import cross_job_view, job_href
-    from tracker.report.pages import IndexView, index_page, meta_text, status_of
-    from tracker.report.pages import JobRow as TableRow
+    from tracker.views.across_jobs import cross_job_view, job_href
+    from tracker.views.pages import IndexView, index_page, meta_text, status_of
+    from tracker.views.pages import JobRow as TableRow
     from tracker.store.derived import expectations_digest, load_derived
 
     out_dir = Path(out_dir)
