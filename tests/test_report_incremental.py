@@ -11,8 +11,8 @@ from sqlalchemy import Engine, text
 
 from tests.conftest import Cli
 from tracker.jobdir.sample import write_sample_job
-from tracker.report.crossjob import note
-from tracker.report.pages import IndexView, index_page
+from tracker.views.across_jobs import note
+from tracker.views.pages import IndexView, index_page
 
 # every file is set to this modification time before a report: a file the report wrote has
 # another one afterwards, whatever the clock's resolution and the machine's speed

@@ -155,3 +155,17 @@ def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
         **{key: pl.String() for key in selection.group_by},
     }
     return pl.DataFrame(rows, schema=schema).sort("time", "job_id")
+
+
+def contents_and_meta(
+    session: Session, job_ids: Iterable[int]
+) -> tuple[dict[int, str], dict[int, dict[str, str]]]:
+    """Of each job: its content digest, and its metadata (a job without any has no entry)."""
+    ids = list(job_ids)
+    digests = dict(session.execute(select(Job.id, Job.content_digest).where(Job.id.in_(ids))).all())
+    meta: dict[int, dict[str, str]] = {}
+    for job_id, key, value in session.execute(
+        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(ids))
+    ):
+        meta.setdefault(job_id, {})[key] = value
+    return digests, meta

@@ -1,5 +1,5 @@
-"""The offline HTML report of ingested jobs (see ``writer`` for the layout, ``pages`` for
-the pure page-rendering functions a server can call)."""
+"""The offline HTML report of ingested jobs: writes the pages of ``tracker.views`` to files
+(see ``writer`` for the layout)."""
 
 from tracker.report.writer import JobReport, Report, generate_report, write_report
 

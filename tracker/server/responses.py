@@ -6,12 +6,14 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import jinja2
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from tracker.output import json_safe
+from tracker.server.views import job_href
+from tracker.views.templates import environment
 
 if TYPE_CHECKING:
-    import jinja2
     import polars as pl
     from fastapi import Request
 
@@ -40,7 +42,7 @@ def rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
 
 
 def render(request: Request, template: str, **context: Any) -> str:
-    """A page from a template. The report's base template links plotly.js and runs an inline
+    """A page from a template. The shared base template links plotly.js and runs an inline
     script only when given ``plotly_src``: the server never does (its Content-Security-Policy
     forbids inline script) and links both scripts as files instead."""
     environment = request.app.state.served.templates
@@ -53,13 +55,8 @@ def page(request: Request, template: str, **context: Any) -> HTMLResponse:
 
 
 def templates() -> jinja2.Environment:
-    """The report's environment (autoescaped, its filters, its templates: ``base.html``,
+    """The shared pages' environment (autoescaped, its filters, its templates: ``base.html``,
     ``job.html``, ...) with the server's own pages under ``server/``."""
-    import jinja2
-
-    from tracker.report.templates import environment
-    from tracker.server.views import job_href
-
     report = environment()
     assert report.loader is not None
     served = report.overlay(

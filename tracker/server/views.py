@@ -2,7 +2,7 @@
 
 A job's digest is read (one indexed row) on every request, so a replaced or new job is
 seen at once; the work behind it (analysis, figures, downsampled curves) is cached. A job's
-page is the report's own (``tracker.report.pages.JobView`` and its template).
+page is the report's own (``tracker.views.pages.JobView`` and its template).
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from sqlalchemy.orm import Session
 
 from tracker.models import Job
 from tracker.store.catalog import get_job
+from tracker.views.job import JobContent, job_content
 
 if TYPE_CHECKING:
     from tracker.analysis.job import JobAnalysis
     from tracker.queries.compare import Comparison
-    from tracker.report.jobview import JobContent
     from tracker.server.deps import Served
 
 
@@ -48,9 +48,7 @@ def job_list(served: Served, session: Session) -> list[dict[str, Any]]:
 
 
 def live_job(served: Served, session: Session, name: str) -> JobContent:
-    """The report's content of one job page (``tracker.report.jobview``), and its analysis."""
-    from tracker.report.jobview import job_content
-
+    """The report's content of one job page (``tracker.views.job``), and its analysis."""
     key = (name, job_digest(session, name))
 
     def build() -> JobContent:

@@ -7,13 +7,14 @@ from pathlib import Path
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import FileResponse
 
+from tracker.views.templates import TEMPLATES as SHARED
+
 router = APIRouter(include_in_schema=False)
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
-REPORT = Path(__file__).resolve().parent.parent.parent / "report" / "templates"
-# name -> (file, media type): the report's figure script, the server's own scripts and style
+# name -> (file, media type): the shared figure script, the server's own scripts and style
 FILES = {
-    "render.js": (REPORT / "render.js", "text/javascript"),
+    "render.js": (SHARED / "render.js", "text/javascript"),
     "explorer.js": (STATIC / "explorer.js", "text/javascript"),
     "filter.js": (STATIC / "filter.js", "text/javascript"),
     "docs.js": (STATIC / "docs.js", "text/javascript"),

@@ -10,6 +10,7 @@ from fastapi.responses import HTMLResponse
 from tracker.server.deps import ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page, rows
 from tracker.server.views import comparison
+from tracker.views.across_jobs import comparison_view
 
 router = APIRouter(tags=["compare"])
 JobA = Annotated[str, Query(description="The earlier job.")]
@@ -20,8 +21,6 @@ JobB = Annotated[str, Query(description="The later job.")]
 def compare_page(
     request: Request, a: JobA, b: JobB, session: SessionDep, served: ServedDep
 ) -> HTMLResponse:
-    from tracker.report.crossjob import comparison_view
-
     # the report links a job as quote(FOLDER)/index.html: here the folder is /jobs/NAME
     folders = {name: f"/jobs/{name}" for name in (a, b)}
     view = comparison_view(comparison(served, session, a, b), folders)

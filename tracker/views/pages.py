@@ -1,10 +1,10 @@
-"""The report's pages as pure functions: view data in, one HTML string out. No file I/O.
+"""The pages as pure functions: view data in, one HTML string out. No file I/O.
 
-Templates live in ``templates/`` (see ``tracker.report.templates``) and escape every value
+Templates live in ``templates/`` (see ``tracker.views.templates``) and escape every value
 they are given. A figure is embedded as JSON in a ``<script type="application/json">``
 element (``figure_json`` writes ``<`` and ``>`` as ``\\u`` escapes, so no text can end it)
 and drawn by one small script with the plotly.js the page links by a relative path.
-A server can render the same pages by calling these functions with its own links.
+The report writes these pages to files; the server renders the same ones with its own links.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tracker.report.templates import environment
+from markupsafe import Markup
+
+from tracker.figures.style import figure_json
+from tracker.views.templates import environment
 
 if TYPE_CHECKING:
-    from markupsafe import Markup
-
     from tracker.analysis.verdict import Verdict
     from tracker.figures.style import Figure
 
@@ -40,10 +41,6 @@ class FigureSlot:
 
 def figure_slot(fig: Figure, key: str, title: str, height: int) -> FigureSlot:
     """A figure's slot: its JSON, or, when it has no trace, the note it shows instead."""
-    from markupsafe import Markup
-
-    from tracker.figures.style import figure_json
-
     if not fig["data"]:
         texts = [a["text"] for a in fig["layout"].get("annotations", ()) if a.get("text")]
         # the note was escaped for plotly; the template escapes it again itself
@@ -90,7 +87,7 @@ class IndexView:
     rows: list[JobRow]  # newest first
     tally: dict[str, int]  # summed over the jobs
     failing: int  # jobs with at least one FAIL
-    cross: Any  # tracker.report.crossjob.CrossJobView
+    cross: Any  # tracker.views.across_jobs.CrossJobView
     claims: Sequence[Mapping[str, Any]] = ()
     claims_note: str = CLAIMS_MISSING  # shown when there are no claim rows
     page_size: int = 25

@@ -1,19 +1,26 @@
-"""One job's page content from the database: what the report writes, and what a server
-can render with ``tracker.report.pages`` (no file is written here)."""
+"""One job's page content from the database: what the report writes and the server serves,
+rendered with ``tracker.views.pages`` (no file is written here)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tracker.report.values import counts, failures_first
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tracker.figures import memory_scaling, table4
+from tracker.figures.trajectories import trajectories_figure
+from tracker.models import Run
+from tracker.queries.derived import load_summary
+from tracker.store.catalog import get_job
+from tracker.store.jobdata import RUN_ORDER, load_probes
+from tracker.views.pages import JobFigure, JobView, figure_slot
+from tracker.views.values import counts, failures_first
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
     from tracker.analysis.expectations import Expectations
     from tracker.analysis.job import JobAnalysis
-    from tracker.report.pages import JobView
     from tracker.summary.grid import GridCurve
 
 # (file, title, height) of each figure, in page order
@@ -36,16 +43,6 @@ class JobContent:
 def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
     """One job's pages from its stored summary (tracker.store.derived) and probes; a job
     without a summary for ``exp`` is analysed from its points."""
-    from sqlalchemy import select
-
-    from tracker.figures import memory_scaling, table4
-    from tracker.figures.trajectories import trajectories_figure
-    from tracker.models import Run
-    from tracker.queries.derived import load_summary
-    from tracker.report.pages import JobFigure, JobView, figure_slot
-    from tracker.store.catalog import get_job
-    from tracker.store.jobdata import RUN_ORDER, load_probes
-
     job = get_job(session, name)
     summary = load_summary(session, job.id, exp)
     analysis = summary.analysis

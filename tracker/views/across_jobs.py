@@ -1,4 +1,5 @@
-"""What the index shows across jobs, as data for its template (no HTML here).
+"""What the report's index shows across jobs, and the server's comparison of two jobs, as
+data for their templates (no HTML here; the figures are ``tracker.figures.crossjob``'s).
 
 Job order is the ``time`` metadata given at ingest, else the ingest time (as every cross-job
 query). The section has the bytes/param of one model per variant over job time (figure and
@@ -14,6 +15,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+import polars as pl
+from sqlalchemy.orm import Session
+
 from tracker.figures.armloss import ARM_HEIGHT, arm_across_jobs
 from tracker.figures.crossjob import (
     BPP_HEIGHT,
@@ -26,17 +30,16 @@ from tracker.figures.crossjob import (
     val_loss_across_jobs,
     variant_order,
 )
-from tracker.report.pages import FigureSlot, figure_slot
+from tracker.queries import tables
+from tracker.queries.compare import Comparison, compare_verdicts
+from tracker.queries.selection import Selection
 from tracker.summary.grid import GridCurve
 from tracker.summary.trajectories import arm_order
+from tracker.views.pages import FigureSlot, figure_slot
 
 if TYPE_CHECKING:
-    import polars as pl
-    from sqlalchemy.orm import Session
-
     from tracker.analysis.expectations import Expectations
     from tracker.analysis.verdict import Verdict
-    from tracker.queries.compare import Comparison
 
 NOTE = "Across jobs: nothing to compare, this report covers {n} job{s} (two or more needed)."
 # Rows of the comparison table, most important first.
@@ -89,8 +92,6 @@ def _bpp_rows(
 ) -> list[BppRow]:
     """Per variant: the analytic total, the median over jobs, the newest job's value and how
     many jobs are off the analytic total."""
-    import polars as pl
-
     if choice.model is None:
         return []
     ok = probes.filter((pl.col("model") == choice.model) & pl.col("n_params").is_not_null())
@@ -127,8 +128,6 @@ def _bpp_rows(
 
 def comparison_view(comparison: Comparison, folders: Mapping[str, str]) -> ComparisonView:
     """Every row of the comparison, regressions first."""
-    import polars as pl
-
     table = comparison.table
     counted = dict.fromkeys(CHANGE_ORDER, 0)
     for change in table.get_column("change").to_list():
@@ -166,10 +165,6 @@ def cross_job_view(
     kept from when the job's page was made, so no curve is read here; ``latest``: the
     verdicts of the two most recent jobs, for their comparison.
     """
-    from tracker.queries import tables
-    from tracker.queries.compare import compare_verdicts
-    from tracker.queries.selection import Selection
-
     jobs = [Job(name, time) for name, time in selected.select("job", "time").iter_rows()]
     if len(jobs) < 2:
         return note(len(jobs))

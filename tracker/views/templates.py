@@ -1,4 +1,4 @@
-"""The report's one Jinja2 environment. Templates are package data under ``templates/``.
+"""The pages' one Jinja2 environment. Templates are package data under ``templates/``.
 
 Autoescaping is on for every ``.html`` template (and for strings rendered from Python), so
 every value from the database is escaped where it is written. ``report.css`` and the ``.js``
@@ -12,26 +12,36 @@ from __future__ import annotations
 
 import contextlib
 from functools import cache
-from typing import TYPE_CHECKING
+from pathlib import Path
 
-from tracker.report.values import fmt_value
+from jinja2 import (
+    Environment,
+    FileSystemBytecodeCache,
+    PackageLoader,
+    StrictUndefined,
+    select_autoescape,
+)
+from jinja2.bccache import Bucket
 
-if TYPE_CHECKING:
-    from jinja2 import BytecodeCache, Environment
+from tracker.figures.style import FONT, GRID, INK, MUTED, SURF, short_list
+from tracker.views.values import fmt_value
+
+# where the templates are, for what serves one of them as a file (``render.js``)
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def _bytecode_cache() -> BytecodeCache | None:
+class _QuietCache(FileSystemBytecodeCache):
+    """Jinja2's file cache, which gives up quietly where a compiled template cannot be kept."""
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        with contextlib.suppress(OSError):
+            super().dump_bytecode(bucket)
+
+
+def _bytecode_cache() -> FileSystemBytecodeCache | None:
     """Jinja2's file cache; none where it cannot be kept (the templates compile anyway)."""
-    from jinja2 import FileSystemBytecodeCache
-    from jinja2.bccache import Bucket
-
-    class QuietCache(FileSystemBytecodeCache):
-        def dump_bytecode(self, bucket: Bucket) -> None:
-            with contextlib.suppress(OSError):
-                super().dump_bytecode(bucket)
-
     try:
-        return QuietCache()
+        return _QuietCache()
     except (OSError, RuntimeError):  # no private temporary directory for this user
         return None
 
@@ -39,12 +49,8 @@ def _bytecode_cache() -> BytecodeCache | None:
 @cache
 def environment() -> Environment:
     """The environment every page is rendered with (one per process, templates cached)."""
-    from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
-
-    from tracker.figures.style import FONT, GRID, INK, MUTED, SURF, short_list
-
     env = Environment(
-        loader=PackageLoader("tracker.report", "templates"),
+        loader=PackageLoader("tracker.views", "templates"),
         autoescape=select_autoescape(("html",), default_for_string=True),
         undefined=StrictUndefined,
         trim_blocks=True,

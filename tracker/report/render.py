@@ -1,0 +1,100 @@
+"""Rendering the job pages of a report: each job's folder, written by this process or, with
+many jobs on two cores, half of them by a second one."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from dataclasses import dataclass
+from multiprocessing.reduction import ForkingPickler
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from tracker.analysis.expectations import Expectations
+from tracker.analysis.job import to_json
+from tracker.report.files import INDEX, PLOTLY_JS, write_text
+from tracker.store.db import open_database
+from tracker.views.job import job_content
+from tracker.views.pages import figure_page, job_page
+
+# from this many jobs to render on, a second process renders half of them (it takes about
+# a second to start: its imports)
+PARALLEL_FROM = 16
+
+
+@dataclass(frozen=True)
+class Task:
+    """One job's pages to render (picklable: it may go to the second process)."""
+
+    name: str
+    folder: str
+    key: str
+    out_dir: Path
+    generated: str
+
+
+def render_job(session: Session, exp: Expectations, task: Task) -> dict[str, Any]:
+    """Write one job's folder; return its manifest entry."""
+    content = job_content(session, task.name, exp)
+    view, analysis = content.view, content.analysis
+    folder = task.out_dir / task.folder
+    folder.mkdir(exist_ok=True)
+    write_text(folder / "mem_analysis.json", to_json(analysis.mem) + "\n")
+    write_text(folder / "gpt_analysis.json", to_json(analysis.gpt) + "\n")
+    write_text(folder / "verdicts.json", to_json([v.as_dict() for v in analysis.verdicts]) + "\n")
+    links = dict(plotly_src=f"../{PLOTLY_JS}", index_href=f"../{INDEX}")
+    for fig in view.figures:
+        write_text(folder / fig.file, figure_page(view, fig, task.generated, **links))
+    write_text(folder / INDEX, job_page(view, task.generated, **links))
+    return {
+        "key": task.key,
+        "folder": task.folder,
+        "tally": view.tally,
+        "notes": view.notes,
+        "probes": content.probes,
+        "arms": content.arms,
+        "curves": {arm: curve.to_json() for arm, curve in content.curves.items()},
+    }
+
+
+# The second process's own database session and expectations.
+_worker: tuple[Session, Expectations] | None = None
+
+
+def _open_worker(url: str, exp: Expectations) -> None:
+    global _worker
+    _worker = (Session(open_database(url)), exp)
+
+
+def _render_in_worker(task: Task) -> dict[str, Any]:
+    assert _worker is not None
+    return render_job(*_worker, task)
+
+
+def render_all(session: Session, exp: Expectations, tasks: list[Task]) -> dict[str, dict[str, Any]]:
+    """Every task's job rendered; with enough of them on two cores, half by a second
+    process, which opens its own connection and returns small data. It is spawned, not
+    forked: polars' thread pool does not survive a fork (the child would deadlock)."""
+    if len(tasks) < PARALLEL_FROM or (os.cpu_count() or 1) < 2:
+        return {task.name: render_job(session, exp, task) for task in tasks}
+    url = session.get_bind().engine.url.render_as_string(hide_password=False)
+    context = multiprocessing.get_context("spawn")
+    # the expectations hold read-only mappings, which pickle as the dicts they wrap
+    ForkingPickler.register(MappingProxyType, _mapping_proxy)
+    with context.Pool(1, initializer=_open_worker, initargs=(url, exp)) as pool:
+        theirs = pool.map_async(_render_in_worker, tasks[1::2], chunksize=2)
+        mine = [render_job(session, exp, task) for task in tasks[0::2]]
+        results = dict(zip([t.name for t in tasks[0::2]], mine, strict=True))
+        results.update(zip([t.name for t in tasks[1::2]], theirs.get(), strict=True))
+    return results
+
+
+def _mapping_proxy(proxy: MappingProxyType[Any, Any]) -> tuple[Any, tuple[dict[Any, Any]]]:
+    return _read_only, (dict(proxy),)
+
+
+def _read_only(mapping: dict[Any, Any]) -> MappingProxyType[Any, Any]:
+    return MappingProxyType(mapping)
