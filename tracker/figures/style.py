@@ -11,12 +11,13 @@ import base64
 import html
 import json
 import math
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 import numpy as np
+
+from tracker.domain import ArmName
 
 # A figure as plotly.js takes it: "data" (list of trace dicts) and "layout" (a dict).
 Figure = dict[str, Any]
@@ -71,7 +72,6 @@ VARIANT_LABELS: dict[str, str] = {
     "quant_only": "Optimizer quant only",
     "linear": "Linear-quant FlashAdamW",
 }
-_ARM = re.compile(r"^(?P<variant>.+)_s(?P<seed>[0-9]+)$")
 
 
 def plot_text(value: object) -> str:
@@ -85,10 +85,10 @@ def plot_text(value: object) -> str:
 
 def split_arm(arm: str) -> tuple[str, int | None]:
     """``"flash_s0"`` -> ``("flash", 0)``; a name without a seed suffix -> ``(arm, None)``."""
-    match = _ARM.match(arm)
-    if match is None:
+    name = ArmName.find(arm)
+    if name is None:
         return arm, None
-    return match["variant"], int(match["seed"])
+    return name.variant, name.seed
 
 
 class Palette:
