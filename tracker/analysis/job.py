@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from tracker.analysis.memory import memory_analysis, memory_notes, memory_verdicts
 from tracker.analysis.training import analyze_training
 from tracker.analysis.verdict import Verdict
+from tracker.domain import JobData
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
     import polars as pl
 
     from tracker.analysis.expectations import Expectations
-    from tracker.store.jobdata import JobData
 
 __all__ = ["JobAnalysis", "analyze_job", "to_json"]
 
