@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import load_expectations
 from tracker.config import database_url
+from tracker.domain import LOSS
 from tracker.queries import claims as _claims
 from tracker.queries import compare as _compare
 from tracker.queries import tables
@@ -121,7 +122,7 @@ def curve(
     arm: Iterable[str] | str,
     *,
     job: Iterable[str] | str | None = None,
-    metric: str = "loss",
+    metric: str = LOSS,
     ema: float | None = None,
     every: int = 1,
 ) -> pl.DataFrame:

@@ -17,6 +17,7 @@ import typer
 from typer.core import TyperGroup
 
 from tracker.config import DATABASE_URL_ENV, database_url
+from tracker.domain import DEFAULT_ARM_MODEL, LOSS
 from tracker.errors import TrackerError
 from tracker.output import Format, render
 
@@ -126,7 +127,7 @@ def ingest(
     ] = False,
     arm_model: Annotated[
         str, typer.Option(help="Model of arms whose summary JSON names none.")
-    ] = "gpt-124m",
+    ] = DEFAULT_ARM_MODEL,
 ) -> None:
     """Store finished job directories in the database, one transaction per job.
 
@@ -453,7 +454,7 @@ def query_curve(
     ctx: typer.Context,
     arm: Annotated[list[str], typer.Option("--arm", help="Arm name, e.g. ref_s0; repeatable.")],
     job: JobFilter = None,
-    metric: Annotated[str, typer.Option(help="Curve column.")] = "loss",
+    metric: Annotated[str, typer.Option(help="Curve column.")] = LOSS,
     ema: Annotated[
         float | None,
         typer.Option(max=1.0, help="Add an EMA column with this alpha (0 < ALPHA <= 1)."),
