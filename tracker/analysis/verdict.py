@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-PASS, FAIL, NA = "PASS", "FAIL", "N/A"
+from tracker.domain import Status
+
+PASS, FAIL, NA = Status.PASS, Status.FAIL, Status.NA
 
 
 @dataclass(frozen=True)
@@ -15,14 +17,14 @@ class Verdict:
     measured: float | bool | str | None
     expected: float | bool | str | None
     tolerance: float | None
-    status: str  # PASS, FAIL or N/A
+    status: str  # a Status: PASS, FAIL or N/A (plain text when read back from storage)
     detail: str  # one line for people
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def within(measured: float | None, expected: float | None, tolerance: float) -> str:
+def within(measured: float | None, expected: float | None, tolerance: float) -> Status:
     """PASS when |measured - expected| <= tolerance; N/A when either side is missing."""
     if measured is None or expected is None or measured != measured:
         return NA if measured is None or expected is None else FAIL

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tracker.domain import Status
 from tracker.report.templates import environment
 
 if TYPE_CHECKING:
@@ -156,4 +157,4 @@ def meta_text(meta: Mapping[str, str]) -> str:
 
 def status_of(tally: Mapping[str, int]) -> str:
     """What the jobs table filters on: any FAIL, else any PASS, else nothing checked."""
-    return "fail" if tally.get("FAIL") else "pass" if tally.get("PASS") else "na"
+    return "fail" if tally.get(Status.FAIL) else "pass" if tally.get(Status.PASS) else "na"

@@ -34,6 +34,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import tracker
+from tracker.domain import Status
 from tracker.errors import NotADirectory
 
 if TYPE_CHECKING:
@@ -353,12 +354,12 @@ def generate_report(
         )
         for name, time in reversed(ordered.select("job", "time").rows())
     ]
-    tally = {status: sum(row.tally[status] for row in rows) for status in ("PASS", "FAIL", "N/A")}
+    tally: dict[str, int] = {status: sum(row.tally[status] for row in rows) for status in Status}
     claim_rows = claims(session, selection or Selection(), exp, jobs=ordered).to_dicts()
     view = IndexView(
         rows=rows,
         tally=tally,
-        failing=sum(row.tally["FAIL"] > 0 for row in rows),
+        failing=sum(row.tally[Status.FAIL] > 0 for row in rows),
         cross=cross,
         claims=claim_rows,
         claims_note="No claim could be judged: no job of this report has what they need.",
