@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import html
 import json
-import math
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from tracker.domain import ArmName
+from tracker.jsonio import null_non_finite
 
 # A figure as plotly.js takes it: "data" (list of trace dicts) and "layout" (a dict).
 Figure = dict[str, Any]
@@ -330,17 +330,6 @@ def _typed_array(value: Any) -> Any:
     raise TypeError(f"cannot write {type(value).__name__} into a figure")
 
 
-def _finite(value: Any) -> Any:
-    """``value`` with every non-finite float as None (JSON has no NaN; plotly draws a gap)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(item) for item in value]
-    return value
-
-
 def packed(values: np.ndarray, dtype: str) -> str:
     """An array kept in JSON: base64 of its bytes as ``dtype`` (e.g. ``"<f8"``), exact and
     parsed many times faster than a list of numbers."""
@@ -361,7 +350,7 @@ def figure_json(fig: Figure) -> str:
     try:
         text = json.dumps(fig, default=_typed_array, separators=(",", ":"), allow_nan=False)
     except ValueError:
-        text = json.dumps(_finite(fig), default=_typed_array, separators=(",", ":"))
+        text = json.dumps(null_non_finite(fig), default=_typed_array, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e")
 
 

@@ -133,7 +133,7 @@ def _write_if_changed(path: Path, data: bytes) -> None:
 
 def _render_job(session: Session, exp: Expectations, task: _Task) -> dict[str, Any]:
     """Write one job's folder; return its manifest entry."""
-    from tracker.analysis.job import to_json
+    from tracker.jsonio import to_json
     from tracker.report.jobview import job_content
     from tracker.report.pages import figure_page, job_page
 
@@ -254,8 +254,8 @@ def generate_report(
     """
     from sqlalchemy import select
 
-    from tracker.analysis.job import to_json
     from tracker.figures.crossjob import GridCurve
+    from tracker.jsonio import to_json
     from tracker.models import Job as JobRow
     from tracker.models import JobMeta
     from tracker.queries.claims import claims

@@ -6,6 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response
 
+from tracker.jsonio import to_json
 from tracker.server.deps import ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page, render, rows
 from tracker.server.views import digests, job_analysis, job_list, live_job
@@ -62,8 +63,6 @@ def job_page(request: Request, name: str, session: SessionDep, served: ServedDep
 @router.get("/jobs/{name}/{file}", include_in_schema=False)
 def job_file(request: Request, name: str, file: str, session: SessionDep, served: ServedDep):
     """What the report writes beside a job's page, so that its links work here too."""
-    from tracker.analysis.job import to_json
-
     job = live_job(served, session, name)
     figures = {figure.file: figure for figure in job.view.figures}
     if file in figures:
