@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from tracker.domain import Status
+from tracker.jsonio import null_non_finite
 
 PASS, FAIL, NA = Status.PASS, Status.FAIL, Status.NA
 
@@ -29,3 +31,10 @@ def within(measured: float | None, expected: float | None, tolerance: float) -> 
     if measured is None or expected is None or measured != measured:
         return NA if measured is None or expected is None else FAIL
     return PASS if abs(measured - expected) <= tolerance else FAIL
+
+
+def verdicts_document(verdicts: Iterable[Verdict]) -> list[dict[str, Any]]:
+    """Verdicts as JSON objects, the same on every route that gives them (the report's and the
+    server's ``verdicts.json``, ``/api/jobs/NAME``): a non-finite number is null, as in the
+    study's files (``tracker.jsonio``'s null policy)."""
+    return null_non_finite([verdict.as_dict() for verdict in verdicts])

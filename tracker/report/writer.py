@@ -133,6 +133,7 @@ def _write_if_changed(path: Path, data: bytes) -> None:
 
 def _render_job(session: Session, exp: Expectations, task: _Task) -> dict[str, Any]:
     """Write one job's folder; return its manifest entry."""
+    from tracker.analysis.verdict import verdicts_document
     from tracker.jsonio import to_json
     from tracker.report.jobview import job_content
     from tracker.report.pages import figure_page, job_page
@@ -143,7 +144,7 @@ def _render_job(session: Session, exp: Expectations, task: _Task) -> dict[str, A
     folder.mkdir(exist_ok=True)
     _write(folder / "mem_analysis.json", to_json(analysis.mem) + "\n")
     _write(folder / "gpt_analysis.json", to_json(analysis.gpt) + "\n")
-    _write(folder / "verdicts.json", to_json([v.as_dict() for v in analysis.verdicts]) + "\n")
+    _write(folder / "verdicts.json", to_json(verdicts_document(analysis.verdicts)) + "\n")
     links = dict(plotly_src=f"../{PLOTLY_JS}", index_href=f"../{INDEX}")
     for fig in view.figures:
         _write(folder / fig.file, figure_page(view, fig, task.generated, **links))
