@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from tests.conftest import Cli
 from tests.golden.cases import CASES, OUTPUTS, run_reference
 from tracker.analysis.expectations import Expectations, load_expectations
-from tracker.analysis.job import JobAnalysis, analyze_job, to_json
+from tracker.analysis.job import JobAnalysis, analyze_job
 from tracker.analysis.memory import PROBE_SCHEMA as MEMORY_PROBE_SCHEMA
 from tracker.analysis.memory import memory_analysis, memory_verdicts
 from tracker.analysis.training import training_analysis, training_verdicts
@@ -30,6 +30,7 @@ from tracker.analysis.verdict import FAIL, NA, PASS, Verdict
 from tracker.errors import BadExpectations
 from tracker.jobdir.reader import parse_curve_csv
 from tracker.jobdir.sample import OOM_ERROR, write_sample_job
+from tracker.jsonio import to_json
 from tracker.store.jobdata import JobData, load_job_data
 
 REPO = Path(__file__).resolve().parents[1]

@@ -167,6 +167,29 @@ def test_job_files_are_the_reports(client: TestClient, study: Cli) -> None:
     assert redirect.status_code in (307, 308) and redirect.headers["location"].endswith("/jobs/j3/")
 
 
+def test_the_same_verdicts_give_the_same_json_on_every_route(
+    cli: Cli, db_url: str, tmp_path: Path
+) -> None:
+    """Non-finite measured values: /api/jobs/NAME, the server's verdicts.json and the report's
+    verdicts.json write them alike (null, as the study's files do)."""
+    job = write_sample_job(tmp_path / "odd", steps=200)
+    for arm, value in (("flash_s0", "NaN"), ("ref_s1", "Infinity"), ("ref_s0", "-Infinity")):
+        summary = tmp_path / "odd" / f"{arm}.json"
+        summary.write_text(
+            summary.read_text().replace('"val_loss": ', f'"val_loss": {value}, "_": ')
+        )
+    cli("ingest", str(job))
+    cli("report", "--out", str(tmp_path / "report"))
+    written = json.loads((tmp_path / "report" / "odd" / "verdicts.json").read_text())
+    with client_for(db_url) as client:
+        served = client.get("/jobs/odd/verdicts.json")
+        api = client.get("/api/jobs/odd").json()["verdicts"]
+    assert served.content.decode() == (tmp_path / "report" / "odd" / "verdicts.json").read_text()
+    assert api == served.json() == written
+    measured = {v["subject"]: v["measured"] for v in api if v["check"] == "val_loss"}
+    assert measured == {"flash_s0": None, "ref_s1": None, "ref_s0": None}
+
+
 def test_job_list_is_in_job_order(client: TestClient) -> None:
     html = client.get("/").text
     table = html[html.index('id="jobs"') :]

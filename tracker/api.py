@@ -34,6 +34,7 @@ from tracker.access import (
     with_session,
 )
 from tracker.analysis.expectations import load_expectations
+from tracker.domain import LOSS
 from tracker.queries import claims as _claims
 from tracker.queries import compare as _compare
 from tracker.queries import tables
@@ -140,7 +141,7 @@ def curve(
     arm: Iterable[str] | str,
     *,
     job: Iterable[str] | str | None = None,
-    metric: str = "loss",
+    metric: str = LOSS,
     ema: float | None = None,
     every: int = 1,
 ) -> pl.DataFrame:

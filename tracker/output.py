@@ -1,43 +1,24 @@
 """Rendering rows for the terminal or for scripts: ``--format table|csv|json``.
 
-Works on plain lists of dicts so that light commands never import polars.
+Works on plain lists of dicts so that light commands never import polars. JSON follows the
+API policy of ``tracker.jsonio``.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
-import math
-from datetime import UTC, datetime
-from decimal import Decimal
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # every time shown, in UTC; naive ones are stored UTC
+from tracker.jsonio import format_time, to_api_json
 
 
 class Format(StrEnum):
     table = "table"
     csv = "csv"
     json = "json"
-
-
-def format_time(moment: datetime) -> str:
-    aware = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return aware.astimezone(UTC).strftime(TIME_FORMAT)
-
-
-def json_safe(value: Any) -> Any:
-    """A value as ``--format json`` writes it: non-finite numbers as strings (standard JSON
-    has none), null for missing only, times in the listings' format."""
-    if isinstance(value, datetime):
-        return format_time(value)
-    if isinstance(value, Decimal):  # PostgreSQL NUMERIC: a JSON number, as on SQLite
-        value = float(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    return value
 
 
 def _cell(value: Any) -> str:
@@ -58,8 +39,7 @@ def render(rows: list[dict[str, Any]], fmt: Format, columns: list[str] | None = 
     """Rows as an aligned table, CSV (with header) or a JSON list of objects."""
     names = columns or (list(rows[0]) if rows else [])
     if fmt is Format.json:
-        data = [{name: json_safe(row.get(name)) for name in names} for row in rows]
-        return json.dumps(data, indent=2, default=str)
+        return to_api_json([{name: row.get(name) for name in names} for row in rows], indent=2)
     if fmt is Format.csv:
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")

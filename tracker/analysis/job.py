@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tracker.analysis.memory import memory_analysis, memory_notes, memory_verdicts
 from tracker.analysis.training import analyze_training
 from tracker.analysis.verdict import Verdict
+from tracker.domain import JobData
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -18,9 +16,8 @@ if TYPE_CHECKING:
     import polars as pl
 
     from tracker.analysis.expectations import Expectations
-    from tracker.store.jobdata import JobData
 
-__all__ = ["JobAnalysis", "analyze_job", "to_json"]
+__all__ = ["JobAnalysis", "analyze_job"]
 
 
 @dataclass
@@ -51,24 +48,3 @@ def analyze_job(
     verdicts.extend(training.verdicts)
     notes.extend(training.notes)
     return JobAnalysis(mem, training.gpt, verdicts, notes)
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(key): _jsonable(value) for key, value in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(value) for value in obj]
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return _jsonable(dataclasses.asdict(obj))
-    return obj
-
-
-def to_json(obj: Any) -> str:
-    """``obj`` as indented JSON (indent=2) with NaN and +-inf written as ``null``.
-
-    Python's ``json`` would write the bare tokens ``NaN`` / ``Infinity``, which strict JSON
-    parsers (browsers, jq) reject. Dataclasses (``Verdict``, ``JobAnalysis``) become objects.
-    """
-    return json.dumps(_jsonable(obj), indent=2, allow_nan=False)

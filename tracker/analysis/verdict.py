@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-PASS, FAIL, NA = "PASS", "FAIL", "N/A"
+from tracker.domain import Status
+from tracker.jsonio import null_non_finite
+
+PASS, FAIL, NA = Status.PASS, Status.FAIL, Status.NA
 
 
 @dataclass(frozen=True)
@@ -15,15 +19,22 @@ class Verdict:
     measured: float | bool | str | None
     expected: float | bool | str | None
     tolerance: float | None
-    status: str  # PASS, FAIL or N/A
+    status: str  # a Status: PASS, FAIL or N/A (plain text when read back from storage)
     detail: str  # one line for people
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def within(measured: float | None, expected: float | None, tolerance: float) -> str:
+def within(measured: float | None, expected: float | None, tolerance: float) -> Status:
     """PASS when |measured - expected| <= tolerance; N/A when either side is missing."""
     if measured is None or expected is None or measured != measured:
         return NA if measured is None or expected is None else FAIL
     return PASS if abs(measured - expected) <= tolerance else FAIL
+
+
+def verdicts_document(verdicts: Iterable[Verdict]) -> list[dict[str, Any]]:
+    """Verdicts as JSON objects, the same on every route that gives them (the report's and the
+    server's ``verdicts.json``, ``/api/jobs/NAME``): a non-finite number is null, as in the
+    study's files (``tracker.jsonio``'s null policy)."""
+    return null_non_finite([verdict.as_dict() for verdict in verdicts])

@@ -12,6 +12,7 @@ import typer
 from tracker.cli.base import app
 from tracker.cli.base import parse_meta as _parse_meta
 from tracker.cli.base import state as _state
+from tracker.domain import DEFAULT_ARM_MODEL
 
 PROGRESS_MIN_BYTES = 10_000_000
 
@@ -31,7 +32,7 @@ def ingest(
     ] = False,
     arm_model: Annotated[
         str, typer.Option(help="Model of arms whose summary JSON names none.")
-    ] = "gpt-124m",
+    ] = DEFAULT_ARM_MODEL,
 ) -> None:
     """Store finished job directories in the database, one transaction per job.
 

@@ -20,6 +20,7 @@ from tracker.cli.base import (
     where_pairs,
 )
 from tracker.cli.output import print_frame, print_rows
+from tracker.domain import LOSS
 from tracker.output import Format
 
 
@@ -90,7 +91,7 @@ def query_curve(
     ctx: typer.Context,
     arm: Annotated[list[str], typer.Option("--arm", help="Arm name, e.g. ref_s0; repeatable.")],
     job: JobFilter = None,
-    metric: Annotated[str, typer.Option(help="Curve column.")] = "loss",
+    metric: Annotated[str, typer.Option(help="Curve column.")] = LOSS,
     ema: Annotated[
         float | None,
         typer.Option(max=1.0, help="Add an EMA column with this alpha (0 < ALPHA <= 1)."),

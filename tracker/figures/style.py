@@ -10,13 +10,13 @@ from __future__ import annotations
 import base64
 import html
 import json
-import math
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
+from tracker.jsonio import null_non_finite
 from tracker.summary.arms import split_arm
 
 # A figure as plotly.js takes it: "data" (list of trace dicts) and "layout" (a dict).
@@ -322,17 +322,6 @@ def _typed_array(value: Any) -> Any:
     raise TypeError(f"cannot write {type(value).__name__} into a figure")
 
 
-def _finite(value: Any) -> Any:
-    """``value`` with every non-finite float as None (JSON has no NaN; plotly draws a gap)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(item) for item in value]
-    return value
-
-
 def figure_json(fig: Figure) -> str:
     """``fig`` as compact strict JSON that is safe inside an HTML ``<script>`` element.
 
@@ -342,7 +331,7 @@ def figure_json(fig: Figure) -> str:
     try:
         text = json.dumps(fig, default=_typed_array, separators=(",", ":"), allow_nan=False)
     except ValueError:
-        text = json.dumps(_finite(fig), default=_typed_array, separators=(",", ":"))
+        text = json.dumps(null_non_finite(fig), default=_typed_array, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e")
 
 

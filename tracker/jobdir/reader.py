@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tracker.domain import LOSS, ArmName
 from tracker.errors import BadInput, BadJobName, NoSuchDirectory, NotADirectory, NothingToIngest
 
 if TYPE_CHECKING:
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
 
 PROBE_FILE = "mem_sweep.json"
 JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-ARM_NAME = re.compile(r"(?P<variant>[A-Za-z0-9][A-Za-z0-9._-]*)_s(?P<seed>[0-9]{1,9})")
 NAME_MAX = 200
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 SURROGATES = re.compile(r"[\ud800-\udfff]")
@@ -155,7 +155,7 @@ def scan_job(directory: Path, name: str | None = None) -> JobDirectory:
             probes.extend(parse_probe_file(path.name, data))
         elif path.suffix == ".csv":
             csvs[path.stem] = path
-        elif path.suffix == ".json" and ARM_NAME.fullmatch(path.stem):
+        elif path.suffix == ".json" and ArmName.find(path.stem) is not None:
             summaries[path.stem] = path
         else:
             skipped.append(path.name)
@@ -172,12 +172,12 @@ def scan_job(directory: Path, name: str | None = None) -> JobDirectory:
 
 
 def _pair_arm_files(stem: str, csv_path: Path, summaries: dict[str, Path]) -> ArmFiles:
-    match = ARM_NAME.fullmatch(stem)
-    if match is None:
+    name = ArmName.find(stem)
+    if name is None:
         raise BadInput(path=csv_path.name, problem="arm file not named <variant>_s<seed>.csv")
     if stem not in summaries:
         raise BadInput(path=csv_path.name, problem=f"arm without its summary {stem}.json")
-    return ArmFiles(stem, match["variant"], int(match["seed"]), csv_path, summaries[stem])
+    return ArmFiles(stem, name.variant, name.seed, csv_path, summaries[stem])
 
 
 def _merge_duplicates(probes: list[ProbeRecord]) -> list[ProbeRecord]:
@@ -411,7 +411,7 @@ def parse_curve_csv(filename: str, data: bytes) -> pl.DataFrame:
         present = raw[name].is_not_null() & (raw[name] != "")
         values = raw[name].cast(pl.Float64, strict=False)
         unparsed = present & values.is_null()
-        if name != "loss" and present.any() and unparsed.sum() == present.sum():
+        if name != LOSS and present.any() and unparsed.sum() == present.sum():
             continue  # a text column (a phase name, a timestamp): not a metric
         fail(unparsed, name, "is not a number")
         columns.append(values.alias(name))
@@ -437,7 +437,7 @@ def _header(filename: str, text: str) -> list[str]:
         header = [name.strip() for name in next(csv.reader([first]))]
     except csv.Error as exc:
         raise BadInput(path=f"{filename} line 1", problem=f"malformed CSV header: {exc}") from None
-    for required in ("step", "loss"):
+    for required in ("step", LOSS):
         if required not in header:
             raise BadInput(path=filename, problem="header must have 'step' and 'loss' columns")
     for position, name in enumerate(header, start=1):

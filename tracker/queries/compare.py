@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis.job import analyze_job
 from tracker.analysis.verdict import FAIL, NA, PASS, Verdict
+from tracker.domain import ArmName, Change
 from tracker.models import Job, Run
 from tracker.queries.derived import load_derived
 from tracker.store.jobdata import load_job_data
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 BPP_CHECKS = ("bpp_params", "bpp_state", "bpp_grads")
 EMA_CHECK = "ema_delta_vs_seed_noise"
 VAL_LOSS_CHECK = "val_loss"
-CHANGES = ("regressed", "fixed", "new", "gone", "changed", "noise", "same")
+CHANGES = tuple(Change)  # in table order
 
 
 @dataclass
@@ -60,7 +61,7 @@ class Comparison:
         counts = {change: 0 for change in CHANGES}
         for change in self.table["change"]:
             counts[change] += 1
-        n = counts["regressed"]
+        n = counts[Change.REGRESSED]
         kinds = ", ".join(f"{count} {change}" for change, count in counts.items())
         return f"{n} regression{'' if n == 1 else 's'} from {self.job_a} to {self.job_b} ({kinds})"
 
@@ -115,7 +116,9 @@ def _stochastic(a: Verdict, b: Verdict, exp: Expectations, noise: SeedNoise) -> 
     if after is None or before is None or not math.isfinite(after):
         return True, "deterministic: the validation loss is not a number"
     rise = after - before
-    pool = [v for v in noise.val_loss.get(b.subject.rpartition("_s")[0], []) if math.isfinite(v)]
+    arm = ArmName.find(b.subject)
+    pool = noise.val_loss.get(arm.variant, []) if arm is not None else []
+    pool = [v for v in pool if math.isfinite(v)]
     if len(pool) >= gate.min_noise_jobs:
         # the difference of two runs varies sqrt(2) times as much as one run
         spread = _upper_bound(pool, gate.alpha) - statistics.fmean(pool)
@@ -136,30 +139,30 @@ def _change(
     exp: Expectations,
     passed: set[str],
     noise: SeedNoise,
-) -> tuple[str, str | None]:
+) -> tuple[Change, str | None]:
     """The kind of change and, for a regression or noise, the rule that decided."""
     if a is None:
         assert b is not None
         # a subject that passed something before and now fails anew (a probe now out of memory)
         if b.status == FAIL and b.subject in passed:
-            return "regressed", "deterministic: a new FAIL of a subject that passed before"
-        return "new", None
+            return Change.REGRESSED, "deterministic: a new FAIL of a subject that passed before"
+        return Change.NEW, None
     if a.status == PASS and (b is None or b.status == NA):
-        return "regressed", f"fail closed: PASS -> {'gone' if b is None else 'N/A'}"
+        return Change.REGRESSED, f"fail closed: PASS -> {'gone' if b is None else 'N/A'}"
     if b is None:
-        return "gone", None
+        return Change.GONE, None
     if a.status == PASS and b.status == FAIL:
         if a.check in (EMA_CHECK, VAL_LOSS_CHECK):
             beyond, rule = _stochastic(a, b, exp, noise)
-            return ("regressed" if beyond else "noise"), rule
-        return "regressed", "deterministic: PASS -> FAIL"
+            return (Change.REGRESSED if beyond else Change.NOISE), rule
+        return Change.REGRESSED, "deterministic: PASS -> FAIL"
     if a.status == FAIL and b.status == PASS:
-        return "fixed", None
+        return Change.FIXED, None
     rise = _delta(a, b)
     tolerance = exp.memory.bpp_tolerance
     if a.check in BPP_CHECKS and rise is not None and rise > tolerance:
-        return "regressed", f"deterministic: bytes/param rose by more than {tolerance:g}"
-    return ("same" if a.status == b.status else "changed"), None
+        return Change.REGRESSED, f"deterministic: bytes/param rose by more than {tolerance:g}"
+    return (Change.SAME if a.status == b.status else Change.CHANGED), None
 
 
 def _delta(a: Verdict | None, b: Verdict | None) -> float | None:
@@ -250,6 +253,6 @@ def compare_verdicts(
         f"{row['status_b'] or 'gone'}"
         + (f" (delta {row['delta']:+.4g})" if row["delta"] is not None else "")
         + f"; {row['rule']}"
-        for row in table.filter(pl.col("change") == "regressed").iter_rows(named=True)
+        for row in table.filter(pl.col("change") == Change.REGRESSED).iter_rows(named=True)
     ]
     return Comparison(job_a, job_b, table, regressions)

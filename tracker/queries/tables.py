@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
+from tracker.domain import LOSS
 from tracker.errors import UnknownArm, UnknownMetric, known_names
 from tracker.models import Curve, Probe, Run
 from tracker.queries.selection import Selection, selected_jobs
@@ -113,7 +114,7 @@ def runs(
             Run.val_loss,
             Run.diverged,
         )
-        .outerjoin(Curve, and_(Curve.run_id == Run.id, Curve.metric == "loss"))
+        .outerjoin(Curve, and_(Curve.run_id == Run.id, Curve.metric == LOSS))
         .order_by(Run.variant, Run.seed, Run.arm),
         Run,
         selection,
@@ -176,7 +177,7 @@ def curve(
     selection: Selection,
     arms: tuple[str, ...],
     *,
-    metric: str = "loss",
+    metric: str = LOSS,
     ema_alpha: float | None = None,
     every: int = 1,
 ) -> pl.DataFrame:

@@ -11,8 +11,9 @@ import polars as pl
 from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import Expectations
-from tracker.analysis.job import to_json
 from tracker.analysis.verdict import Verdict
+from tracker.domain import Status
+from tracker.jsonio import to_json
 from tracker.queries.claims import claims
 from tracker.queries.derived import load_derived
 from tracker.queries.selection import Selection
@@ -74,11 +75,11 @@ def index_view(
     latest = latest_verdicts(session, ordered.get_column("job_id").to_list(), exp)
     cross = cross_job_view(session, ordered, folders, curves, latest, exp)
     rows = table_rows(ordered, folders, entries, meta)
-    tally = {status: sum(row.tally[status] for row in rows) for status in ("PASS", "FAIL", "N/A")}
+    tally: dict[str, int] = {status: sum(row.tally[status] for row in rows) for status in Status}
     return IndexView(
         rows=rows,
         tally=tally,
-        failing=sum(row.tally["FAIL"] > 0 for row in rows),
+        failing=sum(row.tally[Status.FAIL] > 0 for row in rows),
         cross=cross,
         claims=claims(session, selection, exp, jobs=ordered).to_dicts(),
         claims_note=CLAIMS_NONE,

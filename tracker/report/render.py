@@ -14,7 +14,8 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import Expectations
-from tracker.analysis.job import to_json
+from tracker.analysis.verdict import verdicts_document
+from tracker.jsonio import to_json
 from tracker.report.files import INDEX, PLOTLY_JS, write_text
 from tracker.store.db import open_database
 from tracker.views.job import job_content
@@ -44,7 +45,7 @@ def render_job(session: Session, exp: Expectations, task: Task) -> dict[str, Any
     folder.mkdir(exist_ok=True)
     write_text(folder / "mem_analysis.json", to_json(analysis.mem) + "\n")
     write_text(folder / "gpt_analysis.json", to_json(analysis.gpt) + "\n")
-    write_text(folder / "verdicts.json", to_json([v.as_dict() for v in analysis.verdicts]) + "\n")
+    write_text(folder / "verdicts.json", to_json(verdicts_document(analysis.verdicts)) + "\n")
     links = dict(plotly_src=f"../{PLOTLY_JS}", index_href=f"../{INDEX}")
     for fig in view.figures:
         write_text(folder / fig.file, figure_page(view, fig, task.generated, **links))

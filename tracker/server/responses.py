@@ -1,15 +1,15 @@
-"""JSON as ``--format json`` writes it (NaN null, +-inf "Infinity"), and HTML from templates."""
+"""JSON as ``--format json`` writes it (``tracker.jsonio``'s API policy: NaN "NaN", +-inf
+"Infinity"/"-Infinity", null for missing), and HTML from templates."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jinja2
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from tracker.output import json_safe
+from tracker.jsonio import to_api_json
 from tracker.server.views import job_href
 from tracker.views.templates import environment
 
@@ -20,20 +20,11 @@ if TYPE_CHECKING:
 TEMPLATES = Path(__file__).parent / "templates"
 
 
-def _safe(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_safe(v) for v in value]
-    return json_safe(value)
-
-
 class TrackerJSON(JSONResponse):
     """Strict JSON: a non-finite number can never slip through as ``NaN``."""
 
     def render(self, content: Any) -> bytes:
-        text = json.dumps(_safe(content), allow_nan=False, default=str, separators=(",", ":"))
-        return text.encode("utf-8")
+        return to_api_json(content).encode("utf-8")
 
 
 def rows(frame: pl.DataFrame) -> list[dict[str, Any]]:

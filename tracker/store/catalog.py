@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from tracker.domain import LOSS
 from tracker.errors import BadTime, MissingMetaKey, UnknownJob, known_names
 from tracker.models import Curve, Job, JobMeta, Point, Probe, Run
 
@@ -139,7 +140,7 @@ def job_probes(session: Session, name: str) -> list[Row]:
 
 def job_arms(session: Session, name: str) -> list[Row]:
     job = get_job(session, name)
-    loss = select(Curve).where(Curve.metric == "loss").subquery()
+    loss = select(Curve).where(Curve.metric == LOSS).subquery()
     rows = session.execute(
         select(Run, loss.c.n_points, loss.c.last_value, loss.c.min_value)
         .outerjoin(loss, loss.c.run_id == Run.id)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tracker.domain import LOSS
 from tracker.errors import CurveNotFound
 from tracker.models import Curve, Job, Point, Run
 
@@ -51,7 +52,7 @@ def load_curves(
     return pl.concat(parts) if parts else pl.DataFrame(schema=schema)
 
 
-def find_curve(session: Session, job: str, arm: str, metric: str = "loss") -> Curve:
+def find_curve(session: Session, job: str, arm: str, metric: str = LOSS) -> Curve:
     """One arm's curve row (its summary, no points)."""
     curve = session.scalar(
         select(Curve)
@@ -64,6 +65,6 @@ def find_curve(session: Session, job: str, arm: str, metric: str = "loss") -> Cu
     return curve
 
 
-def load_curve(session: Session, job: str, arm: str, metric: str = "loss") -> pl.DataFrame:
+def load_curve(session: Session, job: str, arm: str, metric: str = LOSS) -> pl.DataFrame:
     """One arm's curve: ``step`` and ``value``."""
     return load_curves(session, [find_curve(session, job, arm, metric).id]).drop("curve_id")

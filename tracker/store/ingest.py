@@ -18,20 +18,18 @@ import polars as pl
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
+from tracker.domain import DEFAULT_ARM_MODEL, LOSS, IngestStatus
 from tracker.errors import JobExists
 from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, read_arm, scan_job
 from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
 from tracker.store.catalog import TIME_KEY, delete_job_rows, parse_time, update_meta
 from tracker.store.points import write_points
 
-DEFAULT_ARM_MODEL = "gpt-124m"
-LOSS = "loss"  # the metric the analysis uses
-
 
 @dataclass
 class IngestResult:
     job: str
-    status: str  # "ingested", "replaced", "unchanged" or "metadata updated"
+    status: IngestStatus
     probes: int = 0
     failed_probes: int = 0
     arms: int = 0
@@ -40,9 +38,9 @@ class IngestResult:
     meta_set: dict[str, str] = field(default_factory=dict)  # of an unchanged job
 
     def summary(self) -> str:
-        if self.status == "unchanged":
+        if self.status == IngestStatus.UNCHANGED:
             return f"{self.job}: unchanged, already ingested with identical content"
-        if self.status == "metadata updated":
+        if self.status == IngestStatus.METADATA_UPDATED:
             pairs = " ".join(f"{key}={value}" for key, value in self.meta_set.items())
             return f"{self.job}: identical content already ingested; metadata updated: {pairs}"
         return (
@@ -77,18 +75,18 @@ def write_job(
         parse_time(meta[TIME_KEY])
     scanned = scan_job(directory, name)
     existing = session.scalars(select(Job).where(Job.name == scanned.name)).one_or_none()
-    status = "ingested"
+    status = IngestStatus.INGESTED
     if existing is not None:
         if existing.content_digest == scanned.digest:  # metadata is not content
             changed = {k: v for k, v in update_meta(existing, meta).items() if v is not None}
-            status = "metadata updated" if changed else "unchanged"
+            status = IngestStatus.METADATA_UPDATED if changed else IngestStatus.UNCHANGED
             result = IngestResult(scanned.name, status, skipped=scanned.skipped, meta_set=changed)
             return WrittenJob(result)
         if not replace:
             raise JobExists(name=scanned.name)
         delete_job_rows(session, existing.id)
         session.expunge(existing)
-        status = "replaced"
+        status = IngestStatus.REPLACED
     job = _insert_job(session, scanned, meta)
     result = IngestResult(scanned.name, status, skipped=scanned.skipped)
     if scanned.probes:

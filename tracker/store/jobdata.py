@@ -1,13 +1,13 @@
-"""One job's data as polars frames: what the analysis and the figures work on."""
+"""Loading one job's data (``tracker.domain.JobData``: polars frames) from the database."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tracker.domain import LOSS, JobData
 from tracker.models import Curve, Probe, Run
 from tracker.store.catalog import get_job
 from tracker.store.curves import load_curves
@@ -32,15 +32,6 @@ RUN_ORDER = (Run.variant, Run.seed)  # a job's arms, as its runs frame lists the
 RUN_COLUMNS = ("arm", "model", "variant", "seed", "val_loss", "final_loss", "diverged", "extra")
 
 
-@dataclass
-class JobData:
-    name: str
-    meta: dict[str, str]
-    probes: pl.DataFrame  # PROBE_COLUMNS, in the order the job's files listed them
-    runs: pl.DataFrame  # RUN_COLUMNS, one row per arm
-    curves: dict[str, pl.DataFrame]  # arm -> its loss curve: "step", "value" (full series)
-
-
 def load_probes(session: Session, job_id: int) -> pl.DataFrame:
     """A job's probes: ``PROBE_COLUMNS`` in the order its files listed them."""
     return query_frame(
@@ -54,7 +45,7 @@ def load_probes(session: Session, job_id: int) -> pl.DataFrame:
 def load_job_data(
     session: Session,
     job_name: str,
-    metric: str = "loss",
+    metric: str = LOSS,
     curves: dict[str, pl.DataFrame] | None = None,
 ) -> JobData:
     """Probes, runs and one metric's curves of a job. ``extra`` columns hold dicts.

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import re
+from tracker.domain import ArmName
 
 # The study's four training arms, in the order its figures list them.
 STUDY_ARMS = ("ref_s0", "flash_s0", "ref_s1", "linear_s0")
-_ARM = re.compile(r"^(?P<variant>.+)_s(?P<seed>[0-9]+)$")
 
 
 def split_arm(arm: str) -> tuple[str, int | None]:
     """``"flash_s0"`` -> ``("flash", 0)``; a name without a seed suffix -> ``(arm, None)``."""
-    match = _ARM.match(arm)
-    if match is None:
+    name = ArmName.find(arm)
+    if name is None:
         return arm, None
-    return match["variant"], int(match["seed"])
+    return name.variant, name.seed

@@ -13,7 +13,7 @@ from tracker.summary.trajectories import trajectory_drawing
 
 if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
-    from tracker.store.jobdata import JobData
+    from tracker.domain import JobData
 
 
 def summarize(data: JobData, exp: Expectations) -> Summary:

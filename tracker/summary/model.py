@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from tracker.analysis.job import JobAnalysis
 from tracker.analysis.verdict import Verdict
+from tracker.jsonio import from_stored_json, to_stored_json
 from tracker.summary.grid import GridCurve
 from tracker.summary.trajectories import TrajectoryDrawing
 
@@ -36,7 +36,7 @@ class Summary:
     def to_json(self) -> str:
         """JSON with NaN and +-inf as bare tokens: read back by ``from_json`` only."""
         analysis = self.analysis
-        return json.dumps(
+        return to_stored_json(
             {
                 "analysis": {
                     "mem": analysis.mem,
@@ -52,7 +52,7 @@ class Summary:
 
     @classmethod
     def from_json(cls, text: str) -> Summary:
-        doc = json.loads(text)
+        doc = from_stored_json(text)
         analysis = doc["analysis"]
         verdicts = [Verdict(**v) for v in analysis["verdicts"]]
         return cls(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
+from tracker.domain import Status
 from tracker.figures.style import figure_json
 from tracker.views.templates import environment
 
@@ -153,4 +154,4 @@ def meta_text(meta: Mapping[str, str]) -> str:
 
 def status_of(tally: Mapping[str, int]) -> str:
     """What the jobs table filters on: any FAIL, else any PASS, else nothing checked."""
-    return "fail" if tally.get("FAIL") else "pass" if tally.get("PASS") else "na"
+    return "fail" if tally.get(Status.FAIL) else "pass" if tally.get(Status.PASS) else "na"

@@ -13,9 +13,9 @@ if TYPE_CHECKING:
     from tracker.analysis.verdict import Verdict
 
 STATUSES = (PASS, FAIL, NA)
-STATUS_CLASS = {PASS: "pass", FAIL: "fail", NA: "na"}
+STATUS_CLASS: dict[str, str] = {PASS: "pass", FAIL: "fail", NA: "na"}
 # verdict tables list failures first, then passes, then what could not be checked
-STATUS_RANK = {FAIL: 0, PASS: 1, NA: 2}
+STATUS_RANK: dict[str, int] = {FAIL: 0, PASS: 1, NA: 2}
 
 
 def fmt_value(value: object) -> str:

@@ -10,6 +10,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
+from tracker.domain import LOSS
 from tracker.figures.downsample import DEFAULT_MAX_POINTS
 from tracker.server.deps import Served, ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page
@@ -76,7 +77,7 @@ def curve_window(
 
 @router.get("/curve", response_class=HTMLResponse, include_in_schema=False)
 def curve_page(
-    request: Request, job: JobName, arm: Arm, session: SessionDep, metric: Metric = "loss"
+    request: Request, job: JobName, arm: Arm, session: SessionDep, metric: Metric = LOSS
 ) -> HTMLResponse:
     curve = find_curve(session, job, arm, metric)
     return page(
@@ -97,7 +98,7 @@ def api_curve(
     arm: Arm,
     session: SessionDep,
     served: ServedDep,
-    metric: Metric = "loss",
+    metric: Metric = LOSS,
     start: Start = None,
     end: End = None,
     points: Points = DEFAULT_MAX_POINTS,

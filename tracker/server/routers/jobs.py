@@ -6,6 +6,8 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response
 
+from tracker.analysis.verdict import verdicts_document
+from tracker.jsonio import to_json
 from tracker.server.deps import ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page, render, rows
 from tracker.server.views import digests, job_analysis, job_list, live_job
@@ -62,8 +64,6 @@ def job_page(request: Request, name: str, session: SessionDep, served: ServedDep
 @router.get("/jobs/{name}/{file}", include_in_schema=False)
 def job_file(request: Request, name: str, file: str, session: SessionDep, served: ServedDep):
     """What the report writes beside a job's page, so that its links work here too."""
-    from tracker.analysis.job import to_json
-
     job = live_job(served, session, name)
     figures = {figure.file: figure for figure in job.view.figures}
     if file in figures:
@@ -72,7 +72,7 @@ def job_file(request: Request, name: str, file: str, session: SessionDep, served
         raise HTTPException(status_code=404, detail=f"job {name!r} has no file {file!r}")
     analysis = job.analysis
     document = {
-        "verdicts.json": lambda: [v.as_dict() for v in analysis.verdicts],
+        "verdicts.json": lambda: verdicts_document(analysis.verdicts),
         "mem_analysis.json": lambda: analysis.mem,
         "gpt_analysis.json": lambda: analysis.gpt,
     }[file]()
@@ -90,6 +90,6 @@ def api_job(name: str, session: SessionDep, served: ServedDep) -> TrackerJSON:
             "probes": job_probes(session, name),
             "arms": job_arms(session, name),
             "curves": job_curves(session, name),
-            "verdicts": [verdict.as_dict() for verdict in analysis.verdicts],
+            "verdicts": verdicts_document(analysis.verdicts),  # as verdicts.json gives them
         }
     )

@@ -1,0 +1,80 @@
+"""Claims: the study's verdicts judged on every job's evidence together (docs/claims.md).
+
+Pure statistics over polars frames; the statistics are scipy.stats': Welch's interval
+(``ttest_ind(equal_var=False).confidence_interval``), the equivalence test as two one-sided
+Welch tests, ``binomtest(k, n).proportion_ci`` and ``mannwhitneyu`` for the probability of
+improvement, evaluated by tracker.analysis.stats with scipy.special's distribution functions
+and checked against scipy.stats by tests/test_stats.py: importing scipy.stats alone takes
+1.3-1.5 s, most of a one-job report. The bootstrap resamples within jobs, which scipy's does
+not offer (see ``stratified_bootstrap``).
+
+Inputs, one row per job and item, jobs already filtered and de-duplicated by the caller:
+
+* ``verdicts``: ``job``, ``check``, ``subject``, ``measured``, ``expected``, ``tolerance``,
+  ``status``, ``detail``: every job's own verdicts;
+* ``numbers``: ``job``, ``ema_delta``, ``seed_noise``, ``diverged_at``;
+* ``runs``: ``job``, ``arm``, ``variant``, ``val_loss``, ``diverged``;
+* ``meta``: ``job``, ``key``, ``value``: to say which metadata separates failing jobs.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from tracker.analysis.claims.common import (
+    COLUMNS,
+    INCONCLUSIVE,
+    MIXED,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Claim,
+)
+from tracker.analysis.claims.rules import (
+    deterministic_claims,
+    probe_failure_claims,
+    separating_metadata,
+)
+from tracker.analysis.claims.stochastic import (
+    ablation_diverges,
+    seeds_to_decide,
+    stratified_bootstrap,
+    tracks_within_seed_noise,
+    val_loss_equivalence,
+)
+from tracker.analysis.expectations import Expectations
+
+__all__ = [
+    "COLUMNS",
+    "INCONCLUSIVE",
+    "MIXED",
+    "NOT_REPRODUCED",
+    "REPRODUCED",
+    "Claim",
+    "ablation_diverges",
+    "deterministic_claims",
+    "judge_claims",
+    "probe_failure_claims",
+    "seeds_to_decide",
+    "separating_metadata",
+    "stratified_bootstrap",
+    "tracks_within_seed_noise",
+    "val_loss_equivalence",
+]
+
+
+def judge_claims(
+    verdicts: pl.DataFrame,
+    numbers: pl.DataFrame,
+    runs: pl.DataFrame,
+    meta: pl.DataFrame,
+    exp: Expectations,
+) -> pl.DataFrame:
+    """Every claim over the given jobs, as COLUMNS; stochastic claims only with arms."""
+    claims = deterministic_claims(verdicts, meta)
+    claims += probe_failure_claims(verdicts, meta)
+    if runs.height:
+        claims.append(val_loss_equivalence(runs, exp))
+        claims.append(tracks_within_seed_noise(numbers, exp))
+        claims.append(ablation_diverges(runs, numbers, exp))
+    rows = [{name: getattr(claim, name) for name in COLUMNS} for claim in claims]
+    return pl.DataFrame(rows, schema=COLUMNS)
