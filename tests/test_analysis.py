@@ -25,7 +25,7 @@ from tracker.analysis.expectations import Expectations, load_expectations
 from tracker.analysis.job import JobAnalysis, analyze_job
 from tracker.analysis.memory import PROBE_SCHEMA as MEMORY_PROBE_SCHEMA
 from tracker.analysis.memory import memory_analysis, memory_verdicts
-from tracker.analysis.training import training_analysis, training_verdicts
+from tracker.analysis.training import analyze_training
 from tracker.analysis.verdict import FAIL, NA, PASS, Verdict
 from tracker.errors import BadExpectations
 from tracker.jobdir.reader import parse_curve_csv
@@ -348,8 +348,10 @@ def test_ema_vs_seed_noise_passes_on_the_sample_job(
     sample_arms: tuple[Path, pl.DataFrame, dict], exp: Expectations
 ) -> None:
     _, runs, curves = sample_arms
-    gpt = training_analysis(runs, curves, exp)
-    verdict = find(training_verdicts(runs, curves, exp), "ema_delta_vs_seed_noise", "flash_s0")
+    gpt = analyze_training(runs, curves, exp).gpt
+    verdict = find(
+        analyze_training(runs, curves, exp).verdicts, "ema_delta_vs_seed_noise", "flash_s0"
+    )
     assert verdict.status == PASS
     assert verdict.measured == gpt["flash_vs_ref_mean_abs_ema_delta_2nd_half"]
     assert verdict.expected == gpt["seed_noise_mean_abs_ema_delta_2nd_half"] * 1.0
@@ -362,7 +364,9 @@ def test_ema_vs_seed_noise_fails_when_the_candidate_is_shifted(
 ) -> None:
     _, runs, curves = sample_arms
     shifted = {**curves, "flash_s0": curves["flash_s0"].with_columns(pl.col("value") + 0.05)}
-    verdict = find(training_verdicts(runs, shifted, exp), "ema_delta_vs_seed_noise", "flash_s0")
+    verdict = find(
+        analyze_training(runs, shifted, exp).verdicts, "ema_delta_vs_seed_noise", "flash_s0"
+    )
     assert verdict.status == FAIL
     assert verdict.measured == pytest.approx(0.05, abs=0.01)
 
@@ -371,7 +375,7 @@ def test_linear_arm_diverged_and_val_losses(
     sample_arms: tuple[Path, pl.DataFrame, dict], exp: Expectations
 ) -> None:
     _, runs, curves = sample_arms
-    verdicts = training_verdicts(runs, curves, exp)
+    verdicts = analyze_training(runs, curves, exp).verdicts
     diverged = find(verdicts, "diverged", "linear_s0")
     assert (diverged.status, diverged.measured, diverged.expected) == (PASS, True, True)
     assert find(verdicts, "val_loss", "ref_s0").status == PASS
@@ -379,7 +383,9 @@ def test_linear_arm_diverged_and_val_losses(
     calm = runs.with_columns(
         pl.when(pl.col("arm") == "linear_s0").then(False).otherwise("diverged").alias("diverged")
     )
-    assert find(training_verdicts(calm, curves, exp), "diverged", "linear_s0").status == FAIL
+    assert (
+        find(analyze_training(calm, curves, exp).verdicts, "diverged", "linear_s0").status == FAIL
+    )
 
 
 def test_without_seed_twin_the_noise_check_is_not_applicable(
@@ -388,9 +394,11 @@ def test_without_seed_twin_the_noise_check_is_not_applicable(
     _, runs, curves = sample_arms
     runs = runs.filter(pl.col("arm") != "ref_s1")
     curves = {arm: c for arm, c in curves.items() if arm != "ref_s1"}
-    gpt = training_analysis(runs, curves, exp)
+    gpt = analyze_training(runs, curves, exp).gpt
     assert "seed_noise_mean_abs_ema_delta_2nd_half" not in gpt
-    verdict = find(training_verdicts(runs, curves, exp), "ema_delta_vs_seed_noise", "flash_s0")
+    verdict = find(
+        analyze_training(runs, curves, exp).verdicts, "ema_delta_vs_seed_noise", "flash_s0"
+    )
     assert verdict.status == NA
     assert verdict.detail == "arm ref_s1 missing: seed-noise check not possible"
     assert verdict.measured == gpt["flash_vs_ref_mean_abs_ema_delta_2nd_half"]
@@ -407,7 +415,7 @@ def test_curves_are_aligned_on_common_steps(
         "ref_s1": curves["ref_s1"].head(300),
         "flash_s0": curves["flash_s0"].filter(pl.col("step") != 100),
     }
-    gpt = training_analysis(runs, short, exp)
+    gpt = analyze_training(runs, short, exp).gpt
     alpha = exp.training.ema_alpha
 
     def ema(values: list[float]) -> list[float]:
@@ -434,8 +442,8 @@ def test_curves_are_aligned_on_common_steps(
 
 def test_missing_arms_never_raise(exp: Expectations) -> None:
     runs = pl.DataFrame(schema=RUN_SCHEMA)
-    assert training_analysis(runs, {}, exp) == {}
-    assert training_verdicts(runs, {}, exp) == []
+    assert analyze_training(runs, {}, exp).gpt == {}
+    assert analyze_training(runs, {}, exp).verdicts == []
     only_linear = pl.DataFrame(
         [
             {
@@ -451,8 +459,8 @@ def test_missing_arms_never_raise(exp: Expectations) -> None:
         ],
         schema=RUN_SCHEMA,
     )
-    assert training_analysis(only_linear, {}, exp) == {}  # the script needs ref_s0 + flash_s0
-    verdicts = training_verdicts(only_linear, {}, exp)
+    assert analyze_training(only_linear, {}, exp).gpt == {}  # the script needs ref_s0 + flash_s0
+    verdicts = analyze_training(only_linear, {}, exp).verdicts
     assert find(verdicts, "diverged", "linear_s0").status == PASS
     ema_check = find(verdicts, "ema_delta_vs_seed_noise", "flash_s0")
     assert (ema_check.status, ema_check.detail) == (
@@ -467,7 +475,7 @@ def test_arm_without_curve_points_gives_none_not_a_crash(exp: Expectations) -> N
         for arm in ("ref_s0", "flash_s0")
     ]
     runs = pl.DataFrame(rows).with_columns(pl.col("seed").cast(pl.Int64))
-    gpt = training_analysis(runs, {}, exp)
+    gpt = analyze_training(runs, {}, exp).gpt
     assert gpt == {
         "flash_vs_ref_mean_abs_ema_delta_2nd_half": None,
         "final_val_loss": {"ref_s0": 3.26, "flash_s0": 3.26},

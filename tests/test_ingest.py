@@ -14,7 +14,7 @@ from tests.conftest import Cli
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, Job, JobMeta, Point, Probe, Run, SourceFile
 from tracker.services.ingest import ingest_job
-from tracker.store.curves import load_curve
+from tracker.store.curves import find_curve, load_curves
 from tracker.store.db import write_session
 
 STEPS = 200
@@ -78,7 +78,9 @@ def test_curves_round_trip_nan_and_inf_exactly(cli: Cli, job_dir: Path, engine: 
     (job_dir / "ref_s0.json").write_text(json.dumps(summary))
     cli("ingest", str(job_dir))
     with Session(engine) as session:
-        curve = load_curve(session, "job2", "ref_s0", "loss")
+        curve = load_curves(session, [find_curve(session, "job2", "ref_s0", "loss").id]).drop(
+            "curve_id"
+        )
         run = session.scalars(select(Run).where(Run.arm == "ref_s0")).one()
         row = session.scalars(
             select(Curve).where(Curve.metric == "loss", Curve.run_id == run.id)
@@ -95,7 +97,9 @@ def test_curves_round_trip_nan_and_inf_exactly(cli: Cli, job_dir: Path, engine: 
 def test_diverged_arm_keeps_its_non_finite_values(cli: Cli, job_dir: Path, engine: Engine) -> None:
     cli("ingest", str(job_dir))
     with Session(engine) as session:
-        curve = load_curve(session, "job2", "linear_s0", "loss")
+        curve = load_curves(session, [find_curve(session, "job2", "linear_s0", "loss").id]).drop(
+            "curve_id"
+        )
     raw = [line.split(",")[1] for line in (job_dir / "linear_s0.csv").read_text().splitlines()[1:]]
     assert raw.count("inf") > 0 and raw.count("nan") > 0
     stored = curve["value"].to_list()

@@ -26,7 +26,7 @@ from tracker.analysis.job import analyze_job
 from tracker.analysis.smoothing import ema
 from tracker.analysis.verdict import Verdict
 from tracker.errors import JobNotFound
-from tracker.figures import memory_scaling, table4, training_trajectories
+from tracker.figures import memory_scaling, table4
 from tracker.figures.armloss import arm_across_jobs, outliers
 from tracker.figures.crossjob import (
     MARKS_UP_TO,
@@ -35,14 +35,16 @@ from tracker.figures.crossjob import (
     pick_model,
     val_loss_across_jobs,
 )
-from tracker.figures.downsample import DEFAULT_MAX_POINTS, downsample, minmax_indices
+from tracker.figures.trajectories import trajectories_figure
 from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_sample_job
 from tracker.queries.compare import compare_jobs
 from tracker.queries.selection import Selection
 from tracker.report import generate_report, write_report
 from tracker.store.db import open_database
 from tracker.store.jobdata import load_job_data
+from tracker.summary.downsample import DEFAULT_MAX_POINTS, downsample, minmax_indices
 from tracker.summary.grid import GRID_POINTS, grid_curve
+from tracker.summary.trajectories import trajectory_drawing
 
 STEPS = 300
 JOB_FILES = (
@@ -175,7 +177,7 @@ def test_figures_follow_the_script(cli: Cli, engine: Engine, tmp_path: Path, exp
     assert len(mem["data"][0]["x"]) == 3  # gpt-355m/ref failed: not drawn, listed under the plot
     assert any("failed probe" in a["text"] for a in mem["layout"]["annotations"])
 
-    traj = training_trajectories(data.curves, exp)
+    traj = trajectories_figure(trajectory_drawing(data.curves, exp), exp)
     traces = [(t["name"], t["xaxis"], t["showlegend"]) for t in traj["data"]]
     assert traces == [
         ("AdamW (ref, seed0)", "x", True),
@@ -204,7 +206,11 @@ def test_figures_say_when_they_have_nothing(exp) -> None:  # type: ignore[no-unt
     empty_probes = pl.DataFrame(
         schema={"model": pl.String, "variant": pl.String, "n_params": pl.Int64}
     )
-    for fig in (memory_scaling(empty_probes, exp), training_trajectories({}, exp), table4([])):
+    for fig in (
+        memory_scaling(empty_probes, exp),
+        trajectories_figure(trajectory_drawing({}, exp), exp),
+        table4([]),
+    ):
         assert len(fig["data"]) == 0
         annotations = fig["layout"]["annotations"]
         assert annotations and annotations[0]["text"].startswith("no ")
@@ -212,7 +218,9 @@ def test_figures_say_when_they_have_nothing(exp) -> None:  # type: ignore[no-unt
 
 def test_trajectories_without_divergence_arm_is_one_panel(exp) -> None:  # type: ignore[no-untyped-def]
     curve = pl.DataFrame({"step": np.arange(50), "value": np.linspace(5.0, 3.0, 50)})
-    fig = training_trajectories({"ref_s0": curve, "quant_only_s2": curve}, exp)
+    fig = trajectories_figure(
+        trajectory_drawing({"ref_s0": curve, "quant_only_s2": curve}, exp), exp
+    )
     names = [t["name"] for t in fig["data"]]
     assert names == ["AdamW (ref, seed0)", "Optimizer quant only (seed2)"]
     assert fig["data"][1]["line"]["dash"] == "dash"
@@ -224,7 +232,7 @@ def test_trajectories_downsample_after_smoothing(exp) -> None:  # type: ignore[n
     rng = np.random.default_rng(1)
     values = 3.0 + rng.standard_normal(n)
     curve = pl.DataFrame({"step": np.arange(n), "value": values})
-    fig = training_trajectories({"ref_s0": curve, "linear_s0": curve}, exp)
+    fig = trajectories_figure(trajectory_drawing({"ref_s0": curve, "linear_s0": curve}, exp), exp)
     full = ema(curve.get_column("value"), exp.training.ema_alpha).to_numpy()
     for trace in fig["data"]:
         assert len(trace["x"]) <= DEFAULT_MAX_POINTS
@@ -241,7 +249,7 @@ def test_trajectories_axis_starts_after_the_first_drop(exp) -> None:  # type: ig
         arm: pl.DataFrame({"step": steps, "value": 3.0 + 8.0 * np.exp(-steps / 20) + shift})
         for arm, shift in (("ref_s0", 0.0), ("flash_s0", 0.01))
     }
-    fig = training_trajectories(curves, exp)
+    fig = trajectories_figure(trajectory_drawing(curves, exp), exp)
     low, high = fig["layout"]["yaxis"]["range"]
     late = []  # the EMA from step 200 (10% of the steps) on, by the definition's loop
     for frame in curves.values():

@@ -23,7 +23,7 @@ from tracker.analysis.expectations import Expectations
 from tracker.analysis.smoothing import ema
 from tracker.analysis.verdict import FAIL, NA, PASS, Verdict, within
 
-__all__ = ["analyze_training", "training_analysis", "training_verdicts"]
+__all__ = ["analyze_training"]
 
 # The script's keys; they name the roles' default arms whatever arms the roles are given.
 DELTA_KEY = "flash_vs_ref_mean_abs_ema_delta_2nd_half"
@@ -246,22 +246,3 @@ def analyze_training(
         *_val_loss_verdicts(exp, present),
     ]
     return TrainingResult(gpt, verdicts, notes)
-
-
-def training_analysis(
-    runs: pl.DataFrame, curves: dict[str, pl.DataFrame], exp: Expectations
-) -> dict[str, Any]:
-    """Exactly the study script's ``gpt_analysis.json`` (NaN as None); ``{}`` without arms.
-
-    As in the script, everything needs both the baseline and the candidate arm.
-    """
-    return analyze_training(runs, curves, exp).gpt
-
-
-def training_verdicts(
-    runs: pl.DataFrame, curves: dict[str, pl.DataFrame], exp: Expectations
-) -> list[Verdict]:
-    """``ema_delta_vs_seed_noise`` (subject: the candidate arm), ``diverged`` (the divergent
-    arm) and ``val_loss`` per arm whose variant has a paper value (the arm); no verdict
-    without any arm."""
-    return analyze_training(runs, curves, exp).verdicts

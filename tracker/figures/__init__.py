@@ -4,9 +4,7 @@ Every text that comes from the database is passed through ``style.plot_text`` be
 becomes a trace name, tick label or annotation, so plotly shows it literally.
 """
 
-from tracker.figures.downsample import downsample, minmax_indices
 from tracker.figures.memory import memory_scaling
 from tracker.figures.table4 import table4
-from tracker.figures.trajectories import training_trajectories
 
-__all__ = ["downsample", "memory_scaling", "minmax_indices", "table4", "training_trajectories"]
+__all__ = ["memory_scaling", "table4"]

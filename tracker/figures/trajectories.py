@@ -20,32 +20,14 @@ from tracker.figures.style import (
     vline,
 )
 from tracker.summary.arrays import ZOOM_AFTER
-from tracker.summary.downsample import DEFAULT_MAX_POINTS
-from tracker.summary.trajectories import TrajectoryDrawing, trajectory_drawing
+from tracker.summary.trajectories import TrajectoryDrawing
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-    import polars as pl
-
     from tracker.analysis.expectations import Expectations
 
 TITLE = "GPT-2 124M: FlashAdamW vs AdamW, matched init+data"
 HEIGHT = 480
 LEFT_TITLE, RIGHT_TITLE = "Training loss (EMA-smoothed)", "Raw loss, divergence arm"
-
-
-def training_trajectories(
-    curves: Mapping[str, pl.DataFrame],
-    exp: Expectations,
-    *,
-    max_points: int = DEFAULT_MAX_POINTS,
-    gpu: str | None = None,
-    smoothed: Mapping[str, pl.Series] | None = None,
-) -> Figure:
-    """The study's two-panel ``gpt_trajectories`` figure (see ``trajectory_drawing``)."""
-    drawing = trajectory_drawing(curves, exp, max_points, smoothed)
-    return trajectories_figure(drawing, exp, gpu=gpu)
 
 
 def trajectories_figure(

@@ -63,8 +63,3 @@ def find_curve(session: Session, job: str, arm: str, metric: str = LOSS) -> Curv
     if curve is None:
         raise CurveNotFound(job=job, arm=arm, metric=metric)
     return curve
-
-
-def load_curve(session: Session, job: str, arm: str, metric: str = LOSS) -> pl.DataFrame:
-    """One arm's curve: ``step`` and ``value``."""
-    return load_curves(session, [find_curve(session, job, arm, metric).id]).drop("curve_id")
