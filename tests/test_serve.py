@@ -357,6 +357,59 @@ def test_new_and_replaced_jobs_show_without_restart(
     assert not any(line.startswith("bpp_state gpt-124m/flash") for line in regressions)
 
 
+FRESH_ROUTES = [
+    "/api/jobs", "/api/jobs/j1", "/api/claims?group_by=gpu", "/api/claims?where=gpu=H100",
+    "/api/compare?a=j1&b=j3", "/api/trend?metric=val_loss&group_by=gpu", "/", "/jobs/j1/",
+    "/jobs/j2/", "/claims?group_by=gpu", "/compare?a=j1&b=j3", "/trend?group_by=gpu",
+]  # fmt: skip
+
+
+def test_metadata_shows_on_the_next_request_of_every_route(
+    client: TestClient, study: Cli, db_url: str, tmp_path: Path
+) -> None:
+    """One server, every route cached, then a write: ``tracker meta`` and a re-ingest of the
+    same content with new ``--meta``. The next request of every route equals a new server's."""
+
+    def answers(on: TestClient) -> dict[str, str]:
+        responses = {path: on.get(path) for path in FRESH_ROUTES}
+        assert all(r.status_code == 200 for r in responses.values()), responses
+        return {path: response.text for path, response in responses.items()}
+
+    def gpus(path: str) -> set[str]:
+        return {row["group"] for row in client.get(path).json()}
+
+    before = answers(client)
+    assert answers(client) == before  # the second time, from the caches
+    assert gpus("/api/claims?group_by=gpu") == {"A10G", "L4"}
+    study("meta", "j1", "gpu=H100", "time=2026-10-20T00:00:00Z")  # j1 now follows j2
+    after_meta = answers(client)
+    with client_for(db_url) as fresh:
+        assert after_meta == answers(fresh)
+    assert all(after_meta[path] != before[path] for path in FRESH_ROUTES if "compare" not in path)
+    jobs = client.get("/api/jobs").json()
+    assert [row["job"] for row in jobs] == ["j2", "j1", "j3"]
+    assert "gpu=H100" in jobs[1]["meta"]
+    assert client.get("/api/jobs/j1").json()["meta"]["gpu"] == "H100"
+    assert gpus("/api/claims?group_by=gpu") == {"A10G", "H100", "L4"}
+    assert "H100" in after_meta["/"] and "H100" in after_meta["/jobs/j1/"]
+    assert (
+        "H100" in after_meta["/claims?group_by=gpu"] and "H100" in after_meta["/trend?group_by=gpu"]
+    )
+
+    same = write_sample_job(tmp_path / "again", steps=STEPS, seed=0)  # j1's content
+    result = study("ingest", str(same), "--job", "j1", "--meta=gpu=B200")
+    assert "metadata updated" in result.output
+    after_ingest = answers(client)
+    with client_for(db_url) as fresh:
+        assert after_ingest == answers(fresh)
+    assert client.get("/api/jobs/j1").json()["meta"]["gpu"] == "B200"
+    assert "gpu=B200" in client.get("/api/jobs").json()[1]["meta"]
+    assert gpus("/api/claims?group_by=gpu") == {"A10G", "B200", "L4"}
+    assert client.get("/api/claims?where=gpu=H100").json() == []
+    for page in ("/", "/jobs/j1/", "/claims?group_by=gpu", "/trend?group_by=gpu"):
+        assert "B200" in after_ingest[page] and "H100" not in after_ingest[page], page
+
+
 def test_job_names_holding_html_stay_inert(study: Cli, db_url: str, engine: Engine) -> None:
     with engine.begin() as connection:  # ingest refuses such names; another tool may not
         connection.execute(text("UPDATE job SET name = :evil WHERE name = 'j2'"), {"evil": EVIL})

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from tracker.queries.selection import Selection
 from tracker.server.deps import SelectionDep, Served, ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page, rows
-from tracker.server.views import digests
+from tracker.server.views import catalog_state
 
 if TYPE_CHECKING:
     import polars as pl
@@ -21,10 +21,10 @@ CLAIMS_NOTE = "No claim can be judged: no job is selected."
 
 
 def claims_table(served: Served, session: Session, selection: Selection) -> pl.DataFrame:
-    """The claims, kept until a job is added, replaced or deleted."""
+    """The claims, kept until a job is added, replaced, deleted or its metadata changes."""
     from tracker.queries.claims import claims
 
-    key = (digests(session), selection)
+    key = (catalog_state(session), selection)
     return served.summaries.get(key, lambda: claims(session, selection, served.exp))
 
 

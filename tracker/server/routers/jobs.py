@@ -8,7 +8,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from tracker.server.deps import ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page, render, rows
-from tracker.server.views import digests, job_analysis, job_list, live_job
+from tracker.server.views import catalog_state, job_analysis, job_list, live_job
 from tracker.store.catalog import get_job, job_arms, job_curves, job_probes
 
 router = APIRouter(tags=["jobs"])
@@ -31,13 +31,13 @@ def index(request: Request, session: SessionDep, served: ServedDep) -> HTMLRespo
             metrics=(*PROBE_METRICS, *RUN_METRICS),
         )
 
-    return HTMLResponse(served.summaries.get(("index", digests(session)), index_html))
+    return HTMLResponse(served.summaries.get(("index", catalog_state(session)), index_html))
 
 
 @router.get("/api/jobs", response_class=TrackerJSON)
 def api_jobs(session: SessionDep, served: ServedDep) -> Response:
     """Every job with its counts and metadata, in job order (``tracker.api.jobs``)."""
-    key = ("jobs.json", digests(session))
+    key = ("jobs.json", catalog_state(session))
     body = served.summaries.get(key, lambda: TrackerJSON(job_list(served, session)).body)
     return Response(body, media_type="application/json")
 
