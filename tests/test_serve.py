@@ -13,13 +13,14 @@ from urllib.parse import quote
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import TypeAdapter
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
 from tracker.errors import DatabaseUnavailable, UnsafeHost
 from tracker.jobdir.sample import write_sample_job
-from tracker.server import create_app
+from tracker.server import create_app, schemas
 from tracker.server.security import CONTENT_SECURITY_POLICY, SECURITY_HEADERS, check_host
 
 STEPS = 3000
@@ -408,6 +409,27 @@ def test_metadata_shows_on_the_next_request_of_every_route(
     assert client.get("/api/claims?where=gpu=H100").json() == []
     for page in ("/", "/jobs/j1/", "/claims?group_by=gpu", "/trend?group_by=gpu"):
         assert "B200" in after_ingest[page] and "H100" not in after_ingest[page], page
+
+
+SCHEMAS: dict[str, tuple[str, Any, str]] = {
+    "/api/jobs": ("/api/jobs", list[schemas.JobRow], "JobRow"),
+    "/api/jobs/{name}": ("/api/jobs/j2", schemas.JobDetail, "JobDetail"),
+    "/api/claims": ("/api/claims?group_by=gpu", list[schemas.ClaimRow], "ClaimRow"),
+    "/api/compare": ("/api/compare?a=j1&b=j3", schemas.Comparison, "Comparison"),
+    "/api/trend": ("/api/trend?metric=val_loss&group_by=gpu", list[schemas.TrendRow], "TrendRow"),
+    "/api/curve": ("/api/curve?job=j2&arm=ref_s0", schemas.CurveWindow, "CurveWindow"),
+}
+
+
+def test_openapi_has_a_response_schema_for_every_api_route(client: TestClient) -> None:
+    """Each /api route documents what it returns, and its answers fit that schema."""
+    document = client.get("/openapi.json").json()
+    assert {path for path in document["paths"] if path.startswith("/api/")} == set(SCHEMAS)
+    for route, (example, model, name) in SCHEMAS.items():
+        ok = document["paths"][route]["get"]["responses"]["200"]["content"]["application/json"]
+        assert name in json.dumps(ok["schema"]), route
+        assert name in document["components"]["schemas"]
+        TypeAdapter(model).validate_python(client.get(example).json())
 
 
 def test_job_names_holding_html_stay_inert(study: Cli, db_url: str, engine: Engine) -> None:

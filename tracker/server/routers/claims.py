@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from tracker.queries.selection import Selection
 from tracker.server.deps import SelectionDep, Served, ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page, rows
+from tracker.server.schemas import ClaimRow
 from tracker.server.views import catalog_state
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def claims_page(
 
 
 @router.get("/claims.json", response_class=TrackerJSON, include_in_schema=False)
-@router.get("/api/claims", response_class=TrackerJSON)
+@router.get("/api/claims", response_class=TrackerJSON, response_model=list[ClaimRow])
 def api_claims(selection: SelectionDep, session: SessionDep, served: ServedDep) -> TrackerJSON:
     """One row per claim and subject over the selected jobs (``job``, ``where``); with
     ``group_by`` one set of rows per group of jobs (``tracker.api.claims``)."""

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from tracker.figures.downsample import DEFAULT_MAX_POINTS
 from tracker.server.deps import Served, ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page
+from tracker.server.schemas import CurveWindow
 from tracker.server.views import job_digest
 from tracker.store.catalog import job_curves
 from tracker.store.curves import find_curve, load_curves
@@ -91,7 +92,7 @@ def curve_page(
     )
 
 
-@router.get("/api/curve", response_class=TrackerJSON)
+@router.get("/api/curve", response_class=TrackerJSON, response_model=CurveWindow)
 def api_curve(
     job: JobName,
     arm: Arm,

@@ -8,6 +8,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from tracker.server.deps import ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page, render, rows
+from tracker.server.schemas import JobDetail, JobRow
 from tracker.server.views import catalog_state, job_analysis, job_list, live_job
 from tracker.store.catalog import get_job, job_arms, job_curves, job_probes
 
@@ -34,7 +35,7 @@ def index(request: Request, session: SessionDep, served: ServedDep) -> HTMLRespo
     return HTMLResponse(served.summaries.get(("index", catalog_state(session)), index_html))
 
 
-@router.get("/api/jobs", response_class=TrackerJSON)
+@router.get("/api/jobs", response_class=TrackerJSON, response_model=list[JobRow])
 def api_jobs(session: SessionDep, served: ServedDep) -> Response:
     """Every job with its counts and metadata, in job order (``tracker.api.jobs``)."""
     key = ("jobs.json", catalog_state(session))
@@ -79,7 +80,7 @@ def job_file(request: Request, name: str, file: str, session: SessionDep, served
     return Response(to_json(document) + "\n", media_type="application/json")
 
 
-@router.get("/api/jobs/{name}", response_class=TrackerJSON)
+@router.get("/api/jobs/{name}", response_class=TrackerJSON, response_model=JobDetail)
 def api_job(name: str, session: SessionDep, served: ServedDep) -> TrackerJSON:
     """One job: metadata, probes, arms, curves and verdicts (``tracker show`` and more)."""
     analysis = job_analysis(served, session, name)

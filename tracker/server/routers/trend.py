@@ -9,6 +9,7 @@ from fastapi.responses import HTMLResponse
 
 from tracker.server.deps import SelectionDep, SessionDep
 from tracker.server.responses import TrackerJSON, page, rows
+from tracker.server.schemas import TrendRow
 
 router = APIRouter(tags=["trend"])
 Metric = Annotated[str, Query(description="A probe or run field, e.g. bpp_state, val_loss.")]
@@ -36,7 +37,7 @@ def trend_page(
     )
 
 
-@router.get("/api/trend", response_class=TrackerJSON)
+@router.get("/api/trend", response_class=TrackerJSON, response_model=list[TrendRow])
 def api_trend(metric: Metric, selection: SelectionDep, session: SessionDep) -> TrackerJSON:
     """One probe or run field across jobs with the change from the previous job
     (``tracker.api.trend``)."""
