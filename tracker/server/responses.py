@@ -6,12 +6,14 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import jinja2
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from tracker.output import json_safe
+from tracker.report.templates import environment
+from tracker.server.views import job_href
 
 if TYPE_CHECKING:
-    import jinja2
     import polars as pl
     from fastapi import Request
 
@@ -55,11 +57,6 @@ def page(request: Request, template: str, **context: Any) -> HTMLResponse:
 def templates() -> jinja2.Environment:
     """The report's environment (autoescaped, its filters, its templates: ``base.html``,
     ``job.html``, ...) with the server's own pages under ``server/``."""
-    import jinja2
-
-    from tracker.report.templates import environment
-    from tracker.server.views import job_href
-
     report = environment()
     assert report.loader is not None
     served = report.overlay(

@@ -19,17 +19,18 @@ from urllib.parse import quote
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
+from tracker.analysis.job import JobAnalysis
 from tracker.models import Job, JobMeta
+from tracker.queries.compare import Comparison, compare_verdicts
+from tracker.report.jobview import JobContent, job_content
 from tracker.store import catalog
 from tracker.store.catalog import get_job
+from tracker.store.derived import load_summary
 
 # name, content digest, ingest time, source, then a metadata key and value (None if none)
 StateQuery = Select[str, str, datetime, str, str, str]
 
 if TYPE_CHECKING:
-    from tracker.analysis.job import JobAnalysis
-    from tracker.queries.compare import Comparison
-    from tracker.report.jobview import JobContent
     from tracker.server.deps import Served
 
 
@@ -100,8 +101,6 @@ def job_list(served: Served, session: Session) -> list[dict[str, Any]]:
 
 def live_job(served: Served, session: Session, name: str) -> JobContent:
     """The report's content of one job page (``tracker.report.jobview``), and its analysis."""
-    from tracker.report.jobview import job_content
-
     key = (name, job_state(session, name))
 
     def build() -> JobContent:
@@ -113,8 +112,6 @@ def live_job(served: Served, session: Session, name: str) -> JobContent:
 
 
 def job_analysis(served: Served, session: Session, name: str) -> JobAnalysis:
-    from tracker.store.derived import load_summary
-
     job = get_job(session, name)
     return served.analyses.get(
         (name, job_state(session, name)),
@@ -123,8 +120,6 @@ def job_analysis(served: Served, session: Session, name: str) -> JobAnalysis:
 
 
 def comparison(served: Served, session: Session, a: str, b: str) -> Comparison:
-    from tracker.queries.compare import compare_verdicts
-
     verdicts_a = job_analysis(served, session, a).verdicts
     verdicts_b = job_analysis(served, session, b).verdicts
     return compare_verdicts(a, verdicts_a, b, verdicts_b, served.exp)

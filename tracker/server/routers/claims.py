@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+import polars as pl
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
-from tracker.queries.selection import Selection
+from tracker.queries.claims import claims
+from tracker.queries.selection import Selection, selected_jobs
 from tracker.server.deps import SelectionDep, Served, ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page, rows
 from tracker.server.schemas import ClaimRow
 from tracker.server.views import catalog_state
-
-if TYPE_CHECKING:
-    import polars as pl
 
 router = APIRouter(tags=["claims"])
 CLAIMS_NOTE = "No claim can be judged: no job is selected."
@@ -23,8 +20,6 @@ CLAIMS_NOTE = "No claim can be judged: no job is selected."
 
 def claims_table(served: Served, session: Session, selection: Selection) -> pl.DataFrame:
     """The claims, kept until a job is added, replaced, deleted or its metadata changes."""
-    from tracker.queries.claims import claims
-
     key = (catalog_state(session), selection)
     return served.summaries.get(key, lambda: claims(session, selection, served.exp))
 
@@ -33,8 +28,6 @@ def claims_table(served: Served, session: Session, selection: Selection) -> pl.D
 def claims_page(
     request: Request, selection: SelectionDep, session: SessionDep, served: ServedDep
 ) -> HTMLResponse:
-    from tracker.queries.selection import selected_jobs
-
     table = claims_table(served, session, selection)
     return page(
         request,

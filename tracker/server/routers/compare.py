@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
+from tracker.report.crossjob import comparison_view
 from tracker.server.deps import ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page, rows
 from tracker.server.schemas import Comparison
@@ -21,8 +22,6 @@ JobB = Annotated[str, Query(description="The later job.")]
 def compare_page(
     request: Request, a: JobA, b: JobB, session: SessionDep, served: ServedDep
 ) -> HTMLResponse:
-    from tracker.report.crossjob import comparison_view
-
     # the report links a job as quote(FOLDER)/index.html: here the folder is /jobs/NAME
     folders = {name: f"/jobs/{name}" for name in (a, b)}
     view = comparison_view(comparison(served, session, a, b), folders)

@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
-from tracker.figures.downsample import DEFAULT_MAX_POINTS
+from tracker.figures.downsample import DEFAULT_MAX_POINTS, minmax_indices
 from tracker.server.deps import Served, ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page
 from tracker.server.schemas import CurveWindow
@@ -57,8 +57,6 @@ def curve_window(
     end = curve.last_step if steps[1] is None else steps[1]
 
     def window() -> dict[str, Any]:
-        from tracker.figures.downsample import minmax_indices
-
         frame = load_curves(session, [curve.id], (start, end))
         keep = minmax_indices(frame.get_column("value").to_numpy(), points)
         return {

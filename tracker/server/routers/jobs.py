@@ -6,8 +6,12 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response
 
+from tracker.analysis.job import to_json
+from tracker.queries.selection import Selection
+from tracker.queries.tables import PROBE_METRICS, RUN_METRICS
 from tracker.server.deps import ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page, render, rows
+from tracker.server.routers.claims import CLAIMS_NOTE, claims_table
 from tracker.server.schemas import JobDetail, JobRow
 from tracker.server.views import catalog_state, job_analysis, job_list, live_job
 from tracker.store.catalog import get_job, job_arms, job_curves, job_probes
@@ -18,10 +22,6 @@ ANALYSES = ("verdicts.json", "mem_analysis.json", "gpt_analysis.json")
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 def index(request: Request, session: SessionDep, served: ServedDep) -> HTMLResponse:
-    from tracker.queries.selection import Selection
-    from tracker.queries.tables import PROBE_METRICS, RUN_METRICS
-    from tracker.server.routers.claims import CLAIMS_NOTE, claims_table
-
     def index_html() -> str:
         return render(
             request,
@@ -63,8 +63,6 @@ def job_page(request: Request, name: str, session: SessionDep, served: ServedDep
 @router.get("/jobs/{name}/{file}", include_in_schema=False)
 def job_file(request: Request, name: str, file: str, session: SessionDep, served: ServedDep):
     """What the report writes beside a job's page, so that its links work here too."""
-    from tracker.analysis.job import to_json
-
     job = live_job(served, session, name)
     figures = {figure.file: figure for figure in job.view.figures}
     if file in figures:

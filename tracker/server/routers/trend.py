@@ -7,6 +7,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
+from tracker.figures.trend import trend_figure
+from tracker.queries.tables import PROBE_METRICS, RUN_METRICS, trend
+from tracker.report.pages import figure_slot
 from tracker.server.deps import SelectionDep, SessionDep
 from tracker.server.responses import TrackerJSON, page, rows
 from tracker.server.schemas import TrendRow
@@ -19,10 +22,6 @@ Metric = Annotated[str, Query(description="A probe or run field, e.g. bpp_state,
 def trend_page(
     request: Request, selection: SelectionDep, session: SessionDep, metric: Metric = "val_loss"
 ) -> HTMLResponse:
-    from tracker.figures.trend import trend_figure
-    from tracker.queries.tables import PROBE_METRICS, RUN_METRICS, trend
-    from tracker.report.pages import figure_slot
-
     table = trend(session, selection, metric)
     slot = figure_slot(trend_figure(table, metric), "trend", metric, 460)
     return page(
@@ -41,6 +40,4 @@ def trend_page(
 def api_trend(metric: Metric, selection: SelectionDep, session: SessionDep) -> TrackerJSON:
     """One probe or run field across jobs with the change from the previous job
     (``tracker.api.trend``)."""
-    from tracker.queries.tables import trend
-
     return TrackerJSON(rows(trend(session, selection, metric)))
