@@ -338,6 +338,18 @@ def test_the_database_is_opened_read_only(client: TestClient) -> None:
         assert session.execute(text("SELECT count(*) FROM job_meta")).scalar() == 8
 
 
+def test_a_request_reads_one_snapshot(client: TestClient, study: Cli) -> None:
+    """A cache key and the result cached under it come from the same state of the database:
+    a write committed while a request's session is open is not seen by that session."""
+    count = text("SELECT count(*) FROM job_meta")
+    with Session(client.app.state.served.engine) as session:  # type: ignore[attr-defined]
+        assert session.execute(count).scalar() == 8
+        study("meta", "j2", "note=written meanwhile")
+        assert session.execute(count).scalar() == 8
+    with Session(client.app.state.served.engine) as session:  # type: ignore[attr-defined]
+        assert session.execute(count).scalar() == 9
+
+
 def test_new_and_replaced_jobs_show_without_restart(
     client: TestClient, study: Cli, tmp_path: Path
 ) -> None:
