@@ -13,13 +13,14 @@ from urllib.parse import quote
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import TypeAdapter
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
 from tracker.errors import DatabaseUnavailable, UnsafeHost
 from tracker.jobdir.sample import write_sample_job
-from tracker.server import create_app
+from tracker.server import create_app, schemas
 from tracker.server.security import CONTENT_SECURITY_POLICY, SECURITY_HEADERS, check_host
 
 STEPS = 3000
@@ -360,6 +361,18 @@ def test_the_database_is_opened_read_only(client: TestClient) -> None:
         assert session.execute(text("SELECT count(*) FROM job_meta")).scalar() == 8
 
 
+def test_a_request_reads_one_snapshot(client: TestClient, study: Cli) -> None:
+    """A cache key and the result cached under it come from the same state of the database:
+    a write committed while a request's session is open is not seen by that session."""
+    count = text("SELECT count(*) FROM job_meta")
+    with Session(client.app.state.served.engine) as session:  # type: ignore[attr-defined]
+        assert session.execute(count).scalar() == 8
+        study("meta", "j2", "note=written meanwhile")
+        assert session.execute(count).scalar() == 8
+    with Session(client.app.state.served.engine) as session:  # type: ignore[attr-defined]
+        assert session.execute(count).scalar() == 9
+
+
 def test_new_and_replaced_jobs_show_without_restart(
     client: TestClient, study: Cli, tmp_path: Path
 ) -> None:
@@ -378,6 +391,80 @@ def test_new_and_replaced_jobs_show_without_restart(
     assert fixed_now["bpp_state"] == "PASS"
     regressions = client.get("/api/compare?a=j1&b=j3").json()["regressions"]
     assert not any(line.startswith("bpp_state gpt-124m/flash") for line in regressions)
+
+
+FRESH_ROUTES = [
+    "/api/jobs", "/api/jobs/j1", "/api/claims?group_by=gpu", "/api/claims?where=gpu=H100",
+    "/api/compare?a=j1&b=j3", "/api/trend?metric=val_loss&group_by=gpu", "/", "/jobs/j1/",
+    "/jobs/j2/", "/claims?group_by=gpu", "/compare?a=j1&b=j3", "/trend?group_by=gpu",
+]  # fmt: skip
+
+
+def test_metadata_shows_on_the_next_request_of_every_route(
+    client: TestClient, study: Cli, db_url: str, tmp_path: Path
+) -> None:
+    """One server, every route cached, then a write: ``tracker meta`` and a re-ingest of the
+    same content with new ``--meta``. The next request of every route equals a new server's."""
+
+    def answers(on: TestClient) -> dict[str, str]:
+        responses = {path: on.get(path) for path in FRESH_ROUTES}
+        assert all(r.status_code == 200 for r in responses.values()), responses
+        return {path: response.text for path, response in responses.items()}
+
+    def gpus(path: str) -> set[str]:
+        return {row["group"] for row in client.get(path).json()}
+
+    before = answers(client)
+    assert answers(client) == before  # the second time, from the caches
+    assert gpus("/api/claims?group_by=gpu") == {"A10G", "L4"}
+    study("meta", "j1", "gpu=H100", "time=2026-10-20T00:00:00Z")  # j1 now follows j2
+    after_meta = answers(client)
+    with client_for(db_url) as fresh:
+        assert after_meta == answers(fresh)
+    assert all(after_meta[path] != before[path] for path in FRESH_ROUTES if "compare" not in path)
+    jobs = client.get("/api/jobs").json()
+    assert [row["job"] for row in jobs] == ["j2", "j1", "j3"]
+    assert "gpu=H100" in jobs[1]["meta"]
+    assert client.get("/api/jobs/j1").json()["meta"]["gpu"] == "H100"
+    assert gpus("/api/claims?group_by=gpu") == {"A10G", "H100", "L4"}
+    assert "H100" in after_meta["/"] and "H100" in after_meta["/jobs/j1/"]
+    assert (
+        "H100" in after_meta["/claims?group_by=gpu"] and "H100" in after_meta["/trend?group_by=gpu"]
+    )
+
+    same = write_sample_job(tmp_path / "again", steps=STEPS, seed=0)  # j1's content
+    result = study("ingest", str(same), "--job", "j1", "--meta=gpu=B200")
+    assert "metadata updated" in result.output
+    after_ingest = answers(client)
+    with client_for(db_url) as fresh:
+        assert after_ingest == answers(fresh)
+    assert client.get("/api/jobs/j1").json()["meta"]["gpu"] == "B200"
+    assert "gpu=B200" in client.get("/api/jobs").json()[1]["meta"]
+    assert gpus("/api/claims?group_by=gpu") == {"A10G", "B200", "L4"}
+    assert client.get("/api/claims?where=gpu=H100").json() == []
+    for page in ("/", "/jobs/j1/", "/claims?group_by=gpu", "/trend?group_by=gpu"):
+        assert "B200" in after_ingest[page] and "H100" not in after_ingest[page], page
+
+
+SCHEMAS: dict[str, tuple[str, Any, str]] = {
+    "/api/jobs": ("/api/jobs", list[schemas.JobRow], "JobRow"),
+    "/api/jobs/{name}": ("/api/jobs/j2", schemas.JobDetail, "JobDetail"),
+    "/api/claims": ("/api/claims?group_by=gpu", list[schemas.ClaimRow], "ClaimRow"),
+    "/api/compare": ("/api/compare?a=j1&b=j3", schemas.Comparison, "Comparison"),
+    "/api/trend": ("/api/trend?metric=val_loss&group_by=gpu", list[schemas.TrendRow], "TrendRow"),
+    "/api/curve": ("/api/curve?job=j2&arm=ref_s0", schemas.CurveWindow, "CurveWindow"),
+}
+
+
+def test_openapi_has_a_response_schema_for_every_api_route(client: TestClient) -> None:
+    """Each /api route documents what it returns, and its answers fit that schema."""
+    document = client.get("/openapi.json").json()
+    assert {path for path in document["paths"] if path.startswith("/api/")} == set(SCHEMAS)
+    for route, (example, model, name) in SCHEMAS.items():
+        ok = document["paths"][route]["get"]["responses"]["200"]["content"]["application/json"]
+        assert name in json.dumps(ok["schema"]), route
+        assert name in document["components"]["schemas"]
+        TypeAdapter(model).validate_python(client.get(example).json())
 
 
 def test_job_names_holding_html_stay_inert(study: Cli, db_url: str, engine: Engine) -> None:

@@ -2,7 +2,8 @@
 
 ``load_expectations()`` validates the whole file up front (every key present, of the right
 type, no unknown key) so that a typo fails loudly with the file and the key, instead of
-silently turning a check into N/A halfway through a report.
+silently turning a check into N/A halfway through a report. The file's schema is a pydantic
+model (``ExpectationsFile``); what it yields are the frozen dataclasses below.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError
+from pydantic_core import PydanticCustomError
 
 from tracker.errors import BadExpectations
 
@@ -106,199 +110,261 @@ class Expectations:
     source: str  # the file they were read from, for reports
 
 
-class _Reader:
-    """Typed access to a parsed TOML document; every problem names the file and the key."""
+def _problem(text: str) -> PydanticCustomError:
+    """What is wrong with a value; the message layer puts the key's dotted path before it."""
+    return PydanticCustomError("expectation", "{problem}", {"problem": text})
 
-    def __init__(self, source: str) -> None:
-        self.source = source
 
-    def fail(self, problem: str) -> BadExpectations:
-        return BadExpectations(path=self.source, problem=problem)
+def _checked(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        raise _problem(f"must be a number, got {value!r:.60}")
+    return value
 
-    def table(self, doc: Any, key: str, allowed: set[str] | None = None) -> dict[str, Any]:
-        if not isinstance(doc, dict):
-            raise self.fail(f"{key} must be a table, got {doc!r:.60}")
-        if allowed is not None:
-            unknown = sorted(set(doc) - allowed)
-            if unknown:
-                where = ", ".join(f"{key}.{name}" for name in unknown)
-                raise self.fail(f"unknown key {where}")
-        return doc
 
-    def sub(
-        self, doc: dict[str, Any], key: str, where: str, allowed: set[str] | None = None
-    ) -> dict[str, Any]:
-        name = f"{where}.{key}" if where else key
-        if key not in doc:
-            raise self.fail(f"missing table [{name}]")
-        return self.table(doc[key], name, allowed)
+def _number(value: Any) -> float:
+    if _checked(value) < 0:
+        raise _problem(f"must be >= 0, got {value!r}")
+    return float(value)
 
-    def value(self, doc: dict[str, Any], key: str, where: str) -> Any:
-        if key not in doc:
-            raise self.fail(f"missing key {where}.{key}")
-        return doc[key]
 
-    def number(
-        self, doc: dict[str, Any], key: str, where: str, *, low: float = 0.0, positive: bool = False
-    ) -> float:
-        value = self.value(doc, key, where)
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-            raise self.fail(f"{where}.{key} must be a number, got {value!r:.60}")
-        if value < low or (positive and value <= 0):
-            bound = "> 0" if positive else f">= {low:g}"
-            raise self.fail(f"{where}.{key} must be {bound}, got {value!r}")
-        return float(value)
+def _positive(value: Any) -> float:
+    if _checked(value) <= 0:
+        raise _problem(f"must be > 0, got {value!r}")
+    return float(value)
 
-    def integer(self, doc: dict[str, Any], key: str, where: str) -> int:
-        value = self.value(doc, key, where)
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise self.fail(f"{where}.{key} must be a positive integer, got {value!r:.60}")
-        return value
 
-    def fraction(self, doc: dict[str, Any], key: str, where: str) -> float:
-        value = self.number(doc, key, where, positive=True)
-        if value >= 1:
-            raise self.fail(f"{where}.{key} must be in (0, 1), got {value!r}")
-        return value
+def _fraction(value: Any) -> float:
+    number = _positive(value)
+    if number >= 1:
+        raise _problem(f"must be in (0, 1), got {number!r}")
+    return number
 
-    def string(self, doc: dict[str, Any], key: str, where: str) -> str:
-        value = self.value(doc, key, where)
-        if not isinstance(value, str) or not value.strip():
-            raise self.fail(f"{where}.{key} must be a non-empty string, got {value!r:.60}")
-        return value
 
-    def paper_rows(self, doc: dict[str, Any], where: str, fixed: set[str]) -> dict[str, PaperGib]:
-        rows = {}
-        for variant, row in doc.items():
-            if variant in fixed:
-                continue
-            name = f"{where}.{variant}"
-            row = self.table(row, name, {"params", "optim"})
-            rows[variant] = PaperGib(
-                self.number(row, "params", name, positive=True),
-                self.number(row, "optim", name, positive=True),
+def _rate(value: Any) -> float:
+    number = _positive(value)
+    if number > 1:
+        raise _problem(f"must be in (0, 1], got {number!r}")
+    return number
+
+
+def _integer(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise _problem(f"must be a positive integer, got {value!r:.60}")
+    return value
+
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _problem(f"must be a non-empty string, got {value!r:.60}")
+    return value
+
+
+Number = Annotated[float, PlainValidator(_number)]
+Positive = Annotated[float, PlainValidator(_positive)]
+Fraction = Annotated[float, PlainValidator(_fraction)]
+Integer = Annotated[int, PlainValidator(_integer)]
+String = Annotated[str, PlainValidator(_string)]
+
+
+class _Table(BaseModel):
+    """A TOML table of fixed keys: a key not listed here is a typo."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Rows(BaseModel):
+    """A TOML table of a few fixed keys and one row per variant (its other keys)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class _Components(_Table):
+    """A variant's analytic bytes per parameter; a component left out is not checked."""
+
+    params: Annotated[float | None, PlainValidator(_number)] = None
+    state: Annotated[float | None, PlainValidator(_number)] = None
+    grads: Annotated[float | None, PlainValidator(_number)] = None
+
+
+class _PaperRow(_Table):
+    params: Positive
+    optim: Positive
+
+
+class _PaperRows(_Rows):
+    __pydantic_extra__: dict[str, _PaperRow]
+
+    def rows(self) -> dict[str, _PaperRow]:
+        return dict(self.model_extra or {})
+
+
+class _Table4(_PaperRows):
+    relative_tolerance: Number
+
+
+class _Gpt2(_PaperRows):
+    model: String
+    relative_tolerance: Number
+
+
+class _Memory(_Table):
+    gib: Integer
+    extrapolate_params: Integer
+    scaling_model_prefix: String
+    bpp_tolerance: Number
+    expected_bpp: dict[str, _Components]
+    table4: _Table4
+    gpt2_124m: _Gpt2
+    known_differences: dict[str, String]
+
+
+class _ValLoss(_Rows):
+    tolerance: Number
+    __pydantic_extra__: dict[str, Positive]
+
+
+class _Training(_Table):
+    ema_alpha: Annotated[float, PlainValidator(_rate)]
+    baseline: String
+    candidate: String
+    seed_twin: String
+    divergent: String
+    noise_factor: Number
+    val_loss: _ValLoss
+
+
+class _Claims(_Table):
+    confidence: Fraction
+    val_loss_margin: Positive
+    bootstrap_resamples: Integer
+    bootstrap_seed: Integer
+    min_share_within: Fraction
+    proportion_confidence: Fraction
+
+
+class _Gate(_Table):
+    alpha: Fraction
+    min_noise_jobs: Integer
+    ema_margin_factor: Positive
+    val_loss_margin: Positive
+
+
+class ExpectationsFile(_Table):
+    """The expectations TOML as it is written: every table and key, each checked."""
+
+    memory: _Memory
+    training: _Training
+    claims: _Claims
+    gate: _Gate
+
+
+TABLES = frozenset(
+    {*ExpectationsFile.model_fields, "memory.expected_bpp", "memory.table4", "memory.gpt2_124m",
+     "memory.known_differences", "training.val_loss"}
+)  # fmt: skip
+
+
+# The order in which problems are reported: a table's own problems (not a table, unknown
+# keys) first, then its keys in this order; "KEY/" is what is inside KEY, checked later than
+# KEY itself. Keys not listed keep pydantic's order: the fields' order, rows in file order.
+ORDER: dict[tuple[str, ...], list[str]] = {
+    (): ["memory", "training", "claims", "gate"],
+    ("memory",): [
+        "expected_bpp", "known_differences", "table4", "gpt2_124m", "gib", "extrapolate_params",
+        "scaling_model_prefix", "bpp_tolerance", "table4/", "gpt2_124m/",
+    ],
+    ("training",): [
+        "val_loss", "ema_alpha", "baseline", "candidate", "seed_twin", "divergent",
+        "noise_factor", "val_loss/",
+    ],
+}  # fmt: skip
+
+
+def _ranks(errors: list[Any]) -> list[tuple[int, ...]]:
+    """Where each error comes in that order."""
+    locs = [tuple(map(str, e["loc"])) for e in errors]
+    first: dict[tuple[str, ...], int] = {}  # a key's place in pydantic's order
+    for at, loc in enumerate(locs):
+        for depth in range(1, len(loc) + 1):
+            first.setdefault(loc[:depth], at)
+
+    def rank(loc: tuple[str, ...]) -> list[int]:
+        ranks = []
+        for depth, key in enumerate(loc):
+            order = ORDER.get(loc[:depth], [])
+            inside = f"{key}/" if depth < len(loc) - 1 and f"{key}/" in order else key
+            ranks.append(
+                order.index(inside) if inside in order else len(order) + first[loc[: depth + 1]]
             )
-        return rows
+        return ranks
+
+    return [
+        (*rank(loc[:-1]), -1) if e["type"] == "extra_forbidden" else tuple(rank(loc))
+        for e, loc in zip(errors, locs, strict=True)
+    ]  # a table's unknown keys: checked on entering it
+
+
+def _problem_of(exc: ValidationError) -> str:
+    """The first problem, as a line naming the key (all the unknown keys of one table)."""
+    errors = exc.errors(include_url=False)
+    ranks = _ranks(errors)
+    error = errors[min(range(len(errors)), key=ranks.__getitem__)]
+    where = ".".join(map(str, error["loc"]))
+    if error["type"] == "extra_forbidden":
+        table = error["loc"][:-1]
+        names = [e["loc"][-1] for e in errors if e["type"] == error["type"]
+                 and e["loc"][:-1] == table]  # fmt: skip
+        key = ".".join(map(str, table)) or "the file"
+        return "unknown key " + ", ".join(f"{key}.{name}" for name in sorted(names))
+    if error["type"] == "missing":
+        return f"missing table [{where}]" if where in TABLES else f"missing key {where}"
+    if error["type"] in ("model_type", "dict_type"):
+        return f"{where} must be a table, got {error['input']!r:.60}"
+    return f"{where} {error['msg']}"
+
+
+def _paper(table: _Table4 | _Gpt2) -> PaperTable:
+    rows = {variant: PaperGib(row.params, row.optim) for variant, row in table.rows().items()}
+    return PaperTable(table.relative_tolerance, MappingProxyType(rows))
+
+
+def _expectations(doc: ExpectationsFile, source: str) -> Expectations:
+    mem, tr, cl, ga = doc.memory, doc.training, doc.claims, doc.gate
+    expected_bpp = {
+        variant: ComponentBpp(c.params, c.state, c.grads) for variant, c in mem.expected_bpp.items()
+    }
+    memory = MemoryExpectations(
+        gib=mem.gib,
+        extrapolate_params=mem.extrapolate_params,
+        scaling_model_prefix=mem.scaling_model_prefix,
+        bpp_tolerance=mem.bpp_tolerance,
+        expected_bpp=MappingProxyType(expected_bpp),
+        table4=_paper(mem.table4),
+        gpt2_model=mem.gpt2_124m.model,
+        gpt2=_paper(mem.gpt2_124m),
+        known_differences=MappingProxyType(dict(mem.known_differences)),
+    )
+    training = TrainingExpectations(
+        ema_alpha=tr.ema_alpha,
+        baseline=tr.baseline,
+        candidate=tr.candidate,
+        seed_twin=tr.seed_twin,
+        divergent=tr.divergent,
+        noise_factor=tr.noise_factor,
+        val_loss_tolerance=tr.val_loss.tolerance,
+        val_loss=MappingProxyType(dict(tr.val_loss.model_extra or {})),
+    )
+    claims = ClaimsExpectations(**cl.model_dump())
+    gate = GateExpectations(**ga.model_dump())
+    return Expectations(memory, training, claims, gate, source)
 
 
 def _parse(doc: dict[str, Any], source: str) -> Expectations:
-    r = _Reader(source)
-    r.table(doc, "the file", {"memory", "training", "claims", "gate"})
-    mem = r.sub(
-        doc,
-        "memory",
-        "",
-        {
-            "gib",
-            "extrapolate_params",
-            "scaling_model_prefix",
-            "bpp_tolerance",
-            "expected_bpp",
-            "table4",
-            "gpt2_124m",
-            "known_differences",
-        },
-    )
-    expected_bpp = {}
-    for variant, comps in r.sub(mem, "expected_bpp", "memory").items():
-        where = f"memory.expected_bpp.{variant}"
-        comps = r.table(comps, where, set(COMPONENTS))
-        expected_bpp[variant] = ComponentBpp(
-            *(r.number(comps, c, where) if c in comps else None for c in COMPONENTS)
-        )
-    known = r.sub(mem, "known_differences", "memory")
-    known_differences = {
-        variant: r.string(known, variant, "memory.known_differences") for variant in known
-    }
-    table4 = r.sub(mem, "table4", "memory")
-    gpt2 = r.sub(mem, "gpt2_124m", "memory")
-    memory = MemoryExpectations(
-        gib=r.integer(mem, "gib", "memory"),
-        extrapolate_params=r.integer(mem, "extrapolate_params", "memory"),
-        scaling_model_prefix=r.string(mem, "scaling_model_prefix", "memory"),
-        bpp_tolerance=r.number(mem, "bpp_tolerance", "memory"),
-        expected_bpp=MappingProxyType(expected_bpp),
-        table4=PaperTable(
-            r.number(table4, "relative_tolerance", "memory.table4"),
-            MappingProxyType(r.paper_rows(table4, "memory.table4", {"relative_tolerance"})),
-        ),
-        gpt2_model=r.string(gpt2, "model", "memory.gpt2_124m"),
-        gpt2=PaperTable(
-            r.number(gpt2, "relative_tolerance", "memory.gpt2_124m"),
-            MappingProxyType(
-                r.paper_rows(gpt2, "memory.gpt2_124m", {"relative_tolerance", "model"})
-            ),
-        ),
-        known_differences=MappingProxyType(known_differences),
-    )
-    tr = r.sub(
-        doc,
-        "training",
-        "",
-        {
-            "ema_alpha",
-            "baseline",
-            "candidate",
-            "seed_twin",
-            "divergent",
-            "noise_factor",
-            "val_loss",
-        },
-    )
-    val = r.sub(tr, "val_loss", "training")
-    alpha = r.number(tr, "ema_alpha", "training", positive=True)
-    if alpha > 1:
-        raise r.fail(f"training.ema_alpha must be in (0, 1], got {alpha!r}")
-    training = TrainingExpectations(
-        ema_alpha=alpha,
-        baseline=r.string(tr, "baseline", "training"),
-        candidate=r.string(tr, "candidate", "training"),
-        seed_twin=r.string(tr, "seed_twin", "training"),
-        divergent=r.string(tr, "divergent", "training"),
-        noise_factor=r.number(tr, "noise_factor", "training"),
-        val_loss_tolerance=r.number(val, "tolerance", "training.val_loss"),
-        val_loss=MappingProxyType(
-            {
-                variant: r.number(val, variant, "training.val_loss", positive=True)
-                for variant in val
-                if variant != "tolerance"
-            }
-        ),
-    )
-    cl = r.sub(
-        doc,
-        "claims",
-        "",
-        {
-            "confidence",
-            "val_loss_margin",
-            "bootstrap_resamples",
-            "bootstrap_seed",
-            "min_share_within",
-            "proportion_confidence",
-        },
-    )
-    claims = ClaimsExpectations(
-        confidence=r.fraction(cl, "confidence", "claims"),
-        val_loss_margin=r.number(cl, "val_loss_margin", "claims", positive=True),
-        bootstrap_resamples=r.integer(cl, "bootstrap_resamples", "claims"),
-        bootstrap_seed=r.integer(cl, "bootstrap_seed", "claims"),
-        min_share_within=r.fraction(cl, "min_share_within", "claims"),
-        proportion_confidence=r.fraction(cl, "proportion_confidence", "claims"),
-    )
-    ga = r.sub(
-        doc,
-        "gate",
-        "",
-        {"alpha", "min_noise_jobs", "ema_margin_factor", "val_loss_margin"},
-    )
-    gate = GateExpectations(
-        alpha=r.fraction(ga, "alpha", "gate"),
-        min_noise_jobs=r.integer(ga, "min_noise_jobs", "gate"),
-        ema_margin_factor=r.number(ga, "ema_margin_factor", "gate", positive=True),
-        val_loss_margin=r.number(ga, "val_loss_margin", "gate", positive=True),
-    )
-    return Expectations(memory, training, claims, gate, source)
+    try:
+        checked = ExpectationsFile.model_validate(doc)
+    except ValidationError as exc:
+        raise BadExpectations(path=source, problem=_problem_of(exc)) from None
+    return _expectations(checked, source)
 
 
 def load_expectations(path: Path | None = None) -> Expectations:

@@ -11,28 +11,27 @@ import csv
 import hashlib
 import io
 import json
-import math
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracker.domain import LOSS, ArmName
 from tracker.errors import BadInput, BadJobName, NoSuchDirectory, NotADirectory, NothingToIngest
+from tracker.jobdir.records import (
+    ProbeRecord,
+    name_problem,
+    parse_arm_summary,
+    parse_probe_record,
+)
 
 if TYPE_CHECKING:
     import polars as pl
 
 PROBE_FILE = "mem_sweep.json"
 JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-NAME_MAX = 200
-CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-SURROGATES = re.compile(r"[\ud800-\udfff]")
-FLOAT_FIELDS = ("bpp_params", "bpp_state", "bpp_grads", "bpp_params_state_grads")
-FAILURE_COLUMNS = ("model", "variant", "error")
-INT_LIMIT = 10**15  # no probed model has a quadrillion parameters or bytes
 
 
 @dataclass(frozen=True)
@@ -40,33 +39,6 @@ class SourceFile:
     path: str  # relative to the job directory
     sha256: str
     size: int
-
-
-@dataclass(frozen=True)
-class ProbeRecord:
-    model: str
-    variant: str
-    origin: str  # "mem_sweep.json record 3", for messages
-    n_params: int | None = None
-    bpp_params: float | None = None
-    bpp_state: float | None = None
-    bpp_grads: float | None = None
-    bpp_params_state_grads: float | None = None
-    peak_steady: int | None = None
-    error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def columns(self) -> dict[str, Any]:
-        """The record as probe-table columns."""
-        return {
-            "model": self.model,
-            "variant": self.variant,
-            "n_params": self.n_params,
-            **{name: getattr(self, name) for name in FLOAT_FIELDS},
-            "peak_steady": self.peak_steady,
-            "error": self.error,
-            "extra": self.extra,
-        }
 
 
 @dataclass(frozen=True)
@@ -237,144 +209,23 @@ def _load_json(where: str, text: str, *, one_line: bool = False) -> Any:
         raise BadInput(path=where, problem=f"malformed JSON: {exc}") from None
 
 
-def _as_json(value: Any) -> str:
-    """A value as the file spells it (null, true), cut short for one-line messages."""
-    text = json.dumps(value, default=repr)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _name_field(record: dict[str, Any], key: str, origin: str) -> str:
-    value = record.get(key)
-    if value is None:
-        raise BadInput(path=origin, problem=f"missing {key!r}")
-    if not isinstance(value, str) or not value.strip():
-        raise BadInput(path=origin, problem=f"{key!r} must be a non-empty string")
-    _check_name(value, repr(key), origin)
-    return value
-
-
-def _check_name(value: str, label: str, origin: str) -> None:
-    """Names (models, variants, metrics) are short, printable, storable text."""
-    if len(value) > NAME_MAX:
-        raise BadInput(path=origin, problem=f"{label} is longer than {NAME_MAX} characters")
-    if CONTROL_CHARS.search(value):
-        raise BadInput(path=origin, problem=f"{label} contains control characters")
-    _check_storable(value, label, origin)
-
-
-def _check_storable(value: str, label: str, origin: str) -> None:
-    # JSON can spell a lone surrogate ("\ud800"), which no database text column can store
-    if SURROGATES.search(value):
-        raise BadInput(path=origin, problem=f"{label} contains an unpaired surrogate character")
-
-
-def _number(value: Any, key: str, origin: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise BadInput(path=origin, problem=f"{key!r} must be a number, got {_as_json(value)}")
-    try:
-        number = float(value)
-    except OverflowError:  # an integer beyond any float
-        number = math.inf
-    if not math.isfinite(number) or number < 0:
-        raise BadInput(
-            path=origin, problem=f"{key!r} must be a finite number >= 0, got {_as_json(value)}"
-        )
-    return number
-
-
-def _count(value: Any, key: str, origin: str, *, positive: bool = False) -> int:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadInput(path=origin, problem=f"{key!r} must be an integer, got {_as_json(value)}")
-    if value < (1 if positive else 0) or value >= INT_LIMIT:
-        raise BadInput(path=origin, problem=f"{key!r} is out of range: {value}")
-    return value
-
-
-def parse_probe_record(record: Any, origin: str) -> ProbeRecord:
-    if not isinstance(record, dict):
-        raise BadInput(path=origin, problem="expected a JSON object")
-    model = _name_field(record, "model", origin)
-    variant = _name_field(record, "variant", origin)
-    error = record.get("error")
-    if error is not None and not isinstance(error, str):
-        error = json.dumps(error)
-    if error is not None:
-        _check_storable(error, "'error'", origin)
-        error = error.replace("\x00", "\ufffd")  # PostgreSQL text cannot hold NUL
-    if "n_params" not in record:  # a failed probe: whatever else it holds is kept as it is
-        rest = {key: value for key, value in record.items() if key not in FAILURE_COLUMNS}
-        return ProbeRecord(model, variant, origin, error=error, extra=rest)
-    known = {*FAILURE_COLUMNS, "n_params", "peak_steady", *FLOAT_FIELDS}
-    extra = {key: value for key, value in record.items() if key not in known}
-    for key in (*FLOAT_FIELDS, "peak_steady"):
-        if key not in record:
-            raise BadInput(path=origin, problem=f"missing {key!r}")
-    return ProbeRecord(
-        model,
-        variant,
-        origin,
-        n_params=_count(record["n_params"], "n_params", origin, positive=True),
-        **{key: _number(record[key], key, origin) for key in FLOAT_FIELDS},
-        peak_steady=_count(record["peak_steady"], "peak_steady", origin),
-        error=error,
-        extra=extra,
-    )
-
-
 def read_arm(arm: ArmFiles, default_model: str) -> Arm:
     """Parse one arm's summary JSON and CSV curves."""
-    summary = _read_summary(arm)
-    model = summary.pop("model", None)
-    if model is None:
-        model = default_model
-    else:
-        model = _name_field({"model": model}, "model", arm.json_path.name)
-    seed = summary.get("seed")
-    if seed is not None and (isinstance(seed, bool) or seed != arm.seed):
-        raise BadInput(
-            path=arm.json_path.name,
-            problem=f"'seed' is {_as_json(seed)} but the file name says seed {arm.seed}",
-        )
-    val_loss = _optional_float(summary.pop("val_loss", None), "val_loss", arm.json_path.name)
-    final_loss = _optional_float(summary.pop("final_loss", None), "final_loss", arm.json_path.name)
-    diverged = summary.pop("diverged", None)
-    if diverged is not None and not isinstance(diverged, bool):
-        raise BadInput(
-            path=arm.json_path.name,
-            problem=f"'diverged' must be true or false, got {_as_json(diverged)}",
-        )
+    where = arm.json_path.name
+    summary, extra = parse_arm_summary(
+        _load_json(where, _decode(where, arm.json_path.read_bytes())), where, arm.seed
+    )
     return Arm(
         name=arm.name,
-        model=model,
+        model=default_model if summary.model is None else summary.model,
         variant=arm.variant,
         seed=arm.seed,
-        val_loss=val_loss,
-        final_loss=final_loss,
-        diverged=diverged,
-        extra=summary,
+        val_loss=summary.val_loss,
+        final_loss=summary.final_loss,
+        diverged=summary.diverged,
+        extra=extra,
         curves=parse_curve_csv(arm.csv_path.name, arm.csv_path.read_bytes()),
     )
-
-
-def _read_summary(arm: ArmFiles) -> dict[str, Any]:
-    where = arm.json_path.name
-    text = _decode(where, arm.json_path.read_bytes())
-    summary = _load_json(where, text)
-    if not isinstance(summary, dict):
-        raise BadInput(path=where, problem="expected a JSON object")
-    return summary
-
-
-def _optional_float(value: Any, key: str, where: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise BadInput(
-            path=where, problem=f"{key!r} must be a number or null, got {_as_json(value)}"
-        )
-    return float(value)
 
 
 def parse_curve_csv(filename: str, data: bytes) -> pl.DataFrame:
@@ -443,7 +294,9 @@ def _header(filename: str, text: str) -> list[str]:
     for position, name in enumerate(header, start=1):
         if not name:
             raise BadInput(path=filename, problem=f"column {position} of the header has no name")
-        _check_name(name, f"column {name!r:.60}", filename)
+        problem = name_problem(name, f"column {name!r:.60}")
+        if problem:
+            raise BadInput(path=filename, problem=problem)
     if len(set(header)) != len(header):
         twice = next(name for name in header if header.count(name) > 1)
         raise BadInput(path=filename, problem=f"column {twice!r} appears twice in the header")

@@ -6,6 +6,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
+import scipy.special  # noqa: F401 (the claims' statistics: loaded before the first request)
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import PlainTextResponse, Response
@@ -13,6 +14,7 @@ from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
 
 import tracker
+from tracker.analysis.expectations import load_expectations
 from tracker.errors import (
     BadTime,
     CurveNotFound,
@@ -21,8 +23,10 @@ from tracker.errors import (
     TrackerError,
     UnknownMetric,
 )
+from tracker.server.database import open_read_only
 from tracker.server.deps import Served, require_token
 from tracker.server.responses import TrackerJSON, templates
+from tracker.server.routers import assets, auth, claims, compare, curve, docs, jobs, trend
 from tracker.server.security import SecurityMiddleware
 from tracker.store.db import first_line
 
@@ -72,28 +76,12 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     return _error(request, 500, "internal error (the server's log has the details)")
 
 
-def _import_page_modules() -> None:
-    """What a job page, the claims and a curve need (polars, scipy, the analysis, the
-    figures): imported at start-up, so that the first visitor does not wait for it."""
-    import scipy.special  # noqa: F401
-
-    import tracker.analysis.job
-    import tracker.figures
-    import tracker.queries.claims
-    import tracker.queries.tables  # noqa: F401
-
-
 def create_app(url: str, token: str | None = None) -> FastAPI:
     """The live tracker on the database at ``url``, read-only; ``token`` guards every page."""
-    from tracker.analysis.expectations import load_expectations
-    from tracker.server.database import open_read_only
-    from tracker.server.routers import assets, auth, claims, compare, curve, docs, jobs, trend
-
     served = Served(open_read_only(url), load_expectations(), templates(), token or None)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        _import_page_modules()  # before the first request, not during it
         yield
         served.engine.dispose()
 

@@ -1,8 +1,10 @@
-"""Per-request work kept between requests, keyed by job content digests.
+"""Per-request work kept between requests, keyed by the state of the jobs it is made from.
 
-A job's digest changes whenever its content does (``--replace``), so a key that holds the
-digests of the jobs a result was made from can never serve a stale result: no invalidation,
-and a job ingested while the server runs is simply a key not seen yet.
+A key holds a digest of each such job's content and metadata (``tracker.server.views``),
+read in the same snapshot as the result, so it can never serve a stale result: no
+invalidation, and a job ingested or edited while the server runs is simply a key not seen
+yet. What depends on a job's content alone (a downsampled curve) is keyed by its content
+digest only.
 """
 
 from __future__ import annotations

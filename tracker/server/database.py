@@ -5,6 +5,10 @@ reading (plus BEGIN/COMMIT, so a request reads one snapshot, and the schema's
 pragmas) and nothing else. PostgreSQL:
 every session starts with ``default_transaction_read_only``, so any write is refused by the
 server itself. No endpoint writes; these guards make a bug that tried fail loudly.
+
+A request reads one snapshot on both: on PostgreSQL its transactions are ``REPEATABLE READ``
+(a read-only one never fails to serialize), so the cache key a request reads and the result
+it caches under that key come from the same state of the database.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ def open_read_only(url: str) -> Engine:
         def guard_postgres(dbapi_connection: Any, _record: Any) -> None:
             with dbapi_connection.cursor() as cursor:
                 cursor.execute("SET SESSION default_transaction_read_only = on")
+                cursor.execute("SET SESSION default_transaction_isolation = 'repeatable read'")
                 cursor.execute(f"SET SESSION statement_timeout = {STATEMENT_TIMEOUT_MS}")
             dbapi_connection.commit()
 

@@ -5,19 +5,16 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
+import jinja2
 from fastapi import Depends, HTTPException, Query, Request
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from tracker.analysis.expectations import Expectations
 from tracker.queries.selection import Selection
 from tracker.server.cache import DigestCache
-
-if TYPE_CHECKING:
-    import jinja2
-
-    from tracker.analysis.expectations import Expectations
 
 TOKEN_COOKIE = "tracker_token"
 JOB_VIEWS = 64  # a job's page holds its figures (~100 KB to 1 MB): the recent ones are kept

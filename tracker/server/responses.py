@@ -33,7 +33,7 @@ def rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
 
 
 def render(request: Request, template: str, **context: Any) -> str:
-    """A page from a template. The shared base template links plotly.js and runs an inline
+    """A page from a template. The report's base template links plotly.js and runs an inline
     script only when given ``plotly_src``: the server never does (its Content-Security-Policy
     forbids inline script) and links both scripts as files instead."""
     environment = request.app.state.served.templates
@@ -46,7 +46,7 @@ def page(request: Request, template: str, **context: Any) -> HTMLResponse:
 
 
 def templates() -> jinja2.Environment:
-    """The shared pages' environment (autoescaped, its filters, its templates: ``base.html``,
+    """The report's environment (autoescaped, its filters, its templates: ``base.html``,
     ``job.html``, ...) with the server's own pages under ``server/``."""
     report = environment()
     assert report.loader is not None

@@ -1,55 +1,107 @@
-"""What the pages and the API show, computed once per job content digest.
+"""What the pages and the API show, computed once per state of the jobs it is made from.
 
-A job's digest is read (one indexed row) on every request, so a replaced or new job is
-seen at once; the work behind it (analysis, figures, downsampled curves) is cached. A job's
+A cache key names the state of every job a result depends on: its content digest, its
+metadata, and the rest of its row (ingest time, source). These are read on every request
+(one indexed query) in the request's own snapshot, the same one the result is computed from,
+so a replaced or new job, a re-ingest with new ``--meta`` and ``tracker meta`` are all seen
+at once; the work behind a key (analysis, figures, downsampled curves) is cached. A job's
 page is the report's own (``tracker.views.pages.JobView`` and its template).
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
-from tracker.models import Job
+from tracker.analysis.job import JobAnalysis
+from tracker.models import Job, JobMeta
+from tracker.queries.compare import Comparison, compare_verdicts
+from tracker.queries.derived import load_summary
+from tracker.store import catalog
 from tracker.store.catalog import get_job
 from tracker.views.job import JobContent, job_content
 
+# name, content digest, ingest time, source, then a metadata key and value (None if none)
+StateQuery = Select[str, str, datetime, str, str, str]
+
 if TYPE_CHECKING:
-    from tracker.analysis.job import JobAnalysis
-    from tracker.queries.compare import Comparison
     from tracker.server.deps import Served
 
 
 def job_href(name: str) -> str:
     """Where the server shows a job: the report's job folder, under /jobs/."""
-    from urllib.parse import quote
-
     return f"/jobs/{quote(name, safe='')}/"
 
 
+def _states(session: Session, query: StateQuery) -> dict[str, str]:
+    """Each job's name and a digest of its row and metadata, in name order."""
+    rows: dict[str, list[str]] = {}
+    for name, digest, ingested_at, source, key, value in session.execute(query):
+        state = rows.setdefault(name, [digest, ingested_at.isoformat(), source])
+        if key is not None:
+            state += [key, value]
+    return {name: _digest(state) for name, state in rows.items()}
+
+
+def _digest(parts: Iterable[str]) -> str:
+    # each part's length first, so that no two different lists give the same bytes
+    hasher = hashlib.sha256()
+    for part in parts:
+        data = part.encode()
+        hasher.update(b"%d:" % len(data) + data)
+    return hasher.hexdigest()
+
+
+def _state_query() -> StateQuery:
+    return (
+        select(
+            Job.name,
+            Job.content_digest,
+            Job.ingested_at,
+            Job.source_path,
+            JobMeta.key,
+            JobMeta.value,
+        )
+        .outerjoin(JobMeta, JobMeta.job_id == Job.id)
+        .order_by(Job.name, JobMeta.key)
+    )
+
+
+def job_state(session: Session, name: str) -> str:
+    """The key of what is made from one job: changes with its content and its metadata."""
+    states = _states(session, _state_query().where(Job.name == name))
+    if name not in states:
+        get_job(session, name)  # not stored: raises UnknownJob, naming the stored ones
+    return states[name]
+
+
 def job_digest(session: Session, name: str) -> str:
+    """The content digest of one job: the key of what is made from its content alone."""
     return get_job(session, name).content_digest
 
 
-def digests(session: Session) -> tuple[tuple[str, str], ...]:
-    """(name, digest) of every job: the key of results made from all of them."""
-    query = select(Job.name, Job.content_digest).order_by(Job.name)
-    return tuple((name, digest) for name, digest in session.execute(query))
+def catalog_state(session: Session) -> str:
+    """The key of results made from every job: changes with any job's content or metadata,
+    and when a job is added or deleted."""
+    return _digest(f"{name}={state}" for name, state in _states(session, _state_query()).items())
 
 
 def job_list(served: Served, session: Session) -> list[dict[str, Any]]:
-    """``list_jobs``, kept until a job is added, replaced or deleted (metadata only changes
-    with a job's content: re-ingesting the same content is a no-op)."""
-    from tracker.store.catalog import list_jobs
-
-    return served.summaries.get(("jobs", digests(session)), lambda: list_jobs(session))
+    """``list_jobs``, kept until a job is added, replaced, deleted or its metadata changes."""
+    return served.summaries.get(
+        ("jobs", catalog_state(session)), lambda: catalog.list_jobs(session)
+    )
 
 
 def live_job(served: Served, session: Session, name: str) -> JobContent:
     """The report's content of one job page (``tracker.views.job``), and its analysis."""
-    key = (name, job_digest(session, name))
+    key = (name, job_state(session, name))
 
     def build() -> JobContent:
         content = job_content(session, name, served.exp)
@@ -60,18 +112,14 @@ def live_job(served: Served, session: Session, name: str) -> JobContent:
 
 
 def job_analysis(served: Served, session: Session, name: str) -> JobAnalysis:
-    from tracker.queries.derived import load_summary
-
     job = get_job(session, name)
     return served.analyses.get(
-        (name, job.content_digest),
+        (name, job_state(session, name)),
         lambda: load_summary(session, job.id, served.exp).analysis,
     )
 
 
 def comparison(served: Served, session: Session, a: str, b: str) -> Comparison:
-    from tracker.queries.compare import compare_verdicts
-
     verdicts_a = job_analysis(served, session, a).verdicts
     verdicts_b = job_analysis(served, session, b).verdicts
     return compare_verdicts(a, verdicts_a, b, verdicts_b, served.exp)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import plotly
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import FileResponse
+from swagger_ui_bundle import swagger_ui_path
 
 from tracker.views.templates import TEMPLATES as SHARED
 
@@ -29,14 +31,10 @@ SWAGGER_UI_FILES = {
 
 
 def _plotly_js() -> Path:
-    import plotly
-
     return Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
 
 def _swagger_ui_dist() -> Path:
-    from swagger_ui_bundle import swagger_ui_path
-
     return Path(swagger_ui_path)
 
 

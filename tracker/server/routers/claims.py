@@ -2,29 +2,25 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+import polars as pl
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
-from tracker.queries.selection import Selection
+from tracker.queries.claims import claims
+from tracker.queries.selection import Selection, selected_jobs
 from tracker.server.deps import SelectionDep, Served, ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page, rows
-from tracker.server.views import digests
-
-if TYPE_CHECKING:
-    import polars as pl
+from tracker.server.schemas import ClaimRow
+from tracker.server.views import catalog_state
 
 router = APIRouter(tags=["claims"])
 CLAIMS_NOTE = "No claim can be judged: no job is selected."
 
 
 def claims_table(served: Served, session: Session, selection: Selection) -> pl.DataFrame:
-    """The claims, kept until a job is added, replaced or deleted."""
-    from tracker.queries.claims import claims
-
-    key = (digests(session), selection)
+    """The claims, kept until a job is added, replaced, deleted or its metadata changes."""
+    key = (catalog_state(session), selection)
     return served.summaries.get(key, lambda: claims(session, selection, served.exp))
 
 
@@ -32,8 +28,6 @@ def claims_table(served: Served, session: Session, selection: Selection) -> pl.D
 def claims_page(
     request: Request, selection: SelectionDep, session: SessionDep, served: ServedDep
 ) -> HTMLResponse:
-    from tracker.queries.selection import selected_jobs
-
     table = claims_table(served, session, selection)
     return page(
         request,
@@ -47,7 +41,7 @@ def claims_page(
 
 
 @router.get("/claims.json", response_class=TrackerJSON, include_in_schema=False)
-@router.get("/api/claims", response_class=TrackerJSON)
+@router.get("/api/claims", response_class=TrackerJSON, response_model=list[ClaimRow])
 def api_claims(selection: SelectionDep, session: SessionDep, served: ServedDep) -> TrackerJSON:
     """One row per claim and subject over the selected jobs (``job``, ``where``); with
     ``group_by`` one set of rows per group of jobs (``tracker.api.claims``)."""

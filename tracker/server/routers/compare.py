@@ -9,6 +9,7 @@ from fastapi.responses import HTMLResponse
 
 from tracker.server.deps import ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page, rows
+from tracker.server.schemas import Comparison
 from tracker.server.views import comparison
 from tracker.views.across_jobs import comparison_view
 
@@ -27,7 +28,7 @@ def compare_page(
     return page(request, "server/compare.html", c=view)
 
 
-@router.get("/api/compare", response_class=TrackerJSON)
+@router.get("/api/compare", response_class=TrackerJSON, response_model=Comparison)
 def api_compare(a: JobA, b: JobB, session: SessionDep, served: ServedDep) -> TrackerJSON:
     """Every verdict of two jobs side by side (``tracker.api.compare``), with regressions."""
     result = comparison(served, session, a, b)

@@ -13,10 +13,11 @@ from sqlalchemy.orm import Session
 from tracker.domain import LOSS
 from tracker.server.deps import Served, ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page
+from tracker.server.schemas import CurveWindow
 from tracker.server.views import job_digest
 from tracker.store.catalog import job_curves
 from tracker.store.curves import find_curve, load_curves
-from tracker.summary.downsample import DEFAULT_MAX_POINTS
+from tracker.summary.downsample import DEFAULT_MAX_POINTS, minmax_indices
 
 router = APIRouter(tags=["curve"])
 JobName = Annotated[str, Query(description="Job name.")]
@@ -57,8 +58,6 @@ def curve_window(
     end = curve.last_step if steps[1] is None else steps[1]
 
     def window() -> dict[str, Any]:
-        from tracker.summary.downsample import minmax_indices
-
         frame = load_curves(session, [curve.id], (start, end))
         keep = minmax_indices(frame.get_column("value").to_numpy(), points)
         return {
@@ -92,7 +91,7 @@ def curve_page(
     )
 
 
-@router.get("/api/curve", response_class=TrackerJSON)
+@router.get("/api/curve", response_class=TrackerJSON, response_model=CurveWindow)
 def api_curve(
     job: JobName,
     arm: Arm,

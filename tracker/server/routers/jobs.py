@@ -8,9 +8,13 @@ from fastapi.responses import HTMLResponse, Response
 
 from tracker.analysis.verdict import verdicts_document
 from tracker.jsonio import to_json
+from tracker.queries.selection import Selection
+from tracker.queries.tables import PROBE_METRICS, RUN_METRICS
 from tracker.server.deps import ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page, render, rows
-from tracker.server.views import digests, job_analysis, job_list, live_job
+from tracker.server.routers.claims import CLAIMS_NOTE, claims_table
+from tracker.server.schemas import JobDetail, JobRow
+from tracker.server.views import catalog_state, job_analysis, job_list, live_job
 from tracker.store.catalog import get_job, job_arms, job_curves, job_probes
 
 router = APIRouter(tags=["jobs"])
@@ -19,10 +23,6 @@ ANALYSES = ("verdicts.json", "mem_analysis.json", "gpt_analysis.json")
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 def index(request: Request, session: SessionDep, served: ServedDep) -> HTMLResponse:
-    from tracker.queries.selection import Selection
-    from tracker.queries.tables import PROBE_METRICS, RUN_METRICS
-    from tracker.server.routers.claims import CLAIMS_NOTE, claims_table
-
     def index_html() -> str:
         return render(
             request,
@@ -33,13 +33,13 @@ def index(request: Request, session: SessionDep, served: ServedDep) -> HTMLRespo
             metrics=(*PROBE_METRICS, *RUN_METRICS),
         )
 
-    return HTMLResponse(served.summaries.get(("index", digests(session)), index_html))
+    return HTMLResponse(served.summaries.get(("index", catalog_state(session)), index_html))
 
 
-@router.get("/api/jobs", response_class=TrackerJSON)
+@router.get("/api/jobs", response_class=TrackerJSON, response_model=list[JobRow])
 def api_jobs(session: SessionDep, served: ServedDep) -> Response:
     """Every job with its counts and metadata, in job order (``tracker.api.jobs``)."""
-    key = ("jobs.json", digests(session))
+    key = ("jobs.json", catalog_state(session))
     body = served.summaries.get(key, lambda: TrackerJSON(job_list(served, session)).body)
     return Response(body, media_type="application/json")
 
@@ -79,7 +79,7 @@ def job_file(request: Request, name: str, file: str, session: SessionDep, served
     return Response(to_json(document) + "\n", media_type="application/json")
 
 
-@router.get("/api/jobs/{name}", response_class=TrackerJSON)
+@router.get("/api/jobs/{name}", response_class=TrackerJSON, response_model=JobDetail)
 def api_job(name: str, session: SessionDep, served: ServedDep) -> TrackerJSON:
     """One job: metadata, probes, arms, curves and verdicts (``tracker show`` and more)."""
     analysis = job_analysis(served, session, name)

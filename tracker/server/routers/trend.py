@@ -11,6 +11,7 @@ from tracker.figures.trend import trend_figure
 from tracker.queries.tables import PROBE_METRICS, RUN_METRICS, trend
 from tracker.server.deps import SelectionDep, SessionDep
 from tracker.server.responses import TrackerJSON, page, rows
+from tracker.server.schemas import TrendRow
 from tracker.views.pages import figure_slot
 
 router = APIRouter(tags=["trend"])
@@ -35,7 +36,7 @@ def trend_page(
     )
 
 
-@router.get("/api/trend", response_class=TrackerJSON)
+@router.get("/api/trend", response_class=TrackerJSON, response_model=list[TrendRow])
 def api_trend(metric: Metric, selection: SelectionDep, session: SessionDep) -> TrackerJSON:
     """One probe or run field across jobs with the change from the previous job
     (``tracker.api.trend``)."""
