@@ -81,10 +81,19 @@ def settle_steps(curves: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     if repeated.any():
         twice = int(curves.filter(repeated)["step"].n_unique())
         notes.append(f"{plural(twice, 'duplicate step')}, last value kept")
-        curves = curves.group_by("step", maintain_order=True).agg(
-            pl.exclude("step").drop_nulls().last()
-        )
+        curves = _merge_repeated(curves, repeated.fill_null(False))
     return curves, notes
+
+
+def _merge_repeated(curves: pl.DataFrame, repeated: pl.Series) -> pl.DataFrame:
+    """One row per step; only the rows of repeated steps (a few) are grouped."""
+    in_group = repeated | repeated.shift(-1, fill_value=False)
+    merged = (
+        curves.filter(in_group)
+        .group_by("step", maintain_order=True)
+        .agg(pl.exclude("step").drop_nulls().last())
+    )
+    return curves.filter(~in_group).merge_sorted(merged, key="step")
 
 
 def check_field_counts(
