@@ -7,15 +7,20 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import itertools
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
+from tracker.jobdir.logs import settle_steps
 from tracker.models import Curve, Job, Point, Probe, Run
 from tracker.services.ingest import ingest_job
 from tracker.store.db import in_write_transaction
@@ -188,3 +193,33 @@ def test_the_warnings_are_kept_on_the_result(engine: Engine) -> None:
         ["ref_s0: incomplete last line 301 dropped"],
         [],
     ]
+
+
+def settled_line_by_line(rows: list[tuple[int, float | None]]) -> dict[int, float | None]:
+    """The rule, read line by line: a lower step drops what was kept from it on; the same step
+    again keeps its last value that is there."""
+    kept: dict[int, float | None] = {}
+    for step, value in rows:
+        last = next(reversed(kept), None)
+        if last is not None and step < last:
+            kept = {s: v for s, v in kept.items() if s < step}
+        if step in kept:
+            kept[step] = kept[step] if value is None else value
+        else:
+            kept[step] = value
+    return kept
+
+
+@settings(max_examples=200)
+@given(st.lists(st.tuples(st.integers(0, 12), st.none() | st.floats(allow_nan=False)), max_size=40))
+def test_settled_steps_follow_the_rule_line_by_line(rows: list[tuple[int, float | None]]) -> None:
+    frame = pl.DataFrame(
+        {"step": [s for s, _ in rows], "loss": [v for _, v in rows]},
+        schema={"step": pl.Int64, "loss": pl.Float64},
+    )
+    settled, notes = settle_steps(frame)
+    assert dict(zip(settled["step"], settled["loss"], strict=True)) == settled_line_by_line(rows)
+    assert settled["step"].diff().drop_nulls().gt(0).all()
+    steps = [s for s, _ in rows]
+    resumes = sum(b < a for a, b in itertools.pairwise(steps))
+    assert sum(note.startswith("resumed at step") for note in notes) == resumes
