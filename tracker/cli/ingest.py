@@ -44,8 +44,9 @@ def ingest(
     """Store finished job directories in the database, one transaction per job.
 
     A directory that fails is reported, naming it, and the others are still stored; the
-    command then exits with code 1. What reading a job settled (a resumed run, steps logged
-    twice, an incomplete last line) or found (no data rows) is a warning line under its own.
+    command then exits with code 1.
+
+    A resumed run, a step logged twice or a cut-off last line is settled, with a warning.
 
     Example: tracker ingest downloads/job2 --meta gpu=A10G --meta flashoptim=0.1.4
     """
