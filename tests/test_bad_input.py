@@ -154,6 +154,15 @@ def ingest_args(*args: str) -> Breaker:
     return breaker
 
 
+def strictly(breaker: Breaker) -> Breaker:
+    """Break the job with ``breaker`` and ingest it with --strict-steps."""
+
+    def strict(job: Path) -> list[str]:
+        return ["--strict-steps", *(breaker(job) or [str(job)])]
+
+    return strict
+
+
 def _record_line(index: int, **changes: Any) -> Callable[[Path], str]:
     def line(job: Path) -> str:
         return json.dumps({**_records(job)[index], **changes})
@@ -481,13 +490,13 @@ CASES: list[tuple[str, Breaker, str]] = [
         "ref_s0.csv line 4: step is empty",
     ),
     (
-        "csv_duplicate_step",
-        set_line("ref_s0.csv", 6, "3,4.6,0.0006,298.39"),
+        "csv_duplicate_step_strictly",
+        strictly(set_line("ref_s0.csv", 6, "3,4.6,0.0006,298.39")),
         "ref_s0.csv line 6: step '3' is a duplicate",
     ),
     (
-        "csv_decreasing_step",
-        swap_lines("ref_s0.csv", 10, 11),
+        "csv_decreasing_step_strictly",
+        strictly(swap_lines("ref_s0.csv", 10, 11)),
         "ref_s0.csv line 11: step '8' is lower than the step before it",
     ),
     (
@@ -499,6 +508,11 @@ CASES: list[tuple[str, Breaker, str]] = [
         "csv_row_with_missing_fields",
         cut_fields("ref_s0.csv", 6, 2),
         "ref_s0.csv line 6: 2 fields, but the header has 4",
+    ),
+    (
+        "csv_incomplete_last_line_strictly",
+        strictly(cut_fields("ref_s0.csv", STEPS + 1, 1)),
+        f"ref_s0.csv line {STEPS + 1}: 1 fields, but the header has 4",
     ),
     ("csv_not_utf8", non_utf8_in("ref_s0.csv"), "ref_s0.csv: not UTF-8 text"),
     # JSON summaries

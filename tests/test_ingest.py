@@ -150,10 +150,10 @@ def test_an_error_in_the_last_file_read_leaves_no_trace(
     cli: Cli, job_dir: Path, engine: Engine
 ) -> None:
     # arms are read in name order; ref_s1 comes last
-    (job_dir / "ref_s1.csv").write_text("step,loss\n0,1.0\n0,2.0\n")
+    (job_dir / "ref_s1.csv").write_text("step,loss\n0,1.0\n1,oops\n")
     result = cli("ingest", str(job_dir), ok=False)
     assert result.exit_code == 1
-    assert result.stderr == f"Error: {job_dir}: ref_s1.csv line 3: step '0' is a duplicate\n"
+    assert result.stderr == f"Error: {job_dir}: ref_s1.csv line 3: loss 'oops' is not a number\n"
     assert all(n == 0 for n in counts(engine).values())
 
 

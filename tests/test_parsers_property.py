@@ -389,6 +389,8 @@ def valid_probe_records(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]
         **{key: draw(st.floats(0, 1e6)) for key in FLOAT_FIELDS},
     }
     record.update(figures)
+    if error is not None and error.strip():  # an error makes it a failure, figures or not
+        return record, {**columns, "error": error, "extra": {**extra, **figures}}
     return record, {**columns, **figures, "error": error, "extra": extra}
 
 

@@ -33,11 +33,20 @@ def ingest(
     arm_model: Annotated[
         str, typer.Option(help="Model of arms whose summary JSON names none.")
     ] = DEFAULT_ARM_MODEL,
+    strict_steps: Annotated[
+        bool,
+        typer.Option(
+            help="Refuse a resumed run (a step lower than the one before), a step logged "
+            "twice and an incomplete last line, instead of settling them with a warning."
+        ),
+    ] = False,
 ) -> None:
     """Store finished job directories in the database, one transaction per job.
 
     A directory that fails is reported, naming it, and the others are still stored; the
     command then exits with code 1.
+
+    A resumed run, a step logged twice or a cut-off last line is settled, with a warning.
 
     Example: tracker ingest downloads/job2 --meta gpu=A10G --meta flashoptim=0.1.4
     """
@@ -45,7 +54,7 @@ def ingest(
 
     if job is not None and len(directories) > 1:
         raise typer.BadParameter("--job names one job; give one directory", param_hint="--job")
-    options = IngestOptions(job, _parse_meta(meta or []), replace, arm_model)
+    options = IngestOptions(job, _parse_meta(meta or []), replace, arm_model, strict_steps)
     engine = _state(ctx).engine(may_create_file=True)
     with ExitStack() as stack:
         progress = _ingest_progress(stack, many=len(directories) > 1)
@@ -86,6 +95,8 @@ def _ingest_progress(stack: ExitStack, *, many: bool) -> Any:
             self.say(result.summary())
             if result.skipped:
                 self.say(f"  skipped: {', '.join(result.skipped)}")
+            for warning in result.warnings:
+                self.say(f"  warning: {warning}")
 
         def job_failed(self, message: str) -> None:
             self.say(f"Error: {message}", err=True)

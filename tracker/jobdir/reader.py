@@ -13,13 +13,14 @@ import io
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracker.domain import LOSS, ArmName
 from tracker.errors import BadInput, BadJobName, NoSuchDirectory, NotADirectory, NothingToIngest
+from tracker.jobdir.logs import check_field_counts, settle_steps
 from tracker.jobdir.records import (
     ProbeRecord,
     name_problem,
@@ -61,6 +62,15 @@ class Arm:
     diverged: bool | None
     extra: dict[str, Any]
     curves: pl.DataFrame  # "step" (Int64) and one Float64 column per metric
+    notes: list[str] = field(default_factory=list)  # warnings: "resumed at step 1500, ..."
+
+
+@dataclass
+class CurveFile:
+    """An arm's CSV as stored (one row per step) and what reading it changed or found."""
+
+    curves: pl.DataFrame
+    notes: list[str]
 
 
 @dataclass
@@ -209,12 +219,15 @@ def _load_json(where: str, text: str, *, one_line: bool = False) -> Any:
         raise BadInput(path=where, problem=f"malformed JSON: {exc}") from None
 
 
-def read_arm(arm: ArmFiles, default_model: str) -> Arm:
-    """Parse one arm's summary JSON and CSV curves."""
+def read_arm(arm: ArmFiles, default_model: str, *, strict_steps: bool = False) -> Arm:
+    """Parse one arm's summary JSON and CSV curves (``strict_steps``: see ``read_curve_csv``)."""
     where = arm.json_path.name
-    summary, extra = parse_arm_summary(
-        _load_json(where, _decode(where, arm.json_path.read_bytes())), where, arm.seed
-    )
+    document = _load_json(where, _decode(where, arm.json_path.read_bytes()))
+    summary, extra = parse_arm_summary(document, where, arm.seed)
+    curve_file = read_curve_csv(arm.csv_path.name, arm.csv_path.read_bytes(), strict_steps)
+    notes = curve_file.notes
+    if "val_loss" not in document:  # null is a value: a diverged run has none to give
+        notes.append("summary has no val_loss")
     return Arm(
         name=arm.name,
         model=default_model if summary.model is None else summary.model,
@@ -224,15 +237,23 @@ def read_arm(arm: ArmFiles, default_model: str) -> Arm:
         final_loss=summary.final_loss,
         diverged=summary.diverged,
         extra=extra,
-        curves=parse_curve_csv(arm.csv_path.name, arm.csv_path.read_bytes()),
+        curves=curve_file.curves,
+        notes=notes,
     )
 
 
-def parse_curve_csv(filename: str, data: bytes) -> pl.DataFrame:
+def parse_curve_csv(filename: str, data: bytes, *, strict_steps: bool = False) -> pl.DataFrame:
+    """The curves of ``read_curve_csv``, without its notes."""
+    return read_curve_csv(filename, data, strict_steps).curves
+
+
+def read_curve_csv(filename: str, data: bytes, strict_steps: bool = False) -> CurveFile:
     """Columns ``step`` (Int64, strictly increasing) and one Float64 column per numeric metric.
 
     Empty cells are missing values (null); ``nan``, ``inf`` and ``-inf`` are values.
-    Columns holding only text are not metrics and are dropped.
+    Columns holding only text are not metrics and are dropped. A resumed run, a step logged
+    twice in a row and an incomplete last line are settled and noted (``tracker.jobdir.steps``);
+    with ``strict_steps`` they are refused, as they once were.
     """
     import polars as pl
 
@@ -243,7 +264,11 @@ def parse_curve_csv(filename: str, data: bytes) -> pl.DataFrame:
     line = "#line"  # the row index: a name no header column can take
     while line in header:
         line += "#"
-    _check_field_counts(filename, text, len(header))
+    notes: list[str] = []
+    cut = check_field_counts(filename, text, len(header), allow_short_last=not strict_steps)
+    if cut is not None:  # a job killed mid-write: its last line is lost, not wrong
+        text = "\n".join(text.split("\n")[: cut - 1]) + "\n"
+        notes.append(f"incomplete last line {cut} dropped")
     try:
         raw = pl.read_csv(io.StringIO(text), infer_schema=False, new_columns=header)
     except pl.exceptions.PolarsError as exc:
@@ -252,6 +277,23 @@ def parse_curve_csv(filename: str, data: bytes) -> pl.DataFrame:
     raw = raw.with_columns(pl.all().str.strip_chars()).with_row_index(line, offset=2)
     raw = raw.filter(~pl.all_horizontal(pl.exclude(line).is_null() | (pl.exclude(line) == "")))
     fail = partial(_fail_on_first, filename, raw, line)
+    curves = _metric_columns(raw, header, fail)
+    if strict_steps:
+        change = curves["step"].diff()
+        fail(change == 0, "step", "is a duplicate")
+        fail(change < 0, "step", "is lower than the step before it")
+    else:
+        curves, settled = settle_steps(curves)
+        notes.extend(settled)
+    if curves.height == 0:
+        notes.append("no data rows")
+    return CurveFile(curves, notes)
+
+
+def _metric_columns(raw: pl.DataFrame, header: list[str], fail: Any) -> pl.DataFrame:
+    """``step`` as integers and every numeric column as floats, in file order."""
+    import polars as pl
+
     steps = raw["step"].cast(pl.Int64, strict=False)
     fail(raw["step"].is_null(), "step", "is empty")
     fail(steps.is_null(), "step", "is not an integer")
@@ -266,11 +308,7 @@ def parse_curve_csv(filename: str, data: bytes) -> pl.DataFrame:
             continue  # a text column (a phase name, a timestamp): not a metric
         fail(unparsed, name, "is not a number")
         columns.append(values.alias(name))
-    curves = pl.DataFrame(columns)
-    change = curves["step"].diff()
-    fail(change == 0, "step", "is a duplicate")
-    fail(change < 0, "step", "is lower than the step before it")
-    return curves
+    return pl.DataFrame(columns)
 
 
 def _decode(filename: str, data: bytes) -> str:
@@ -301,34 +339,6 @@ def _header(filename: str, text: str) -> list[str]:
         twice = next(name for name in header if header.count(name) > 1)
         raise BadInput(path=filename, problem=f"column {twice!r} appears twice in the header")
     return header
-
-
-def _check_field_counts(filename: str, text: str, expected: int) -> None:
-    """polars pads short rows with nulls and rejects long ones without a line number."""
-    import polars as pl
-
-    if '"' in text:  # quoted fields may hold commas and line breaks: the csv module counts
-        reader = csv.reader(io.StringIO(text))
-        try:
-            for row in reader:
-                if reader.line_num > 1 and row and len(row) != expected:
-                    _wrong_count(filename, reader.line_num, len(row), expected)
-        except csv.Error as exc:
-            raise BadInput(path=f"{filename} line {reader.line_num}", problem=str(exc)) from None
-        return
-    lines = pl.Series(text.split("\n")[1:], dtype=pl.String)
-    counts = lines.str.count_matches(",", literal=True) + 1
-    bad = (lines.str.strip_chars() != "") & (counts != expected)
-    if bad.any():
-        index = bad.arg_max()
-        assert index is not None
-        _wrong_count(filename, index + 2, counts[index], expected)
-
-
-def _wrong_count(filename: str, line: int, found: int, expected: int) -> None:
-    raise BadInput(
-        path=f"{filename} line {line}", problem=f"{found} fields, but the header has {expected}"
-    )
 
 
 def _fail_on_first(

@@ -213,11 +213,18 @@ def _first_problem(exc: ValidationError, first: tuple[str, ...]) -> str:
     return str(error["msg"])
 
 
+def _says_error(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
 def parse_probe_record(record: Any, origin: str) -> ProbeRecord:
-    """One probe record: a failed one (no ``n_params``) or one with every measurement."""
+    """One probe record: a failed one (an ``error``, or no ``n_params``) or one with every
+    measurement."""
     if not isinstance(record, dict):
         raise BadInput(path=origin, problem="expected a JSON object")
-    measured = "n_params" in record  # a failed probe: whatever else it holds is kept as is
+    # a failed probe says why (``error``) or measured nothing (no ``n_params``): whatever
+    # else it holds, an OOM probe's ``n_params`` included, is kept in ``extra`` as is
+    measured = "n_params" in record and not _says_error(record.get("error"))
     model = ProbeMeasurement if measured else ProbeFailure
     try:
         probe = model.model_validate(record)

@@ -47,9 +47,11 @@ def ingest_job(
     replace: bool = False,
     arm_model: str = DEFAULT_ARM_MODEL,
     on_arm: Callable[[ArmFiles], None] | None = None,
+    strict_steps: bool = False,
 ) -> IngestResult:
     """Store one job directory and its derived rows, in the caller's transaction. ``on_arm``
-    is told of each arm once it is written."""
+    is told of each arm once it is written; ``strict_steps`` refuses what real logs hold
+    (a resumed run, a step logged twice, an incomplete last line) instead of settling it."""
     written = write_job(
         session,
         directory,
@@ -58,6 +60,7 @@ def ingest_job(
         replace=replace,
         arm_model=arm_model,
         on_arm=on_arm,
+        strict_steps=strict_steps,
     )
     if written.job_id is not None:
         store_packaged_derived(session, written.job_id, written.losses)
@@ -92,6 +95,7 @@ class IngestOptions:
     meta: Mapping[str, str] = field(default_factory=dict)
     replace: bool = False
     arm_model: str = DEFAULT_ARM_MODEL
+    strict_steps: bool = False
 
 
 class IngestProgress:
@@ -160,6 +164,7 @@ def ingest_directories(
             replace=options.replace,
             arm_model=options.arm_model,
             on_arm=lambda arm: progress.arm_written(arm.csv_path.stat().st_size),
+            strict_steps=options.strict_steps,
         )
         try:
             result = db.in_write_transaction(engine, ingest)

@@ -35,6 +35,9 @@ class IngestResult:
     arms: int = 0
     points: int = 0
     skipped: list[str] = field(default_factory=list)
+    # what reading the arms settled or found, one per note: "flash_s0: resumed at step 1500,
+    # 200 steps replaced", "ref_s1: no data rows"; warnings, the job is stored
+    warnings: list[str] = field(default_factory=list)
     meta_set: dict[str, str] = field(default_factory=dict)  # of an unchanged job
 
     def summary(self) -> str:
@@ -68,8 +71,10 @@ def write_job(
     replace: bool = False,
     arm_model: str = DEFAULT_ARM_MODEL,
     on_arm: Callable[[ArmFiles], None] | None = None,
+    strict_steps: bool = False,
 ) -> WrittenJob:
-    """Write one job directory's rows. ``on_arm`` is told of each arm once it is written."""
+    """Write one job directory's rows. ``on_arm`` is told of each arm once it is written;
+    ``strict_steps`` refuses resumed runs, steps logged twice and an incomplete last line."""
     meta = meta or {}
     if TIME_KEY in meta:
         parse_time(meta[TIME_KEY])
@@ -95,7 +100,8 @@ def write_job(
     result.failed_probes = sum(p.n_params is None for p in scanned.probes)
     losses: dict[str, pl.DataFrame] = {}  # the derived rows need them; no reading back
     for arm_files in scanned.arms:
-        arm = read_arm(arm_files, arm_model)
+        arm = read_arm(arm_files, arm_model, strict_steps=strict_steps)
+        result.warnings.extend(f"{arm.name}: {note}" for note in arm.notes)
         result.points += _insert_arm(session, job.id, arm, losses)
         result.arms += 1
         if on_arm is not None:

@@ -1,0 +1,147 @@
+"""Training logs as real runs write them: a last line cut short, resumed runs, steps twice.
+
+A job killed mid-write leaves a last line with fewer fields than the header: it is lost, not
+wrong (``check_field_counts``); a short line anywhere else is an error.
+
+A step lower than the one before it starts a new stretch: the run was resumed from a
+checkpoint, and (as W&B's resume does) the later values replace the earlier ones from that
+step on. The same step twice in a row (a validation line logged at a training line's step) is
+one step: per column the last value that is not missing wins, so a later empty cell does not
+erase an earlier value. ``settle_steps`` gives one row per step, steps strictly increasing,
+and notes that say what was replaced or merged.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from itertools import pairwise
+
+import numpy as np
+import polars as pl
+
+from tracker.errors import BadInput
+
+
+@dataclass
+class _Kept:
+    """The rows kept so far of one stretch: ``length`` rows from row ``start``."""
+
+    start: int
+    length: int
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _distinct(sorted_steps: np.ndarray) -> int:
+    return int(np.count_nonzero(np.diff(sorted_steps))) + 1 if sorted_steps.size else 0
+
+
+def _resume(steps: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Which rows survive every resume, and one note per resume.
+
+    The rows kept are always in step order, so a resume at step r cuts a tail off them: the
+    loop runs once per stretch (a few per real run), never once per line.
+    """
+    starts = np.flatnonzero(np.diff(steps) < 0) + 1
+    bounds = [0, *starts.tolist(), steps.size]
+    kept: list[_Kept] = []
+    notes: list[str] = []
+    for start, end in pairwise(bounds):
+        resumed_at = steps[start]
+        replaced = 0
+        while kept and steps[kept[-1].start] >= resumed_at:
+            last = kept.pop()
+            replaced += _distinct(steps[last.start : last.start + last.length])
+        if kept:
+            tail = steps[kept[-1].start : kept[-1].start + kept[-1].length]
+            cut = int(np.searchsorted(tail, resumed_at, side="left"))
+            replaced += _distinct(tail[cut:])
+            kept[-1].length = cut
+        if start > 0:
+            notes.append(f"resumed at step {resumed_at}, {plural(replaced, 'step')} replaced")
+        kept.append(_Kept(start, end - start))
+    mask = np.zeros(steps.size, dtype=bool)
+    for stretch in kept:
+        mask[stretch.start : stretch.start + stretch.length] = True
+    return mask, notes
+
+
+def settle_steps(curves: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """``curves`` (column ``step`` first, in file order) with one row per step, increasing."""
+    steps = curves["step"].to_numpy()
+    notes: list[str] = []
+    if steps.size > 1 and bool((np.diff(steps) < 0).any()):
+        mask, notes = _resume(steps)
+        curves = curves.filter(pl.Series(mask))
+    repeated = curves["step"].diff() == 0
+    if repeated.any():
+        twice = int(curves.filter(repeated)["step"].n_unique())
+        notes.append(f"{plural(twice, 'duplicate step')}, last value kept")
+        curves = _merge_repeated(curves, repeated.fill_null(False))
+    return curves, notes
+
+
+def _merge_repeated(curves: pl.DataFrame, repeated: pl.Series) -> pl.DataFrame:
+    """One row per step; only the rows of repeated steps (a few) are grouped."""
+    in_group = repeated | repeated.shift(-1, fill_value=False)
+    merged = (
+        curves.filter(in_group)
+        .group_by("step", maintain_order=True)
+        .agg(pl.exclude("step").drop_nulls().last())
+    )
+    return curves.filter(~in_group).merge_sorted(merged, key="step")
+
+
+def check_field_counts(
+    filename: str, text: str, expected: int, *, allow_short_last: bool
+) -> int | None:
+    """polars pads short rows with nulls and rejects long ones without a line number.
+
+    Every line must have the header's field count, except, with ``allow_short_last``, a
+    shorter last line: its number is returned for the caller to drop it.
+    """
+    if '"' in text:  # quoted fields may hold commas and line breaks: the csv module counts
+        return _check_quoted_field_counts(filename, text, expected, allow_short_last)
+    lines = pl.Series(text.split("\n")[1:], dtype=pl.String)
+    counts = lines.str.count_matches(",", literal=True) + 1
+    nonblank = lines.str.strip_chars() != ""
+    bad = nonblank & (counts != expected)
+    if not bad.any():
+        return None
+    index = bad.arg_max()
+    assert index is not None
+    last = not nonblank[index + 1 :].any()
+    if allow_short_last and last and counts[index] < expected:
+        return index + 2
+    _wrong_count(filename, index + 2, counts[index], expected)
+    return None
+
+
+def _check_quoted_field_counts(
+    filename: str, text: str, expected: int, allow_short_last: bool
+) -> int | None:
+    reader = csv.reader(io.StringIO(text))
+    short: tuple[int, int, int] | None = None  # a short row: its first and last line, fields
+    first_line = 1
+    try:
+        for row in reader:
+            if short is not None and row:
+                _wrong_count(filename, short[1], short[2], expected)
+            if reader.line_num > 1 and row and len(row) != expected:
+                if not allow_short_last or len(row) > expected:
+                    _wrong_count(filename, reader.line_num, len(row), expected)
+                short = (first_line + 1, reader.line_num, len(row))
+            first_line = reader.line_num
+    except csv.Error as exc:
+        raise BadInput(path=f"{filename} line {reader.line_num}", problem=str(exc)) from None
+    return None if short is None else short[0]
+
+
+def _wrong_count(filename: str, line: int, found: int, expected: int) -> None:
+    raise BadInput(
+        path=f"{filename} line {line}", problem=f"{found} fields, but the header has {expected}"
+    )
