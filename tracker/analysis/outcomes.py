@@ -91,15 +91,15 @@ def _missing_val_loss(arm: str, run: Mapping[str, Any], curves: Mapping[str, pl.
 
 def _pairs(exp: Expectations, present: Mapping[str, Any]) -> list[tuple[str, str | None]]:
     """(candidate arm, the baseline arm of the same seed or None) for every seed of the
-    candidate's variant; the candidate role's own pair when the roles are no arm names."""
+    candidate's variant the job has (none: no check, as for any arm a job lacks; the tracking
+    check says the candidate is missing); the candidate role's own pair when the roles are
+    no arm names."""
     t = exp.training
     cand, base = ArmName.find(t.candidate), ArmName.find(t.baseline)
     if cand is None or base is None:
         return [(t.candidate, t.baseline if t.baseline in present else None)]
     by_name = {(a.variant, a.seed): arm for arm in present if (a := ArmName.find(arm))}
     seeds = sorted(seed for variant, seed in by_name if variant == cand.variant)
-    if not seeds:
-        return [(t.candidate, None)]
     return [(by_name[cand.variant, s], by_name.get((base.variant, s))) for s in seeds]
 
 
