@@ -17,6 +17,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
+from tests.test_serve import client_for
 from tracker.analysis.expectations import Expectations, load_expectations
 from tracker.analysis.job import analyze_job
 from tracker.analysis.verdict import FAIL, KNOWN, NA, PASS, Verdict
@@ -75,7 +76,9 @@ def expectations_with(tmp_path: Path, edit: Callable[[str], str]) -> Expectation
 # -- the demo and the report --------------------------------------------------------------
 
 
-def test_the_demo_fails_only_its_planted_faults(cli: Cli, engine: Engine, tmp_path: Path) -> None:
+def test_the_demo_fails_only_its_planted_faults(
+    cli: Cli, engine: Engine, db_url: str, tmp_path: Path
+) -> None:
     out = tmp_path / "report"
     result = cli("demo", "--steps", str(STEPS), "--dir", str(tmp_path / "jobs"), "--out", str(out))
     # the claims keep their verdicts: a known difference still does not reproduce the paper
@@ -123,6 +126,11 @@ def test_the_demo_fails_only_its_planted_faults(cli: Cli, engine: Engine, tmp_pa
     assert '<span class="chip fail zero" data-status="FAIL">0 FAIL</span>' in page
     verdicts = json.loads((out / "job2" / "verdicts.json").read_text())
     assert sum(v["status"] == "KNOWN" for v in verdicts) == 2
+    with client_for(db_url) as client:  # the server serves the same page and numbers
+        served = client.get("/jobs/job2/").text
+        api = client.get("/api/jobs/job2").json()["verdicts"]
+    assert '<span class="badge known">KNOWN</span>' in served
+    assert api == verdicts
 
     claims = {(c["claim"], c["subject"]): c for c in json.loads((out / "claims.json").read_text())}
     split = claims["table4_optim", "split_only"]
