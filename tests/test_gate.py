@@ -83,7 +83,7 @@ def test_with_few_jobs_the_margins_decide(cli: Cli, tmp_path: Path) -> None:
         f"{len(json.loads(cli('compare', 'a', 'b', '-f', 'json').stdout)) - 1} same)"
     )
     assert re.fullmatch(
-        r"  val_loss flash_s0: PASS -> FAIL \(delta \+0\.1\d*\); margin: rise \+0\.1\d* "
+        r"  val_loss flash_s0: PASS -> FAIL \(delta \+0\.\d+\); margin: rise \+0\.\d+ "
         r"vs 0\.05 \(fewer than 5 runs to test against\)",
         tail[1],
     ), tail

@@ -345,7 +345,7 @@ def test_report_writes_every_file_offline(
         }
         counts = next(j.counts for j in result.jobs if j.job == job)
         assert counts == {
-            s: sum(v["status"] == s for v in verdicts) for s in ("PASS", "FAIL", "N/A")
+            s: sum(v["status"] == s for v in verdicts) for s in ("PASS", "FAIL", "KNOWN", "N/A")
         }
     gpt = strict_json((out / "job1" / "gpt_analysis.json").read_text())
     assert isinstance(gpt, dict) and gpt["linear_final_loss"] is None  # NaN -> null

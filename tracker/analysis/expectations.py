@@ -74,8 +74,11 @@ class TrainingExpectations:
     candidate: str
     seed_twin: str
     divergent: str
-    noise_factor: float
+    noise_factor: float  # the cross-job tracking claim's limit
+    job_noise_factor: float  # one job's own tracking check's limit
     val_loss_tolerance: float
+    val_loss_margin: float  # candidate minus baseline final validation loss, per job
+    paper_steps: int  # the paper's run length: where its validation losses apply
     val_loss: Mapping[str, float]  # variant -> paper's final validation loss
 
 
@@ -220,6 +223,8 @@ class _Memory(_Table):
 
 class _ValLoss(_Rows):
     tolerance: Number
+    candidate_margin: Positive
+    paper_steps: Integer
     __pydantic_extra__: dict[str, Positive]
 
 
@@ -230,6 +235,7 @@ class _Training(_Table):
     seed_twin: String
     divergent: String
     noise_factor: Number
+    job_noise_factor: Number
     val_loss: _ValLoss
 
 
@@ -275,7 +281,7 @@ ORDER: dict[tuple[str, ...], list[str]] = {
     ],
     ("training",): [
         "val_loss", "ema_alpha", "baseline", "candidate", "seed_twin", "divergent",
-        "noise_factor", "val_loss/",
+        "noise_factor", "job_noise_factor", "val_loss/",
     ],
 }  # fmt: skip
 
@@ -351,7 +357,10 @@ def _expectations(doc: ExpectationsFile, source: str) -> Expectations:
         seed_twin=tr.seed_twin,
         divergent=tr.divergent,
         noise_factor=tr.noise_factor,
+        job_noise_factor=tr.job_noise_factor,
         val_loss_tolerance=tr.val_loss.tolerance,
+        val_loss_margin=tr.val_loss.candidate_margin,
+        paper_steps=tr.val_loss.paper_steps,
         val_loss=MappingProxyType(dict(tr.val_loss.model_extra or {})),
     )
     claims = ClaimsExpectations(**cl.model_dump())

@@ -20,8 +20,9 @@ from typing import Any
 import polars as pl
 
 from tracker.analysis.expectations import Expectations
+from tracker.analysis.outcomes import divergence_verdicts, val_loss_verdicts
 from tracker.analysis.smoothing import ema
-from tracker.analysis.verdict import FAIL, NA, PASS, Verdict, within
+from tracker.analysis.verdict import FAIL, NA, PASS, Verdict
 
 __all__ = ["analyze_training"]
 
@@ -71,7 +72,11 @@ def _runs(runs: pl.DataFrame) -> dict[str, dict[str, Any]]:
     frame = runs.with_columns(missing).select(
         pl.col(name).cast(dtype) for name, dtype in RUN_SCHEMA.items()
     )
-    return {row["arm"]: row for row in frame.iter_rows(named=True)}
+    rows = {row["arm"]: row for row in frame.iter_rows(named=True)}
+    extras = runs["extra"].to_list() if "extra" in runs.columns else [None] * len(rows)
+    for row, extra in zip(rows.values(), extras, strict=True):
+        row["extra"] = extra if isinstance(extra, dict) else None  # the summary's other keys
+    return rows
 
 
 def _smoothed(
@@ -139,53 +144,16 @@ def _ema_verdict(
         return na(f"{t.seed_twin} has no step in common with the others", delta.value)
     if not math.isfinite(noise.value):
         return na(f"seed-noise delta {t.seed_twin} vs {t.baseline} is not finite", delta.value)
-    threshold = noise.value * t.noise_factor
+    threshold = noise.value * t.job_noise_factor
     measured = delta.value
     status = PASS if measured <= threshold else FAIL  # a NaN delta compares False: FAIL
     detail = (
         f"mean |EMA delta| {t.candidate} vs {t.baseline} over steps {delta.first}-{delta.last}: "
-        f"{_fmt(measured)}; limit {t.noise_factor:g} x seed noise ({t.seed_twin} vs "
+        f"{_fmt(measured)}; limit {t.job_noise_factor:g} x seed noise ({t.seed_twin} vs "
         f"{t.baseline}, steps {noise.first}-{noise.last}: {_fmt(noise.value)}) = "
         f"{_fmt(threshold)}"
     )
     return Verdict(check, subject, measured, threshold, None, status, detail)
-
-
-def _diverged_verdict(exp: Expectations, present: dict[str, Any]) -> Verdict:
-    arm = exp.training.divergent
-    if arm not in present:
-        detail = f"arm {arm} missing: divergence check not possible"
-        return Verdict("diverged", arm, None, True, None, NA, detail)
-    diverged = present[arm]["diverged"]
-    if diverged is None:
-        detail = "the summary has no 'diverged' flag"
-        return Verdict("diverged", arm, None, True, None, NA, detail)
-    status = PASS if diverged else FAIL
-    detail = "diverged, as expected" if diverged else "did not diverge; it was expected to"
-    return Verdict("diverged", arm, diverged, True, None, status, detail)
-
-
-def _val_loss_verdicts(exp: Expectations, present: dict[str, Any]) -> list[Verdict]:
-    t = exp.training
-    verdicts = []
-    for arm, run in present.items():
-        paper = t.val_loss.get(run["variant"])
-        if paper is None:
-            continue
-        measured = run["val_loss"]
-        if measured is None:
-            verdicts.append(
-                Verdict("val_loss", arm, None, paper, None, NA, "no validation loss in summary")
-            )
-            continue
-        status = within(measured, paper, t.val_loss_tolerance)
-        detail = (
-            f"final validation loss {measured:.4f} vs paper {paper:g} ± {t.val_loss_tolerance:g}"
-        )
-        verdicts.append(
-            Verdict("val_loss", arm, measured, paper, t.val_loss_tolerance, status, detail)
-        )
-    return verdicts
 
 
 def analyze_training(
@@ -242,7 +210,7 @@ def analyze_training(
             gpt[FINAL_LOSS_KEY] = _nan_to_none(present[div]["final_loss"])
     verdicts = [
         _ema_verdict(exp, present, delta, noise),
-        _diverged_verdict(exp, present),
-        *_val_loss_verdicts(exp, present),
+        *divergence_verdicts(exp, present, curves),
+        *val_loss_verdicts(exp, present, curves),
     ]
     return TrainingResult(gpt, verdicts, notes)

@@ -9,7 +9,7 @@ from typing import Any
 from tracker.domain import Status
 from tracker.jsonio import null_non_finite
 
-PASS, FAIL, NA = Status.PASS, Status.FAIL, Status.NA
+PASS, FAIL, KNOWN, NA = Status.PASS, Status.FAIL, Status.KNOWN, Status.NA
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class Verdict:
     measured: float | bool | str | None
     expected: float | bool | str | None
     tolerance: float | None
-    status: str  # a Status: PASS, FAIL or N/A (plain text when read back from storage)
+    status: str  # a Status: PASS, FAIL, KNOWN or N/A (plain text when read back from storage)
     detail: str  # one line for people
 
     def as_dict(self) -> dict[str, Any]:

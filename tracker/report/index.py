@@ -75,11 +75,12 @@ def index_view(
     latest = latest_verdicts(session, ordered.get_column("job_id").to_list(), exp)
     cross = cross_job_view(session, ordered, folders, curves, latest, exp)
     rows = table_rows(ordered, folders, entries, meta)
-    tally: dict[str, int] = {status: sum(row.tally[status] for row in rows) for status in Status}
+    # .get: a manifest entry of an older tracker may lack a status (KNOWN)
+    tally: dict[str, int] = {s: sum(row.tally.get(s, 0) for row in rows) for s in Status}
     return IndexView(
         rows=rows,
         tally=tally,
-        failing=sum(row.tally[Status.FAIL] > 0 for row in rows),
+        failing=sum(row.tally.get(Status.FAIL, 0) > 0 for row in rows),
         cross=cross,
         claims=claims(session, selection, exp, jobs=ordered).to_dicts(),
         claims_note=CLAIMS_NONE,

@@ -51,7 +51,7 @@ class JobReport:
 
     job: str
     page: Path  # DIR/<job>/index.html
-    counts: dict[str, int]  # PASS / FAIL / N/A
+    counts: dict[str, int]  # PASS / FAIL / KNOWN / N/A
     notes: list[str] = field(default_factory=list)
     rendered: bool = True  # False: its pages were up to date and kept
 

@@ -64,7 +64,7 @@ class JobView:
     name: str
     meta: list[tuple[str, str]]
     notes: list[str]
-    tally: dict[str, int]  # PASS / FAIL / N/A
+    tally: dict[str, int]  # PASS / FAIL / KNOWN / N/A
     verdicts: list[Verdict]  # failures first
     figures: list[JobFigure]
 
@@ -87,7 +87,7 @@ class JobRow:
 class IndexView:
     rows: list[JobRow]  # newest first
     tally: dict[str, int]  # summed over the jobs
-    failing: int  # jobs with at least one FAIL
+    failing: int  # jobs with at least one FAIL (KNOWN is no failure)
     cross: Any  # tracker.views.across_jobs.CrossJobView
     claims: Sequence[Mapping[str, Any]] = ()
     claims_note: str = CLAIMS_MISSING  # shown when there are no claim rows
@@ -153,5 +153,8 @@ def meta_text(meta: Mapping[str, str]) -> str:
 
 
 def status_of(tally: Mapping[str, int]) -> str:
-    """What the jobs table filters on: any FAIL, else any PASS, else nothing checked."""
-    return "fail" if tally.get(Status.FAIL) else "pass" if tally.get(Status.PASS) else "na"
+    """What the jobs table filters on: any FAIL, else any PASS or KNOWN (checked, nothing
+    failed: a known difference is no failure), else nothing checked."""
+    if tally.get(Status.FAIL):
+        return "fail"
+    return "pass" if tally.get(Status.PASS) or tally.get(Status.KNOWN) else "na"

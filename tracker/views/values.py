@@ -7,15 +7,17 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from tracker.analysis.verdict import FAIL, NA, PASS
+from tracker.analysis.verdict import FAIL, KNOWN, NA, PASS
 
 if TYPE_CHECKING:
     from tracker.analysis.verdict import Verdict
 
-STATUSES = (PASS, FAIL, NA)
-STATUS_CLASS: dict[str, str] = {PASS: "pass", FAIL: "fail", NA: "na"}
-# verdict tables list failures first, then passes, then what could not be checked
-STATUS_RANK: dict[str, int] = {FAIL: 0, PASS: 1, NA: 2}
+STATUSES = (PASS, FAIL, KNOWN, NA)
+# KNOWN (a known setup difference) has a neutral style of its own: it is no failure
+STATUS_CLASS: dict[str, str] = {PASS: "pass", FAIL: "fail", KNOWN: "known", NA: "na"}
+# verdict tables list failures first, then passes, then known differences, then what could
+# not be checked
+STATUS_RANK: dict[str, int] = {FAIL: 0, PASS: 1, KNOWN: 2, NA: 3}
 
 
 def fmt_value(value: object) -> str:
@@ -39,5 +41,5 @@ def counts(verdicts: Iterable[Verdict]) -> dict[str, int]:
 
 
 def failures_first(verdicts: Iterable[Verdict]) -> list[Verdict]:
-    """FAIL, then PASS, then N/A; the analysis' order within each."""
+    """FAIL, then PASS, then KNOWN, then N/A; the analysis' order within each."""
     return sorted(verdicts, key=lambda v: STATUS_RANK.get(v.status, len(STATUS_RANK)))
