@@ -453,6 +453,8 @@ SCHEMAS: dict[str, tuple[str, Any, str]] = {
     "/api/compare": ("/api/compare?a=j1&b=j3", schemas.Comparison, "Comparison"),
     "/api/trend": ("/api/trend?metric=val_loss&group_by=gpu", list[schemas.TrendRow], "TrendRow"),
     "/api/curve": ("/api/curve?job=j2&arm=ref_s0", schemas.CurveWindow, "CurveWindow"),
+    "/api/runs": ("/api/runs?sort=-val_loss&limit=5", schemas.RunsTable, "RunsTable"),
+    "/api/probes": ("/api/probes?group_by=gpu", list[schemas.ProbeTableRow], "ProbeTableRow"),
 }
 
 

@@ -109,7 +109,8 @@ def api_runs(
     return TrackerJSON(body)
 
 
-@router.get("/api/runs.csv", response_class=Response)
+# described by /api/runs' format=csv: the schema lists JSON answers only
+@router.get("/api/runs.csv", response_class=Response, include_in_schema=False)
 def api_runs_csv(
     selection: SelectionDep, view: ViewDep, session: SessionDep, served: ServedDep
 ) -> Response:
