@@ -17,7 +17,10 @@ ingested under many names, with a time and a gpu), plus one job whose single arm
    p95 per page under load;
 3. the server's peak resident memory (VmHWM).
 
+and the runs table, ``/api/runs`` sorted and filtered over every job's arms.
+
 Targets (issue 12): p95 <= 100 ms for /api/jobs and a zoom, <= 300 ms for / and a job page;
+(issue 20) <= 150 ms for /api/runs sorted and filtered;
 no error under load; peak memory <= 500 MB.
 """
 
@@ -56,7 +59,18 @@ SEEDS = 8  # distinct sample jobs; each is ingested under JOBS / SEEDS names
 LONG_STEPS = 1_000_000
 ZOOM = 1_000
 RUNNING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:\d+)")
-TARGETS_MS = {"/api/jobs": 100, "/": 300, "job page (first visit)": 300, "zoom": 100}
+TARGETS_MS = {
+    "/api/jobs": 100,
+    "/": 300,
+    "job page (first visit)": 300,
+    "zoom": 100,
+    "/api/runs sorted, filtered": 150,
+}
+RUNS_QUERIES = (  # the runs table of every job, sorted by a number or text, filtered two ways
+    "/api/runs?sort=-final_loss&where=gpu=A10G",
+    "/api/runs?sort=val_loss&q=flash&verdict=FAIL&limit=50",
+    "/api/runs?sort=-job&q=l4+ref&offset=100",
+)
 
 
 def database_url(backend: str, jobs: int) -> str:
@@ -168,6 +182,7 @@ def sequential(base: str, jobs: int, rng: random.Random) -> dict[str, list[float
     plan += [("job page (again)", f"/jobs/{name}/") for name in names]
     plan += [("compare", f"/compare?a={a}&b={b}") for a, b in pairwise(names)]
     plan += [("zoom", zoom_path(rng)) for _ in range(40)]
+    plan += [("/api/runs sorted, filtered", RUNS_QUERIES[i % 3]) for i in range(60)]
     with httpx.Client(base_url=base, timeout=120) as client:
         client.get("/api/jobs")  # connect, warm the first query
         for label, path in plan:
@@ -189,6 +204,7 @@ async def load(base: str, jobs: int, clients: int, seconds: float) -> tuple[dict
         ("/", lambda rng: "/"),
         ("job page", lambda rng: f"/jobs/job{rng.randrange(jobs):04d}/"),
         ("zoom", zoom_path),
+        ("/api/runs", lambda rng: rng.choice(RUNS_QUERIES)),
     ]
 
     async def client(seed: int) -> None:

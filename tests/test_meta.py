@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -19,8 +21,12 @@ def job(cli: Cli, tmp_path: Path) -> Path:
 
 
 def listed(cli: Cli) -> tuple[str, str]:
+    """The job's time and metadata as ``tracker jobs`` lists them (text in its table)."""
     (row,) = json.loads(cli("jobs", "--format", "json").stdout)
-    return row["time"], row["meta"]
+    (text_row,) = csv.DictReader(io.StringIO(cli("jobs", "--format", "csv").stdout))
+    text = text_row["meta"]
+    assert text == " ".join(f"{key}={value}" for key, value in row["meta"].items())
+    return row["time"], text
 
 
 def test_identical_reingest_updates_the_metadata(cli: Cli, job: Path) -> None:

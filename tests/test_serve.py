@@ -424,7 +424,7 @@ def test_metadata_shows_on_the_next_request_of_every_route(
     assert all(after_meta[path] != before[path] for path in FRESH_ROUTES if "compare" not in path)
     jobs = client.get("/api/jobs").json()
     assert [row["job"] for row in jobs] == ["j2", "j1", "j3"]
-    assert "gpu=H100" in jobs[1]["meta"]
+    assert jobs[1]["meta"]["gpu"] == "H100"
     assert client.get("/api/jobs/j1").json()["meta"]["gpu"] == "H100"
     assert gpus("/api/claims?group_by=gpu") == {"A10G", "H100", "L4"}
     assert "H100" in after_meta["/"] and "H100" in after_meta["/jobs/j1/"]
@@ -439,7 +439,7 @@ def test_metadata_shows_on_the_next_request_of_every_route(
     with client_for(db_url) as fresh:
         assert after_ingest == answers(fresh)
     assert client.get("/api/jobs/j1").json()["meta"]["gpu"] == "B200"
-    assert "gpu=B200" in client.get("/api/jobs").json()[1]["meta"]
+    assert client.get("/api/jobs").json()[1]["meta"]["gpu"] == "B200"
     assert gpus("/api/claims?group_by=gpu") == {"A10G", "B200", "L4"}
     assert client.get("/api/claims?where=gpu=H100").json() == []
     for page in ("/", "/jobs/j1/", "/claims?group_by=gpu", "/trend?group_by=gpu"):
@@ -453,6 +453,8 @@ SCHEMAS: dict[str, tuple[str, Any, str]] = {
     "/api/compare": ("/api/compare?a=j1&b=j3", schemas.Comparison, "Comparison"),
     "/api/trend": ("/api/trend?metric=val_loss&group_by=gpu", list[schemas.TrendRow], "TrendRow"),
     "/api/curve": ("/api/curve?job=j2&arm=ref_s0", schemas.CurveWindow, "CurveWindow"),
+    "/api/runs": ("/api/runs?sort=-val_loss&limit=5", schemas.RunsTable, "RunsTable"),
+    "/api/probes": ("/api/probes?group_by=gpu", list[schemas.ProbeTableRow], "ProbeTableRow"),
 }
 
 

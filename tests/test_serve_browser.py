@@ -176,3 +176,44 @@ def test_docs_draws_the_api_and_runs_it(browser: Any, server: str) -> None:  # n
     assert '"job": "long"' in answer.locator(".response-col_description").inner_text()
     # watch.console holds any Content-Security-Policy refusal; watch.network any other origin
     assert watch.problems() == {}
+
+
+def cells(page: Any, column: int) -> list[str]:
+    found: list[str] = page.evaluate(
+        f"Array.from(document.querySelectorAll('#runs tbody tr'))"
+        f".map(r => r.children[{column}].textContent)"
+    )
+    return found
+
+
+def test_runs_table_sorts_filters_and_plots_the_ticked(browser: Any, server: str) -> None:  # noqa: F811
+    watch = Watch()
+    page = open_page(browser, server, watch)
+    page.goto(f"{server}/runs?columns=job,arm,final_loss", wait_until="load")
+    shown = cells(page, 1)
+    assert {"job1", "job2", "job3", "long"} == set(shown)
+    assert page.locator("#runs-count").inner_text().startswith(f"{len(shown)} runs")
+    page.click("#runs th a:text-is('final_loss')")
+    page.wait_for_url(f"{server}/runs?columns=job%2Carm%2Cfinal_loss&sort=final_loss")
+    losses = [float(v) for v in cells(page, 3) if v not in ("NaN", "\u2014")]
+    assert len(losses) >= 9 and losses == sorted(losses)
+    page.click("#runs th a:text-is('final_loss')")  # again: descending
+    page.wait_for_url("**sort=-final_loss")
+    ordered = [float(v) for v in cells(page, 3) if v not in ("NaN", "\u2014")]
+    assert ordered == sorted(losses, reverse=True)
+
+    page.fill("#runs-view input[name=q]", "job3")
+    page.press("#runs-view input[name=q]", "Enter")
+    page.wait_for_url("**q=job3**")
+    assert cells(page, 1) == ["job3"] * shown.count("job3")
+    assert page.locator("#plot-link").is_hidden()
+    arms = cells(page, 2)
+    boxes = page.locator("#runs input[name=run]")
+    boxes.nth(0).check()
+    boxes.nth(2).check()
+    link = page.locator("#plot-link")
+    assert link.is_visible()
+    assert link.get_attribute("href") == (
+        f"/plot?run=job3/{arms[0]}&run=job3/{arms[2]}&metric=loss"
+    )
+    assert watch.problems() == {}

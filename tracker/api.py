@@ -87,8 +87,15 @@ def _selection(
 
 
 def jobs(db: Database = None) -> pl.DataFrame:
-    """Every job with its counts and metadata, in job order."""
-    return pl.DataFrame(job_rows(db))
+    """Every job with its counts and metadata, in job order. ``meta`` is a struct with a text
+    field per key any job has (null where a job lacks it): ``frame["meta"].struct.field("gpu")``,
+    or ``frame["meta"].struct.unnest()`` for a frame of one column per key (a struct, not
+    columns, because a key such as ``time`` may be named as a column is)."""
+    listed = job_rows(db)
+    keys = sorted({key for row in listed for key in row["meta"]})
+    meta = pl.Struct({key: pl.String for key in keys})
+    rows = [{**row, "meta": {key: row["meta"].get(key) for key in keys}} for row in listed]
+    return pl.DataFrame(rows, schema_overrides={"meta": meta} if rows else None)
 
 
 def probes(

@@ -109,6 +109,14 @@ class UnknownMetric(TrackerError):
     """unknown metric {metric!r}; choose one of: {known}"""
 
 
+class UnknownColumn(TrackerError):
+    """no column {name!r} in the runs table; its columns: {known}"""
+
+
+class UnknownStatus(TrackerError):
+    """no verdict status {status!r}; choose one of: {known}"""
+
+
 class SqlRefused(TrackerError):
     """sql: {reason}"""
 
@@ -123,6 +131,14 @@ class GroupKeyClash(TrackerError):
 
 class UnsafeHost(TrackerError):
     """refusing to serve on {host} without a token: anyone who can reach it could read the study; give --token (or TRACKER_SERVE_TOKEN), or serve on 127.0.0.1"""
+
+
+class PortInUse(TrackerError):
+    """port {port} is in use; pick another with --port"""
+
+
+class CannotListen(TrackerError):
+    """cannot listen on {host} port {port}: {reason}"""
 
 
 class NotADatabaseUrl(TrackerError):

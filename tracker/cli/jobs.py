@@ -14,13 +14,18 @@ from tracker.output import Format
 
 @app.command()
 def jobs(ctx: typer.Context, fmt: FormatOption = Format.table) -> None:
-    """List ingested jobs with their probe, arm and point counts.
+    """List ingested jobs with their probe, arm and point counts and metadata (JSON: an
+    object by key; a table and CSV: KEY=VALUE pairs).
 
     Example: tracker jobs --format csv
     """
     from tracker import access
+    from tracker.store.catalog import meta_text
 
-    print_rows(access.job_rows(state(ctx).url), fmt)
+    rows = access.job_rows(state(ctx).url)
+    if fmt is not Format.json:
+        rows = [{**row, "meta": meta_text(row["meta"])} for row in rows]
+    print_rows(rows, fmt)
 
 
 class ShowPart(StrEnum):

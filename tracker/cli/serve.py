@@ -73,11 +73,10 @@ def serve(
 
     Example: tracker serve --host 0.0.0.0 --port 8765 --token "$(cat ~/.tracker-token)"
     """
-    import uvicorn
-
     from tracker.server import create_app
+    from tracker.server.listen import serve as serve_app
     from tracker.server.security import check_host
 
     check_host(host, token)
     # opened read-only (never created or migrated), the schema checked before listening
-    uvicorn.run(create_app(state(ctx).url, token), host=host, port=port, log_level="info")
+    serve_app(create_app(state(ctx).url, token), host, port)

@@ -28,7 +28,7 @@ class JobRow(BaseModel):
     failed_probes: int
     arms: int
     points: int
-    meta: str = Field(description="KEY=VALUE pairs, space-separated, by key.")
+    meta: dict[str, str] = Field(description="The job's metadata, by key.")
     source: str
 
 
@@ -159,3 +159,56 @@ class CurveWindow(BaseModel):
     raw: bool
     step: list[int] | None = Field(None, description="Absent when the curve has no points.")
     value: list[Number] | None = Field(None, description="Absent when the curve has no points.")
+
+
+class ProbeTableRow(BaseModel):
+    """One probe of ``/api/probes`` (``tracker.api.probes``); ``group_by`` adds a column per
+    key."""
+
+    model_config = ConfigDict(extra="allow")
+
+    job: str
+    time: datetime
+    model: str
+    variant: str
+    n_params: int | None
+    bpp_params: Number
+    bpp_state: Number
+    bpp_grads: Number
+    bpp_total: Number
+    peak_steady: int | None
+    peak_bpp: Number
+    error: str | None
+
+
+class RunTableRow(BaseModel):
+    """One arm of ``/api/runs``: the columns chosen (all by default), then one per metadata
+    key (``meta.KEY`` for a key named as a column). ``PASS``, ``FAIL``, ``N/A``: its job's
+    stored verdicts of each status (null: none stored). ``steps``: the loss curve's last
+    step; ``last_loss`` its last value (non-finite when the run ended blown up)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    job: str | None = None
+    time: datetime | None = None
+    arm: str | None = None
+    model: str | None = None
+    variant: str | None = None
+    seed: int | None = None
+    steps: int | None = None
+    points: int | None = None
+    final_loss: Number = None
+    min_loss: Number = None
+    last_loss: Number = None
+    val_loss: Number = None
+    diverged: bool | None = None
+
+
+class RunsTable(BaseModel):
+    """``/api/runs``: one page of the runs table and how many rows match in all."""
+
+    total: int = Field(description="Rows matching the filters, over every page.")
+    offset: int
+    limit: int
+    columns: list[str]
+    rows: list[RunTableRow]

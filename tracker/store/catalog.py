@@ -49,8 +49,8 @@ def _meta(session: Session, job_ids: list[int]) -> dict[int, dict[str, str]]:
 
 
 def list_jobs(session: Session) -> list[Row]:
-    """One row per job in job order (``time`` metadata, else ingest time), with counts;
-    times are datetimes in UTC."""
+    """One row per job in job order (``time`` metadata, else ingest time), with counts and
+    its metadata as a dict by key; times are datetimes in UTC."""
     probes = (
         select(
             Probe.job_id,
@@ -95,7 +95,7 @@ def list_jobs(session: Session) -> list[Row]:
             "failed_probes": failed,
             "arms": arms,
             "points": points,
-            "meta": " ".join(f"{k}={v}" for k, v in meta.get(job_id, {}).items()),
+            "meta": meta.get(job_id, {}),
             "source": source,
         }
         for job_id, name, ingested_at, probes_n, failed, arms, points, source in rows
@@ -104,6 +104,11 @@ def list_jobs(session: Session) -> list[Row]:
     for row in listed:
         row["time"] = row["time"].astimezone(UTC)
     return listed
+
+
+def meta_text(meta: Mapping[str, str]) -> str:
+    """Metadata as one line of text, for tables: ``KEY=VALUE`` pairs by key."""
+    return " ".join(f"{key}={value}" for key, value in sorted(meta.items()))
 
 
 def get_job(session: Session, name: str) -> Job:

@@ -19,6 +19,7 @@ FILES = {
     "render.js": (SHARED / "render.js", "text/javascript"),
     "explorer.js": (STATIC / "explorer.js", "text/javascript"),
     "filter.js": (STATIC / "filter.js", "text/javascript"),
+    "runs.js": (STATIC / "runs.js", "text/javascript"),
     "docs.js": (STATIC / "docs.js", "text/javascript"),
     "server.css": (STATIC / "server.css", "text/css"),
 }

@@ -1,0 +1,216 @@
+"""The runs table (``/runs``, ``/api/runs``, ``/api/runs.csv``), ``/api/probes``, metadata as
+an object in every JSON listing of jobs, and ``serve`` on a port in use; both backends."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.conftest import Cli
+from tracker import api
+from tracker.jobdir.sample import write_sample_job
+from tracker.server import create_app
+
+STEPS = 300
+EVIL = "<script>alert(1)</script>&"
+JOBS = {
+    "j1": ({"seed": 0}, ["time=2026-10-01T00:00:00Z", "gpu=A10G", f"note={EVIL}"]),
+    "j2": ({"seed": 1}, ["time=2026-10-15T00:00:00Z", "gpu=L4"]),
+    "j3": ({"seed": 2, "flash_state_shift": 0.5}, ["time=2026-11-01T00:00:00Z", "gpu=A10G"]),
+}
+ARMS = 4  # of every sample job
+BASE = ["job", "time", "arm", "model", "variant", "seed", "steps", "points", "final_loss"]
+BASE += ["min_loss", "last_loss", "val_loss", "diverged", "PASS", "FAIL", "N/A"]
+
+
+@pytest.fixture
+def study(cli: Cli, tmp_path: Path) -> Cli:
+    for name, (spec, meta) in JOBS.items():
+        directory = write_sample_job(tmp_path / name, steps=STEPS, **spec)
+        cli("ingest", str(directory), *(f"--meta={item}" for item in meta))
+    return cli
+
+
+@pytest.fixture
+def client(study: Cli, db_url: str) -> Iterator[TestClient]:
+    app = create_app(db_url)
+    with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+        yield client
+
+
+def runs(client: TestClient, query: str = "") -> dict[str, Any]:
+    response = client.get(f"/api/runs?{query}")
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def test_one_row_per_arm_with_verdict_counts_and_metadata(client: TestClient) -> None:
+    body = runs(client)
+    assert body["total"] == len(JOBS) * ARMS == len(body["rows"])
+    assert body["columns"] == [*BASE, "gpu", "note", "meta.time"]  # by key; time is a column
+    assert [row["job"] for row in body["rows"]] == ["j1"] * 4 + ["j2"] * 4 + ["j3"] * 4
+    first = body["rows"][0]
+    assert (first["arm"], first["gpu"], first["note"], first["meta.time"]) == (
+        "flash_s0",
+        "A10G",
+        EVIL,
+        "2026-10-01T00:00:00Z",
+    )
+    assert body["rows"][4]["note"] is None  # j2 has no note
+    assert first["steps"] == STEPS - 1 and first["points"] == STEPS
+    for job in JOBS:
+        verdicts = client.get(f"/api/jobs/{job}").json()["verdicts"]
+        counts = {s: sum(v["status"] == s for v in verdicts) for s in ("PASS", "FAIL", "N/A")}
+        for row in (r for r in body["rows"] if r["job"] == job):
+            assert {s: row[s] for s in counts} == counts
+    arms = {(a["arm"], a["final_loss"]) for a in client.get("/api/jobs/j2").json()["arms"]}
+    assert {(r["arm"], r["final_loss"]) for r in body["rows"] if r["job"] == "j2"} == arms
+
+
+def test_sort_any_column_both_ways(client: TestClient) -> None:
+    def column(query: str, name: str) -> list[Any]:
+        return [row[name] for row in runs(client, query)["rows"]]
+
+    finite = [v for v in column("", "min_loss") if isinstance(v, float)]
+    assert [v for v in column("sort=min_loss", "min_loss") if isinstance(v, float)] == sorted(
+        finite
+    )
+    assert column("sort=-min_loss", "min_loss")[: len(finite)] == sorted(finite, reverse=True)
+    assert column("sort=-job", "job") == ["j3"] * 4 + ["j2"] * 4 + ["j1"] * 4
+    assert column("sort=arm", "arm")[:3] == ["flash_s0"] * 3  # ties stay in job order
+    assert column("sort=arm", "job")[:3] == ["j1", "j2", "j3"]
+    assert column("sort=note", "note")[:4] == [EVIL] * 4  # missing values last
+    refused = client.get("/api/runs?sort=-nope")
+    assert refused.status_code == 422
+    assert refused.json()["detail"].startswith("no column 'nope' in the runs table; its columns:")
+    assert "final_loss" in refused.json()["detail"]
+
+
+def test_filters_text_where_and_verdict(client: TestClient) -> None:
+    def arms(query: str) -> list[str]:
+        return [f"{row['job']}/{row['arm']}" for row in runs(client, query)["rows"]]
+
+    assert arms("q=l4") == [f"j2/{a}" for a in ("flash_s0", "linear_s0", "ref_s0", "ref_s1")]
+    assert arms("q=A10G+REF") == ["j1/ref_s0", "j1/ref_s1", "j3/ref_s0", "j3/ref_s1"]
+    assert arms("q=nothing-holds-this") == []
+    assert {a.split("/")[0] for a in arms("where=gpu=A10G")} == {"j1", "j3"}
+    assert arms("where=gpu=A10G&variant=flash") == ["j1/flash_s0", "j3/flash_s0"]
+    every = runs(client)["rows"]
+    for status in ("PASS", "FAIL", "N/A"):
+        expected = [f"{r['job']}/{r['arm']}" for r in every if r[status]]
+        assert arms(f"verdict={status}") == expected
+    assert len(arms("verdict=FAIL")) >= ARMS  # j3's shifted state fails its bpp_state check
+    bad = client.get("/api/runs?verdict=MAYBE")
+    assert (bad.status_code, bad.json()["detail"]) == (
+        422,
+        "no verdict status 'MAYBE'; choose one of: PASS, FAIL, N/A",
+    )
+    unknown = client.get("/api/runs?where=gpux=A10G")
+    assert unknown.status_code == 422
+    assert unknown.json()["detail"] == "no job has metadata 'gpux'; known keys: gpu, note, time"
+
+
+def test_columns_and_paging(client: TestClient) -> None:
+    chosen = runs(client, "columns=job,arm,gpu&columns=FAIL")
+    assert chosen["columns"] == ["job", "arm", "gpu", "FAIL"]
+    assert all(list(row) == chosen["columns"] for row in chosen["rows"])
+    every = runs(client, "sort=-val_loss")["rows"]
+    page = runs(client, "sort=-val_loss&offset=5&limit=4")
+    assert (page["total"], page["offset"], page["limit"]) == (len(every), 5, 4)
+    assert page["rows"] == every[5:9]
+    last = runs(client, "sort=-val_loss&offset=10&limit=4")
+    assert (last["total"], last["rows"]) == (12, every[10:])
+    assert runs(client, "q=l4&limit=1")["total"] == 4
+    assert client.get("/api/runs?columns=job,nope").status_code == 422
+    assert client.get("/api/runs?limit=0").status_code == 422
+
+
+def csv_text(value: Any) -> str:
+    """A JSON value as the CSV writes it (NaN nan, missing empty)."""
+    if value is None:
+        return ""
+    if value in ("NaN", "Infinity", "-Infinity"):
+        return {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}[value]
+    if isinstance(value, float):
+        assert math.isfinite(value)
+    return str(value)
+
+
+@pytest.mark.parametrize("path", ["/api/runs.csv", "/api/runs"])
+def test_csv_equals_the_json_rows(client: TestClient, path: str) -> None:
+    query = "sort=-final_loss&where=gpu=A10G&columns=job,arm,final_loss,last_loss,diverged,note"
+    response = client.get(f"{path}?{query}&limit=2&format=csv")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/csv")
+    table = list(csv.reader(io.StringIO(response.text)))
+    body = runs(client, f"{query}&limit=100")
+    assert table[0] == body["columns"]
+    assert len(table) - 1 == body["total"] == 8  # every matching row, whatever the page
+    expected = [[csv_text(row[c]) for c in body["columns"]] for row in body["rows"]]
+    assert table[1:] == expected
+    assert table[1][:4] == ["j1", "linear_s0", "nan", "nan"]  # the diverged ablation sorts first
+
+
+def test_page_sorts_links_and_escapes(client: TestClient) -> None:
+    html = client.get("/runs?sort=final_loss&where=gpu=A10G&limit=5").text
+    assert EVIL not in html and "&lt;script&gt;alert(1)&lt;/script&gt;&amp;" in html
+    assert "<script>" not in html.replace('<script src="/static/runs.js"></script>', "")
+    assert 'href="/runs?where=gpu%3DA10G&amp;limit=5&amp;sort=-final_loss"' in html  # toggles
+    assert 'href="/runs?sort=final_loss&amp;where=gpu%3DA10G&amp;limit=5&amp;offset=5"' in html
+    assert 'value="j1/flash_s0"' in html and "/api/runs.csv?sort=final_loss" in html
+    assert "8 runs, 1 to 5 shown" in html
+    assert client.get("/static/runs.js").status_code == 200
+    assert client.get("/runs?sort=nope").status_code == 422
+
+
+def test_api_probes_mirrors_the_library(client: TestClient, study: Cli) -> None:
+    cases = [
+        ("", ("query", "probes")),
+        ("?model=gpt-124m&variant=flash&where=gpu=A10G", ("query", "probes", "--model",
+         "gpt-124m", "--variant", "flash", "--where", "gpu=A10G")),
+        ("?job=j2&failed=true", ("query", "probes", "--job", "j2", "--failed")),
+        ("?group_by=gpu&variant=ref", ("query", "probes", "--group-by", "gpu", "--variant", "ref")),
+    ]  # fmt: skip
+    for query, args in cases:
+        response = client.get(f"/api/probes{query}")
+        assert response.status_code == 200, response.text
+        assert response.json() == json.loads(study(*args, "--format", "json").stdout)
+    assert {row["job"] for row in client.get("/api/probes?where=gpu=L4").json()} == {"j2"}
+    unknown = client.get("/api/probes?where=nope=1")
+    assert (unknown.status_code, unknown.json()["detail"]) == (
+        422,
+        "no job has metadata 'nope'; known keys: gpu, note, time",
+    )
+
+
+def test_metadata_is_an_object_everywhere(client: TestClient, study: Cli, db_url: str) -> None:
+    expected = {"gpu": "A10G", "note": EVIL, "time": "2026-10-01T00:00:00Z"}
+    assert client.get("/api/jobs").json()[0]["meta"] == expected
+    assert json.loads(study("jobs", "-f", "json").stdout)[0]["meta"] == expected
+    frame = api.jobs(db_url)
+    assert frame["meta"].to_list()[1] == {"gpu": "L4", "note": None, "time": "2026-10-15T00:00:00Z"}
+    assert frame["meta"].struct.field("gpu").to_list() == ["A10G", "L4", "A10G"]
+    (text_row, *_) = csv.DictReader(io.StringIO(study("jobs", "-f", "csv").stdout))
+    assert text_row["meta"] == f"gpu=A10G note={EVIL} time=2026-10-01T00:00:00Z"
+    schema = client.get("/openapi.json").json()["components"]["schemas"]
+    assert schema["JobRow"]["properties"]["meta"]["type"] == "object"
+    assert {"RunsTable", "RunTableRow", "ProbeTableRow"} <= set(schema)
+
+
+def test_serve_on_a_port_in_use_is_one_line(cli: Cli) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = cli("serve", "--port", str(port), ok=False)
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: port {port} is in use; pick another with --port\n"

@@ -1,0 +1,172 @@
+"""The runs table: one row per arm across the selected jobs, with the job's verdict counts and
+its metadata as columns, to sort, filter, page and pick from (``/runs``, ``/api/runs``).
+
+Reads summary rows only: ``run``, the loss ``curve``'s kept summary (point count, last step
+and value, lowest finite value), ``job_meta`` and the stored ``job_verdict`` rows of one
+expectations digest; never a curve point. The curve summary keeps no count of non-finite
+points, so the table shows ``last_loss`` (NaN or infinite when the run ended blown up)
+instead of such a count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+from sqlalchemy import and_, func, select
+from sqlalchemy.orm import Session
+
+from tracker.domain import LOSS, Status
+from tracker.errors import UnknownColumn, UnknownStatus, known_names
+from tracker.models import Curve, JobVerdict, Run
+from tracker.queries.selection import Selection, contents_and_meta, selected_jobs
+from tracker.queries.tables import _filtered, _with_jobs
+from tracker.store.frames import query_frame
+
+STATUSES = tuple(str(status) for status in Status)  # a count column per verdict status
+RUN_COLUMNS = (
+    "job",
+    "time",
+    "arm",
+    "model",
+    "variant",
+    "seed",
+    "steps",
+    "points",
+    "final_loss",
+    "min_loss",
+    "last_loss",
+    "val_loss",
+    "diverged",
+    *STATUSES,
+)
+META_PREFIX = "meta."  # a metadata key named as a column above is shown as meta.KEY
+TEXT_COLUMNS = ("job", "arm", "model", "variant")  # what ``q`` searches, with metadata
+
+
+@dataclass(frozen=True)
+class RunsView:
+    """How the table is shown: ``sort`` a column (``-col``: descending), ``q`` text that a
+    row's job, arm, model, variant or metadata holds (case-insensitive), ``verdict`` a status
+    the row's job has at least one of, ``columns`` the columns kept (all when empty)."""
+
+    sort: str | None = None
+    q: str = ""
+    verdict: str | None = None
+    columns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunsPage:
+    """``rows`` from ``offset`` on, of ``total`` matching rows."""
+
+    rows: pl.DataFrame
+    total: int
+    offset: int
+
+
+def meta_column(key: str) -> str:
+    return f"{META_PREFIX}{key}" if key in RUN_COLUMNS else key
+
+
+def _verdict_counts(session: Session, job_ids: list[int], digest: str) -> pl.DataFrame:
+    """Per job, how many stored verdicts have each status (a job without stored verdicts for
+    ``digest`` has no row: its counts are null, not zero)."""
+    query = (
+        select(JobVerdict.job_id, JobVerdict.status, func.count().label("n"))
+        .where(JobVerdict.job_id.in_(job_ids), JobVerdict.expectations == digest)
+        .group_by(JobVerdict.job_id, JobVerdict.status)
+    )
+    counts = query_frame(session, query)
+    wide = pl.DataFrame({"job_id": counts["job_id"].unique()}, schema={"job_id": pl.Int64})
+    for status in STATUSES:
+        own = counts.filter(pl.col("status") == status).select("job_id", pl.col("n").alias(status))
+        wide = wide.join(own, on="job_id", how="left").with_columns(pl.col(status).fill_null(0))
+    return wide
+
+
+def _meta_frame(session: Session, job_ids: list[int]) -> pl.DataFrame:
+    """One row per job, one text column per metadata key any of them has (sorted by key)."""
+    _digests, meta = contents_and_meta(session, job_ids)
+    keys = sorted({key for own in meta.values() for key in own})
+    schema = {"job_id": pl.Int64, **{meta_column(key): pl.String for key in keys}}
+    rows = [[job_id, *(meta.get(job_id, {}).get(key) for key in keys)] for job_id in job_ids]
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def run_table(session: Session, selection: Selection, digest: str) -> pl.DataFrame:
+    """Every arm of the selected jobs in job order (then variant, seed): ``RUN_COLUMNS``,
+    then one column per metadata key. ``digest``: the expectations whose stored verdicts are
+    counted (``tracker.summary.version.expectations_digest``)."""
+    jobs = selected_jobs(session, without_groups(selection))
+    job_ids = jobs["job_id"].to_list()
+    query = _filtered(
+        select(
+            Run.job_id,
+            Run.arm,
+            Run.model,
+            Run.variant,
+            Run.seed,
+            Curve.last_step.label("steps"),
+            Curve.n_points.label("points"),
+            Run.final_loss,
+            Curve.min_value.label("min_loss"),
+            Curve.last_value.label("last_loss"),
+            Run.val_loss,
+            Run.diverged,
+        )
+        .outerjoin(Curve, and_(Curve.run_id == Run.id, Curve.metric == LOSS))
+        .order_by(Run.variant, Run.seed, Run.arm),
+        Run,
+        selection,
+        job_ids,
+    )
+    frame = query_frame(session, query).with_columns(pl.col("points").fill_null(0))
+    frame = frame.join(_verdict_counts(session, job_ids, digest), on="job_id", how="left")
+    frame = frame.join(_meta_frame(session, job_ids), on="job_id", how="left")
+    table = _with_jobs(jobs, frame)
+    return table.select(*RUN_COLUMNS, *(c for c in table.columns if c not in RUN_COLUMNS))
+
+
+def without_groups(selection: Selection) -> Selection:
+    """The selection without groupings: every metadata key is a column of the table anyway."""
+    return Selection(selection.jobs, selection.models, selection.variants, selection.where)
+
+
+def _known(table: pl.DataFrame, name: str) -> str:
+    if name not in table.columns:
+        raise UnknownColumn(name=name, known=known_names(table.columns))
+    return name
+
+
+def _matching(table: pl.DataFrame, view: RunsView) -> pl.DataFrame:
+    if view.verdict is not None:
+        if view.verdict not in STATUSES:
+            raise UnknownStatus(status=view.verdict, known=", ".join(STATUSES))
+        table = table.filter(pl.col(view.verdict) > 0)
+    words = view.q.lower().split()
+    if words:
+        searched = [*TEXT_COLUMNS, *table.columns[len(RUN_COLUMNS) :]]
+        text = pl.concat_str([pl.col(c).fill_null("") for c in searched], separator="\n")
+        text = text.str.to_lowercase()
+        table = table.filter(pl.all_horizontal(text.str.contains(w, literal=True) for w in words))
+    return table
+
+
+def arrange(table: pl.DataFrame, view: RunsView) -> pl.DataFrame:
+    """The rows ``view`` keeps, in its order (stable: ties stay in job order; missing values
+    last either way), with its columns."""
+    columns = [_known(table, name) for name in view.columns] or table.columns
+    table = _matching(table, view)
+    if view.sort:
+        name = _known(table, view.sort.removeprefix("-"))
+        descending = view.sort.startswith("-")
+        table = table.sort(name, descending=descending, nulls_last=True, maintain_order=True)
+    return table.select(columns)
+
+
+def runs_page(table: pl.DataFrame, view: RunsView, offset: int, limit: int | None) -> RunsPage:
+    """One page of the arranged table (every row from ``offset`` on when ``limit`` is None),
+    and how many rows match in all."""
+    arranged = arrange(table, view)
+    return RunsPage(arranged.slice(offset, limit), arranged.height, offset)

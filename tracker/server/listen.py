@@ -1,0 +1,46 @@
+"""The server's listening socket, bound before uvicorn starts, so that a port in use is one
+line and exit 1 (uvicorn's own bind reports a traceback-like log and exits 3)."""
+
+from __future__ import annotations
+
+import errno
+import socket
+
+import uvicorn
+from fastapi import FastAPI
+
+from tracker.errors import CannotListen, PortInUse
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host``:``port`` (0: any free port), for uvicorn to listen on."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    # as uvicorn does: a restarted server may take a port whose old connections linger
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortInUse(port=port) from None
+        raise CannotListen(host=host, port=port, reason=exc.strerror or str(exc)) from None
+    sock.set_inheritable(True)
+    return sock
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server on a socket bound beforehand, saying where it listens once started
+    (uvicorn names the address only for sockets it bound itself)."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started and sockets:
+            self._log_started_message(sockets)
+
+
+def serve(app: FastAPI, host: str, port: int) -> None:
+    """Serve ``app`` on ``host``:``port`` until interrupted; a port in use is ``PortInUse``."""
+    sock = listening_socket(host, port)
+    config = uvicorn.Config(app, host=host, port=port, log_level="info")
+    Server(config).run(sockets=[sock])
