@@ -212,7 +212,7 @@ def test_sparse_curve_smooths_like_the_dense_one(cli: Cli, engine: Engine, tmp_p
     dense = write_sample_job(tmp_path / "dense", seed=2, steps=STEPS, probes=False)
     sparse = write_sample_job(tmp_path / "sparse", seed=2, steps=STEPS, probes=False)
     for arm in ("ref_s0", "ref_s1", "flash_s0"):
-        edit_loss(sparse / f"{arm}.csv", lambda rows: rows[::125] + [rows[-1]])
+        edit_loss(sparse / f"{arm}.csv", lambda rows: [*rows[::125], rows[-1]])
     cli("ingest", str(dense))
     cli("ingest", str(sparse))
     steps = [*range(0, STEPS, 125), STEPS - 1]
