@@ -24,6 +24,7 @@ from tracker.analysis.training import DELTA_KEY
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
 from tracker.queries.derived import load_summary
+from tracker.summary import version
 from tracker.summary.build import derive
 from tracker.summary.model import EMA_DELTA, Summary
 
@@ -232,3 +233,22 @@ def test_sparse_curve_smooths_like_the_dense_one(cli: Cli, engine: Engine, tmp_p
     lines = summary_of(engine, "sparse").trajectories.lines
     [left] = [line for line in lines if line.arm == "ref_s0" and not line.right]
     assert float(left.y[-1]) == pytest.approx(ends["sparse"], rel=1e-6)
+
+
+def test_rows_of_the_previous_analysis_version_are_refilled(
+    cli: Cli, engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ANALYSIS_VERSION 2 (this smoothing): rows stored by version 1 are ignored, then
+    refilled by ``db rederive`` with the numbers of ``smooth``."""
+    job = write_sample_job(tmp_path / "old", seed=2, steps=200, probes=False)
+    assert version.ANALYSIS_VERSION == 2
+    monkeypatch.setattr(version, "ANALYSIS_VERSION", 1)
+    cli("ingest", str(job))
+    monkeypatch.undo()
+    assert (
+        cli("db", "rederive").stdout == "old: rederived\n1 jobs rederived, 0 already up to date\n"
+    )
+    summary = summary_of(engine, "old")
+    [verdict] = [v for v in summary.analysis.verdicts if v.check == "ema_delta_vs_seed_noise"]
+    assert verdict.measured == summary.analysis.tracking["ema_delta"]
+    assert cli("db", "rederive").stdout == "0 jobs rederived, 1 already up to date\n"

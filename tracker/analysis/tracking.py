@@ -13,6 +13,7 @@ last loss is not finite (it never recovered) fails the check.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -69,10 +70,23 @@ def non_finite_summary(arm: str, curve: pl.DataFrame) -> str | None:
     return f"{arm}: {positions.size} non-finite {plural} at {where} {_compact(steps, positions)}"
 
 
+def _curve(curves: Mapping[str, pl.DataFrame], arm: str) -> pl.DataFrame:
+    """The arm's ``step`` and ``value`` (float, a null as NaN); empty when it has none."""
+    curve = curves.get(arm)
+    if curve is None or "step" not in curve.columns or "value" not in curve.columns:
+        return pl.DataFrame(schema={"step": pl.Int64, "value": pl.Float64})
+    value = pl.col("value").cast(pl.Float64).fill_null(float("nan"))
+    return curve.select(pl.col("step").cast(pl.Int64), value)
+
+
+def _ends_non_finite(curve: pl.DataFrame) -> bool:
+    return curve.height > 0 and not math.isfinite(curve["value"][-1])
+
+
 def _smoothed(
     curve: pl.DataFrame, alpha: float, name: str, smoothed: np.ndarray | None
 ) -> pl.DataFrame:
-    steps = curve.get_column("step").cast(pl.Int64)
+    steps = curve.get_column("step")
     if smoothed is None:
         smoothed = smooth(steps.to_numpy(), curve.get_column("value").to_numpy(), alpha)
     return pl.DataFrame(
@@ -138,14 +152,9 @@ def tracking_check(
     t = exp.training
     roles = [t.baseline, t.candidate] + ([t.seed_twin] if twin_present else [])
     roles = list(dict.fromkeys(roles))
-    empty = pl.DataFrame(schema={"step": pl.Int64, "value": pl.Float64})
-    frames = {arm: curves.get(arm, empty) for arm in roles}
+    frames = {arm: _curve(curves, arm) for arm in roles}
     notes = [n for arm in roles if (n := non_finite_summary(arm, frames[arm])) is not None]
-    unfinished = [
-        arm
-        for arm in (t.baseline, t.candidate)
-        if frames[arm].height and not np.isfinite(frames[arm]["value"][-1])
-    ]
+    unfinished = [arm for arm in (t.baseline, t.candidate) if _ends_non_finite(frames[arm])]
     base = _smoothed(frames[t.baseline], t.ema_alpha, "b", smoothed.get(t.baseline))
     cand = _smoothed(frames[t.candidate], t.ema_alpha, "c", smoothed.get(t.candidate))
     pair = base.join(cand, on="step", how="inner", maintain_order="left").sort("step")
