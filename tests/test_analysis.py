@@ -352,13 +352,18 @@ def test_ema_vs_seed_noise_passes_on_the_sample_job(
     sample_arms: tuple[Path, pl.DataFrame, dict], exp: Expectations
 ) -> None:
     _, runs, curves = sample_arms
-    gpt = analyze_training(runs, curves, exp).gpt
-    verdict = find(
-        analyze_training(runs, curves, exp).verdicts, "ema_delta_vs_seed_noise", "flash_s0"
-    )
+    result = analyze_training(runs, curves, exp)
+    gpt = result.gpt
+    verdict = find(result.verdicts, "ema_delta_vs_seed_noise", "flash_s0")
     assert verdict.status == PASS
-    assert verdict.measured == gpt["flash_vs_ref_mean_abs_ema_delta_2nd_half"]
-    assert verdict.expected == gpt["seed_noise_mean_abs_ema_delta_2nd_half"] * 2.0  # job factor
+    # the verdict smooths with `smooth` (per step, debiased); the script's numbers keep its
+    # `ema`: the two agree closely in the second half, but are not the same number
+    assert verdict.measured == result.tracking["ema_delta"]
+    assert verdict.expected == result.tracking["seed_noise"] * 2.0  # job factor
+    assert verdict.measured == pytest.approx(
+        gpt["flash_vs_ref_mean_abs_ema_delta_2nd_half"], rel=0.02
+    )
+    assert verdict.measured != gpt["flash_vs_ref_mean_abs_ema_delta_2nd_half"]
     assert isinstance(verdict.measured, float) and isinstance(verdict.expected, float)
     assert verdict.measured < verdict.expected
 
@@ -406,7 +411,10 @@ def test_without_seed_twin_the_noise_check_is_not_applicable(
     )
     assert verdict.status == NA
     assert verdict.detail == "arm ref_s1 missing: seed-noise check not possible"
-    assert verdict.measured == gpt["flash_vs_ref_mean_abs_ema_delta_2nd_half"]
+    assert verdict.measured == analyze_training(runs, curves, exp).tracking["ema_delta"]
+    assert verdict.measured == pytest.approx(
+        gpt["flash_vs_ref_mean_abs_ema_delta_2nd_half"], rel=0.02
+    )
 
 
 def test_curves_are_aligned_on_common_steps(

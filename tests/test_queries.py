@@ -130,10 +130,27 @@ def column(directory: Path, arm: str, name: str = "loss") -> list[float]:
 
 
 def ema(values: list[float], alpha: float) -> list[float]:
-    smoothed = [values[0]]
-    for x in values[1:]:
-        smoothed.append((1 - alpha) * smoothed[-1] + alpha * x)
+    """``query curve --ema`` on steps 0, 1, 2, ...: the per-step EMA, debiased, NaN at a
+    non-finite value without touching the state (the loop ``smooth`` is defined by)."""
+    smoothed, mean, weight = [], 0.0, 0.0
+    for x in values:
+        if not math.isfinite(x):
+            smoothed.append(math.nan)
+            continue
+        mean, weight = (1 - alpha) * mean + alpha * x, (1 - alpha) * weight + alpha
+        smoothed.append(mean / weight)
     return smoothed
+
+
+def close(got: list[Any], expected: list[float]) -> bool:
+    """The same smoothed values within 1e-12 relative, NaN where NaN (JSON shows "NaN")."""
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected, strict=True):
+        if math.isnan(e):
+            assert g == "NaN"
+        else:
+            assert g == pytest.approx(e, rel=1e-12)
+    return True
 
 
 def numbers(values: list[Any]) -> list[float]:
@@ -398,7 +415,7 @@ def test_curve_points_ema_and_thinning(study: Study) -> None:
     ]
     smoothed = ema(losses, 0.1)
     rows = study.rows("query", "curve", "--job", "j1", "--arm", "ref_s0", "--ema", "0.1")
-    assert [r["ema"] for r in rows] == smoothed  # bit-identical to the recurrence
+    assert close([r["ema"] for r in rows], smoothed)  # the per-step recurrence
     assert [list(r) for r in rows[:1]] == [["job", "arm", "step", "value", "ema"]]
     thinned = study.rows(
         "query", "curve", "--job", "j1", "--arm", "ref_s0", "--ema", "0.1", "--every", "7"
@@ -406,7 +423,7 @@ def test_curve_points_ema_and_thinning(study: Study) -> None:
     kept = [*range(0, STEPS, 7), STEPS - 1]  # the last step always
     assert [r["step"] for r in thinned] == kept
     assert [r["value"] for r in thinned] == [losses[i] for i in kept]
-    assert [r["ema"] for r in thinned] == [smoothed[i] for i in kept]  # smoothed before thinning
+    assert [r["ema"] for r in thinned] == [rows[i]["ema"] for i in kept]  # smoothed, then thinned
     exact = study.rows("query", "curve", "--job", "j1", "--arm", "ref_s0", "--every", "13")
     assert [r["step"] for r in exact] == [0, 13, 26, 39]  # the last is an N-th: not twice
     sparse = study.rows("query", "curve", "--job", "j1", "--arm", "ref_s0", "--every", "100000")
@@ -423,10 +440,11 @@ def test_curve_of_several_arms_and_jobs(study: Study) -> None:
                 continue
             losses = column(study.dirs[job], arm)
             expected += [
-                {"job": job, "arm": arm, "step": step, "value": js(value), "ema": js(smooth)}
+                {"job": job, "arm": arm, "step": step, "value": js(value), "ema": smooth}
                 for step, (value, smooth) in enumerate(zip(losses, ema(losses, 0.5), strict=True))
             ]
-    assert rows == expected
+    assert [{**r, "ema": None} for r in rows] == [{**r, "ema": None} for r in expected]
+    assert close([r["ema"] for r in rows], [r["ema"] for r in expected])
     linear = [r for r in rows if r["arm"] == "linear_s0"]
     assert len(jobs) == 3 and len(linear) == 3 * STEPS
     assert "Infinity" in [r["value"] for r in linear] and linear[-1]["value"] == "NaN"

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from tests.conftest import Cli
 from tracker.analysis.expectations import load_expectations
 from tracker.analysis.job import analyze_job
-from tracker.analysis.smoothing import ema
+from tracker.analysis.smoothing import smooth
 from tracker.analysis.verdict import Verdict
 from tracker.errors import JobNotFound
 from tracker.figures import memory_scaling, table4
@@ -186,9 +186,10 @@ def test_figures_follow_the_script(cli: Cli, engine: Engine, tmp_path: Path, exp
         ("Linear-quant FlashAdamW", "x2", True),
         ("AdamW raw (ref)", "x2", False),
     ]
-    # left: EMA of the whole series; right: raw loss, non-finite values drawn as gaps
-    smoothed = ema(data.curves["ref_s0"].get_column("value"), exp.training.ema_alpha)
-    np.testing.assert_allclose(np.asarray(traj["data"][0]["y"]), smoothed.to_numpy())
+    # left: smooth() of the whole series; right: raw loss, non-finite values drawn as gaps
+    ref = data.curves["ref_s0"]
+    smoothed = smooth(ref["step"].to_numpy(), ref["value"].to_numpy(), exp.training.ema_alpha)
+    np.testing.assert_allclose(np.asarray(traj["data"][0]["y"]), smoothed)
     raw = np.asarray(traj["data"][3]["y"], dtype=float)
     assert np.isnan(raw).any() and not np.isinf(raw).any()
     assert traj["layout"]["yaxis2"]["type"] == "log"
@@ -233,7 +234,7 @@ def test_trajectories_downsample_after_smoothing(exp) -> None:  # type: ignore[n
     values = 3.0 + rng.standard_normal(n)
     curve = pl.DataFrame({"step": np.arange(n), "value": values})
     fig = trajectories_figure(trajectory_drawing({"ref_s0": curve, "linear_s0": curve}, exp), exp)
-    full = ema(curve.get_column("value"), exp.training.ema_alpha).to_numpy()
+    full = smooth(curve["step"].to_numpy(), curve["value"].to_numpy(), exp.training.ema_alpha)
     for trace in fig["data"]:
         assert len(trace["x"]) <= DEFAULT_MAX_POINTS
     left = fig["data"][0]
@@ -251,13 +252,13 @@ def test_trajectories_axis_starts_after_the_first_drop(exp) -> None:  # type: ig
     }
     fig = trajectories_figure(trajectory_drawing(curves, exp), exp)
     low, high = fig["layout"]["yaxis"]["range"]
-    late = []  # the EMA from step 200 (10% of the steps) on, by the definition's loop
+    late = []  # the smoothed loss from step 200 (10% of the steps) on, by smooth's loop
     for frame in curves.values():
-        mean = None
+        mean = weight = 0.0
         for step, value in frame.iter_rows():
-            mean = value if mean is None else 0.98 * mean + 0.02 * value
+            mean, weight = 0.98 * mean + 0.02 * value, 0.98 * weight + 0.02
             if step >= 200:
-                late.append(mean)
+                late.append(mean / weight)
     spread = max(late) - min(late)
     assert low == pytest.approx(min(late) - 0.06 * spread, rel=1e-6)
     assert high == pytest.approx(max(late) + 0.06 * spread, rel=1e-6)
@@ -625,7 +626,7 @@ def test_cross_job_curves_are_smoothed_then_put_on_a_grid(
     with Session(engine) as session:
         curve = load_job_data(session, "b").curves["ref_s0"]
     steps = curve.get_column("step").to_numpy()
-    full = ema(curve.get_column("value"), exp.training.ema_alpha).to_numpy()
+    full = smooth(steps, curve.get_column("value").to_numpy(), exp.training.ema_alpha)
     trace = figure["data"][1]
     assert trace["name"] == "b"
     x, y = typed(trace["x"]), typed(trace["y"])

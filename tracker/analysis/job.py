@@ -13,7 +13,7 @@ from tracker.domain import JobData
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    import polars as pl
+    import numpy as np
 
     from tracker.analysis.expectations import Expectations
 
@@ -26,14 +26,15 @@ class JobAnalysis:
     gpt: dict[str, Any]  # the script's gpt_analysis.json; {} without training arms
     verdicts: list[Verdict] = field(default_factory=list)  # memory first, then training
     notes: list[str] = field(default_factory=list)  # what could not be analysed, and why
+    tracking: dict[str, float | None] = field(default_factory=dict)  # TRACKING_NUMBERS
 
 
 def analyze_job(
-    data: JobData, exp: Expectations, smoothed: Mapping[str, pl.Series] | None = None
+    data: JobData, exp: Expectations, smoothed: Mapping[str, np.ndarray] | None = None
 ) -> JobAnalysis:
     """Analyse whatever parts the job has; a missing part is a note, never an exception.
 
-    ``smoothed``: arm -> EMA of its loss, when the caller has it (see ``analyze_training``).
+    ``smoothed``: arm -> ``smooth`` of its loss, when the caller has it (``analyze_training``).
     """
     notes: list[str] = []
     verdicts: list[Verdict] = []
@@ -47,4 +48,4 @@ def analyze_job(
     training = analyze_training(data.runs, data.curves, exp, smoothed)
     verdicts.extend(training.verdicts)
     notes.extend(training.notes)
-    return JobAnalysis(mem, training.gpt, verdicts, notes)
+    return JobAnalysis(mem, training.gpt, verdicts, notes, training.tracking)

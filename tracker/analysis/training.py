@@ -4,9 +4,11 @@ The arms play roles set in the expectations (``[training]``): a baseline (AdamW)
 candidate that should track it (FlashAdamW, same seed), a seed twin of the baseline (the
 noise floor of that tracking) and a divergent ablation.
 
-Curves are aligned on the steps they have in common (inner join on ``step``), each EMA being
-computed on its arm's FULL series first; the EMA is causal, so on the script's data (identical
-step columns) this equals the script's truncation to the shortest curve. Means of |delta|
+The script's numbers keep its ``ema``; the tracking verdict and its numbers use ``smooth``
+(``tracker.analysis.tracking``). Curves are aligned on the steps they have in common (inner
+join on ``step``), each EMA being computed on its arm's FULL series first; the EMA is causal,
+so on the script's data (identical step columns) this equals the script's truncation to the
+shortest curve. Means of |delta|
 are sequential sums (``cum_sum``), bit-identical to the script's Python ``sum``.
 """
 
@@ -17,12 +19,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from tracker.analysis.expectations import Expectations
 from tracker.analysis.outcomes import divergence_verdicts, val_loss_verdicts
 from tracker.analysis.smoothing import ema
-from tracker.analysis.verdict import FAIL, NA, PASS, Verdict
+from tracker.analysis.tracking import CHECK, tracking_check
+from tracker.analysis.verdict import NA, Verdict
 
 __all__ = ["analyze_training"]
 
@@ -31,6 +35,8 @@ DELTA_KEY = "flash_vs_ref_mean_abs_ema_delta_2nd_half"
 NOISE_KEY = "seed_noise_mean_abs_ema_delta_2nd_half"
 DIVERGED_KEY = "linear_diverged"
 FINAL_LOSS_KEY = "linear_final_loss"
+# The tracking check's numbers (``smooth``, not the script's ``ema``), kept for claims and the gate.
+TRACKING_NUMBERS = ("ema_delta", "seed_noise")
 
 RUN_SCHEMA: dict[str, Any] = {
     "arm": pl.String,
@@ -47,6 +53,7 @@ class TrainingResult:
     gpt: dict[str, Any]
     verdicts: list[Verdict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    tracking: dict[str, float | None] = field(default_factory=dict)  # TRACKING_NUMBERS
 
 
 @dataclass(frozen=True)
@@ -80,20 +87,13 @@ def _runs(runs: pl.DataFrame) -> dict[str, dict[str, Any]]:
 
 
 def _smoothed(
-    curves: Mapping[str, pl.DataFrame],
-    arm: str,
-    alpha: float,
-    name: str,
-    smoothed: Mapping[str, pl.Series],
+    curves: Mapping[str, pl.DataFrame], arm: str, alpha: float, name: str
 ) -> pl.DataFrame:
-    """``step`` and the EMA of the arm's full loss series as column ``name`` (taken from
-    ``smoothed`` when the caller already has it)."""
+    """``step`` and the script's EMA of the arm's full loss series as column ``name``."""
     curve = curves.get(arm)
     if curve is None or "step" not in curve.columns or "value" not in curve.columns:
         curve = EMPTY_CURVE
-    values = smoothed.get(arm)
-    if values is None:
-        values = ema(curve["value"].cast(pl.Float64), alpha)
+    values = ema(curve["value"].cast(pl.Float64), alpha)
     return pl.DataFrame(
         {"step": curve["step"].cast(pl.Int64), name: values},
         schema={"step": pl.Int64, name: pl.Float64},
@@ -118,56 +118,36 @@ def _mean_abs_delta(aligned: pl.DataFrame, a: str, b: str) -> _Delta:
     return _Delta(total / (n - n // 2), n, half["step"][0], half["step"][-1])
 
 
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.5f}"
-
-
-def _ema_verdict(
-    exp: Expectations, present: dict[str, Any], delta: _Delta | None, noise: _Delta | None
-) -> Verdict:
+def _tracking(
+    curves: Mapping[str, pl.DataFrame],
+    exp: Expectations,
+    present: dict[str, Any],
+    smoothed: Mapping[str, np.ndarray],
+) -> tuple[Verdict, dict[str, float | None], list[str]]:
+    """The tracking verdict (``tracker.analysis.tracking``), its numbers and its notes."""
     t = exp.training
-    check, subject = "ema_delta_vs_seed_noise", t.candidate
-
-    def na(detail: str, measured: float | None = None) -> Verdict:
-        return Verdict(check, subject, measured, None, None, NA, detail)
-
     for arm in (t.baseline, t.candidate):
         if arm not in present:
-            return na(f"arm {arm} missing: candidate-vs-baseline comparison not possible")
-    assert delta is not None
-    if delta.value is None:
-        return na(f"{t.candidate} and {t.baseline} have no step in common")
-    if t.seed_twin not in present:
-        return na(f"arm {t.seed_twin} missing: seed-noise check not possible", delta.value)
-    assert noise is not None
-    if noise.value is None:
-        return na(f"{t.seed_twin} has no step in common with the others", delta.value)
-    if not math.isfinite(noise.value):
-        return na(f"seed-noise delta {t.seed_twin} vs {t.baseline} is not finite", delta.value)
-    threshold = noise.value * t.job_noise_factor
-    measured = delta.value
-    status = PASS if measured <= threshold else FAIL  # a NaN delta compares False: FAIL
-    detail = (
-        f"mean |EMA delta| {t.candidate} vs {t.baseline} over steps {delta.first}-{delta.last}: "
-        f"{_fmt(measured)}; limit {t.job_noise_factor:g} x seed noise ({t.seed_twin} vs "
-        f"{t.baseline}, steps {noise.first}-{noise.last}: {_fmt(noise.value)}) = "
-        f"{_fmt(threshold)}"
-    )
-    return Verdict(check, subject, measured, threshold, None, status, detail)
+            detail = f"arm {arm} missing: candidate-vs-baseline comparison not possible"
+            verdict = Verdict(CHECK, t.candidate, None, None, None, NA, detail)
+            return verdict, dict.fromkeys(TRACKING_NUMBERS), []
+    result = tracking_check(curves, exp, t.seed_twin in present, smoothed)
+    numbers = dict(zip(TRACKING_NUMBERS, (result.ema_delta, result.seed_noise), strict=True))
+    return result.verdict, numbers, result.notes
 
 
 def analyze_training(
     runs: pl.DataFrame,
     curves: dict[str, pl.DataFrame],
     exp: Expectations,
-    smoothed: Mapping[str, pl.Series] | None = None,
+    smoothed: Mapping[str, np.ndarray] | None = None,
 ) -> TrainingResult:
-    """The script's metrics, the training verdicts and notes on what could not be checked.
+    """The script's metrics (its ``ema``), the training verdicts (the tracking check on
+    ``smooth``), the tracking numbers and notes on what could not be checked.
 
-    ``smoothed``: arm -> the EMA (``exp.training.ema_alpha``) of its loss, when the caller
-    has computed it already (the report draws it too); computed here otherwise.
+    ``smoothed``: arm -> ``smooth`` (``exp.training.ema_alpha``) of its loss, when the caller
+    has computed it already (the figures draw it too); computed here otherwise.
     """
-    smoothed = smoothed or {}
     present = _runs(runs)
     if not present:
         return TrainingResult({}, [], ["no training arms: training analysis skipped"])
@@ -185,10 +165,9 @@ def analyze_training(
     notes = list(dict.fromkeys(notes))
 
     gpt: dict[str, Any] = {}
-    delta = noise = None
     if base in present and cand in present:
-        b = _smoothed(curves, base, t.ema_alpha, "b", smoothed)
-        pair = _align(b, _smoothed(curves, cand, t.ema_alpha, "c", smoothed))
+        b = _smoothed(curves, base, t.ema_alpha, "b")
+        pair = _align(b, _smoothed(curves, cand, t.ema_alpha, "c"))
         delta = _mean_abs_delta(pair, "b", "c")
         if delta.value is None:
             notes.append(f"arms {base} and {cand} have no step in common: no EMA comparison")
@@ -200,7 +179,7 @@ def analyze_training(
         if twin in present:
             # the script's window: the first min(n, len(twin)) points, i.e. the steps the
             # three arms have in common
-            triple = _align(pair, _smoothed(curves, twin, t.ema_alpha, "t", smoothed))
+            triple = _align(pair, _smoothed(curves, twin, t.ema_alpha, "t"))
             noise = _mean_abs_delta(triple, "b", "t")
             if noise.value is None and delta.value is not None:
                 notes.append(f"arm {twin} has no step in common with {base} and {cand}")
@@ -208,9 +187,10 @@ def analyze_training(
         if div in present:
             gpt[DIVERGED_KEY] = bool(present[div]["diverged"])
             gpt[FINAL_LOSS_KEY] = _nan_to_none(present[div]["final_loss"])
+    tracked, numbers, tracking_notes = _tracking(curves, exp, present, smoothed or {})
     verdicts = [
-        _ema_verdict(exp, present, delta, noise),
+        tracked,
         *divergence_verdicts(exp, present, curves),
         *val_loss_verdicts(exp, present, curves),
     ]
-    return TrainingResult(gpt, verdicts, notes)
+    return TrainingResult(gpt, verdicts, notes + tracking_notes, numbers)

@@ -182,11 +182,12 @@ def curve(
     every: int = 1,
 ) -> pl.DataFrame:
     """Points of the chosen arms of the chosen jobs: ``job``, ``arm``, ``step``, ``value``
-    (and ``ema``, smoothed over the full series before thinning to every N-th point; the
-    last point is always kept, so a thinned curve still ends where the run ended)."""
+    (and ``ema``: ``smooth``, per step, NaN at a non-finite value and resuming after it,
+    debiased, computed over the full series before thinning to every N-th point; the last
+    point is always kept, so a thinned curve still ends where the run ended)."""
     import polars as pl
 
-    from tracker.analysis.smoothing import ema
+    from tracker.analysis.smoothing import smooth
 
     jobs = selected_jobs(session, selection)
     job_ids = jobs["job_id"].to_list()
@@ -214,7 +215,8 @@ def curve(
     parts = []
     for part in points.partition_by("curve_id", maintain_order=True):
         if ema_alpha is not None:
-            part = part.with_columns(ema=ema(part["value"], ema_alpha))
+            smoothed = smooth(part["step"].to_numpy(), part["value"].to_numpy(), ema_alpha)
+            part = part.with_columns(ema=pl.Series(smoothed, dtype=pl.Float64))
         index = pl.int_range(pl.len())
         parts.append(part.filter((index % every == 0) | (index == pl.len() - 1)))
     empty = points.head(0) if ema_alpha is None else points.head(0).with_columns(ema=pl.lit(0.0))

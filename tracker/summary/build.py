@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tracker.analysis.job import analyze_job
-from tracker.analysis.smoothing import ema
-from tracker.analysis.training import DELTA_KEY, NOISE_KEY
+from tracker.analysis.smoothing import smooth
 from tracker.summary.grid import grid_curve
 from tracker.summary.model import DIVERGED_AT, EMA_DELTA, SEED_NOISE, Derived, Summary
 from tracker.summary.trajectories import trajectory_drawing
@@ -17,16 +16,19 @@ if TYPE_CHECKING:
 
 
 def summarize(data: JobData, exp: Expectations) -> Summary:
-    """A job's summary from its full data (each arm's loss smoothed once)."""
+    """A job's summary from its full data (each arm's loss smoothed once, by ``smooth``: the
+    figures and the tracking check; the script's numbers keep its ``ema``)."""
     smoothed = {
-        arm: ema(frame.get_column("value"), exp.training.ema_alpha)
+        arm: smooth(
+            frame.get_column("step").to_numpy(),
+            frame.get_column("value").to_numpy(),
+            exp.training.ema_alpha,
+        )
         for arm, frame in data.curves.items()
     }
     curves = {
         arm: grid_curve(
-            frame.get_column("step").to_numpy(),
-            smoothed[arm].to_numpy(),
-            frame.get_column("value").to_numpy(),
+            frame.get_column("step").to_numpy(), smoothed[arm], frame.get_column("value").to_numpy()
         )
         for arm, frame in data.curves.items()
     }
@@ -40,12 +42,12 @@ def summarize(data: JobData, exp: Expectations) -> Summary:
 
 def derive(summary: Summary, exp: Expectations) -> Derived:
     """A job's verdicts and derived numbers, from its summary."""
-    gpt = summary.analysis.gpt
+    tracking = summary.analysis.tracking
     divergent = summary.curves.get(exp.training.divergent)
     first_bad = divergent.first_bad if divergent is not None else None
     numbers = {
-        EMA_DELTA: gpt.get(DELTA_KEY),
-        SEED_NOISE: gpt.get(NOISE_KEY),
+        EMA_DELTA: tracking.get(EMA_DELTA),
+        SEED_NOISE: tracking.get(SEED_NOISE),
         DIVERGED_AT: None if first_bad is None else float(first_bad),
     }
     return Derived(summary.analysis.verdicts, numbers)

@@ -17,9 +17,9 @@ GRID_POINTS = 160  # steps per job's curve kept for the figures across jobs
 class GridCurve:
     """One arm's loss in one job, EMA-smoothed over all its points, sampled on a grid.
 
-    ``values[i]`` is the EMA at step ``first + i * (last - first) / (len(values) - 1)``
-    (linear interpolation between the steps around it); NaN where the loss had stopped being
-    finite (the EMA of a NaN stays NaN).
+    ``values[i]`` is the EMA (``smooth``) at step ``first + i * (last - first) /
+    (len(values) - 1)`` (linear interpolation between the steps around it); NaN between the
+    steps around a non-finite loss (a gap: the smoothing resumes after it).
     """
 
     first: int
@@ -48,16 +48,13 @@ class GridCurve:
 
 
 def grid_curve(steps: np.ndarray, smoothed: np.ndarray, raw: np.ndarray) -> GridCurve:
-    """An arm's EMA (``smoothed``, over every step) sampled at ``GRID_POINTS`` steps."""
+    """An arm's ``smooth`` (``smoothed``, over every step) sampled at ``GRID_POINTS`` steps."""
     bad = np.flatnonzero(~np.isfinite(raw))
     first_bad = int(steps[bad[0]]) if bad.size else None
     if steps.size == 0:
         return GridCurve(0, 0, np.empty(0, np.float32), 0, None)
     first, last = int(steps[0]), int(steps[-1])
     grid = np.linspace(first, last, min(GRID_POINTS, steps.size))
+    # np.interp is NaN on the intervals beside a NaN point only: the gap, and no further
     values = np.interp(grid, steps.astype(np.float64), smoothed.astype(np.float64))
-    # np.interp spreads a NaN only to its neighbours: the EMA is NaN from its first on
-    nan = np.flatnonzero(~np.isfinite(smoothed))
-    if nan.size:
-        values[grid >= steps[nan[0]]] = np.nan
     return GridCurve(first, last, values.astype(np.float32), int(steps.size), first_bad)

@@ -10,6 +10,7 @@ from tracker.jsonio import from_stored_json, to_stored_json
 from tracker.summary.grid import GridCurve
 from tracker.summary.trajectories import TrajectoryDrawing
 
+# The tracking check's numbers (``tracker.analysis.tracking``: ``smooth``, finite steps only)
 EMA_DELTA = "ema_delta"  # mean |EMA(candidate) - EMA(baseline)| over the 2nd half
 SEED_NOISE = "seed_noise"  # mean |EMA(seed twin) - EMA(baseline)| over the 2nd half
 DIVERGED_AT = "diverged_at"  # first step whose loss is not finite, of the divergent arm
@@ -43,6 +44,7 @@ class Summary:
                     "gpt": analysis.gpt,
                     "verdicts": [v.as_dict() for v in analysis.verdicts],
                     "notes": analysis.notes,
+                    "tracking": analysis.tracking,
                 },
                 "trajectories": self.trajectories.to_json(),
                 "curves": {arm: curve.to_json() for arm, curve in self.curves.items()},
@@ -56,7 +58,9 @@ class Summary:
         analysis = doc["analysis"]
         verdicts = [Verdict(**v) for v in analysis["verdicts"]]
         return cls(
-            JobAnalysis(analysis["mem"], analysis["gpt"], verdicts, analysis["notes"]),
+            JobAnalysis(
+                analysis["mem"], analysis["gpt"], verdicts, analysis["notes"], analysis["tracking"]
+            ),
             TrajectoryDrawing.from_json(doc["trajectories"]),
             {arm: GridCurve.from_json(curve) for arm, curve in doc["curves"].items()},
             doc["steps"],

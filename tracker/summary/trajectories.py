@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tracker.analysis.smoothing import ema
+from tracker.analysis.smoothing import smooth
 from tracker.summary.arms import STUDY_ARMS, split_arm
 from tracker.summary.arrays import late_range, packed, unpacked
 from tracker.summary.downsample import DEFAULT_MAX_POINTS, downsample
@@ -86,17 +86,19 @@ def trajectory_drawing(
     curves: Mapping[str, pl.DataFrame],
     exp: Expectations,
     max_points: int = DEFAULT_MAX_POINTS,
-    smoothed: Mapping[str, pl.Series] | None = None,
+    smoothed: Mapping[str, np.ndarray] | None = None,
 ) -> TrajectoryDrawing:
     """What the study's two-panel ``gpt_trajectories`` figure draws.
 
-    Left: every arm's loss, EMA-smoothed (``exp.training.ema_alpha``) over its FULL series.
+    Left: every arm's loss smoothed (``smooth``, ``exp.training.ema_alpha``: per step, gaps
+    where the loss is not finite) over its FULL series.
     Right: the raw loss of the divergence arm(s) (the variant of ``exp.training.divergent``)
     and of the baseline arm, on a log axis, with the step where the loss stops being finite.
     Each line is then downsampled for drawing only, to at most ``max_points`` points
     (min/max preserving). One panel when there is no divergence arm. The left panel's y axis
     shows the loss from 10% of the steps on, as the index's figures (the first drop would
-    flatten the curves into one line). ``smoothed``: arm -> its EMA, when the caller has it.
+    flatten the curves into one line). ``smoothed``: arm -> its ``smooth``, when the caller
+    has it.
     """
     tr = exp.training
     present = arm_order([arm for arm, frame in curves.items() if frame.height > 0], exp)
@@ -118,8 +120,9 @@ def trajectory_drawing(
     for arm in left:
         series = smoothed.get(arm)
         if series is None:
-            series = ema(curves[arm].get_column("value"), tr.ema_alpha)
-        add(arm, series.to_numpy(), on_right=False)
+            frame = curves[arm]
+            series = smooth(frame["step"].to_numpy(), frame["value"].to_numpy(), tr.ema_alpha)
+        add(arm, series, on_right=False)
     for arm in right:
         values = curves[arm].get_column("value").to_numpy()
         add(arm, values, on_right=True)
