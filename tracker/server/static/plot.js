@@ -33,10 +33,19 @@
     else view.set(name, value);
   }
 
+  // the view as a query string that reads like the one typed: run=job2/ref_s0, not %2F
+  function query() {
+    var parts = [];
+    view.forEach(function (value, name) {
+      parts.push(encodeURIComponent(name) + "=" + encodeURIComponent(value).replace(/%2F/g, "/"));
+    });
+    return parts.join("&");
+  }
+
   function remember() {
-    window.history.replaceState(null, "", "/plot?" + view.toString());
-    document.getElementById("plot-csv").href = "/api/plot.csv?" + view.toString();
-    document.getElementById("plot-json").href = "/api/plot?" + view.toString();
+    window.history.replaceState(null, "", "/plot?" + query());
+    document.getElementById("plot-csv").href = "/api/plot.csv?" + query();
+    document.getElementById("plot-json").href = "/api/plot?" + query();
   }
 
   function colours(answer) {
@@ -72,7 +81,7 @@
     var traces = [];
     answer.groups.forEach(function (g) {
       var c = colour(g.label);
-      var name = answer.group + "=" + g.label + " (" + g.runs.length + " runs)";
+      var name = answer.group + "=" + g.label + " (" + g.runs.length + (g.runs.length === 1 ? " run)" : " runs)");
       if (g.low && g.high) {
         traces.push({ x: g.steps, y: g.high, type: "scatter", mode: "lines", line: { width: 0, color: c },
           legendgroup: g.label, showlegend: false, hoverinfo: "skip" });
@@ -119,7 +128,7 @@
     var ticket = ++latest;
     div.dataset.loading = "true";
     remember();
-    return fetch("/api/plot?" + view.toString(), { credentials: "same-origin" })
+    return fetch("/api/plot?" + query(), { credentials: "same-origin" })
       .then(function (response) {
         if (!response.ok) {
           return response.json().then(function (body) { throw new Error(body.detail); });
