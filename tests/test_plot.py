@@ -18,7 +18,8 @@ from tests.conftest import Cli
 from tracker.analysis.smoothing import smooth
 from tracker.jobdir.sample import write_sample_job
 from tracker.queries.plot import MAX_RUNS
-from tracker.server import create_app
+from tracker.server import create_app, schemas
+from tracker.server.routers.plot import PlotJSON
 
 STEPS = 3000
 RUNS = "run=j1/ref_s0&run=j2/flash_s0&run=j1/ref_s1"
@@ -57,6 +58,7 @@ def test_one_series_per_run_smoothed_like_smooth(client: TestClient, study: Cli)
         ("j1", "ref_s1"),
     ]
     assert body["y"] == "log" and body["smooth"] == 0.9
+    assert schemas.Plot.model_validate(body).series[0].arm == "ref_s0"  # its response_model
     for series in body["series"]:
         points = raw(study, series["job"], series["arm"])
         steps = np.array([p["step"] for p in points])
@@ -177,6 +179,15 @@ def test_errors(client: TestClient, query: str, status: int, message: str) -> No
     assert (answer.status_code, answer.json()) == (status, {"detail": message})
 
 
+def test_values_from_the_database_stay_text(client: TestClient, study: Cli) -> None:
+    evil = "<img src=x onerror=alert(1)>"
+    study("meta", "j2", f"gpu={evil}")
+    body = client.get("/api/plot?run=j2/ref_s0&color=gpu&group=gpu").json()
+    assert body["series"][0]["color"] == evil and body["groups"][0]["label"] == evil
+    html = client.get("/plot?run=j2/ref_s0").text
+    assert "<img" not in html
+
+
 def test_page_links_and_escaping(client: TestClient) -> None:
     html = client.get(f"/plot?{RUNS}&metric=lr").text
     assert '<script src="/static/plot.js"></script>' in html and "<script>" not in html
@@ -189,3 +200,10 @@ def test_page_links_and_escaping(client: TestClient) -> None:
     runs = "run=j1/flash_s0&amp;run=j1/ref_s0&amp;run=j2/flash_s0&amp;run=j2/ref_s0&amp;"
     assert f'<a id="compare-plot" href="/plot?{runs}smooth=0.9">' in compare
     assert client.get("/static/plot.js").status_code == 200
+
+
+def test_arrays_keep_the_api_policy_for_non_finite_numbers() -> None:
+    nan, inf = float("nan"), float("inf")
+    body = {"a": np.array([1.5, nan, inf, -inf]), "b": [np.array([3, 4])], "c": "array-0"}
+    text = PlotJSON(body).body.decode()
+    assert text == '{"a":[1.5,"NaN","Infinity","-Infinity"],"b":[[3,4]],"c":"array-0"}'

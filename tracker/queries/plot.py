@@ -162,9 +162,9 @@ def _series(whole: Whole, query: PlotQuery) -> dict[str, Any]:
         "variant": whole.labels["variant"],
         "color": _label(whole.labels, query.color),
         "group": _label(whole.labels, query.group),
-        "steps": steps[keep].tolist(),
-        "values": values[keep].tolist(),
-        "smoothed": None if smoothed is None else smoothed[keep].tolist(),
+        "steps": steps[keep],
+        "values": values[keep],
+        "smoothed": None if smoothed is None else smoothed[keep],
         "in_window": int(steps.size),
         "downsampled": bool(keep.size < steps.size),
     }
@@ -187,13 +187,13 @@ def _groups(wholes: Sequence[Whole], key: str, band: bool, points: int) -> list[
         keep = minmax_indices(mean, points)
         group: dict[str, Any] = {"label": label}
         group["runs"] = [f"{w.labels['job']}/{w.labels['arm']}" for w in runs]
-        group |= {"steps": common[keep].tolist(), "mean": mean[keep].tolist()}
+        group |= {"steps": common[keep], "mean": mean[keep]}
         group |= {"low": None, "high": None, "downsampled": bool(keep.size < common.size)}
         if band:
             with np.errstate(all="ignore"):
                 group |= {
-                    "low": stack.min(axis=0)[keep].tolist(),
-                    "high": stack.max(axis=0)[keep].tolist(),
+                    "low": stack.min(axis=0)[keep],
+                    "high": stack.max(axis=0)[keep],
                 }
         groups.append(group)
     return groups
@@ -205,10 +205,11 @@ def _at(whole: Whole, steps: np.ndarray) -> np.ndarray:
 
 
 def plot_series(session: Session, query: PlotQuery, cache: Cache | None = None) -> dict[str, Any]:
-    """One series per chosen run (its labels, steps, raw and smoothed values in the window,
-    downsampled beyond ``points``) and, with ``group``, the groups' means."""
+    """One series per chosen run (its labels, steps, raw and smoothed values in the window
+    as numpy arrays, downsampled beyond ``points``) and, with ``group``, the groups' means
+    (NaN at a step where a run of the group is NaN)."""
     _check(query)
-    cache = cache or NoCache()
+    cache = NoCache() if cache is None else cache  # an empty cache is falsy (its len)
     alpha = 1.0 - query.smooth if query.smooth > 0 else None
     found = _runs(session, query.runs)
     curves = [_curve(one, query.metric) for one in found]
@@ -235,9 +236,12 @@ def plot_rows(plot: dict[str, Any]) -> list[dict[str, Any]]:
     """What a plot draws, one row per point: job, arm, metric, step, value, smoothed."""
     rows = []
     for series in plot["series"]:
-        smoothed = series["smoothed"] or [None] * len(series["steps"])
+        steps = series["steps"].tolist()
+        smoothed = (
+            [None] * len(steps) if series["smoothed"] is None else series["smoothed"].tolist()
+        )
         for step, value, smoothed_value in zip(
-            series["steps"], series["values"], smoothed, strict=True
+            steps, series["values"].tolist(), smoothed, strict=True
         ):
             rows.append(
                 {

@@ -48,7 +48,12 @@
     document.getElementById("plot-json").href = "/api/plot?" + query();
   }
 
-  function colours(answer) {
+  // plotly reads a few HTML tags in trace names and titles: names from the database are text
+  function esc(text) {
+    return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  }
+
+  function colours() {
     var byLabel = {}, next = 0;
     return function (label) {
       if (!(label in byLabel)) byLabel[label] = PALETTE[next++ % PALETTE.length];
@@ -61,7 +66,7 @@
     answer.series.forEach(function (s) {
       var name = s.job + "/" + s.arm;
       var c = colour(s.color === null ? name : s.color);
-      var label = s.color === null ? name : name + " (" + s.color + ")";
+      var label = esc(s.color === null ? name : name + " (" + s.color + ")");
       traces.push({
         x: s.steps, y: s.values, type: "scatter", mode: "lines", name: label,
         legendgroup: name, connectgaps: false, line: { width: 1, color: c },
@@ -81,7 +86,7 @@
     var traces = [];
     answer.groups.forEach(function (g) {
       var c = colour(g.label);
-      var name = answer.group + "=" + g.label + " (" + g.runs.length + (g.runs.length === 1 ? " run)" : " runs)");
+      var name = esc(answer.group + "=" + g.label) + " (" + g.runs.length + (g.runs.length === 1 ? " run)" : " runs)");
       if (g.low && g.high) {
         traces.push({ x: g.steps, y: g.high, type: "scatter", mode: "lines", line: { width: 0, color: c },
           legendgroup: g.label, showlegend: false, hoverinfo: "skip" });
@@ -105,13 +110,13 @@
   }
 
   function draw(answer) {
-    var colour = colours(answer);
+    var colour = colours();
     var traces = answer.groups.length ? groupTraces(answer, colour) : runTraces(answer, colour);
     var layout = {
       height: 560, margin: { l: 70, r: 30, t: 30, b: 50 },
       legend: { orientation: "h", y: -0.15 },
       xaxis: { title: { text: "step" } },
-      yaxis: { title: { text: answer.metric }, type: answer.y === "log" ? "log" : "linear" },
+      yaxis: { title: { text: esc(answer.metric) }, type: answer.y === "log" ? "log" : "linear" },
     };
     var start = view.get("start"), end = view.get("end");
     if (start !== null && end !== null) {
