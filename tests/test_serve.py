@@ -453,6 +453,11 @@ SCHEMAS: dict[str, tuple[str, Any, str]] = {
     "/api/compare": ("/api/compare?a=j1&b=j3", schemas.Comparison, "Comparison"),
     "/api/trend": ("/api/trend?metric=val_loss&group_by=gpu", list[schemas.TrendRow], "TrendRow"),
     "/api/curve": ("/api/curve?job=j2&arm=ref_s0", schemas.CurveWindow, "CurveWindow"),
+    "/api/plot": (
+        "/api/plot?run=j2/ref_s0&run=j1/flash_s0&smooth=0.5&group=gpu",
+        schemas.Plot,
+        "Plot",
+    ),
 }
 
 

@@ -10,11 +10,11 @@ the job's content digest, so a zoom reads nothing from the database but the runs
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import select, tuple_
 from sqlalchemy.orm import Session
 
 from tracker.analysis.smoothing import smooth
@@ -64,7 +64,7 @@ class Whole:
     steps: np.ndarray
     values: np.ndarray
     smoothed: np.ndarray | None
-    cut: slice = field(default_factory=lambda: slice(0))
+    cut: slice  # the window's points
 
 
 def parse_run(text: str) -> tuple[str, str]:
@@ -103,20 +103,40 @@ def _runs(session: Session, runs: Sequence[tuple[str, str]]) -> list[Found]:
     return found
 
 
+def _curves(session: Session, query: PlotQuery) -> list[tuple[Run, Job, Curve]]:
+    """The chosen runs' curves of the metric in one query; when one is missing, the checks
+    one run at a time say which and list the known names."""
+    chosen = list(dict.fromkeys(query.runs))
+    rows = session.execute(
+        select(Run, Job, Curve)
+        .join(Job, Job.id == Run.job_id)
+        .join(Curve, Curve.run_id == Run.id)
+        .where(tuple_(Job.name, Run.arm).in_(chosen), Curve.metric == query.metric)
+    ).all()
+    by_run = {(job.name, run.arm): (run, job, curve) for run, job, curve in rows}
+    if len(by_run) < len(chosen):
+        for found in _runs(session, chosen):
+            _curve(found, query.metric)
+    return [by_run[run] for run in chosen]
+
+
 def _curve(found: Found, metric: str) -> Curve:
     if metric not in found[2]:
         raise UnknownMetric(metric=metric, known=known_names(found[2]))
     return found[2][metric]
 
 
-def _labels(session: Session, found: list[Found], keys: set[str]) -> list[dict[str, Any]]:
+def _labels(
+    session: Session, found: Sequence[tuple[Run, Job, Any]], keys: set[str]
+) -> list[dict[str, Any]]:
     job_ids = {job.id for _, job, _ in found}
     meta: dict[int, dict[str, str]] = {}
     for item in session.scalars(select(JobMeta).where(JobMeta.job_id.in_(job_ids))):
         meta.setdefault(item.job_id, {})[item.key] = item.value
     known = {key for values in meta.values() for key in values}
-    for key in keys - set(RUN_FIELDS) - known:
-        raise UnknownMetaKey(key=key, known=", ".join((*RUN_FIELDS, *sorted(known))))
+    unknown = sorted(keys - set(RUN_FIELDS) - known)
+    if unknown:
+        raise UnknownMetaKey(key=unknown[0], known=", ".join((*RUN_FIELDS, *sorted(known))))
     labels = []
     for run, job, _ in found:
         own = {"job": job.name, "arm": run.arm, "model": run.model, "variant": run.variant}
@@ -129,18 +149,23 @@ def _label(labels: dict[str, Any], key: str | None) -> str | None:
     return None if key is None else str(labels[key])
 
 
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)  # shared by every request that the cache answers
+    return array
+
+
 def _whole(
     session: Session, cache: Cache, run: Run, job: Job, curve: Curve, alpha: float | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     def points() -> tuple[np.ndarray, np.ndarray]:
         frame = load_curves(session, [curve.id])
-        return frame["step"].to_numpy(), frame["value"].to_numpy()
+        return _frozen(frame["step"].to_numpy()), _frozen(frame["value"].to_numpy())
 
     key = ("plot", job.content_digest, run.arm, curve.metric)
     steps, values = cache.get(key, points)
     if alpha is None:
         return steps, values, None
-    smoothed = cache.get((*key, alpha), lambda: smooth(steps, values, alpha))
+    smoothed = cache.get((*key, alpha), lambda: _frozen(smooth(steps, values, alpha)))
     return steps, values, smoothed
 
 
@@ -150,11 +175,18 @@ def _window(steps: np.ndarray, query: PlotQuery) -> slice:
     return slice(low, high)
 
 
+def _kept(values: np.ndarray, smoothed: np.ndarray | None, points: int) -> np.ndarray:
+    """Indices of at most ``points`` points keeping the envelope of both lines drawn: half
+    the budget each for the raw and the smoothed one when there are two."""
+    if smoothed is None or values.size <= points:
+        return minmax_indices(values, points)
+    return np.union1d(minmax_indices(values, points // 2), minmax_indices(smoothed, points // 2))
+
+
 def _series(whole: Whole, query: PlotQuery) -> dict[str, Any]:
     steps, values = whole.steps[whole.cut], whole.values[whole.cut]
     smoothed = None if whole.smoothed is None else whole.smoothed[whole.cut]
-    # downsampling keeps the shape of what is drawn on top: the smoothed line if any
-    keep = minmax_indices(values if smoothed is None else smoothed, query.points)
+    keep = _kept(values, smoothed, query.points)
     return {
         "job": whole.labels["job"],
         "arm": whole.labels["arm"],
@@ -211,12 +243,10 @@ def plot_series(session: Session, query: PlotQuery, cache: Cache | None = None) 
     _check(query)
     cache = NoCache() if cache is None else cache  # an empty cache is falsy (its len)
     alpha = 1.0 - query.smooth if query.smooth > 0 else None
-    found = _runs(session, query.runs)
-    curves = [_curve(one, query.metric) for one in found]
+    found = _curves(session, query)
     keys = {"job", "arm", "variant", *(k for k in (query.color, query.group) if k)}
     wholes = []
-    labelled = zip(found, curves, _labels(session, found, keys), strict=True)
-    for (run, job, _), curve, labels in labelled:
+    for (run, job, curve), labels in zip(found, _labels(session, found, keys), strict=True):
         steps, values, smoothed = _whole(session, cache, run, job, curve, alpha)
         wholes.append(Whole(labels, steps, values, smoothed, _window(steps, query)))
     return {
