@@ -12,7 +12,9 @@ ingested under many names, with a time and a gpu), plus one job whose single arm
 1. one client, one request at a time: p50/p95 of ``/api/jobs``, ``/``, job pages (first
    visits, which read the job's summary and draw its figures, and visits again, cached),
    ``/compare`` of two jobs, and a zoom: ``/api/curve`` of a random 1,000-step window of the
-   1,000,000-step curve (every raw point of it);
+   1,000,000-step curve (every raw point of it); ``/api/plot`` of 10 runs x 20,000 steps
+   (smoothed, a random window of 2,000 to 20,000 steps) and of the 1,000,000-step curve
+   smoothed and zoomed to a random 1,000-step window;
 2. CLIENTS concurrent clients (asyncio + httpx) for SECONDS on that mix: requests, errors,
    p95 per page under load;
 3. the server's peak resident memory (VmHWM).
@@ -20,8 +22,8 @@ ingested under many names, with a time and a gpu), plus one job whose single arm
 and the runs table, ``/api/runs`` sorted and filtered over every job's arms.
 
 Targets (issue 12): p95 <= 100 ms for /api/jobs and a zoom, <= 300 ms for / and a job page;
-(issue 20) <= 150 ms for /api/runs sorted and filtered;
-no error under load; peak memory <= 500 MB.
+no error under load; peak memory <= 500 MB. Issue 20: p95 <= 150 ms for /api/runs sorted
+and filtered, <= 200 ms for the 10-run plot, <= 100 ms for the zoomed 1M-step plot.
 """
 
 from __future__ import annotations
@@ -59,12 +61,18 @@ SEEDS = 8  # distinct sample jobs; each is ingested under JOBS / SEEDS names
 LONG_STEPS = 1_000_000
 ZOOM = 1_000
 RUNNING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:\d+)")
+PLOT_STEPS = 20_000
+PLOT_JOBS = ("plot0", "plot1", "plot2")  # 4 arms each of PLOT_STEPS steps: 10 runs plotted
+PLOT_RUNS = [f"{job}/{arm}" for job in PLOT_JOBS for arm in ("ref_s0", "flash_s0", "ref_s1")]
+PLOT_RUNS.append("plot0/linear_s0")
 TARGETS_MS = {
     "/api/jobs": 100,
     "/": 300,
     "job page (first visit)": 300,
     "zoom": 100,
     "/api/runs sorted, filtered": 150,
+    "plot 10 x 20k": 200,
+    "plot 1M zoomed": 100,
 }
 RUNS_QUERIES = (  # the runs table of every job, sorted by a number or text, filtered two ways
     "/api/runs?sort=-final_loss&where=gpu=A10G",
@@ -94,7 +102,7 @@ def build(url: str, jobs: int) -> float:
     engine = open_database(url)
     with Session(engine) as session:
         present = session.scalar(select(func.count()).select_from(Job)) or 0
-    if present == jobs + 1:
+    if present == jobs + 1 + len(PLOT_JOBS):
         engine.dispose()
         return 0.0
     start = time.perf_counter()
@@ -123,6 +131,12 @@ def build(url: str, jobs: int) -> float:
             print(f"  {i + 1} jobs ingested", flush=True)
     if "long" not in have:
         in_write_transaction(engine, partial(ingest_job, directory=sources / "long", name="long"))
+    for seed, name in enumerate(PLOT_JOBS):
+        directory = sources / f"plot{seed}"
+        if not directory.is_dir():
+            write_sample_job(directory, seed=100 + seed, steps=PLOT_STEPS, probes=False)
+        if name not in have:
+            in_write_transaction(engine, partial(ingest_job, directory=directory, name=name))
     engine.dispose()
     return time.perf_counter() - start
 
@@ -171,6 +185,31 @@ def zoom_path(rng: random.Random) -> str:
     return f"/api/curve?job=long&arm=ref_s0&start={start}&end={start + ZOOM - 1}"
 
 
+def plot_path(rng: random.Random) -> str:
+    """The 10-run plot, smoothed, zoomed to a random window of 2,000 steps or more."""
+    width = rng.randrange(2_000, PLOT_STEPS + 1)
+    start = rng.randrange(0, PLOT_STEPS - width + 1)
+    runs = "&".join(f"run={run}" for run in PLOT_RUNS)
+    return f"/api/plot?{runs}&smooth=0.9&y=log&start={start}&end={start + width - 1}"
+
+
+def plot_zoom_path(rng: random.Random) -> str:
+    start = rng.randrange(0, LONG_STEPS - ZOOM)
+    return f"/api/plot?run=long/ref_s0&smooth=0.9&start={start}&end={start + ZOOM - 1}"
+
+
+def cold_plots(client: httpx.Client, rng: random.Random) -> dict[str, list[float]]:
+    """The first plot of a smoothing: each curve read whole and smoothed (then kept)."""
+    timings: dict[str, list[float]] = defaultdict(list)
+    for label, path in (("plot 1M (first)", plot_zoom_path), ("plot 10 x 20k (first)", plot_path)):
+        start = time.perf_counter()
+        response = client.get(path(rng))
+        timings[label].append((time.perf_counter() - start) * 1000)
+        if response.status_code != 200:
+            sys.exit(f"{label}: {response.status_code} {response.text[:200]}")
+    return timings
+
+
 def sequential(base: str, jobs: int, rng: random.Random) -> dict[str, list[float]]:
     """Latencies (ms) of one client, one request at a time."""
     timings: dict[str, list[float]] = defaultdict(list)
@@ -183,8 +222,11 @@ def sequential(base: str, jobs: int, rng: random.Random) -> dict[str, list[float
     plan += [("compare", f"/compare?a={a}&b={b}") for a, b in pairwise(names)]
     plan += [("zoom", zoom_path(rng)) for _ in range(40)]
     plan += [("/api/runs sorted, filtered", RUNS_QUERIES[i % 3]) for i in range(60)]
+    plan += [("plot 10 x 20k", plot_path(rng)) for _ in range(40)]
+    plan += [("plot 1M zoomed", plot_zoom_path(rng)) for _ in range(40)]
     with httpx.Client(base_url=base, timeout=120) as client:
         client.get("/api/jobs")  # connect, warm the first query
+        timings.update(cold_plots(client, rng))
         for label, path in plan:
             start = time.perf_counter()
             response = client.get(path)
@@ -205,6 +247,8 @@ async def load(base: str, jobs: int, clients: int, seconds: float) -> tuple[dict
         ("job page", lambda rng: f"/jobs/job{rng.randrange(jobs):04d}/"),
         ("zoom", zoom_path),
         ("/api/runs", lambda rng: rng.choice(RUNS_QUERIES)),
+        ("plot 10 x 20k", plot_path),
+        ("plot 1M zoomed", plot_zoom_path),
     ]
 
     async def client(seed: int) -> None:

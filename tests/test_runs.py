@@ -29,7 +29,7 @@ JOBS = {
 }
 ARMS = 4  # of every sample job
 BASE = ["job", "time", "arm", "model", "variant", "seed", "steps", "points", "final_loss"]
-BASE += ["min_loss", "last_loss", "val_loss", "diverged", "PASS", "FAIL", "N/A"]
+BASE += ["min_loss", "last_loss", "val_loss", "diverged", "PASS", "FAIL", "KNOWN", "N/A"]
 
 
 @pytest.fixture

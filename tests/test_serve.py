@@ -455,6 +455,11 @@ SCHEMAS: dict[str, tuple[str, Any, str]] = {
     "/api/curve": ("/api/curve?job=j2&arm=ref_s0", schemas.CurveWindow, "CurveWindow"),
     "/api/runs": ("/api/runs?sort=-val_loss&limit=5", schemas.RunsTable, "RunsTable"),
     "/api/probes": ("/api/probes?group_by=gpu", list[schemas.ProbeTableRow], "ProbeTableRow"),
+    "/api/plot": (
+        "/api/plot?run=j2/ref_s0&run=j1/flash_s0&smooth=0.5&group=gpu",
+        schemas.Plot,
+        "Plot",
+    ),
 }
 
 

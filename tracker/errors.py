@@ -157,3 +157,11 @@ def known_names(names: Iterable[str]) -> str:
     shown = ", ".join(unique[:KNOWN_NAMES_SHOWN])
     hidden = len(unique) - KNOWN_NAMES_SHOWN
     return f"{shown} and {hidden} more" if hidden > 0 else shown
+
+
+class BadPlot(TrackerError):
+    """plot: {problem}"""
+
+
+class RunNotFound(CurveNotFound):
+    """job {job!r} has no arm {arm!r}; its arms: {known}"""

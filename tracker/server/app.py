@@ -16,22 +16,35 @@ from starlette.exceptions import HTTPException
 import tracker
 from tracker.analysis.expectations import load_expectations
 from tracker.errors import (
+    BadPlot,
     BadTime,
     CurveNotFound,
     GroupKeyClash,
     JobNotFound,
     TrackerError,
+    UnknownMetaKey,
     UnknownMetric,
 )
 from tracker.server.database import open_read_only
 from tracker.server.deps import Served, require_token
 from tracker.server.responses import TrackerJSON, templates
-from tracker.server.routers import assets, auth, claims, compare, curve, docs, jobs, runs, trend
+from tracker.server.routers import (
+    assets,
+    auth,
+    claims,
+    compare,
+    curve,
+    docs,
+    jobs,
+    plot,
+    runs,
+    trend,
+)
 from tracker.server.security import SecurityMiddleware
 from tracker.store.db import first_line
 
 NOT_FOUND = (JobNotFound, CurveNotFound)
-BAD_PARAMETER = (UnknownMetric, GroupKeyClash, BadTime)
+BAD_PARAMETER = (UnknownMetric, GroupKeyClash, BadTime, BadPlot, UnknownMetaKey)
 log = logging.getLogger(__name__)
 
 
@@ -105,7 +118,7 @@ def create_app(url: str, token: str | None = None) -> FastAPI:
     app.add_exception_handler(Exception, _unexpected)
     app.include_router(auth.router)
     guarded = [Depends(require_token)]
-    for module in (jobs, runs, claims, compare, trend, curve, assets, docs):
+    for module in (jobs, runs, claims, compare, trend, curve, plot, assets, docs):
         app.include_router(module.router, dependencies=guarded)
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=guarded)

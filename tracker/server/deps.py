@@ -20,6 +20,7 @@ TOKEN_COOKIE = "tracker_token"
 JOB_VIEWS = 64  # a job's page holds its figures (~100 KB to 1 MB): the recent ones are kept
 ANALYSES = 4096  # verdicts of a job are small: every job of a large study stays cached
 CURVES = 256  # downsampled whole curves (the explorer's first view)
+PLOT_CURVES = 128  # whole curves and their smoothings for /api/plot (a 1M-step one: 16 MB)
 SUMMARIES = 32  # results over all jobs (the jobs list, the index, claims), per selection
 
 
@@ -35,6 +36,7 @@ class Served:
     analyses: DigestCache[Any] = field(default_factory=lambda: DigestCache(ANALYSES))
     curves: DigestCache[Any] = field(default_factory=lambda: DigestCache(CURVES))
     summaries: DigestCache[Any] = field(default_factory=lambda: DigestCache(SUMMARIES))
+    plot_curves: DigestCache[Any] = field(default_factory=lambda: DigestCache(PLOT_CURVES))
 
 
 def get_served(request: Request) -> Served:

@@ -212,3 +212,46 @@ class RunsTable(BaseModel):
     limit: int
     columns: list[str]
     rows: list[RunTableRow]
+
+
+class PlotSeries(BaseModel):
+    """One run's curve in the window: raw values, and smoothed ones unless ``smooth=0``."""
+
+    job: str
+    arm: str
+    metric: str
+    variant: str
+    color: str | None = Field(description="The run's value of the colour key, if any.")
+    group: str | None = Field(description="The run's value of the group key, if any.")
+    steps: list[int]
+    values: list[Number]
+    smoothed: list[Number] | None = Field(description="Null when smooth=0.")
+    in_window: int = Field(description="Raw points of the curve in the window.")
+    downsampled: bool = Field(description="True when min/max downsampled from in_window.")
+
+
+class PlotGroup(BaseModel):
+    """A group's mean of its runs' smoothed curves on their common steps; band min to max."""
+
+    label: str
+    runs: list[str]
+    steps: list[int]
+    mean: list[Number]
+    low: list[Number] | None = Field(description="Min over the runs; null without band=1.")
+    high: list[Number] | None = Field(description="Max over the runs; null without band=1.")
+    downsampled: bool
+
+
+class Plot(BaseModel):
+    """``/api/plot``: one series per run, as the plot page draws them."""
+
+    metric: str
+    smooth: float
+    start: int | None
+    end: int | None
+    color: str | None
+    group: str | None
+    band: bool
+    y: str = Field(description="The y axis: linear or log.")
+    series: list[PlotSeries]
+    groups: list[PlotGroup]

@@ -18,6 +18,7 @@ STATIC = Path(__file__).resolve().parent.parent / "static"
 FILES = {
     "render.js": (SHARED / "render.js", "text/javascript"),
     "explorer.js": (STATIC / "explorer.js", "text/javascript"),
+    "plot.js": (STATIC / "plot.js", "text/javascript"),
     "filter.js": (STATIC / "filter.js", "text/javascript"),
     "runs.js": (STATIC / "runs.js", "text/javascript"),
     "docs.js": (STATIC / "docs.js", "text/javascript"),

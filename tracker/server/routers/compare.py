@@ -25,7 +25,9 @@ def compare_page(
     # the report links a job as quote(FOLDER)/index.html: here the folder is /jobs/NAME
     folders = {name: f"/jobs/{name}" for name in (a, b)}
     view = comparison_view(comparison(served, session, a, b), folders)
-    return page(request, "server/compare.html", c=view)
+    roles = (served.exp.training.candidate, served.exp.training.baseline)
+    plot_runs = [f"{job}/{arm}" for job in (a, b) for arm in roles]
+    return page(request, "server/compare.html", c=view, plot_runs=plot_runs)
 
 
 @router.get("/api/compare", response_class=TrackerJSON, response_model=Comparison)

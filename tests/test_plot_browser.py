@@ -1,0 +1,88 @@
+"""The plot page in Chromium, against a real ``tracker serve``: three runs of two jobs,
+smoothing and log y set, zoomed; the URL holds the view, so a reload draws it again."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from tests.test_report_browser import Watch, browser  # noqa: F401 (the fixture)
+from tests.test_serve_browser import SAFETY_S, open_page, server  # noqa: F401 (the fixture)
+
+RUNS = "run=job2/ref_s0&run=job2/flash_s0&run=job3/ref_s0"
+SHOT = os.environ.get("TRACKER_PLOT_SCREENSHOT")  # where to keep a screenshot, for a look
+
+
+def drawn(page: Any) -> None:
+    page.wait_for_selector("#plot[data-loading='false']", timeout=SAFETY_S * 1000)
+
+
+def view(page: Any) -> dict[str, Any]:
+    shown: dict[str, Any] = page.evaluate(
+        """(() => {
+          const div = document.getElementById('plot');
+          return {
+            traces: div.data.map(t => [t.name, t.opacity ?? 1, Array.from(t.x), Array.from(t.y)]),
+            yaxis: div.layout.yaxis.type,
+            range: div.layout.xaxis.range,
+          };
+        })()"""
+    )
+    return shown
+
+
+def test_plot_view_survives_a_reload(browser: Any, server: str) -> None:  # noqa: F811
+    watch = Watch()
+    page = open_page(browser, server, watch)
+    page.goto(f"{server}/plot?{RUNS}", wait_until="load")
+    drawn(page)
+    assert page.locator("#plot").get_attribute("data-traces") == "3"  # raw only
+
+    page.locator("#plot-smooth").fill("0.9")
+    drawn(page)
+    assert page.locator("#plot").get_attribute("data-traces") == "6"  # raw and smoothed
+    page.check("#plot-log")
+    drawn(page)
+    box = page.locator("#plot .nsewdrag").bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.30, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.60, y, steps=8)
+    page.mouse.up()
+    page.wait_for_url("**end=*")
+    drawn(page)
+
+    before = view(page)
+    low, high = before["range"]
+    assert 0 < low < high < 300 and before["yaxis"] == "log"  # the demo's 300 steps
+    assert low == int(low) and high == int(high)  # the steps asked for: the URL's
+    names = [(name, opacity) for name, opacity, _, _ in before["traces"]]
+    assert names == [
+        (run, opacity)
+        for run in ("job2/ref_s0", "job2/flash_s0", "job3/ref_s0")
+        for opacity in (0.25, 1)  # raw faint behind the smoothed line
+    ]
+    assert all(low <= x <= high for _, _, xs, _ in before["traces"] for x in xs)
+    url = page.url
+    assert url == f"{server}/plot?{RUNS}&smooth=0.9&y=log&start={low}&end={high}"
+
+    page.reload(wait_until="load")
+    drawn(page)
+    assert page.url == url
+    assert view(page) == before
+    assert page.locator("#plot-log").is_checked()
+    assert page.locator("#plot-smooth").input_value() == "0.9"
+
+    page.select_option("#plot-group", "variant")
+    drawn(page)
+    page.check("#plot-band")
+    drawn(page)
+    means = page.evaluate(
+        "document.getElementById('plot').data.filter(t => t.showlegend !== false).map(t => t.name)"
+    )
+    assert means == ["variant=ref (2 runs)", "variant=flash (1 run)"]
+    assert page.locator("#plot").get_attribute("data-traces") == "6"  # a band: two edges each
+    assert page.url.endswith("&group=variant&band=1")
+    if SHOT:
+        page.screenshot(path=SHOT, full_page=True)
+    assert watch.problems() == {}

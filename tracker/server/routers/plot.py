@@ -1,0 +1,155 @@
+"""``/plot``: chosen runs' curves of one metric on one figure, smoothed, on a linear or log
+axis, coloured or grouped by a run field or metadata key. The URL holds the whole view; the
+page asks ``/api/plot`` (the same query) again for the visible steps on every zoom."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from typing import Annotated, Any
+
+import numpy as np
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from sqlalchemy.orm import Session
+
+from tracker.domain import LOSS
+from tracker.jsonio import to_api_json
+from tracker.output import Format, render
+from tracker.queries.plot import (
+    MAX_POINTS,
+    MAX_RUNS,
+    PlotQuery,
+    parse_run,
+    plot_choices,
+    plot_rows,
+    plot_series,
+)
+from tracker.server.deps import Served, ServedDep, SessionDep
+from tracker.server.responses import page
+from tracker.server.schemas import Plot
+
+router = APIRouter(tags=["plot"])
+Runs = Annotated[
+    list[str] | None,
+    Query(description=f"JOB/ARM, e.g. job2/ref_s0; repeatable, at most {MAX_RUNS}."),
+]
+Metric = Annotated[str, Query(description="Curve column: loss, lr, step_ms, ...")]
+Smooth = Annotated[
+    float,
+    Query(ge=0.0, lt=1.0, description="Smoothing weight (EMA alpha = 1 - smooth); 0: raw only."),
+]
+Axis = Annotated[str, Query(pattern="^(linear|log)$", description="The y axis: linear or log.")]
+Start = Annotated[int | None, Query(description="First step of the window (default: first).")]
+End = Annotated[int | None, Query(description="Last step of the window (default: last).")]
+Key = Annotated[str | None, Query(description="job, arm, model, variant, seed or a metadata key.")]
+Band = Annotated[bool, Query(description="With group: a min-max band around each mean.")]
+
+
+NON_FINITE = re.compile(r"-?Infinity|NaN")  # json's tokens for them, in a list of numbers
+
+
+class PlotJSON(JSONResponse):
+    """``TrackerJSON``'s policy (non-finite numbers as "NaN", "Infinity", "-Infinity"),
+    with numpy arrays written by the json module's C encoder: 10 runs of 2,000 points
+    each, three arrays, walked value by value in Python would take most of the answer's
+    time. Each array stands in the document as a placeholder no stored text can forge."""
+
+    def render(self, content: Any) -> bytes:
+        arrays: list[np.ndarray] = []
+        mark = f"array-{secrets.token_hex(8)}-"
+
+        def stand_in(value: Any) -> Any:
+            if isinstance(value, np.ndarray):
+                arrays.append(value)
+                return f"{mark}{len(arrays) - 1}"
+            if isinstance(value, dict):
+                return {key: stand_in(item) for key, item in value.items()}
+            if isinstance(value, list):
+                return [stand_in(item) for item in value]
+            return value
+
+        def numbers(found: re.Match[str]) -> str:
+            text = json.dumps(arrays[int(found.group(1))].tolist(), separators=(",", ":"))
+            return NON_FINITE.sub(lambda token: f'"{token.group(0)}"', text)
+
+        skeleton = to_api_json(stand_in(content))
+        return re.sub(f'"{mark}(\\d+)"', numbers, skeleton).encode("utf-8")
+
+
+def _query(
+    run: Runs,
+    metric: Metric = LOSS,
+    smooth: Smooth = 0.0,
+    start: Start = None,
+    end: End = None,
+    color: Key = None,
+    group: Key = None,
+    band: Band = False,
+) -> PlotQuery:
+    runs = tuple(parse_run(text) for text in run or ())
+    return PlotQuery(runs, metric, smooth, start, end, color or None, group or None, band)
+
+
+def _plot(served: Served, session: Session, query: PlotQuery) -> dict[str, Any]:
+    return plot_series(session, query, served.plot_curves)
+
+
+@router.get("/plot", response_class=HTMLResponse, include_in_schema=False)
+def plot_page(
+    request: Request,
+    session: SessionDep,
+    run: Runs = None,
+    metric: Metric = LOSS,
+    y: Axis = "linear",
+) -> HTMLResponse:
+    runs = [parse_run(text) for text in run or ()]
+    choices = plot_choices(session, runs) if runs else {"metrics": [], "keys": []}
+    return page(
+        request,
+        "server/plot.html",
+        runs=[f"{job}/{arm}" for job, arm in runs],
+        metric=metric,
+        choices=choices,
+        max_runs=MAX_RUNS,
+        points=MAX_POINTS,
+    )
+
+
+@router.get("/api/plot", response_class=PlotJSON, response_model=Plot)
+def api_plot(
+    session: SessionDep,
+    served: ServedDep,
+    run: Runs = None,
+    metric: Metric = LOSS,
+    smooth: Smooth = 0.0,
+    y: Axis = "linear",
+    start: Start = None,
+    end: End = None,
+    color: Key = None,
+    group: Key = None,
+    band: Band = False,
+) -> PlotJSON:
+    """One series per run: the steps from ``start`` to ``end``, raw and smoothed values
+    (the whole curve smoothed, then cut), every raw point when the window holds at most
+    2,000, else min/max downsampled; with ``group`` each group's mean (and ``band``)."""
+    query = _query(run, metric, smooth, start, end, color, group, band)
+    return PlotJSON({**_plot(served, session, query), "y": y})
+
+
+@router.get("/api/plot.csv", include_in_schema=False)
+def api_plot_csv(
+    session: SessionDep,
+    served: ServedDep,
+    run: Runs = None,
+    metric: Metric = LOSS,
+    smooth: Smooth = 0.0,
+    start: Start = None,
+    end: End = None,
+) -> Response:
+    """What ``/api/plot`` draws as CSV: job, arm, metric, step, value, smoothed."""
+    query = _query(run, metric, smooth, start, end)
+    columns = ["job", "arm", "metric", "step", "value", "smoothed"]
+    text = render(plot_rows(_plot(served, session, query)), Format.csv, columns)
+    return Response(text + "\n", media_type="text/csv")
