@@ -113,7 +113,7 @@ def test_filters_text_where_and_verdict(client: TestClient) -> None:
     bad = client.get("/api/runs?verdict=MAYBE")
     assert (bad.status_code, bad.json()["detail"]) == (
         422,
-        "no verdict status 'MAYBE'; choose one of: PASS, FAIL, N/A",
+        "no verdict status 'MAYBE'; choose one of: PASS, FAIL, KNOWN, N/A",
     )
     unknown = client.get("/api/runs?where=gpux=A10G")
     assert unknown.status_code == 422
