@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+from markupsafe import Markup, escape
 
 from tracker.analysis.verdict import FAIL, NA, PASS
 from tracker.domain import ClaimStatus, Status
@@ -63,6 +66,13 @@ def fmt_value(value: object) -> str:
             return "inf" if value > 0 else "-inf"
         return f"{value:.6g}"
     return str(value)
+
+
+def breakable(value: object) -> Markup:
+    """``value`` escaped, with a line-break opportunity after each ``_``, ``/``, ``=`` and
+    ``,``: a long name then wraps at its parts instead of mid-word or off the page."""
+    parts = re.split(r"(?<=[_/=,])", str(value))
+    return Markup("<wbr>").join(escape(part) for part in parts)
 
 
 def counts(verdicts: Iterable[Verdict]) -> dict[str, int]:

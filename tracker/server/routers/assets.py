@@ -20,7 +20,7 @@ FILES = {
     "jobs_table.js": (SHARED / "jobs_table.js", "text/javascript"),
     "explorer.js": (STATIC / "explorer.js", "text/javascript"),
     "filter.js": (STATIC / "filter.js", "text/javascript"),
-    "claims_filter.js": (STATIC / "claims_filter.js", "text/javascript"),
+    "forms.js": (STATIC / "forms.js", "text/javascript"),
     "docs.js": (STATIC / "docs.js", "text/javascript"),
     "server.css": (STATIC / "server.css", "text/css"),
 }
