@@ -14,6 +14,7 @@ from tracker.figures.style import (
     empty_figure,
     figure,
     layout,
+    legend_under_title,
     plot_text,
     scatter,
 )
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 HEIGHT = 420
+WIDTH = 760  # the narrowest the page draws it
 TIME_TITLE = "job time (time metadata, else ingest time)"
 
 
@@ -55,7 +57,7 @@ def _model_figure(table: pl.DataFrame, model: str, metric: str) -> Figure:
             "variant", as_dict=True, maintain_order=True
         ).items()
     ]
-    return figure(
+    fig = figure(
         traces,
         layout(
             f"{plot_text(metric)} of {plot_text(model)} across jobs",
@@ -64,3 +66,4 @@ def _model_figure(table: pl.DataFrame, model: str, metric: str) -> Figure:
             yaxis=axis(title=dict(text=plot_text(metric))),
         ),
     )
+    return legend_under_title(fig, WIDTH)

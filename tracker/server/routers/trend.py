@@ -24,7 +24,7 @@ def trend_page(
 ) -> HTMLResponse:
     table = trend(session, selection, metric)
     slots = [
-        figure_slot(fig, f"trend-{i}", model or metric, HEIGHT)
+        figure_slot(fig, f"trend-{i}", model or metric, fig["layout"].get("height", HEIGHT))
         for i, (model, fig) in enumerate(trend_figures(table, metric), start=1)
     ]
     return page(
