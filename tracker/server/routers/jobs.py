@@ -5,12 +5,15 @@ the files the report writes beside it (its figures' pages and its analyses as JS
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Literal
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, Response
+from markupsafe import Markup
 
 from tracker.analysis.verdict import verdicts_document
+from tracker.domain import ClaimStatus
 from tracker.jsonio import to_json
 from tracker.queries.tables import PROBE_METRICS, RUN_METRICS
 from tracker.server.deps import ServedDep, SessionDep
@@ -23,12 +26,18 @@ from tracker.views.home import JOB_SORTS, live_index, sort_rows
 
 router = APIRouter(tags=["jobs"])
 ANALYSES = ("verdicts.json", "mem_analysis.json", "gpt_analysis.json")
+REPRODUCED_NOTE = '{n} more reproduced: <a href="/claims">all claims</a>.'
 SORT_NOTE = "Newest first (job order: time metadata, else ingest time)."
 
 
 SortKey = StrEnum("SortKey", {key: key for key in JOB_SORTS})  # type: ignore[misc]
 Sort = Annotated[SortKey, Query(description="The jobs table's column to sort by.")]
 Order = Annotated[Literal["asc", "desc"], Query(description="asc or desc.")]
+
+
+def _reproduced_note(claims: Sequence[Mapping[str, Any]]) -> Markup | str:
+    n = sum(claim["status"] == ClaimStatus.REPRODUCED for claim in claims)
+    return Markup(REPRODUCED_NOTE).format(n=n) if n else ""
 
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
@@ -55,8 +64,11 @@ def index(
             tally=view.tally,
             failing=view.failing,
             cross=view.cross,
-            claims=view.claims,
-            claims_note=CLAIMS_NOTE,
+            # the home page lists what needs a look; the reproduced ones are a link away
+            claims=[c for c in view.claims if c["status"] != ClaimStatus.REPRODUCED],
+            claims_more=_reproduced_note(view.claims),
+            claims_note=CLAIMS_NOTE if not view.claims else "Every claim is reproduced.",
+            crumbs=None,
             claims_json="/api/claims",
             live=True,
             page_size=view.page_size,
