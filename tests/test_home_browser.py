@@ -130,7 +130,7 @@ def test_home_sorts_by_a_clicked_column(browser: Any, server: str) -> None:  # n
 
 
 def test_claims_detail_fits_and_the_status_filter_is_in_the_url(
-    browser: Any,
+    browser: Any,  # noqa: F811
     server: str,  # noqa: F811
 ) -> None:
     watch = Watch()

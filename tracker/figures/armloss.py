@@ -24,11 +24,11 @@ from tracker.figures.style import (
     empty_figure,
     figure,
     footnote_lines,
-    wrap_lines,
     layout,
     plot_text,
     scatter,
     short_list,
+    wrap_lines,
 )
 from tracker.summary.arrays import late_range
 from tracker.summary.grid import GRID_POINTS, GridCurve

@@ -22,11 +22,11 @@ from tracker.figures.style import (
     empty_figure,
     figure,
     footnote_lines,
-    wrap_lines,
     layout,
     plot_text,
     scatter,
     short_list,
+    wrap_lines,
 )
 
 if TYPE_CHECKING:

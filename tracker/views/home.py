@@ -1,7 +1,7 @@
 """What the live server's home page and claims page show, built as the report's index is:
 the same jobs table (with its verdict counts), the same section across jobs, the same claims
-table. The server sorts the jobs table by the column the URL names (``sort_rows``) and
-filters the claims by status (``tracker.views.values.claim_rows``); the report lists them in their default order.
+table. The server sorts the jobs table by the column the URL names (``sort_rows``); the
+claims templates order them (``tracker.views.values.claim_rows``).
 """
 
 from __future__ import annotations
@@ -23,11 +23,15 @@ from tracker.views.values import JOB_STATUSES, counts, status_key
 if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
 
+def _tally_of(status: str) -> Callable[[JobRow], int]:
+    return lambda row: row.tally.get(status, 0)
+
+
 # The jobs table's sortable columns: URL name -> what a row is sorted by.
 JOB_SORTS: dict[str, Callable[[JobRow], Any]] = {
     "job": lambda row: row.name,
     "time": lambda row: row.time,
-    **{status_key(s): (lambda row, s=s: row.tally.get(s, 0)) for s in JOB_STATUSES},
+    **{status_key(status): _tally_of(status) for status in JOB_STATUSES},
     "probes": lambda row: row.probes,
     "arms": lambda row: row.arms,
     "metadata": lambda row: row.meta,
@@ -58,7 +62,10 @@ def live_index(session: Session, exp: Expectations, job_href: Callable[[str], st
                 status=status_of(tally),
             )
         )
-    curves = {name: load_summary(session, i, exp).curves for i, name in zip(ids, names)}
+    curves = {
+        name: load_summary(session, job_id, exp).curves
+        for job_id, name in zip(ids, names, strict=True)
+    }
     latest = [derived[i].verdicts for i in ids[-2:]]
     folders = {name: job_href(name).rstrip("/") for name in names}
     cross = cross_job_view(
@@ -76,4 +83,3 @@ def live_index(session: Session, exp: Expectations, job_href: Callable[[str], st
 def sort_rows(rows: Sequence[JobRow], column: str, descending: bool) -> list[JobRow]:
     """The jobs table sorted by one of ``JOB_SORTS``; ties keep the newest first."""
     return sorted(rows, key=JOB_SORTS[column], reverse=descending)
-

@@ -1,11 +1,12 @@
-"""``/``: the report's index, live (claims, every job with its verdict counts, sortable by
-the column the URL names, the figures across jobs); ``/jobs/{name}/``: one job's page, the report's own, with
-the files the report writes beside it (its figures' pages and its analyses as JSON)."""
+"""``/``: the report's index, live (every job with its verdict counts, sorted by the column
+the URL names; the claims; the figures across jobs); ``/jobs/{name}/``: one job's page, the
+report's own, with the files the report writes beside it (its figures' pages and its
+analyses as JSON)."""
 
 from __future__ import annotations
 
-from enum import StrEnum
 from collections.abc import Mapping, Sequence
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
@@ -17,7 +18,7 @@ from tracker.domain import ClaimStatus
 from tracker.jsonio import to_json
 from tracker.queries.tables import PROBE_METRICS, RUN_METRICS
 from tracker.server.deps import ServedDep, SessionDep
-from tracker.server.responses import TrackerJSON, page, render, rows
+from tracker.server.responses import TrackerJSON, page, render
 from tracker.server.routers.claims import CLAIMS_NOTE
 from tracker.server.schemas import JobDetail, JobRow
 from tracker.server.views import catalog_state, job_analysis, job_href, job_list, live_job
@@ -31,6 +32,7 @@ SORT_NOTE = "Newest first (job order: time metadata, else ingest time)."
 
 
 SortKey = StrEnum("SortKey", {key: key for key in JOB_SORTS})  # type: ignore[misc]
+DEFAULT_SORT = SortKey("time")
 Sort = Annotated[SortKey, Query(description="The jobs table's column to sort by.")]
 Order = Annotated[Literal["asc", "desc"], Query(description="asc or desc.")]
 
@@ -45,7 +47,7 @@ def index(
     request: Request,
     session: SessionDep,
     served: ServedDep,
-    sort: Sort = SortKey("time"),
+    sort: Sort = DEFAULT_SORT,
     order: Order = "desc",
 ) -> HTMLResponse:
     state = catalog_state(session)
