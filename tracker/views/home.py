@@ -23,6 +23,7 @@ from tracker.views.values import JOB_STATUSES, counts, status_key
 if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
 
+
 def _tally_of(status: str) -> Callable[[JobRow], int]:
     return lambda row: row.tally.get(status, 0)
 
