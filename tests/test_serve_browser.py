@@ -97,12 +97,12 @@ def test_list_job_and_comparison(browser: Any, server: str) -> None:  # noqa: F8
     names = page.evaluate(
         "Array.from(document.querySelectorAll('#jobs td.name a')).map(a => a.textContent)"
     )
-    assert names == ["job1", "job2", "job3", "long"]  # job order
+    assert names == ["long", "job3", "job2", "job1"]  # newest first, as in the report
     assert page.locator("#claims").is_visible()
-    page.fill("#job-filter", "0.1.1")  # job3's metadata
+    page.fill("#jobs-filter", "0.1.1")  # job3's metadata
     assert page.locator("#jobs tbody tr:not([hidden])").count() == 1
 
-    page.fill("#job-filter", "")
+    page.fill("#jobs-filter", "")
     page.click("#jobs a:text-is('job3')")
     page.wait_for_url(f"{server}/jobs/job3/")
     drawn_figures(page, 3)

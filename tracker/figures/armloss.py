@@ -28,6 +28,7 @@ from tracker.figures.style import (
     plot_text,
     scatter,
     short_list,
+    wrap_lines,
 )
 from tracker.summary.arrays import late_range
 from tracker.summary.grid import GRID_POINTS, GridCurve
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
 
 ARM_HEIGHT = 440
+NOTE_WIDTH = 76  # characters of a footnote line in a half-width figure
 ALL_LINES_UP_TO = 8
 LATEST = 3
 MAX_OUTLIERS = 5
@@ -193,6 +195,7 @@ def arm_across_jobs(
     )
     if bad:
         notes.append(f"loss not finite (gap in the EMA) in {len(bad)}: {short_list(bad, 3)}")
+    notes = wrap_lines(notes, NOTE_WIDTH)
     settings = layout(
         title,
         ARM_HEIGHT,

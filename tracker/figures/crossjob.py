@@ -26,6 +26,7 @@ from tracker.figures.style import (
     plot_text,
     scatter,
     short_list,
+    wrap_lines,
 )
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 BPP_HEIGHT = 460
 VAL_HEIGHT = 420
+NOTE_WIDTH = 104  # characters of a footnote line in a full-width figure
 FAIL_COLOR = "#c62828"
 # Per-variant lines over job time mark each job (a marker, an error bar) up to this many
 # jobs. Past it the marks merge into a line and a band anyway, and each is an SVG element
@@ -269,12 +271,13 @@ def bpp_across_jobs(
         notes.append(
             f"Not drawn, failed probe{'s' if len(names) > 1 else ''}: {short_list(names)}."
         )
+    notes = wrap_lines(notes, NOTE_WIDTH)
     return figure(
         data=traces,
         layout=layout(
             title,
             BPP_HEIGHT,
-            margin=dict(l=70, r=60, t=100, b=120),
+            margin=dict(l=70, r=60, t=100, b=max(120, 66 + 14 * len(notes))),
             hovermode="closest",
             xaxis=_time_axis(),
             yaxis=axis(title=dict(text="measured bytes / parameter"), rangemode="tozero"),
@@ -373,12 +376,13 @@ def val_loss_across_jobs(runs: pl.DataFrame, jobs: Sequence[Job], exp: Expectati
         notes.append("No validation loss: " + "; ".join(parts) + ".")
     low, high = min(span), max(span)
     pad = max(0.08 * (high - low), 0.001)
+    notes = wrap_lines(notes, NOTE_WIDTH)
     return figure(
         data=traces,
         layout=layout(
             title,
             VAL_HEIGHT,
-            margin=dict(l=70, r=60, t=100, b=120),
+            margin=dict(l=70, r=60, t=100, b=max(120, 66 + 14 * len(notes))),
             hovermode="closest",
             xaxis=_time_axis(),
             yaxis=axis(

@@ -145,6 +145,51 @@ def layout(title: str, height: int, **overrides: Any) -> dict[str, Any]:
     return settings
 
 
+# what a legend entry takes: its line symbol and gap, and a character of its text (in em,
+# on the wide side: an overestimate leaves a blank row, an underestimate covers the plot)
+LEGEND_SYMBOL_PX = 46
+LEGEND_CHAR_EM = 0.62
+TITLE_LINE_PX = 21  # a line of the 16 px title
+
+
+def legend_under_title(fig: Figure, width: int) -> Figure:
+    """``fig`` with its horizontal legend placed under its title, in rows counted for a
+    figure ``width`` px wide, and the top margin and the height grown by those rows: a
+    legend anchored to the plot grows upwards over the title when it takes several rows."""
+    settings = fig["layout"]
+    names = [
+        html.unescape(str(trace["name"]))
+        for trace in fig["data"]
+        if trace.get("name") and trace.get("showlegend", True)
+    ]
+    if not names:
+        return fig
+    legend = settings.setdefault("legend", {})
+    size = legend.get("font", {}).get("size", 12)
+    margin = settings.setdefault("margin", {})
+    room = width - margin.get("l", 80) - margin.get("r", 80)
+    rows, used = 1, 0.0
+    for name in names:
+        entry = LEGEND_SYMBOL_PX + LEGEND_CHAR_EM * size * len(name)
+        if used and used + entry > room:
+            rows, used = rows + 1, 0.0
+        used += entry
+    title_px = 12 + TITLE_LINE_PX * (str(settings["title"]["text"]).count("<br>") + 1) + 6
+    top = title_px + rows * (size + 9) + 14
+    grown = max(0, top - margin.get("t", 100))
+    settings["height"] = settings["height"] + grown
+    margin["t"] = max(top, margin.get("t", 100))
+    legend.update(
+        orientation="h",
+        x=0,
+        xanchor="left",
+        yref="container",
+        y=1 - title_px / settings["height"],
+        yanchor="top",
+    )
+    return fig
+
+
 def wrap_title(text: str, width: int = TITLE_WIDTH) -> str:
     """``text`` broken into lines of at most ``width`` characters at spaces: a long title
     would run under the plot's toolbar, which sits at its top right."""
@@ -157,6 +202,12 @@ def wrap_title(text: str, width: int = TITLE_WIDTH) -> str:
         else:
             lines.append(word)
     return "<br>".join(lines)
+
+
+def wrap_lines(lines: Sequence[str], width: int) -> list[str]:
+    """Footnote lines broken at spaces into lines of at most ``width`` characters: an
+    annotation does not wrap by itself and runs off the figure's right edge."""
+    return [part for line in lines for part in wrap_title(line, width).split("<br>")]
 
 
 def axis(**settings: Any) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from tracker.figures.crossjob import (
     val_loss_across_jobs,
     variant_order,
 )
+from tracker.figures.style import legend_under_title
 from tracker.queries import tables
 from tracker.queries.compare import Comparison, compare_verdicts
 from tracker.queries.selection import Selection
@@ -44,6 +45,9 @@ if TYPE_CHECKING:
 NOTE = "Across jobs: nothing to compare, this report covers {n} job{s} (two or more needed)."
 # Rows of the comparison table, most important first.
 CHANGE_ORDER = ("regressed", "fixed", "changed", "new", "gone", "same")
+# the narrowest a figure is drawn (px): the index's full-width figures and its two columns
+FULL_WIDTH = 760
+HALF_WIDTH = 520
 
 
 @dataclass(frozen=True)
@@ -172,8 +176,9 @@ def cross_job_view(
     runs = tables.runs(session, Selection(), aggregate_seeds=True, jobs=selected)
     choice = pick_model(probes, exp.memory.scaling_model_prefix)
 
-    def slot(fig: Any, key: str, title: str, height: int) -> FigureSlot:
-        return figure_slot(fig, f"x-{key}", title, height)
+    def slot(fig: Any, key: str, title: str, height: int, width: int = FULL_WIDTH) -> FigureSlot:
+        fig = legend_under_title(fig, width)  # the page's slot grows with the legend
+        return figure_slot(fig, f"x-{key}", title, fig["layout"].get("height", height))
 
     arms: dict[str, dict[str, GridCurve]] = {}
     for job in jobs:
@@ -193,7 +198,7 @@ def cross_job_view(
         bpp_tolerance=exp.memory.bpp_tolerance,
         val=slot(val_loss_across_jobs(runs, jobs, exp), "val", "Validation loss", VAL_HEIGHT),
         arms=[
-            slot(arm_across_jobs(arm, arms[arm], exp), f"arm-{i}", arm, ARM_HEIGHT)
+            slot(arm_across_jobs(arm, arms[arm], exp), f"arm-{i}", arm, ARM_HEIGHT, HALF_WIDTH)
             for i, arm in enumerate(shared, start=1)
         ],
         comparison=comparison_view(comparison, folders),

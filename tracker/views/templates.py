@@ -24,7 +24,14 @@ from jinja2 import (
 from jinja2.bccache import Bucket
 
 from tracker.figures.style import FONT, GRID, INK, MUTED, SURF, short_list
-from tracker.views.values import fmt_value
+from tracker.views.values import (
+    CLAIM_CLASS,
+    JOB_COLUMNS,
+    breakable,
+    claim_rows,
+    fmt_value,
+    status_key,
+)
 
 # where the templates are, for what serves one of them as a file (``render.js``)
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -60,5 +67,9 @@ def environment() -> Environment:
     )
     env.filters["value"] = fmt_value
     env.filters["names"] = lambda names: short_list([str(name) for name in names])
+    env.filters["claims_ordered"] = claim_rows
+    env.filters["breakable"] = breakable
+    env.filters["status_class"] = status_key
+    env.globals.update(job_columns=JOB_COLUMNS, claim_class=CLAIM_CLASS)
     env.globals.update(ink=INK, muted=MUTED, grid=GRID, surf=SURF, font=FONT)
     return env

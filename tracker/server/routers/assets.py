@@ -17,10 +17,12 @@ STATIC = Path(__file__).resolve().parent.parent / "static"
 # name -> (file, media type): the shared figure script, the server's own scripts and style
 FILES = {
     "render.js": (SHARED / "render.js", "text/javascript"),
+    "jobs_table.js": (SHARED / "jobs_table.js", "text/javascript"),
     "explorer.js": (STATIC / "explorer.js", "text/javascript"),
     "plot.js": (STATIC / "plot.js", "text/javascript"),
     "filter.js": (STATIC / "filter.js", "text/javascript"),
     "runs.js": (STATIC / "runs.js", "text/javascript"),
+    "forms.js": (STATIC / "forms.js", "text/javascript"),
     "docs.js": (STATIC / "docs.js", "text/javascript"),
     "server.css": (STATIC / "server.css", "text/css"),
 }

@@ -1,21 +1,33 @@
-"""``/claims``: the study's claims judged on all (or the selected) jobs together."""
+"""``/claims``: the study's claims judged on all (or the selected) jobs together, not
+reproduced first, filtered by ``status=`` (``/api/claims`` lists them as judged)."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import polars as pl
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
+from pydantic import BeforeValidator
 from sqlalchemy.orm import Session
 
+from tracker.domain import ClaimStatus
 from tracker.queries.claims import claims
 from tracker.queries.selection import Selection, selected_jobs
 from tracker.server.deps import SelectionDep, Served, ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page, rows
 from tracker.server.schemas import ClaimRow
 from tracker.server.views import catalog_state
+from tracker.views.values import CLAIM_ORDER, claim_rows
 
 router = APIRouter(tags=["claims"])
 CLAIMS_NOTE = "No claim can be judged: no job is selected."
+# the form's "any" sends status= empty: no filter
+StatusFilter = Annotated[
+    ClaimStatus | None,
+    BeforeValidator(lambda value: value or None),
+    Query(description="Only the claims of this status, e.g. MIXED."),
+]
 
 
 def claims_table(served: Served, session: Session, selection: Selection) -> pl.DataFrame:
@@ -26,7 +38,11 @@ def claims_table(served: Served, session: Session, selection: Selection) -> pl.D
 
 @router.get("/claims", response_class=HTMLResponse, include_in_schema=False)
 def claims_page(
-    request: Request, selection: SelectionDep, session: SessionDep, served: ServedDep
+    request: Request,
+    selection: SelectionDep,
+    session: SessionDep,
+    served: ServedDep,
+    status: StatusFilter = None,
 ) -> HTMLResponse:
     table = claims_table(served, session, selection)
     return page(
@@ -34,9 +50,12 @@ def claims_page(
         "server/claims.html",
         selection=selection,
         rows=selected_jobs(session, selection).get_column("job").to_list(),
-        columns=table.columns,
-        claims=rows(table),
-        claims_note=CLAIMS_NOTE,
+        statuses=CLAIM_ORDER,
+        status=status,
+        claims=claim_rows(rows(table), status),
+        claims_note=CLAIMS_NOTE if status is None else f"No claim is {status}.",
+        claims_json="/api/claims",
+        live=True,
     )
 
 

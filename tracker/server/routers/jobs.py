@@ -1,39 +1,83 @@
-"""``/``: the claims and every job; ``/jobs/{name}/``: one job's page, the report's own, with
-the files the report writes beside it (its figures' pages and its analyses as JSON)."""
+"""``/``: the report's index, live (every job with its verdict counts, sorted by the column
+the URL names; the claims; the figures across jobs); ``/jobs/{name}/``: one job's page, the
+report's own, with the files the report writes beside it (its figures' pages and its
+analyses as JSON)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, Request
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, Response
+from markupsafe import Markup
 
 from tracker.analysis.verdict import verdicts_document
+from tracker.domain import ClaimStatus
 from tracker.jsonio import to_json
-from tracker.queries.selection import Selection
 from tracker.queries.tables import PROBE_METRICS, RUN_METRICS
 from tracker.server.deps import ServedDep, SessionDep
-from tracker.server.responses import TrackerJSON, page, render, rows
-from tracker.server.routers.claims import CLAIMS_NOTE, claims_table
+from tracker.server.responses import TrackerJSON, page, render
+from tracker.server.routers.claims import CLAIMS_NOTE
 from tracker.server.schemas import JobDetail, JobRow
-from tracker.server.views import catalog_state, job_analysis, job_list, live_job
+from tracker.server.views import catalog_state, job_analysis, job_href, job_list, live_job
 from tracker.store.catalog import get_job, job_arms, job_curves, job_probes
+from tracker.views.home import JOB_SORTS, live_index, sort_rows
 
 router = APIRouter(tags=["jobs"])
 ANALYSES = ("verdicts.json", "mem_analysis.json", "gpt_analysis.json")
+REPRODUCED_NOTE = '{n} more reproduced: <a href="/claims">all claims</a>.'
+SORT_NOTE = "Newest first (job order: time metadata, else ingest time)."
+
+
+SortKey = StrEnum("SortKey", {key: key for key in JOB_SORTS})  # type: ignore[misc]
+DEFAULT_SORT = SortKey("time")
+Sort = Annotated[SortKey, Query(description="The jobs table's column to sort by.")]
+Order = Annotated[Literal["asc", "desc"], Query(description="asc or desc.")]
+
+
+def _reproduced_note(claims: Sequence[Mapping[str, Any]]) -> Markup | str:
+    n = sum(claim["status"] == ClaimStatus.REPRODUCED for claim in claims)
+    return Markup(REPRODUCED_NOTE).format(n=n) if n else ""
 
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
-def index(request: Request, session: SessionDep, served: ServedDep) -> HTMLResponse:
+def index(
+    request: Request,
+    session: SessionDep,
+    served: ServedDep,
+    sort: Sort = DEFAULT_SORT,
+    order: Order = "desc",
+) -> HTMLResponse:
+    state = catalog_state(session)
+
     def index_html() -> str:
+        view = served.summaries.get(
+            ("home", state), lambda: live_index(session, served.exp, job_href)
+        )
         return render(
             request,
             "server/index.html",
-            rows=job_list(served, session),
-            claims=rows(claims_table(served, session, Selection())),
-            claims_note=CLAIMS_NOTE,
+            rows=sort_rows(view.rows, sort.value, order == "desc"),
+            ordered=[row.name for row in reversed(view.rows)],  # in job order
+            sort=(sort.value, order == "desc"),
+            sort_note=SORT_NOTE if (sort.value, order) == ("time", "desc") else "",
+            tally=view.tally,
+            failing=view.failing,
+            cross=view.cross,
+            # the home page lists what needs a look; the reproduced ones are a link away
+            claims=[c for c in view.claims if c["status"] != ClaimStatus.REPRODUCED],
+            claims_more=_reproduced_note(view.claims),
+            claims_note=CLAIMS_NOTE if not view.claims else "Every claim is reproduced.",
+            crumbs=None,
+            claims_json="/api/claims",
+            live=True,
+            page_size=view.page_size,
             metrics=(*PROBE_METRICS, *RUN_METRICS),
         )
 
-    return HTMLResponse(served.summaries.get(("index", catalog_state(session)), index_html))
+    return HTMLResponse(served.summaries.get(("index", state, sort, order), index_html))
 
 
 @router.get("/api/jobs", response_class=TrackerJSON, response_model=list[JobRow])

@@ -1,4 +1,4 @@
-"""``/trend?metric=``: one figure of merit across jobs, in job order."""
+"""``/trend?metric=``: one figure of merit across jobs over job time, one figure per model."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from tracker.figures.trend import trend_figure
+from tracker.figures.trend import HEIGHT, trend_figures
 from tracker.queries.tables import PROBE_METRICS, RUN_METRICS, trend
 from tracker.server.deps import SelectionDep, SessionDep
 from tracker.server.responses import TrackerJSON, page, rows
@@ -23,14 +23,17 @@ def trend_page(
     request: Request, selection: SelectionDep, session: SessionDep, metric: Metric = "val_loss"
 ) -> HTMLResponse:
     table = trend(session, selection, metric)
-    slot = figure_slot(trend_figure(table, metric), "trend", metric, 460)
+    slots = [
+        figure_slot(fig, f"trend-{i}", model or metric, fig["layout"].get("height", HEIGHT))
+        for i, (model, fig) in enumerate(trend_figures(table, metric), start=1)
+    ]
     return page(
         request,
         "server/trend.html",
         metric=metric,
         metrics=(*PROBE_METRICS, *RUN_METRICS),
         selection=selection,
-        slot=slot,
+        slots=slots,
         columns=table.columns,
         table=rows(table),
     )

@@ -1,0 +1,208 @@
+"""The live home, claims and trend pages (and the report's index sharing their templates):
+jobs newest first with verdict counts, sorted by the column the URL names; claims not
+reproduced first, filtered by status, with every column named for people; one trend figure
+per model with a colour per variant; metadata from the database inert. Both backends."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.conftest import Cli
+from tracker.domain import ClaimStatus, Status
+from tracker.jobdir.sample import write_sample_job
+from tracker.server import create_app
+from tracker.views.values import CLAIM_ORDER
+
+STEPS = 300
+HOSTILE = "<script>alert(1)</script>&\"'"
+JOBS = {
+    "j1": ({"seed": 0}, ["time=2026-10-01T00:00:00Z", "gpu=A10G"]),
+    "j3": ({"seed": 2, "flash_state_shift": 0.5}, ["time=2026-11-01T00:00:00Z", "gpu=A10G"]),
+    "j2": ({"seed": 1, "failed_probe": None}, ["time=2026-10-15T00:00:00Z", "gpu=L4"]),
+}
+ROW = re.compile(
+    r'<tr class="(\w+)"[^>]*><td class="name"><a href="([^"]+)">([^<]+)</a></td>'
+    r'<td class="time">[^<]*</td>((?:<td class="num[^"]*">\d+</td>)+)'
+)
+NUM = re.compile(r'<td class="num[^"]*">(\d+)</td>')
+
+
+@pytest.fixture
+def study(cli: Cli, tmp_path: Path) -> Cli:
+    for name, (spec, meta) in JOBS.items():
+        directory = write_sample_job(tmp_path / name, steps=STEPS, **spec)
+        cli(
+            "ingest", str(directory), *(f"--meta={item}" for item in meta), f"--meta=note={HOSTILE}"
+        )
+    return cli
+
+
+@pytest.fixture
+def client(study: Cli, db_url: str) -> Iterator[TestClient]:
+    app = create_app(db_url)
+    with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+        yield client
+
+
+def job_rows(html: str) -> list[tuple[str, dict[str, int]]]:
+    """(job, {FAIL, PASS, N/A: count}) of each row of the jobs table, in page order."""
+    table = html[html.index('id="jobs-table"') :]
+    rows = []
+    for _, _, name, cells in ROW.findall(table):
+        numbers = [int(n) for n in NUM.findall(cells)]
+        rows.append((name, dict(zip([Status.FAIL, Status.PASS, Status.NA], numbers, strict=False))))
+    return rows
+
+
+def verdict_counts(client: TestClient, job: str) -> dict[str, int]:
+    verdicts = client.get(f"/api/jobs/{job}").json()["verdicts"]
+    return {
+        s: sum(v["status"] == s for v in verdicts) for s in (Status.FAIL, Status.PASS, Status.NA)
+    }
+
+
+def test_home_lists_jobs_newest_first_with_their_verdict_counts(client: TestClient) -> None:
+    response = client.get("/")
+    assert response.status_code == 200
+    rows = job_rows(response.text)
+    assert [name for name, _ in rows] == ["j3", "j2", "j1"]
+    for name, counts in rows:
+        assert counts == verdict_counts(client, name)
+    assert dict(rows)["j3"][Status.FAIL] > 0  # the shifted job fails its bytes/param
+    assert 'id="cross-job"' in response.text  # the report's figures across jobs
+    assert 'data-figure="x-bpp-data"' in response.text
+
+
+@pytest.mark.parametrize(
+    ("query", "key", "descending"),
+    [
+        ("sort=fail&order=desc", lambda row: row[1][Status.FAIL], True),
+        ("sort=pass&order=asc", lambda row: row[1][Status.PASS], False),
+        ("sort=job&order=asc", lambda row: row[0], False),
+        ("sort=job&order=desc", lambda row: row[0], True),
+        ("sort=time&order=asc", lambda row: {"j1": 1, "j2": 2, "j3": 3}[row[0]], False),
+    ],
+)
+def test_home_sorts_by_the_column_the_url_names(
+    client: TestClient, query: str, key: Any, descending: bool
+) -> None:
+    rows = job_rows(client.get(f"/?{query}").text)
+    assert len(rows) == 3
+    assert rows == sorted(rows, key=key, reverse=descending)
+    column = query.split("&")[0].split("=")[1]
+    html = client.get(f"/?{query}").text
+    # the sorted column's header says so and links to the other direction
+    other = "asc" if descending else "desc"
+    assert f'class="sort current" href="?sort={column}&amp;order={other}"' in html
+
+
+def test_home_refuses_an_unknown_sort_column(client: TestClient) -> None:
+    response = client.get("/?sort=nope")
+    assert response.status_code == 422
+    assert response.text == (
+        "Error: bad parameter 'sort': Input should be 'job', 'time', 'fail', 'pass', 'na', "
+        "'probes', 'arms' or 'metadata'\n"
+    )
+
+
+def claim_statuses(html: str) -> list[str]:
+    table = html[html.index('<table class="claims">') :]
+    table = table[: table.index("</table>")]
+    return [
+        s.replace(" ", "_") for s in re.findall(r'<span class="badge \w+">([A-Z ]+)</span>', table)
+    ]
+
+
+def test_claims_come_not_reproduced_first(client: TestClient) -> None:
+    statuses = claim_statuses(client.get("/claims").text)
+    assert len(statuses) == len(client.get("/api/claims").json())
+    rank = [CLAIM_ORDER.index(s) for s in statuses]
+    assert rank == sorted(rank)
+    assert len(set(statuses)) >= 2  # the order is tested on more than one status
+
+
+def test_the_api_claims_stay_in_their_order(client: TestClient, study: Cli) -> None:
+    assert client.get("/api/claims").json() == json.loads(
+        study("claims", "--format", "json").stdout
+    )
+
+
+@pytest.mark.parametrize("status", list(ClaimStatus))
+def test_claims_filter_by_status(client: TestClient, status: ClaimStatus) -> None:
+    expected = sum(row["status"] == status for row in client.get("/api/claims").json())
+    html = client.get(f"/claims?status={status}").text
+    if expected:
+        assert claim_statuses(html) == [status.value] * expected
+    else:
+        assert f"No claim is {status}." in html
+    assert f'<option value="{status}" selected>' in html
+
+
+def test_claims_status_any_and_bad_status(client: TestClient) -> None:
+    assert client.get("/claims?status=").status_code == 200  # the form's "any"
+    response = client.get("/claims?status=FINE")
+    assert response.status_code == 422
+    assert response.text.startswith("Error: bad parameter 'status': Input should be 'REPRODUCED'")
+
+
+@pytest.mark.parametrize("path", ["/claims", "/claims?group_by=gpu", "/"])
+def test_claims_columns_have_human_names_and_the_detail(client: TestClient, path: str) -> None:
+    html = client.get(path).text
+    head = html[html.index('<table class="claims">') :]
+    head = head[: head.index("</thead>")]
+    names = re.findall(r"<th[^>]*>([^<]+)</th>", head)
+    assert names[-9:] == [
+        "claim", "subject", "statement", "jobs", "samples", "estimate [95% CI]",
+        "expected &plusmn; tolerance", "jobs failing", "detail",
+    ]  # fmt: skip
+    assert not {"ci_low", "ci_high", "n_jobs", "n_samples", "jobs_failing"} & set(names)
+    assert ("group" in names) == ("group_by" in path)
+    section = html[html.index('id="claims"') :]
+    section = section[: section.index("</section>")]
+    assert 'class="detail">' in section and 'class="scroll"' not in section
+
+
+def test_the_report_index_orders_its_claims_too(study: Cli, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    study("report", "--out", str(out))
+    html = (out / "index.html").read_text()
+    rank = [CLAIM_ORDER.index(s) for s in claim_statuses(html)]
+    assert rank and rank == sorted(rank)
+    claims = json.loads((out / "claims.json").read_text())
+    assert claims == json.loads(study("claims", "--format", "json").stdout)  # as judged
+
+
+def figures(html: str) -> list[dict[str, Any]]:
+    found = re.findall(r'<script type="application/json" id="[^"]+">(.*?)</script>', html)
+    return [json.loads(text) for text in found]
+
+
+def test_trend_draws_one_figure_per_model_and_a_colour_per_variant(client: TestClient) -> None:
+    table = client.get("/api/trend?metric=bpp_state").json()
+    models = list(dict.fromkeys(row["model"] for row in table))
+    drawn = figures(client.get("/trend?metric=bpp_state").text)
+    assert len(drawn) == len(models) > 1
+    for model, fig in zip(models, drawn, strict=True):
+        assert model in fig["layout"]["title"]["text"]
+        variants = {row["variant"] for row in table if row["model"] == model}
+        colours = [trace["line"]["color"] for trace in fig["data"]]
+        assert len(fig["data"]) == len(variants)
+        assert len(set(colours)) == len(colours)
+        assert fig["layout"]["xaxis"]["type"] == "date"
+        assert fig["layout"]["legend"]["yref"] == "container"  # under the title, not over it
+
+
+@pytest.mark.parametrize(
+    "path", ["/", "/?sort=metadata", "/claims?group_by=note", "/trend?group_by=note"]
+)
+def test_a_hostile_metadata_value_stays_inert(client: TestClient, path: str) -> None:
+    html = client.get(path).text
+    assert "<script>alert(1)" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&amp;" in html

@@ -1,0 +1,163 @@
+"""The home, claims and trend pages and the report's index as Chromium lays them out at
+1280 x 800: a badge on one line, no legend over a title, no footnote past a figure's right
+edge, the claims' detail on the page and in no scroll box of its own, sorting and the
+status filter in the URL. Waits are for events (a load, a drawn plot), never a pause."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.orm import Session
+
+from tests.test_report_browser import SAFETY_NET_MS, Watch, browser  # noqa: F401 (the fixture)
+from tests.test_serve_browser import server  # noqa: F401 (the fixture)
+from tracker.analysis.expectations import load_expectations
+from tracker.jobdir.sample import write_sample_job
+from tracker.report import write_report
+
+JOBS = 14  # a legend entry per job in each arm's figure: several rows of them
+VIEWPORT = {"width": 1280, "height": 800}
+
+# Every drawn figure: does its legend overlap its title or its plot area, and does any
+# annotation (footnote) run past the figure's right edge?
+FIGURE_LAYOUT = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(p => {
+  const box = el => el ? el.getBoundingClientRect() : null;
+  const meet = (a, b) => a && b && a.left < b.right && b.left < a.right
+    && a.top < b.bottom && b.top < a.bottom;
+  const title = box(p.querySelector('.gtitle')), legend = box(p.querySelector('.legend'));
+  const plot = box(p.querySelector('.nsewdrag')), edge = box(p.querySelector('.main-svg'));
+  const notes = Array.from(p.querySelectorAll('.annotation-text')).map(box);
+  return {id: p.id, legend: !!legend, overTitle: meet(legend, title),
+          overPlot: !!(legend && plot && legend.bottom > plot.top + 1),
+          pastEdge: notes.some(n => n.right > edge.right + 1)};
+})"""
+# Each badge's height against its line: one line, never wrapped inside the badge.
+BADGES = """() => Array.from(document.querySelectorAll('.badge')).map(b => {
+  const style = getComputedStyle(b);
+  return [b.textContent, b.getBoundingClientRect().height, parseFloat(style.lineHeight)];
+})"""
+# The claims' detail cells: how far right they reach, and any ancestor that scrolls.
+DETAIL = """() => Array.from(document.querySelectorAll('table.claims td.detail')).map(td => {
+  const scrolls = [];
+  for (let el = td.parentElement; el && el !== document.body; el = el.parentElement) {
+    const s = getComputedStyle(el);
+    if (/(auto|scroll)/.test(s.overflowX + s.overflowY)) scrolls.push(el.className || el.tagName);
+  }
+  return [td.getBoundingClientRect().right, scrolls];
+})"""
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A report of 14 small jobs (a page's test: SQLite only, built once)."""
+    from tracker.services.ingest import ingest_job
+    from tracker.store.db import open_database, write_session
+
+    root = tmp_path_factory.mktemp("home")
+    engine = open_database(f"sqlite:///{root / 'home.db'}")
+    for i in range(JOBS):
+        job = write_sample_job(
+            root / "jobs" / f"run-with-a-long-name-{i:02d}",
+            seed=i,
+            steps=30,
+            arms=("ref_s0", "flash_s0"),
+            flash_state_shift=0.5 if i % 5 == 0 else 0.0,
+        )
+        with write_session(engine) as session, session.begin():
+            ingest_job(session, job, meta={"time": f"2026-10-{1 + i:02d}T09:00:00Z"})
+    out = root / "report"
+    with Session(engine) as session:
+        write_report(session, out, load_expectations())
+    engine.dispose()
+    return out
+
+
+def open_at_1280(browser: Any, url: str, watch: Watch) -> Any:  # noqa: F811
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(SAFETY_NET_MS)
+    context.route("**/favicon.ico", lambda route: route.fulfill(status=204))  # none is served
+    page = context.new_page()
+    page.on("pageerror", lambda exc: watch.errors.append(str(exc)))
+    page.on("console", lambda m: watch.console.append(m.text) if m.type == "error" else None)
+    page.goto(url, wait_until="load")
+    plots = page.locator("div.plot[data-figure]").count()
+    if plots:  # every figure drawn
+        page.locator(".js-plotly-plot .main-svg").nth(plots - 1).wait_for()
+    return page
+
+
+def assert_figures_laid_out(page: Any) -> None:
+    figures = page.evaluate(FIGURE_LAYOUT)
+    assert figures and any(f["legend"] for f in figures)
+    for fig in figures:
+        assert not fig["overTitle"], fig
+        assert not fig["overPlot"], fig
+        assert not fig["pastEdge"], fig
+
+
+def assert_badges_on_one_line(page: Any) -> None:
+    badges = page.evaluate(BADGES)
+    assert any(text == "NOT REPRODUCED" for text, _, _ in badges)
+    for text, height, line in badges:
+        assert height < 1.5 * line, (text, height, line)
+
+
+def test_report_index_badges_legends_and_footnotes(browser: Any, report: Path) -> None:  # noqa: F811
+    watch = Watch()
+    page = open_at_1280(browser, (report / "index.html").as_uri(), watch)
+    assert page.locator("#cross-job .grid2 .js-plotly-plot").count() == 2  # ref_s0, flash_s0
+    assert_figures_laid_out(page)
+    assert_badges_on_one_line(page)
+    assert watch.problems() == {}
+
+
+def test_home_sorts_by_a_clicked_column(browser: Any, server: str) -> None:  # noqa: F811
+    watch = Watch()
+    page = open_at_1280(browser, f"{server}/", watch)
+    names = "Array.from(document.querySelectorAll('#jobs-table td.name a')).map(a => a.textContent)"
+    assert page.evaluate(names) == ["long", "job3", "job2", "job1"]  # newest first
+    page.click("#jobs-table th a:text-is('job')")
+    page.wait_for_url(f"{server}/?sort=job&order=asc")
+    assert page.evaluate(names) == ["job1", "job2", "job3", "long"]
+    page.click("#jobs-table th a.current")
+    page.wait_for_url(f"{server}/?sort=job&order=desc")
+    assert page.evaluate(names) == ["long", "job3", "job2", "job1"]
+    assert_figures_laid_out(page)
+    assert_badges_on_one_line(page)
+    assert watch.problems() == {}
+
+
+def test_claims_detail_fits_and_the_status_filter_is_in_the_url(
+    browser: Any,  # noqa: F811
+    server: str,  # noqa: F811
+) -> None:
+    watch = Watch()
+    page = open_at_1280(browser, f"{server}/claims", watch)
+    details = page.evaluate(DETAIL)
+    assert details
+    for right, scrolls in details:
+        assert right <= VIEWPORT["width"], right
+        assert scrolls == [], scrolls
+    assert_badges_on_one_line(page)
+    page.select_option("#claims-status", "MIXED")
+    page.wait_for_url(f"{server}/claims?status=MIXED")
+    statuses = page.locator("table.claims .badge").all_text_contents()
+    assert statuses and set(statuses) == {"MIXED"}
+    assert watch.problems() == {}
+
+
+def test_trend_draws_one_readable_figure_per_model(browser: Any, server: str) -> None:  # noqa: F811
+    watch = Watch()
+    page = open_at_1280(browser, f"{server}/trend?metric=bpp_state", watch)
+    titles = page.locator(".js-plotly-plot .gtitle").all_text_contents()
+    assert len(titles) > 1 and all(" of " in title for title in titles)
+    colours = page.evaluate(
+        "Array.from(document.querySelectorAll('.js-plotly-plot'))"
+        ".map(p => p.data.map(t => t.line.color))"
+    )
+    for per_variant in colours:
+        assert len(set(per_variant)) == len(per_variant) > 1
+    assert_figures_laid_out(page)
+    assert watch.problems() == {}
