@@ -51,21 +51,23 @@ def client(study: Cli, db_url: str) -> Iterator[TestClient]:
         yield client
 
 
+# the jobs table's verdict columns, in page order
+COUNTED = (Status.FAIL, Status.PASS, Status.KNOWN, Status.NA)
+
+
 def job_rows(html: str) -> list[tuple[str, dict[str, int]]]:
-    """(job, {FAIL, PASS, N/A: count}) of each row of the jobs table, in page order."""
+    """(job, {FAIL, PASS, KNOWN, N/A: count}) of each row of the jobs table, in page order."""
     table = html[html.index('id="jobs-table"') :]
     rows = []
     for _, _, name, cells in ROW.findall(table):
         numbers = [int(n) for n in NUM.findall(cells)]
-        rows.append((name, dict(zip([Status.FAIL, Status.PASS, Status.NA], numbers, strict=False))))
+        rows.append((name, dict(zip(COUNTED, numbers, strict=False))))
     return rows
 
 
 def verdict_counts(client: TestClient, job: str) -> dict[str, int]:
     verdicts = client.get(f"/api/jobs/{job}").json()["verdicts"]
-    return {
-        s: sum(v["status"] == s for v in verdicts) for s in (Status.FAIL, Status.PASS, Status.NA)
-    }
+    return {s: sum(v["status"] == s for v in verdicts) for s in COUNTED}
 
 
 def test_home_lists_jobs_newest_first_with_their_verdict_counts(client: TestClient) -> None:
