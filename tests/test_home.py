@@ -109,7 +109,7 @@ def test_home_refuses_an_unknown_sort_column(client: TestClient) -> None:
     response = client.get("/?sort=nope")
     assert response.status_code == 422
     assert response.text == (
-        "Error: bad parameter 'sort': Input should be 'job', 'time', 'fail', 'pass', 'na', "
+        "Error: bad parameter 'sort': Input should be 'job', 'time', 'fail', 'pass', 'known', 'na', "
         "'probes', 'arms' or 'metadata'\n"
     )
 
