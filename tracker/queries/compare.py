@@ -120,12 +120,16 @@ def _ema(b: Verdict, exp: Expectations, others: OtherJobs) -> tuple[bool, str]:
     )
 
 
+def _jobs(n: int) -> str:
+    return f"{n} other job{'' if n == 1 else 's'}"
+
+
 def _floor(check: str, gate: GateExpectations) -> tuple[float, str] | None:
     """The check's floor and its unit, where the expectations name one."""
     if check in BPP_CHECKS:
         return gate.bpp_floor, " B/param"
     if check == VAL_LOSS_CHECK:
-        return gate.val_loss_floor, ""
+        return gate.val_loss_floor, " nats"
     return None
 
 
@@ -146,13 +150,13 @@ def _against_others(
     if n >= gate.min_noise_jobs and sd > 0:
         limit, top = gate.spread_factor * sd, max(values)
         return rise > limit and after > top, (
-            f"spread of {n} other jobs: rise {rise:+.4g} vs {gate.spread_factor:g} sd = "
+            f"spread of {_jobs(n)}: rise {rise:+.4g} vs {gate.spread_factor:g} sd = "
             f"{limit:.4g}, their max {top:.6g}"
         )
     floor = _floor(a.check, gate)
     if floor is None:
         return None
-    why = f"{n} other jobs" if n < gate.min_noise_jobs else f"{n} other jobs, all equal"
+    why = _jobs(n) if n < gate.min_noise_jobs else f"{_jobs(n)}, all equal"
     return rise > floor[0], f"floor {floor[0]:g}{floor[1]} ({why}): rise {rise:+.4g}"
 
 
