@@ -37,6 +37,7 @@ COLUMNS = [
     "estimate",
     "ci_low",
     "ci_high",
+    "interval",
     "expected",
     "tolerance",
     "jobs_failing",

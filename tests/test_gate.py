@@ -7,7 +7,6 @@ result gone missing, or a check turned N/A must.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from sqlalchemy import Engine, text
