@@ -142,6 +142,20 @@ def test_with_few_jobs_the_floors_decide(cli: Cli, tmp_path: Path) -> None:
     assert rules["bpp_state", "gpt-124m/ref"].startswith("floor 0.1 B/param (1 other job): rise ")
     assert rules["table4_optim_gib", "ref"] is None  # no floor, no flip: nothing decided
 
+    # a design that needs less memory fails the analytic check but is no loss: changed, exit 0
+    ingest(cli, tmp_path, "d", 3, flash_state_shift=-0.5)
+    code, tail = regressions(cli, "a", "d")
+    assert code == 0, tail
+    rows = json.loads(cli("compare", "a", "d", "-f", "json").stdout)
+    state = next(r for r in rows if (r["check"], r["subject"]) == ("bpp_state", "gpt-124m/flash"))
+    assert (state["status_a"], state["status_b"], state["change"]) == ("PASS", "FAIL", "changed")
+    assert state["rule"].startswith("floor 0.1 B/param (2 other jobs): rise -0.5")
+    table4 = next(r for r in rows if (r["check"], r["subject"]) == ("table4_optim_gib", "flash"))
+    assert (table4["change"], table4["rule"]) == (
+        "changed",
+        "status: PASS -> FAIL on a value that fell",
+    )
+
 
 def test_fewer_seeds_are_gone_not_regressed(cli: Cli, tmp_path: Path) -> None:
     ingest(cli, tmp_path, "two", 5, arms=SEED_JOB_ARMS)

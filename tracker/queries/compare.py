@@ -14,7 +14,8 @@ lost, and does not fire on noise (docs/claims.md, "The regression gate", has the
   where fewer than ``[gate] min_noise_jobs`` jobs have a value, or they show no spread, a rise
   beyond the check's floor (``bpp_floor``, ``val_loss_floor``; rule ``floor``); a check with
   neither falls back to the status, PASS -> FAIL (rule ``status``), as do checks without a
-  number (failed probes, divergence). A PASS -> FAIL within the spread is ``noise``;
+  number (failed probes, divergence). A PASS -> FAIL within the spread is ``noise``; one on a
+  value that fell (a design that needs less memory) is ``changed``, never a regression;
 * the EMA tracking check keeps its seed-noise test: PASS -> FAIL is a regression only beyond
   the one-sided bound of the seed noise pooled over the other jobs (rule ``seed noise``), or,
   with too few jobs, beyond the ``[gate]`` margin (rule ``margin``).
@@ -133,31 +134,43 @@ def _floor(check: str, gate: GateExpectations) -> tuple[float, str] | None:
     return None
 
 
+@dataclass(frozen=True)
+class Judged:
+    """A numeric check against the other jobs: ``rose`` beyond what they show (a regression),
+    ``fell`` as far below (a change, never noise), and the rule that decided."""
+
+    rose: bool
+    fell: bool
+    rule: str
+
+
 def _against_others(
     a: Verdict, b: Verdict, gate: GateExpectations, others: OtherJobs
-) -> tuple[bool, str] | None:
-    """Whether a numeric check rose beyond what the other jobs show, and the rule that
-    decided; None when neither their spread nor a floor can tell (the status decides)."""
+) -> Judged | None:
+    """A numeric check judged by the other jobs' spread, else by its floor; None when neither
+    can tell (the status decides)."""
     before, after = _number(a.measured), _number(b.measured)
     if before is None or after is None:
         return None
     if not math.isfinite(after):
-        return math.isfinite(before), f"status: {after} after {before}"
+        return Judged(math.isfinite(before), False, f"status: {after} after {before}")
     rise = after - before
     values = [v for v in others.measured.get((a.check, a.subject), ()) if math.isfinite(v)]
     n = len(values)
     sd = statistics.stdev(values) if n >= 2 else 0.0
     if n >= gate.min_noise_jobs and sd > 0:
         limit, top = gate.spread_factor * sd, max(values)
-        return rise > limit and after > top, (
+        rule = (
             f"spread of {_jobs(n)}: rise {rise:+.4g} vs {gate.spread_factor:g} sd = "
             f"{limit:.4g}, their max {top:.6g}"
         )
+        return Judged(rise > limit and after > top, -rise > limit and after < min(values), rule)
     floor = _floor(a.check, gate)
     if floor is None:
         return None
     why = _jobs(n) if n < gate.min_noise_jobs else f"{_jobs(n)}, all equal"
-    return rise > floor[0], f"floor {floor[0]:g}{floor[1]} ({why}): rise {rise:+.4g}"
+    rule = f"floor {floor[0]:g}{floor[1]} ({why}): rise {rise:+.4g}"
+    return Judged(rise > floor[0], -rise > floor[0], rule)
 
 
 @dataclass(frozen=True)
@@ -217,13 +230,15 @@ def _change(
         judged = None
     else:
         judged = _against_others(a, b, exp.gate, context.others)
-    if judged is not None and judged[0]:
-        return Change.REGRESSED, judged[1]
-    rule = judged[1] if judged else None
+    if judged is not None and judged.rose:
+        return Change.REGRESSED, judged.rule
+    rule = judged.rule if judged else None
     if a.status == PASS and b.status == FAIL:
         if judged is None:
+            if (_delta(a, b) or 0.0) < 0:  # less memory, a lower loss: a design, not a loss
+                return Change.CHANGED, "status: PASS -> FAIL on a value that fell"
             return Change.REGRESSED, "status: PASS -> FAIL"
-        return Change.NOISE, rule
+        return (Change.CHANGED if judged.fell else Change.NOISE), rule
     if a.status == FAIL and b.status == PASS:
         return Change.FIXED, rule
     return (Change.SAME if a.status == b.status else Change.CHANGED), rule
