@@ -55,7 +55,11 @@ CASES: list[tuple[str, Query, tuple[str, ...]]] = [
         ),
     ),
     ("failed probes", lambda db: api.probes(db, failed=True), ("query", "probes", "--failed")),
-    ("no probes", lambda db: api.probes(db, model="nope"), ("query", "probes", "--model", "nope")),
+    (  # known values that select nothing: an empty frame (an unknown value is an error)
+        "no probes",
+        lambda db: api.probes(db, model="resnet50", failed=True),
+        ("query", "probes", "--model", "resnet50", "--failed"),
+    ),
     ("runs", lambda db: api.runs(db), ("query", "runs")),
     (
         "runs aggregated",
@@ -137,8 +141,10 @@ def test_times_are_utc_datetimes(study: Cli, database: Any) -> None:
 
 
 def test_empty_frames_keep_their_columns(study: Cli, database: Any) -> None:
-    assert api.probes(database, model="nope").columns == api.probes(database).columns
-    assert api.runs(database, model="nope").columns == api.runs(database).columns
+    empty = api.probes(database, model="resnet50", failed=True)
+    assert empty.height == 0 and empty.columns == api.probes(database).columns
+    empty = api.runs(database, model="resnet50")  # probed, never trained
+    assert empty.height == 0 and empty.columns == api.runs(database).columns
 
 
 @pytest.fixture(params=["url", "engine", "environment"])

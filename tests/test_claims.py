@@ -37,6 +37,7 @@ COLUMNS = [
     "estimate",
     "ci_low",
     "ci_high",
+    "interval",
     "expected",
     "tolerance",
     "jobs_failing",
@@ -277,7 +278,11 @@ def test_cli_claims_formats_and_errors(cli: Cli, tmp_path: Path) -> None:
     assert state["status"] == "REPRODUCED" and state["jobs_failing"] == []
     table = cli("claims", "--where", "flashoptim=0.1.0").stdout.splitlines()
     assert table[0].split() == COLUMNS
-    assert cli("claims", "--where", "flashoptim=9").stdout == "(no rows)\n"
+    unknown = cli("claims", "--where", "flashoptim=9", ok=False)
+    assert (unknown.exit_code, unknown.stderr) == (
+        1,
+        "Error: no job has flashoptim=9; known values: 0.1.0\n",
+    )
     missing = cli("claims", "--job", "nosuch", ok=False)
     assert (missing.exit_code, missing.stderr) == (
         1,

@@ -588,7 +588,11 @@ def test_where_filters_jobs_by_metadata(study: Study) -> None:
     assert [r["job"] for r in rows] == in_order(study, ["j1", "j3", "j4"])
     both = study.rows("query", "runs", "--where", "gpu=A10G", "--where", "flashoptim=0.1.0")
     assert unique([r["job"] for r in both]) == ["j1"]
-    assert study.rows("query", "runs", "--where", "gpu=H100") == []
+    none = study.cli("query", "runs", "--where", "gpu=A10G", "--where", "flashoptim=9", ok=False)
+    assert (none.exit_code, none.stderr) == (
+        1,
+        "Error: no job has flashoptim=9; known values: 0.1.0, 0.1.1\n",
+    )
     trend = study.rows(
         "query", "trend", "--metric", "val_loss", "--variant", "ref", "--where", "gpu=A10G"
     )
@@ -810,7 +814,7 @@ def test_compare_fail_on_regression_names_the_flash_state_regression(study: Stud
     flash = [line for line in tail if line.startswith("  bpp_state gpt-124m/flash: ")]
     assert len(flash) == 1 and re.fullmatch(
         r"  bpp_state gpt-124m/flash: PASS -> FAIL \(delta \+0\.4\d*\); "
-        r"deterministic: PASS -> FAIL",
+        r"floor 0\.1 B/param \(2 other jobs\): rise \+0\.4\d*",
         flash[0],
     )
     assert all("/flash" in line or " flash" in line for line in tail[1:])  # nothing else
@@ -823,7 +827,7 @@ def test_compare_a_probe_now_out_of_memory_is_a_regression(study: Study) -> None
     assert result.exit_code == 3
     assert (
         "  probe_failed gpt-355m/ref: absent -> FAIL; "
-        "deterministic: a new FAIL of a subject that passed before\n"
+        "status: a new FAIL of a subject that passed before\n"
     ) in result.stdout
 
 

@@ -124,7 +124,18 @@ def test_report_selects_jobs_by_metadata_and_time(cli: Cli, tmp_path: Path) -> N
     assert reported("--where", "gpu=A10G") == ["job1", "job3"]
     assert reported("--since", "2026-01-15") == ["job2", "job3"]
     assert reported("--where", "gpu=A10G", "--since", "2026-01-15T00:00:00+00:00") == ["job3"]
-    assert reported("--where", "gpu=V100") == []
+    # a value or a time that selects no job is an error, never an empty report
+    for args, message in (
+        (("--where", "gpu=V100"), "no job has gpu=V100; known values: A10G, H100"),
+        (
+            ("--where", "gpu=H100", "--since", "2026-03-01"),
+            "no selected job is at or after 2026-03-01T00:00:00Z; the latest is "
+            "2026-02-01T00:00:00Z (job2)",
+        ),
+    ):
+        out = tmp_path / "empty"
+        result = cli("report", "--out", str(out), *args, ok=False)
+        assert (result.exit_code, result.stderr, out.exists()) == (1, f"Error: {message}\n", False)
 
     bad = cli("report", "--since", "yesterday", ok=False)
     assert bad.exit_code == 2

@@ -394,7 +394,7 @@ def test_new_and_replaced_jobs_show_without_restart(
 
 
 FRESH_ROUTES = [
-    "/api/jobs", "/api/jobs/j1", "/api/claims?group_by=gpu", "/api/claims?where=gpu=H100",
+    "/api/jobs", "/api/jobs/j1", "/api/claims?group_by=gpu", "/api/claims?where=gpu=A10G",
     "/api/compare?a=j1&b=j3", "/api/trend?metric=val_loss&group_by=gpu", "/", "/jobs/j1/",
     "/jobs/j2/", "/claims?group_by=gpu", "/compare?a=j1&b=j3", "/trend?group_by=gpu",
 ]  # fmt: skip
@@ -441,7 +441,11 @@ def test_metadata_shows_on_the_next_request_of_every_route(
     assert client.get("/api/jobs/j1").json()["meta"]["gpu"] == "B200"
     assert client.get("/api/jobs").json()[1]["meta"]["gpu"] == "B200"
     assert gpus("/api/claims?group_by=gpu") == {"A10G", "B200", "L4"}
-    assert client.get("/api/claims?where=gpu=H100").json() == []
+    gone = client.get("/api/claims?where=gpu=H100")  # no job has it any more: 422, not []
+    assert (gone.status_code, gone.json()["detail"]) == (
+        422,
+        "no job has gpu=H100; known values: A10G, B200, L4",
+    )
     for page in ("/", "/jobs/j1/", "/claims?group_by=gpu", "/trend?group_by=gpu"):
         assert "B200" in after_ingest[page] and "H100" not in after_ingest[page], page
 

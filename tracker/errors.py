@@ -65,6 +65,14 @@ class UnknownMetaKey(TrackerError):
     """no job has metadata {key!r}; known keys: {known}"""
 
 
+class UnknownValue(TrackerError):
+    """no job has {what}; known values: {known}{hint}"""
+
+
+class NoJobSince(TrackerError):
+    """no selected job is at or after {since}; the latest is {latest} ({job})"""
+
+
 class MissingMetaKey(TrackerError):
     """job {job!r} has no metadata {key!r} to unset; its keys: {known}"""
 
@@ -165,3 +173,12 @@ class BadPlot(TrackerError):
 
 class RunNotFound(CurveNotFound):
     """job {job!r} has no arm {arm!r}; its arms: {known}"""
+
+
+def case_hint(value: str, known: Iterable[str], shown: str = "{}") -> str:
+    """`` (X differs only in case)`` when a known name is ``value`` but for case, else ''.
+    ``shown`` formats the known name as the message spells it (``"gpu={}"``)."""
+    for name in sorted(set(known)):
+        if name.casefold() == value.casefold():
+            return f" ({shown.format(name)} differs only in case)"
+    return ""

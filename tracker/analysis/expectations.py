@@ -96,12 +96,14 @@ class ClaimsExpectations:
 
 @dataclass(frozen=True)
 class GateExpectations:
-    """When ``compare`` counts a change of a stochastic check as a regression."""
+    """When ``compare`` counts a change as a regression."""
 
-    alpha: float  # significance against the seed noise pooled over all jobs
-    min_noise_jobs: int  # pooled values needed for that test; fewer: the margins decide
+    alpha: float  # significance of the EMA delta against the seed noise pooled over all jobs
+    min_noise_jobs: int  # other jobs' values needed to trust their spread; fewer: floors decide
     ema_margin_factor: float  # candidate delta above this many pooled seed-noise deltas
-    val_loss_margin: float  # validation loss rise beyond this
+    spread_factor: float  # a rise beyond this many standard deviations of the other jobs
+    bpp_floor: float  # B/param: a bytes/param rise beyond this, where the spread is unknown
+    val_loss_floor: float  # nats: a validation loss rise beyond this, likewise
 
 
 @dataclass(frozen=True)
@@ -252,7 +254,9 @@ class _Gate(_Table):
     alpha: Fraction
     min_noise_jobs: Integer
     ema_margin_factor: Positive
-    val_loss_margin: Positive
+    spread_factor: Positive
+    bpp_floor: Positive
+    val_loss_floor: Positive
 
 
 class ExpectationsFile(_Table):

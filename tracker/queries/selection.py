@@ -14,8 +14,17 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.errors import GroupKeyClash, UnknownJob, UnknownMetaKey, known_names
-from tracker.models import Job, JobMeta
+from tracker.errors import (
+    GroupKeyClash,
+    NoJobSince,
+    UnknownJob,
+    UnknownMetaKey,
+    UnknownValue,
+    case_hint,
+    known_names,
+)
+from tracker.jsonio import format_time
+from tracker.models import Job, JobMeta, Probe, Run
 from tracker.store.catalog import job_time
 
 if TYPE_CHECKING:
@@ -105,10 +114,28 @@ TABLE_COLUMNS = frozenset(
 )
 
 
-def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
-    """``job_id``, ``job``, ``time`` and one column per group-by key, in job order."""
-    import polars as pl
+def _check_values(session: Session, selection: Selection) -> None:
+    """A model, variant or metadata value that no job has is an error naming the known ones."""
+    for key, value in selection.where:
+        known = set(session.scalars(select(JobMeta.value).distinct().where(JobMeta.key == key)))
+        if value not in known:
+            hint = case_hint(value, known, f"{key}={{}}")
+            raise UnknownValue(what=f"{key}={value}", known=known_names(known), hint=hint)
+    for what, wanted, probe_column, run_column in (
+        ("model", selection.models, Probe.model, Run.model),
+        ("variant", selection.variants, Probe.variant, Run.variant),
+    ):
+        if not wanted:
+            continue
+        known = set(session.scalars(select(probe_column).distinct()))
+        known |= set(session.scalars(select(run_column).distinct()))
+        for value in wanted:
+            if value not in known:
+                hint = case_hint(value, known, f"{what} {{}}")
+                raise UnknownValue(what=f"{what} {value}", known=known_names(known), hint=hint)
 
+
+def _check_keys(session: Session, selection: Selection) -> None:
     for key in selection.group_by:
         if key in TABLE_COLUMNS:
             raise GroupKeyClash(key=key)
@@ -118,6 +145,14 @@ def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
         for key in keys:
             if key not in known_keys:
                 raise UnknownMetaKey(key=key, known=known_names(known_keys))
+
+
+def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
+    """``job_id``, ``job``, ``time`` and one column per group-by key, in job order. A name,
+    key or value no job has, or a ``since`` after every selected job, is an error."""
+    import polars as pl
+
+    _check_keys(session, selection)
     query = select(Job.id, Job.name, Job.ingested_at)
     if selection.jobs:
         query = query.where(Job.name.in_(selection.jobs))
@@ -126,18 +161,21 @@ def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
     if missing:
         known = known_names(session.scalars(select(Job.name)))
         raise UnknownJob(name=missing[0], known=known)
+    _check_values(session, selection)
     ids = [job_id for job_id, _, _ in jobs]
     meta: dict[int, dict[str, str]] = {}
     for job_id, key, value in session.execute(
         select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(ids))
     ):
         meta.setdefault(job_id, {})[key] = value
-    rows = []
+    rows, latest = [], None
     for job_id, name, ingested_at in jobs:
         own = meta.get(job_id, {})
         if any(own.get(key) != value for key, value in selection.where):
             continue
         time = job_time(own, ingested_at)
+        if latest is None or time > latest[0]:
+            latest = (time, name)
         if selection.since is not None and time < selection.since:
             continue
         rows.append(
@@ -148,6 +186,9 @@ def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
                 **{key: own.get(key) for key in selection.group_by},
             }
         )
+    if selection.since is not None and not rows and latest is not None:
+        since, last = format_time(selection.since), format_time(latest[0])
+        raise NoJobSince(since=since, latest=last, job=latest[1])
     schema: dict[str, pl.DataType] = {
         "job_id": pl.Int64(),
         "job": pl.String(),

@@ -16,14 +16,16 @@ from starlette.exceptions import HTTPException
 import tracker
 from tracker.analysis.expectations import load_expectations
 from tracker.errors import (
-    BadPlot,
-    BadTime,
     CurveNotFound,
-    GroupKeyClash,
+    DatabaseBusy,
+    DatabaseFailed,
+    DatabaseUnavailable,
     JobNotFound,
+    NoSuchDatabase,
+    NotATrackerDatabase,
+    OutdatedSchema,
     TrackerError,
-    UnknownMetaKey,
-    UnknownMetric,
+    UnknownRevision,
 )
 from tracker.server.database import open_read_only
 from tracker.server.deps import Served, require_token
@@ -44,7 +46,17 @@ from tracker.server.security import SecurityMiddleware
 from tracker.store.db import first_line
 
 NOT_FOUND = (JobNotFound, CurveNotFound)
-BAD_PARAMETER = (UnknownMetric, GroupKeyClash, BadTime, BadPlot, UnknownMetaKey)
+# The database itself failing: 503, which monitoring reads as an outage. Every other expected
+# error is about the request (an unknown key, value or metric): 422.
+UNAVAILABLE = (
+    DatabaseBusy,
+    DatabaseFailed,
+    DatabaseUnavailable,
+    NoSuchDatabase,
+    NotATrackerDatabase,
+    OutdatedSchema,
+    UnknownRevision,
+)
 log = logging.getLogger(__name__)
 
 
@@ -61,10 +73,10 @@ def _error(
 async def _tracker_error(request: Request, exc: Exception) -> Response:
     if isinstance(exc, NOT_FOUND):
         status = 404
-    elif isinstance(exc, BAD_PARAMETER):
-        status = 422
+    elif isinstance(exc, UNAVAILABLE):
+        status = 503
     else:
-        status = 503  # the database: unavailable, locked or failing
+        status = 422
     return _error(request, status, str(exc))
 
 

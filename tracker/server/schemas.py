@@ -101,6 +101,7 @@ class ClaimRow(BaseModel):
     estimate: Number
     ci_low: Number
     ci_high: Number
+    interval: str | None = None  # "90% Welch", "95% binomial" or "range" (over the jobs)
     expected: Number
     tolerance: Number
     jobs_failing: list[str]

@@ -32,7 +32,7 @@ from tracker.figures.crossjob import (
 )
 from tracker.figures.style import legend_under_title
 from tracker.queries import tables
-from tracker.queries.compare import Comparison, compare_verdicts
+from tracker.queries.compare import Comparison, compare_verdicts, other_jobs
 from tracker.queries.selection import Selection
 from tracker.summary.grid import GridCurve
 from tracker.summary.trajectories import arm_order
@@ -187,7 +187,8 @@ def cross_job_view(
                 arms.setdefault(arm, {})[job.name] = curve
     shared = [arm for arm in arm_order(list(arms), exp) if len(arms[arm]) >= 2]
     a, b = jobs[-2].name, jobs[-1].name
-    comparison = compare_verdicts(a, latest[0], b, latest[1], exp)
+    others = other_jobs(session, exp, (a, b))  # the yardstick `tracker compare` uses
+    comparison = compare_verdicts(a, latest[0], b, latest[1], exp, others)
     return CrossJobView(
         jobs=len(jobs),
         first=jobs[0].name,

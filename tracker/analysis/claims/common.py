@@ -25,6 +25,7 @@ COLUMNS: dict[str, Any] = {
     "estimate": pl.Float64,
     "ci_low": pl.Float64,
     "ci_high": pl.Float64,
+    "interval": pl.String,
     "expected": pl.Float64,
     "tolerance": pl.Float64,
     "jobs_failing": pl.List(pl.String),
@@ -47,6 +48,8 @@ class Claim:
     tolerance: float | None = None
     jobs_failing: list[str] = field(default_factory=list)
     detail: str = ""
+    # what ci_low..ci_high is: a "90% Welch" or "95% binomial" interval, or a "range" over jobs
+    interval: str | None = None
 
 
 def num(value: float | None, digits: int = 4) -> str:
@@ -66,6 +69,9 @@ def finite_float(value: Any) -> float | None:
         return None
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+RANGE = "range"  # the interval of a claim that is the minimum to maximum over the jobs
 
 
 def spread(values: pl.Series) -> tuple[float | None, float | None, float | None]:

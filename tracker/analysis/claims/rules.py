@@ -13,6 +13,7 @@ from tracker.analysis.claims.common import (
     INCONCLUSIVE,
     MIXED,
     NOT_REPRODUCED,
+    RANGE,
     REPRODUCED,
     Claim,
     finite_float,
@@ -164,6 +165,7 @@ def _judged_claim(name: str, subject: str, group: dict[str, Any], meta: pl.DataF
         tolerance,
         failing,
         detail,
+        interval=RANGE,
     )
 
 
@@ -215,6 +217,7 @@ def probe_failure_claims(verdicts: pl.DataFrame, meta: pl.DataFrame) -> list[Cla
                 None,
                 failing,
                 detail + "; estimate: the share of jobs where it failed (95% binomial interval)",
+                interval="95% binomial",
             )
         )
     return claims

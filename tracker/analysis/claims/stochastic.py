@@ -13,6 +13,7 @@ from tracker.analysis.claims.common import (
     INCONCLUSIVE,
     MIXED,
     NOT_REPRODUCED,
+    RANGE,
     REPRODUCED,
     Claim,
     finite_rows,
@@ -108,6 +109,7 @@ def _equivalence_detail(
     alpha = 1 - c.confidence
     low, high = welch_interval(x, y, c.confidence)
     claim.ci_low, claim.ci_high = low, high
+    claim.interval = f"{c.confidence:.0%} Welch"
     p_lower = welch_ttest(x + margin, y, "greater").pvalue
     p_upper = welch_ttest(x - margin, y, "less").pvalue
     p_tost = max(p_lower, p_upper)
@@ -214,6 +216,7 @@ def tracks_within_seed_noise(numbers: pl.DataFrame, exp: Expectations) -> Claim:
     claim.estimate, claim.ci_low, claim.ci_high = k / n, share_low, share_high
     claim.jobs_failing = both.filter(~within)["job"].to_list()
     level = f"{c.proportion_confidence:.0%}"
+    claim.interval = f"{level} binomial"
     median, low, high = spread(ratio)
     counts = (
         f"{k} of {n} jobs within {t.noise_factor:g}x the seed noise ({level} binomial interval "
@@ -247,6 +250,7 @@ def ablation_diverges(runs: pl.DataFrame, numbers: pl.DataFrame, exp: Expectatio
     claim.jobs_failing = stayed
     steps = finite_rows(numbers.filter(pl.col("job").is_in(diverged)), "diverged_at")["diverged_at"]
     claim.estimate, claim.ci_low, claim.ci_high = spread(steps)
+    claim.interval = RANGE if steps.len() else None
     where = (
         f"; first non-finite loss at step median {num(claim.estimate, 6)}, "
         f"range {num(claim.ci_low, 6)} to {num(claim.ci_high, 6)}"
