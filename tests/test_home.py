@@ -109,8 +109,8 @@ def test_home_refuses_an_unknown_sort_column(client: TestClient) -> None:
     response = client.get("/?sort=nope")
     assert response.status_code == 422
     assert response.text == (
-        "Error: bad parameter 'sort': Input should be 'job', 'time', 'fail', 'pass', 'known', 'na', "
-        "'probes', 'arms' or 'metadata'\n"
+        "Error: bad parameter 'sort': Input should be 'job', 'time', 'fail', 'pass', 'known', "
+        "'na', 'probes', 'arms' or 'metadata'\n"
     )
 
 
@@ -161,7 +161,7 @@ def test_claims_columns_have_human_names_and_the_detail(client: TestClient, path
     head = head[: head.index("</thead>")]
     names = re.findall(r"<th[^>]*>([^<]+)</th>", head)
     assert names[-9:] == [
-        "claim", "subject", "statement", "jobs", "samples", "estimate [95% CI]",
+        "claim", "subject", "statement", "jobs", "samples", "estimate [interval]",
         "expected &plusmn; tolerance", "jobs failing", "detail",
     ]  # fmt: skip
     assert not {"ci_low", "ci_high", "n_jobs", "n_samples", "jobs_failing"} & set(names)

@@ -223,6 +223,8 @@ def _change(
         if lost is not None and a.status == PASS:
             return Change.REGRESSED, f"fail closed: PASS -> {after}, {lost}"
         return Change.GONE, f"{a.status} -> {after}: {lost or context.evidence.kept(a.subject)}"
+    if b.status == NA:  # checked in neither job (a run not of the paper's setup): nothing to judge
+        return Change.SAME, None
     if a.check == EMA_CHECK:
         if a.status == PASS and b.status == FAIL:
             beyond, why = _ema(b, exp, context.others)
