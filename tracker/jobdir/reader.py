@@ -16,7 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import polars as pl
 
 from tracker.domain import LOSS, ArmName
 from tracker.errors import BadInput, BadJobName, NoSuchDirectory, NotADirectory, NothingToIngest
@@ -26,9 +28,6 @@ from tracker.jobdir.records import (
     parse_arm_summary,
     parse_probe_record,
 )
-
-if TYPE_CHECKING:
-    import polars as pl
 
 PROBE_FILE = "mem_sweep.json"
 JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -234,8 +233,6 @@ def parse_curve_csv(filename: str, data: bytes) -> pl.DataFrame:
     Empty cells are missing values (null); ``nan``, ``inf`` and ``-inf`` are values.
     Columns holding only text are not metrics and are dropped.
     """
-    import polars as pl
-
     text = _decode(filename, data).replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         raise BadInput(path=filename, problem="empty file")
@@ -305,8 +302,6 @@ def _header(filename: str, text: str) -> list[str]:
 
 def _check_field_counts(filename: str, text: str, expected: int) -> None:
     """polars pads short rows with nulls and rejects long ones without a line number."""
-    import polars as pl
-
     if '"' in text:  # quoted fields may hold commas and line breaks: the csv module counts
         reader = csv.reader(io.StringIO(text))
         try:

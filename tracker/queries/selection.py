@@ -9,17 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
 
+import polars as pl
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.errors import GroupKeyClash, UnknownJob, UnknownMetaKey, known_names
 from tracker.models import Job, JobMeta
 from tracker.store.catalog import job_time
-
-if TYPE_CHECKING:
-    import polars as pl
 
 
 @dataclass(frozen=True)
@@ -107,8 +104,6 @@ TABLE_COLUMNS = frozenset(
 
 def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
     """``job_id``, ``job``, ``time`` and one column per group-by key, in job order."""
-    import polars as pl
-
     for key in selection.group_by:
         if key in TABLE_COLUMNS:
             raise GroupKeyClash(key=key)
