@@ -205,7 +205,15 @@ def test_assets_come_from_the_server(client: TestClient) -> None:
     assert response.status_code == 200
     assert response.content == plotly_js.read_bytes()
     assert response.headers["content-type"].startswith("text/javascript")
-    for name in ("render.js", "explorer.js", "plot.js", "runs.js", "forms.js", "jobs_table.js", "docs.js"):
+    for name in (
+        "render.js",
+        "explorer.js",
+        "plot.js",
+        "runs.js",
+        "forms.js",
+        "jobs_table.js",
+        "docs.js",
+    ):
         assert client.get(f"/static/{name}").headers["content-type"].startswith("text/javascript")
     assert client.get("/static/server.css").headers["content-type"].startswith("text/css")
     assert "/api/curve" in client.get("/openapi.json").json()["paths"]

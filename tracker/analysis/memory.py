@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tracker.analysis.expectations import COMPONENTS, Expectations
+from tracker.analysis.expectations import Expectations
+from tracker.analysis.expectations_file import COMPONENTS
 from tracker.analysis.verdict import FAIL, KNOWN, NA, Verdict, within
 
 __all__ = ["fixed_overheads", "memory_analysis", "memory_notes", "memory_verdicts"]
@@ -117,7 +118,6 @@ def memory_analysis(probes: pl.DataFrame, exp: Expectations) -> dict[str, Any]:
     to the Table 4 model; ``table4_extrapolation``: ``ref`` and ``flash`` (the script's keys);
     ``failed_probes``: the failure records as the job wrote them.
     """
-    mem = exp.memory
     ok = _successes(probes, exp)
     rows = [
         {
@@ -135,9 +135,21 @@ def memory_analysis(probes: pl.DataFrame, exp: Expectations) -> dict[str, Any]:
         }
         for row in ok.iter_rows(named=True)
     ]
+    failed = [_failure_record(row) for row in _failures(probes).iter_rows(named=True)]
+    return {
+        "rows": rows,
+        "verdicts": _scaling_verdicts(ok, exp),
+        "table4_extrapolation": _script_table4(ok, exp),
+        "failed_probes": failed,
+    }
+
+
+def _scaling_verdicts(ok: pl.DataFrame, exp: Expectations) -> dict[str, Any]:
+    """The script's ``verdicts``: per variant with at least two measured scaling-model sizes,
+    bytes/param by size and the largest's extrapolation to the Table 4 model."""
     by_size = _scaling_by_size(ok)
     verdicts: dict[str, Any] = {}
-    for variant in mem.expected_bpp:
+    for variant in exp.memory.expected_bpp:
         sizes = by_size.filter(pl.col("variant") == variant)
         if sizes.height < 2:
             continue
@@ -150,10 +162,16 @@ def memory_analysis(probes: pl.DataFrame, exp: Expectations) -> dict[str, Any]:
             "bpp_at_largest": _r(largest["bpp_params_state_grads"], 3),
             "extrapolated_8B_params_state_grads_gib": _r(largest["x_total_gib"], 1),
         }
+    return verdicts
+
+
+def _script_table4(ok: pl.DataFrame, exp: Expectations) -> dict[str, Any]:
+    """The script's ``table4_extrapolation``: the largest scaling model's extrapolation of
+    ``ref`` and ``flash`` beside the paper's Table 4."""
     largest_of = _largest(ok)
     table4: dict[str, Any] = {}
     for variant in SCRIPT_TABLE4_VARIANTS:
-        paper = mem.table4.rows.get(variant)
+        paper = exp.memory.table4.rows.get(variant)
         if paper is None or variant not in largest_of:
             continue
         row = largest_of[variant]
@@ -163,13 +181,7 @@ def memory_analysis(probes: pl.DataFrame, exp: Expectations) -> dict[str, Any]:
             "pred_optim_gib": _r(row["x_optim_gib"], 1),
             "paper_optim": paper.optim,
         }
-    failed = [_failure_record(row) for row in _failures(probes).iter_rows(named=True)]
-    return {
-        "rows": rows,
-        "verdicts": verdicts,
-        "table4_extrapolation": table4,
-        "failed_probes": failed,
-    }
+    return table4
 
 
 def _fmt(value: float | None, spec: str) -> str:

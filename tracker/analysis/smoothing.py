@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from itertools import accumulate
-from typing import TYPE_CHECKING
 
 import numpy as np
-
-if TYPE_CHECKING:
-    import polars as pl
+import polars as pl
 
 
 def ema(values: pl.Series, alpha: float) -> pl.Series:
@@ -19,8 +16,6 @@ def ema(values: pl.Series, alpha: float) -> pl.Series:
     the result bit-identical to the study's original script (polars' ``ewm_mean`` rounds
     differently in the last bits). A NaN poisons every later value, as in the original.
     """
-    import polars as pl
-
     if values.len() == 0:
         return values.cast(pl.Float64)
     decay = 1 - alpha

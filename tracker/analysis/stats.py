@@ -10,11 +10,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Literal
 
 import numpy as np
 
 Alternative = Literal["two-sided", "less", "greater"]
+
+
+def _scipy_special() -> ModuleType:
+    # Lazy on purpose: scipy.special costs ~0.35 s, a one-job report needs none of it (a test)
+    import scipy.special
+
+    return scipy.special
 
 
 def clopper_pearson(k: int, n: int, level: float) -> tuple[float, float]:
@@ -36,26 +44,24 @@ def clopper_pearson(k: int, n: int, level: float) -> tuple[float, float]:
     if k in (0, n):
         log_root = math.log(alpha) / n  # of alpha^(1/n); expm1 keeps 1 - it exact for large n
         return (0.0, -math.expm1(log_root)) if k == 0 else (math.exp(log_root), 1.0)
-    from scipy.special import betainccinv, betaincinv
-
-    return float(betaincinv(k, n - k + 1, alpha)), float(betainccinv(k + 1, n - k, alpha))
+    special = _scipy_special()
+    return (
+        float(special.betaincinv(k, n - k + 1, alpha)),
+        float(special.betainccinv(k + 1, n - k, alpha)),
+    )
 
 
 def normal_quantile(q: float) -> float:
     """The standard normal's quantile at ``q``: ``scipy.stats.norm.ppf(q)``, i.e.
     ``scipy.special.ndtri(q)`` (-inf at 0, inf at 1, NaN outside [0, 1])."""
-    from scipy.special import ndtri
-
-    return float(ndtri(q))
+    return float(_scipy_special().ndtri(q))
 
 
 def t_quantile(q: float, df: float) -> float:
     """Student's t quantile at ``0 < q < 1`` with ``df`` degrees of freedom:
     ``scipy.stats.t.ppf(q, df)``, i.e. ``scipy.special.stdtrit(df, q)`` (scipy.stats sets
     the ends 0 and 1 itself)."""
-    from scipy.special import stdtrit
-
-    return float(stdtrit(df, q))
+    return float(_scipy_special().stdtrit(df, q))
 
 
 @dataclass(frozen=True)
@@ -93,8 +99,7 @@ def welch_ttest(a: np.ndarray, b: np.ndarray, alternative: Alternative = "two-si
     Student t distribution function of df degrees of freedom (``scipy.special.stdtr``). As
     scipy's: NaN for a sample of one, and t = ±inf or NaN when both variances are zero.
     """
-    from scipy.special import stdtr
-
+    stdtr = _scipy_special().stdtr
     estimate, standard_error, df = _welch(a, b)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.float64(estimate) / np.float64(standard_error)
@@ -112,11 +117,9 @@ def welch_interval(a: np.ndarray, b: np.ndarray, level: float) -> tuple[float, f
     ``scipy.stats.ttest_ind(a, b, equal_var=False).confidence_interval(level)``, i.e.
     ``d ± t_((1 + level)/2, df) sqrt(s_a²/n_a + s_b²/n_b)`` with the quantile from
     ``scipy.special.stdtrit`` and df as in ``welch_ttest``."""
-    from scipy.special import stdtrit
-
     estimate, standard_error, df = _welch(a, b)
     tail = (1 - np.float64(level)) / 2
-    low, high = stdtrit(df, np.array([tail, 1 - tail]))
+    low, high = _scipy_special().stdtrit(df, np.array([tail, 1 - tail]))
     return float(low * standard_error + estimate), float(high * standard_error + estimate)
 
 

@@ -12,6 +12,7 @@ three jobs would pretend to be a distribution.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -81,6 +82,48 @@ def outliers(finals: Mapping[str, float], limit: int = MAX_OUTLIERS) -> list[str
     return [name for _, name in sorted(far, key=lambda item: -item[0])[:limit]]
 
 
+@dataclass
+class _ArmDrawing:
+    """One arm's curves on a common step grid, and the traces drawn from them so far (with
+    what each line draws, for the zoom)."""
+
+    curves: Mapping[str, GridCurve]
+    names: list[str]
+    grid: np.ndarray
+    table: np.ndarray  # one row per job, one column per grid step
+    steps: np.ndarray
+    traces: list[dict[str, Any]] = field(default_factory=list)
+    drawn: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+
+    @classmethod
+    def on_common_grid(cls, curves: Mapping[str, GridCurve]) -> _ArmDrawing:
+        names = list(curves)
+        first = min(c.first for c in curves.values())
+        last = max(c.last for c in curves.values())
+        grid = np.linspace(first, last, GRID_POINTS) if last > first else np.array([float(first)])
+        table = np.vstack([_on_grid(curves[name], grid) for name in names])
+        return cls(curves, names, grid, table, grid.round().astype(np.int64))
+
+    def line(self, name: str, color: str, width: float, dash: str = "solid", tag: str = "") -> None:
+        """Draw one job's curve, named by the job (and ``tag``)."""
+        curve = self.curves[name]
+        values = self.table[self.names.index(name)]
+        keep = np.isfinite(values) | ((self.grid >= curve.first) & (self.grid <= curve.last))
+        x, y = self.steps[keep], values[keep].astype(np.float32)
+        self.drawn.append((x, y))
+        shown = plot_text(name)
+        self.traces.append(
+            scatter(
+                x=x,
+                y=y,
+                mode="lines",
+                name=f"{shown}{tag}",
+                line=dict(color=color, width=width, dash=dash),
+                hovertemplate=f"{shown}{tag}, step %{{x:,}}: %{{y:.4f}}<extra></extra>",
+            )
+        )
+
+
 def arm_across_jobs(
     arm: str, curves: Mapping[str, GridCurve], exp: Expectations, *, latest: int = LATEST
 ) -> Figure:
@@ -92,107 +135,18 @@ def arm_across_jobs(
     title = f"{plot_text(arm)}: {plot_text(label)}, training loss across jobs"
     if not curves:
         return empty_figure(title, ARM_HEIGHT, f"no curve of {plot_text(arm)}")
-    names = list(curves)
-    first = min(c.first for c in curves.values())
-    last = max(c.last for c in curves.values())
-    grid = np.linspace(first, last, GRID_POINTS) if last > first else np.array([float(first)])
-    table = np.vstack([_on_grid(curves[name], grid) for name in names])
-    steps = grid.round().astype(np.int64)
-    traces: list[dict[str, Any]] = []
-    drawn: list[tuple[np.ndarray, np.ndarray]] = []
-
-    def line(name: str, color: str, width: float, dash: str = "solid", tag: str = "") -> None:
-        values = table[names.index(name)]
-        keep = np.isfinite(values) | ((grid >= curves[name].first) & (grid <= curves[name].last))
-        x, y = steps[keep], values[keep].astype(np.float32)
-        drawn.append((x, y))
-        shown = plot_text(name)
-        traces.append(
-            scatter(
-                x=x,
-                y=y,
-                mode="lines",
-                name=f"{shown}{tag}",
-                line=dict(color=color, width=width, dash=dash),
-                hovertemplate=f"{shown}{tag}, step %{{x:,}}: %{{y:.4f}}<extra></extra>",
-            )
-        )
-
-    notes: list[str] = []
-    if len(names) <= ALL_LINES_UP_TO:
-        colors = _ramp(len(names))
-        for name, color in zip(names, colors, strict=True):
-            line(name, color, 1.8)
-        notes.append(f"one line per job ({len(names)}), darker is newer")
+    drawing = _ArmDrawing.on_common_grid(curves)
+    if len(drawing.names) <= ALL_LINES_UP_TO:
+        notes = [_each_job(drawing)]
     else:
-        with np.errstate(all="ignore"):
-            counted = np.isfinite(table).sum(axis=0)
-            ok = counted >= 2
-            quartiles = np.full((3, grid.size), np.nan)
-            if ok.any():
-                quartiles[:, ok] = np.nanpercentile(table[:, ok], [25, 50, 75], axis=0)
-        low, median, high = (q.astype(np.float32) for q in quartiles)
-        traces.append(
-            scatter(
-                x=steps[ok],
-                y=high[ok],
-                mode="lines",
-                line=dict(width=0),
-                hoverinfo="skip",
-                showlegend=False,
-            )
-        )
-        traces.append(
-            scatter(
-                x=steps[ok],
-                y=low[ok],
-                mode="lines",
-                fill="tonexty",
-                fillcolor=BAND_COLOR,
-                line=dict(width=0),
-                name=f"25th\u201375th percentile over {len(names)} jobs",
-                hoverinfo="skip",
-            )
-        )
-        traces.append(
-            scatter(
-                x=steps[ok],
-                y=median[ok],
-                mode="lines",
-                name="median over jobs",
-                line=dict(color=MEDIAN_COLOR, width=2),
-                hovertemplate="median over jobs, step %{x:,}: %{y:.4f}<extra></extra>",
-            )
-        )
-        drawn.append((steps[ok], median[ok]))
-        finals = {name: _last_finite(table[i]) for i, name in enumerate(names)}
-        newest = names[-latest:][::-1]
-        odd = [name for name in outliers(finals) if name not in newest]
-        for name in odd:
-            line(name, OUTLIER_COLOR, 1.2, "dot", " (outlier)")
-        for name, color in zip(newest, LATEST_COLORS, strict=False):
-            line(name, color, 1.8, tag=" (latest)" if name == names[-1] else "")
-        notes.append(
-            f"band: 25th\u201375th percentile of {len(names)} jobs at each step; lines: the "
-            f"{len(newest)} latest jobs and {len(odd)} outlier{'s' if len(odd) != 1 else ''} "
-            "(final loss beyond the quartiles \u00b1 1.5 IQR)"
-        )
-    bad = [f"{plot_text(n)} from step {c.first_bad:,}" for n, c in curves.items() if c.first_bad]
-    values = table[np.isfinite(table)]
-    yaxis = axis(title=dict(text="train loss, EMA"))
-    if values.size and values.min() > 0 and values.max() / values.min() > 10:
-        # a divergence: only a log axis shows both it and the loss before it
-        yaxis.update(type="log", dtick=1, title=dict(text="train loss, EMA (log scale)"))
-    else:
-        zoom = late_range(drawn)
-        if zoom is not None:
-            yaxis["range"] = list(zoom)
-            notes.append("y axis: the loss from 10% of the steps on (double-click: all of it)")
+        notes = [_band_with_latest_and_outliers(drawing, latest)]
+    yaxis = _loss_axis(drawing, notes)
     notes.insert(
         0,
         f"EMA (alpha={exp.training.ema_alpha:g}) over every step of each job, "
-        f"drawn at {grid.size} steps",
+        f"drawn at {drawing.grid.size} steps",
     )
+    bad = [f"{plot_text(n)} from step {c.first_bad:,}" for n, c in curves.items() if c.first_bad]
     if bad:
         notes.append(f"loss not finite (gap in the EMA) in {len(bad)}: {short_list(bad, 3)}")
     notes = wrap_lines(notes, NOTE_WIDTH)
@@ -207,7 +161,96 @@ def arm_across_jobs(
         annotations=[footnote_lines(notes, -52)],
     )
     settings["title"].update(font=dict(size=14))
-    return figure(data=traces, layout=settings)
+    return figure(data=drawing.traces, layout=settings)
+
+
+def _each_job(drawing: _ArmDrawing) -> str:
+    """Few jobs: one line each, light (oldest) to dark (newest); returns the footnote."""
+    names = drawing.names
+    for name, color in zip(names, _ramp(len(names)), strict=True):
+        drawing.line(name, color, 1.8)
+    return f"one line per job ({len(names)}), darker is newer"
+
+
+def _band_with_latest_and_outliers(drawing: _ArmDrawing, latest: int) -> str:
+    """Many jobs: the median and interquartile band, then the outliers and the ``latest``
+    jobs as lines on top; returns the footnote."""
+    names = drawing.names
+    _quartile_band(drawing)
+    finals = {name: _last_finite(drawing.table[i]) for i, name in enumerate(names)}
+    newest = names[-latest:][::-1]
+    odd = [name for name in outliers(finals) if name not in newest]
+    for name in odd:
+        drawing.line(name, OUTLIER_COLOR, 1.2, "dot", " (outlier)")
+    for name, color in zip(newest, LATEST_COLORS, strict=False):
+        drawing.line(name, color, 1.8, tag=" (latest)" if name == names[-1] else "")
+    return (
+        f"band: 25th\u201375th percentile of {len(names)} jobs at each step; lines: the "
+        f"{len(newest)} latest jobs and {len(odd)} outlier{'s' if len(odd) != 1 else ''} "
+        "(final loss beyond the quartiles \u00b1 1.5 IQR)"
+    )
+
+
+def _quartile_band(drawing: _ArmDrawing) -> None:
+    """The 25th-75th percentile band and the median over jobs, at the grid steps that at
+    least two jobs reach."""
+    table, steps = drawing.table, drawing.steps
+    with np.errstate(all="ignore"):
+        counted = np.isfinite(table).sum(axis=0)
+        ok = counted >= 2
+        quartiles = np.full((3, drawing.grid.size), np.nan)
+        if ok.any():
+            quartiles[:, ok] = np.nanpercentile(table[:, ok], [25, 50, 75], axis=0)
+    low, median, high = (q.astype(np.float32) for q in quartiles)
+    drawing.traces.append(
+        scatter(
+            x=steps[ok],
+            y=high[ok],
+            mode="lines",
+            line=dict(width=0),
+            hoverinfo="skip",
+            showlegend=False,
+        )
+    )
+    drawing.traces.append(
+        scatter(
+            x=steps[ok],
+            y=low[ok],
+            mode="lines",
+            fill="tonexty",
+            fillcolor=BAND_COLOR,
+            line=dict(width=0),
+            name=f"25th\u201375th percentile over {len(drawing.names)} jobs",
+            hoverinfo="skip",
+        )
+    )
+    drawing.traces.append(
+        scatter(
+            x=steps[ok],
+            y=median[ok],
+            mode="lines",
+            name="median over jobs",
+            line=dict(color=MEDIAN_COLOR, width=2),
+            hovertemplate="median over jobs, step %{x:,}: %{y:.4f}<extra></extra>",
+        )
+    )
+    drawing.drawn.append((steps[ok], median[ok]))
+
+
+def _loss_axis(drawing: _ArmDrawing, notes: list[str]) -> dict[str, Any]:
+    """The y axis: log when the curves span more than a decade, else zoomed on the loss from
+    10% of the steps on (said in ``notes``)."""
+    values = drawing.table[np.isfinite(drawing.table)]
+    yaxis = axis(title=dict(text="train loss, EMA"))
+    if values.size and values.min() > 0 and values.max() / values.min() > 10:
+        # a divergence: only a log axis shows both it and the loss before it
+        yaxis.update(type="log", dtick=1, title=dict(text="train loss, EMA (log scale)"))
+    else:
+        zoom = late_range(drawing.drawn)
+        if zoom is not None:
+            yaxis["range"] = list(zoom)
+            notes.append("y axis: the loss from 10% of the steps on (double-click: all of it)")
+    return yaxis
 
 
 def _ramp(n: int) -> list[str]:

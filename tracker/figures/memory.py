@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
+
 from tracker.figures.style import (
     Figure,
     Palette,
@@ -20,8 +22,6 @@ from tracker.figures.style import (
 )
 
 if TYPE_CHECKING:
-    import polars as pl
-
     from tracker.analysis.expectations import Expectations
 
 # The paper's totals drawn as reference lines: variant -> label (the script's wording).
@@ -64,8 +64,6 @@ def memory_scaling(probes: pl.DataFrame, exp: Expectations, *, gpu: str | None =
     size, dotted lines at the paper's totals. Failed probes are listed under the plot. A
     figure without traces says why.
     """
-    import polars as pl
-
     prefix = exp.memory.scaling_model_prefix
     where = f" ({plot_text(gpu)}, one variant per process)" if gpu else " (one variant per process)"
     title = f"Measured CUDA bytes/param vs model size{where}"
@@ -75,46 +73,20 @@ def memory_scaling(probes: pl.DataFrame, exp: Expectations, *, gpu: str | None =
         what = "no successful" if not scaling.is_empty() else "no"
         return empty_figure(title, HEIGHT, f"{what} {plot_text(prefix)}* memory probes in this job")
 
-    present = ok.get_column("variant").unique(maintain_order=True).to_list()
-    order = [v for v in exp.memory.expected_bpp if v in present]
-    order += [v for v in present if v not in order]
-    palette = Palette()
     sizes = ok.get_column("n_params").cast(pl.Float64).to_numpy() / 1e6
     ticks = log_ticks(float(sizes.min()), float(sizes.max()))
-    traces = []
-    by_variant = {key[0]: rows for key, rows in ok.partition_by("variant", as_dict=True).items()}
-    for variant in order:
-        rows = by_variant[variant].sort("n_params", maintain_order=True)
-        traces.append(
-            scatter(
-                x=rows.get_column("n_params").cast(pl.Float64).to_numpy() / 1e6,
-                y=rows.get_column("bpp_params_state_grads").to_numpy(),
-                text=[plot_text(m) for m in rows.get_column("model").to_list()],
-                mode="lines+markers",
-                name=plot_text(variant),
-                line=dict(color=palette(variant), width=2),
-                marker=dict(size=8),
-                hovertemplate="%{text}: %{x:.1f}M params, %{y:.3f} B/param",
-            )
-        )
     shapes, notes = [], []
     for y, label in paper_lines(exp):
         shape, text = hline(y, plot_text(label))
         shapes.append(shape)
         notes.append(text)
     extra: dict[str, Any] = {}
-    failed = scaling.filter(pl.col("n_params").is_null())
-    if not failed.is_empty():
-        names = [
-            f"{plot_text(m)}/{plot_text(v)}"
-            for m, v in failed.select("model", "variant").iter_rows()
-        ]
-        shown = short_list(names)
-        plural = "s" if len(names) > 1 else ""
-        notes.append(footnote(f"not drawn: {len(names)} failed probe{plural} ({shown})"))
+    failed = _failed_probes_note(scaling)
+    if failed is not None:
+        notes.append(failed)
         extra["margin"] = dict(l=70, r=30, t=100, b=95)
     return figure(
-        data=traces,
+        data=_variant_lines(ok, exp),
         layout=layout(
             title,
             HEIGHT,
@@ -133,3 +105,41 @@ def memory_scaling(probes: pl.DataFrame, exp: Expectations, *, gpu: str | None =
             **extra,
         ),
     )
+
+
+def _variant_lines(ok: pl.DataFrame, exp: Expectations) -> list[dict[str, Any]]:
+    """One line per variant through its successful probes ``ok``, by model size; the
+    expectations' variants first, in their order."""
+    present = ok.get_column("variant").unique(maintain_order=True).to_list()
+    order = [v for v in exp.memory.expected_bpp if v in present]
+    order += [v for v in present if v not in order]
+    palette = Palette()
+    traces = []
+    by_variant = {key[0]: rows for key, rows in ok.partition_by("variant", as_dict=True).items()}
+    for variant in order:
+        rows = by_variant[variant].sort("n_params", maintain_order=True)
+        traces.append(
+            scatter(
+                x=rows.get_column("n_params").cast(pl.Float64).to_numpy() / 1e6,
+                y=rows.get_column("bpp_params_state_grads").to_numpy(),
+                text=[plot_text(m) for m in rows.get_column("model").to_list()],
+                mode="lines+markers",
+                name=plot_text(variant),
+                line=dict(color=palette(variant), width=2),
+                marker=dict(size=8),
+                hovertemplate="%{text}: %{x:.1f}M params, %{y:.3f} B/param",
+            )
+        )
+    return traces
+
+
+def _failed_probes_note(scaling: pl.DataFrame) -> dict[str, Any] | None:
+    """The footnote naming the failed probes (not drawn), None when none failed."""
+    failed = scaling.filter(pl.col("n_params").is_null())
+    if failed.is_empty():
+        return None
+    names = [
+        f"{plot_text(m)}/{plot_text(v)}" for m, v in failed.select("model", "variant").iter_rows()
+    ]
+    plural = "s" if len(names) > 1 else ""
+    return footnote(f"not drawn: {len(names)} failed probe{plural} ({short_list(names)})")

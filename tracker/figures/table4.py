@@ -63,59 +63,8 @@ def table4(verdicts: Iterable[Verdict]) -> Figure:
         suffix = "" if index == 0 else str(index + 1)
         by_subject = {v.subject: v for v in rows if v.check == check}
         found = [by_subject.get(s) for s in subjects]
-        measured = [_number(v.measured) if v else None for v in found]
-        expected = [_number(v.expected) if v else None for v in found]
-        tolerance = [(_number(v.tolerance) or 0.0) if v else 0.0 for v in found]
-        status = [v.status if v else NA for v in found]
-        failed = [s == FAIL for s in status]
-        traces.append(
-            bar(
-                x=labels,
-                y=measured,
-                name="extrapolated from this job",
-                legendgroup="measured",
-                showlegend=False,
-                marker=dict(
-                    color=colors,
-                    line=dict(
-                        color=[FAIL_COLOR if f else "rgba(0,0,0,0)" for f in failed], width=2.5
-                    ),
-                ),
-                text=[
-                    "" if m is None else f"{m:.1f}" + ("<br>FAIL" if f else "")
-                    for m, f in zip(measured, failed, strict=True)
-                ],
-                textposition="outside",
-                textfont=dict(color=[FAIL_COLOR if f else INK for f in failed], size=12),
-                constraintext="none",
-                customdata=status,
-                hovertemplate="%{x}: %{y:.1f} GiB extrapolated (%{customdata})<extra></extra>",
-                cliponaxis=False,
-                xaxis=f"x{suffix}",
-                yaxis=f"y{suffix}",
-            )
-        )
-        traces.append(
-            bar(
-                x=labels,
-                y=expected,
-                name="paper (tolerance as error bar)",
-                legendgroup="paper",
-                showlegend=index == 0,
-                marker=dict(color=PAPER_FILL, line=dict(color=MUTED, width=1)),
-                error_y=dict(type="data", array=tolerance, color=MUTED, thickness=1.2, width=5),
-                text=["" if e is None else f"{e:.1f}" for e in expected],
-                # at the bar's foot: the tolerance's error bar crosses its top
-                textposition="inside",
-                insidetextanchor="start",
-                textangle=0,
-                textfont=dict(color="#55534d", size=12),
-                hovertemplate="%{x}: %{y:.1f} GiB in the paper<extra></extra>",
-                cliponaxis=False,
-                xaxis=f"x{suffix}",
-                yaxis=f"y{suffix}",
-            )
-        )
+        traces.append(_extrapolated_bars(found, labels, colors, suffix))
+        traces.append(_paper_bars(found, labels, suffix, in_legend=index == 0))
         panels[f"xaxis{suffix}"] = axis(domain=domains[index], anchor=f"y{suffix}")
         panels[f"yaxis{suffix}"] = axis(
             anchor=f"x{suffix}", rangemode="tozero", title=dict(text="GiB" if index == 0 else "")
@@ -149,4 +98,64 @@ def table4(verdicts: Iterable[Verdict]) -> Figure:
             annotations=notes,
             **panels,
         ),
+    )
+
+
+def _extrapolated_bars(
+    found: list[Verdict | None], labels: list[str], colors: list[str], suffix: str
+) -> dict[str, Any]:
+    """One panel's bars extrapolated from the job (a verdict per variant, or None), in the
+    variants' colours; a FAIL outlined in red and named above its bar."""
+    measured = [_number(v.measured) if v else None for v in found]
+    status = [v.status if v else NA for v in found]
+    failed = [s == FAIL for s in status]
+    return bar(
+        x=labels,
+        y=measured,
+        name="extrapolated from this job",
+        legendgroup="measured",
+        showlegend=False,
+        marker=dict(
+            color=colors,
+            line=dict(color=[FAIL_COLOR if f else "rgba(0,0,0,0)" for f in failed], width=2.5),
+        ),
+        text=[
+            "" if m is None else f"{m:.1f}" + ("<br>FAIL" if f else "")
+            for m, f in zip(measured, failed, strict=True)
+        ],
+        textposition="outside",
+        textfont=dict(color=[FAIL_COLOR if f else INK for f in failed], size=12),
+        constraintext="none",
+        customdata=status,
+        hovertemplate="%{x}: %{y:.1f} GiB extrapolated (%{customdata})<extra></extra>",
+        cliponaxis=False,
+        xaxis=f"x{suffix}",
+        yaxis=f"y{suffix}",
+    )
+
+
+def _paper_bars(
+    found: list[Verdict | None], labels: list[str], suffix: str, *, in_legend: bool
+) -> dict[str, Any]:
+    """One panel's bars of the paper's values, the tolerance as an error bar."""
+    expected = [_number(v.expected) if v else None for v in found]
+    tolerance = [(_number(v.tolerance) or 0.0) if v else 0.0 for v in found]
+    return bar(
+        x=labels,
+        y=expected,
+        name="paper (tolerance as error bar)",
+        legendgroup="paper",
+        showlegend=in_legend,
+        marker=dict(color=PAPER_FILL, line=dict(color=MUTED, width=1)),
+        error_y=dict(type="data", array=tolerance, color=MUTED, thickness=1.2, width=5),
+        text=["" if e is None else f"{e:.1f}" for e in expected],
+        # at the bar's foot: the tolerance's error bar crosses its top
+        textposition="inside",
+        insidetextanchor="start",
+        textangle=0,
+        textfont=dict(color="#55534d", size=12),
+        hovertemplate="%{x}: %{y:.1f} GiB in the paper<extra></extra>",
+        cliponaxis=False,
+        xaxis=f"x{suffix}",
+        yaxis=f"y{suffix}",
     )

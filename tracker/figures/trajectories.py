@@ -37,25 +37,6 @@ def trajectories_figure(
     title = TITLE + (f" ({plot_text(gpu)})" if gpu else "")
     if not drawing.lines:
         return empty_figure(title, HEIGHT, "no training curves in this job")
-    palette = Palette()
-    traces = []
-    for line in drawing.lines:
-        label, color, dash = arm_style(line.arm, palette)
-        if line.raw_baseline:
-            label = "AdamW raw (ref)" if line.arm == "ref_s0" else f"{label}, raw"
-        panel = "2" if line.right else ""
-        traces.append(
-            scatter(
-                x=line.x,
-                y=line.y,
-                mode="lines",
-                name=plot_text(label),
-                showlegend=not line.raw_baseline,
-                line=dict(color=color, width=1 if line.raw_baseline else 2, dash=dash),
-                xaxis=f"x{panel}",
-                yaxis=f"y{panel}",
-            )
-        )
     shapes, notes = [], []
     for step in drawing.non_finite_from:
         shape, text = vline(step, f"non-finite from step {step:,}", "x2", "y2")
@@ -75,19 +56,9 @@ def trajectories_figure(
     notes.append(
         footnote(f"{sampled}; EMA smoothing (alpha={alpha:g}) and verdicts use every step")
     )
-    panels: dict[str, Any] = {}
-    if any(line.right for line in drawing.lines):
-        left_domain, right_domain = columns((0.62, 0.38), 0.08)
-        notes += [panel_title(LEFT_TITLE, left_domain), panel_title(RIGHT_TITLE, right_domain)]
-        panels["xaxis2"] = axis(domain=right_domain, anchor="y2", title=dict(text="step"))
-        panels["yaxis2"] = axis(
-            anchor="x2", type="log", dtick=1, title=dict(text="train loss (log scale)")
-        )
-    else:
-        left_domain = [0.0, 1.0]
-        notes.append(panel_title(LEFT_TITLE, left_domain))
+    left_domain, panels = _panels(drawing, notes)
     return figure(
-        data=traces,
+        data=_arm_traces(drawing),
         layout=layout(
             title,
             HEIGHT,
@@ -99,3 +70,45 @@ def trajectories_figure(
             **panels,
         ),
     )
+
+
+def _arm_traces(drawing: TrajectoryDrawing) -> list[dict[str, Any]]:
+    """One line per arm: the smoothed arms on the left, the raw divergence arm on the right
+    (raw baselines drawn thin, out of the legend)."""
+    palette = Palette()
+    traces = []
+    for line in drawing.lines:
+        label, color, dash = arm_style(line.arm, palette)
+        if line.raw_baseline:
+            label = "AdamW raw (ref)" if line.arm == "ref_s0" else f"{label}, raw"
+        panel = "2" if line.right else ""
+        traces.append(
+            scatter(
+                x=line.x,
+                y=line.y,
+                mode="lines",
+                name=plot_text(label),
+                showlegend=not line.raw_baseline,
+                line=dict(color=color, width=1 if line.raw_baseline else 2, dash=dash),
+                xaxis=f"x{panel}",
+                yaxis=f"y{panel}",
+            )
+        )
+    return traces
+
+
+def _panels(drawing: TrajectoryDrawing, notes: list[Any]) -> tuple[list[float], dict[str, Any]]:
+    """The left panel's x domain and the right panel's axes (when an arm is drawn there);
+    the panels' titles go to ``notes``."""
+    panels: dict[str, Any] = {}
+    if any(line.right for line in drawing.lines):
+        left_domain, right_domain = columns((0.62, 0.38), 0.08)
+        notes += [panel_title(LEFT_TITLE, left_domain), panel_title(RIGHT_TITLE, right_domain)]
+        panels["xaxis2"] = axis(domain=right_domain, anchor="y2", title=dict(text="step"))
+        panels["yaxis2"] = axis(
+            anchor="x2", type="log", dtick=1, title=dict(text="train loss (log scale)")
+        )
+    else:
+        left_domain = [0.0, 1.0]
+        notes.append(panel_title(LEFT_TITLE, left_domain))
+    return left_domain, panels

@@ -16,7 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import polars as pl
 
 from tracker.domain import LOSS, ArmName
 from tracker.errors import BadInput, BadJobName, NoSuchDirectory, NotADirectory, NothingToIngest
@@ -27,9 +29,6 @@ from tracker.jobdir.records import (
     parse_arm_summary,
     parse_probe_record,
 )
-
-if TYPE_CHECKING:
-    import polars as pl
 
 PROBE_FILE = "mem_sweep.json"
 JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -255,8 +254,6 @@ def read_curve_csv(filename: str, data: bytes, strict_steps: bool = False) -> Cu
     twice in a row and an incomplete last line are settled and noted (``tracker.jobdir.steps``);
     with ``strict_steps`` they are refused, as they once were.
     """
-    import polars as pl
-
     text = _decode(filename, data).replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         raise BadInput(path=filename, problem="empty file")
@@ -292,8 +289,6 @@ def read_curve_csv(filename: str, data: bytes, strict_steps: bool = False) -> Cu
 
 def _metric_columns(raw: pl.DataFrame, header: list[str], fail: Any) -> pl.DataFrame:
     """``step`` as integers and every numeric column as floats, in file order."""
-    import polars as pl
-
     steps = raw["step"].cast(pl.Int64, strict=False)
     fail(raw["step"].is_null(), "step", "is empty")
     fail(steps.is_null(), "step", "is not an integer")

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import polars as pl
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tracker.analysis.claims import COLUMNS, judge_claims
 from tracker.models import Job, JobMeta, Run
 from tracker.queries.derived import load_verdict_rows
 from tracker.queries.selection import Selection, selected_jobs
@@ -19,11 +21,20 @@ from tracker.store.frames import query_frame
 from tracker.summary.model import NUMBERS
 
 if TYPE_CHECKING:
-    import polars as pl
-
     from tracker.analysis.expectations import Expectations
 
 GROUP = "group"
+# The stored verdict rows (``load_verdict_rows``) as a frame.
+VERDICT_SCHEMA = {
+    "job_id": pl.Int64,
+    "check": pl.String,
+    "subject": pl.String,
+    "measured": pl.Float64,
+    "expected": pl.Float64,
+    "tolerance": pl.Float64,
+    "status": pl.String,
+    "detail": pl.String,
+}
 
 
 def _group_label(keys: tuple[str, ...], values: tuple[str | None, ...]) -> str:
@@ -36,8 +47,6 @@ def _group_label(keys: tuple[str, ...], values: tuple[str | None, ...]) -> str:
 def _distinct_content(session: Session, jobs: pl.DataFrame) -> tuple[pl.DataFrame, str]:
     """The jobs with the first of each content digest in job order, and a note naming the
     others ('' when every job's content is its own)."""
-    import polars as pl
-
     digests = query_frame(
         session,
         select(Job.id.label("job_id"), Job.content_digest).where(
@@ -68,31 +77,42 @@ def claims(
     ``where``); with ``group_by`` one set of rows per group of jobs, in a ``group`` column.
     ``selection.models`` and ``variants`` are not used: a claim covers its own subjects.
     ``jobs``: ``selected_jobs(session, selection)``, when the caller has it already."""
-    import polars as pl
-
-    from tracker.analysis.claims import COLUMNS, judge_claims
-
     selected = selected_jobs(session, selection) if jobs is None else jobs
     jobs, duplicates = _distinct_content(session, selected)
+    evidence = _evidence(session, jobs, exp)
+    keys = selection.group_by
+    groups = (
+        jobs.group_by(list(keys), maintain_order=True).agg(pl.col("job"))
+        if keys
+        else pl.DataFrame({"job": [jobs["job"].to_list()]})
+    )
+    frames = []
+    for group in groups.iter_rows(named=True):
+        verdicts, numbers, runs, meta = (
+            frame.filter(pl.col("job").is_in(group["job"])) for frame in evidence
+        )
+        found = judge_claims(verdicts, numbers, runs, meta, exp)
+        if duplicates:
+            found = found.with_columns(pl.col("detail") + f"; {duplicates}")
+        if keys:
+            label = _group_label(keys, tuple(group[key] for key in keys))
+            found = found.select(pl.lit(label, pl.String).alias(GROUP), pl.all())
+        frames.append(found)
+    schema = {GROUP: pl.String, **COLUMNS} if keys else COLUMNS
+    return pl.concat(frames) if frames else pl.DataFrame(schema=schema)
+
+
+def _evidence(
+    session: Session, jobs: pl.DataFrame, exp: Expectations
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """What the claims judge, each frame with a ``job`` column naming the job: the stored
+    verdicts (in job order), the derived numbers, the runs and the metadata of ``jobs``."""
     ids = jobs["job_id"].to_list()
     names = dict(zip(ids, jobs["job"].to_list(), strict=True))
     rows, numbers_of = load_verdict_rows(session, ids, exp)
     position = {job_id: i for i, job_id in enumerate(ids)}
     verdicts = (
-        pl.DataFrame(
-            rows,
-            orient="row",
-            schema={
-                "job_id": pl.Int64,
-                "check": pl.String,
-                "subject": pl.String,
-                "measured": pl.Float64,
-                "expected": pl.Float64,
-                "tolerance": pl.Float64,
-                "status": pl.String,
-                "detail": pl.String,
-            },
-        )
+        pl.DataFrame(rows, orient="row", schema=VERDICT_SCHEMA)
         .sort(pl.col("job_id").replace_strict(position), maintain_order=True)
         .select(
             pl.col("job_id").replace_strict(names, return_dtype=pl.String).alias("job"),
@@ -112,34 +132,9 @@ def claims(
             Run.job_id.in_(ids)
         ),
     )
-    runs = runs.with_columns(job=pl.col("job_id").replace_strict(names, return_dtype=pl.String))
     meta = query_frame(
         session,
         select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(ids)),
     )
-    meta = meta.with_columns(job=pl.col("job_id").replace_strict(names, return_dtype=pl.String))
-
-    keys = selection.group_by
-    groups = (
-        jobs.group_by(list(keys), maintain_order=True).agg(pl.col("job"))
-        if keys
-        else pl.DataFrame({"job": [jobs["job"].to_list()]})
-    )
-    frames = []
-    for group in groups.iter_rows(named=True):
-        members = group["job"]
-        found = judge_claims(
-            verdicts.filter(pl.col("job").is_in(members)),
-            numbers.filter(pl.col("job").is_in(members)),
-            runs.filter(pl.col("job").is_in(members)),
-            meta.filter(pl.col("job").is_in(members)),
-            exp,
-        )
-        if duplicates:
-            found = found.with_columns(pl.col("detail") + f"; {duplicates}")
-        if keys:
-            label = _group_label(keys, tuple(group[key] for key in keys))
-            found = found.select(pl.lit(label, pl.String).alias(GROUP), pl.all())
-        frames.append(found)
-    schema = {GROUP: pl.String, **COLUMNS} if keys else COLUMNS
-    return pl.concat(frames) if frames else pl.DataFrame(schema=schema)
+    named = pl.col("job_id").replace_strict(names, return_dtype=pl.String)
+    return verdicts, numbers, runs.with_columns(job=named), meta.with_columns(job=named)

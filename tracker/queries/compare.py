@@ -29,10 +29,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.job import analyze_job
+from tracker.analysis.stats import t_quantile
 from tracker.analysis.verdict import FAIL, NA, PASS, Verdict
 from tracker.domain import ArmName, Change
 from tracker.models import Job
@@ -41,8 +43,6 @@ from tracker.store.jobdata import load_job_data
 from tracker.summary.model import SEED_NOISE
 
 if TYPE_CHECKING:
-    import polars as pl
-
     from tracker.analysis.expectations import Expectations, GateExpectations
 
 BPP_CHECKS = ("bpp_params", "bpp_state", "bpp_grads")
@@ -91,8 +91,6 @@ def _number(value: Any) -> float | None:
 def _upper_bound(values: Sequence[float], alpha: float) -> float:
     """One-sided (1 - alpha) upper prediction bound of one more draw like ``values``:
     mean + t_(1-alpha, n-1) * sd * sqrt(1 + 1/n)."""
-    from tracker.analysis.stats import t_quantile
-
     n = len(values)
     sd = statistics.stdev(values)
     return statistics.fmean(values) + t_quantile(1 - alpha, n - 1) * sd * math.sqrt(1 + 1 / n)
@@ -299,8 +297,6 @@ def compare_verdicts(
 ) -> Comparison:
     """Compare verdicts already computed (the report has them at hand). Without ``others``
     every check is judged by its floor or its status, as with no other job."""
-    import polars as pl
-
     verdicts = [{(v.check, v.subject): v for v in found} for found in (verdicts_a, verdicts_b)]
     keys = list(verdicts[0]) + [key for key in verdicts[1] if key not in verdicts[0]]
     passed = frozenset(subject for (_, subject), v in verdicts[0].items() if v.status == PASS)

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
 
+import polars as pl
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -26,9 +26,6 @@ from tracker.errors import (
 from tracker.jsonio import format_time
 from tracker.models import Job, JobMeta, Probe, Run
 from tracker.store.catalog import job_time
-
-if TYPE_CHECKING:
-    import polars as pl
 
 
 @dataclass(frozen=True)
@@ -150,8 +147,6 @@ def _check_keys(session: Session, selection: Selection) -> None:
 def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
     """``job_id``, ``job``, ``time`` and one column per group-by key, in job order. A name,
     key or value no job has, or a ``since`` after every selected job, is an error."""
-    import polars as pl
-
     _check_keys(session, selection)
     query = select(Job.id, Job.name, Job.ingested_at)
     if selection.jobs:

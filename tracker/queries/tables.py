@@ -3,20 +3,19 @@ points are read only by ``curve``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import polars as pl
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
+from tracker.analysis.smoothing import smooth
 from tracker.domain import LOSS
 from tracker.errors import UnknownArm, UnknownMetric, known_names
 from tracker.models import Curve, Probe, Run
 from tracker.queries.selection import Selection, selected_jobs
 from tracker.store.curves import load_curves
 from tracker.store.frames import query_frame
-
-if TYPE_CHECKING:
-    import polars as pl
 
 PROBE_METRICS = (
     "n_params",
@@ -56,8 +55,6 @@ def probes(
 ) -> pl.DataFrame:
     """One row per (job, model, variant) with bytes/param, parameter count and peak memory.
     ``jobs``: ``selected_jobs(session, selection)``, when the caller has it already."""
-    import polars as pl
-
     jobs = selected_jobs(session, selection) if jobs is None else jobs
     query = _filtered(
         select(
@@ -97,8 +94,6 @@ def runs(
     mean, standard deviation and count over seeds. Grouped by metadata keys, the seeds of all
     jobs sharing the keys' values are pooled: one row per (values, model, variant), with the
     number of jobs pooled. ``jobs`` as for ``probes``."""
-    import polars as pl
-
     jobs = selected_jobs(session, selection) if jobs is None else jobs
     query = _filtered(
         select(
@@ -145,8 +140,6 @@ def trend(session: Session, selection: Selection, metric: str) -> pl.DataFrame:
     A probe field gives one series per (model, variant); a run field one per (model, variant)
     with seeds aggregated (mean, std, count).
     """
-    import polars as pl
-
     series = ["model", "variant"]  # grouping adds columns; the change stays job to job
     if metric in PROBE_METRICS:
         table = probes(session, selection).filter(pl.col("n_params").is_not_null())
@@ -185,10 +178,6 @@ def curve(
     (and ``ema``: ``smooth``, per step, NaN at a non-finite value and resuming after it,
     debiased, computed over the full series before thinning to every N-th point; the last
     point is always kept, so a thinned curve still ends where the run ended)."""
-    import polars as pl
-
-    from tracker.analysis.smoothing import smooth
-
     jobs = selected_jobs(session, selection)
     job_ids = jobs["job_id"].to_list()
     known_arms = set(session.scalars(select(Run.arm).distinct().where(Run.job_id.in_(job_ids))))

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+import numpy as np
+import polars as pl
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.domain import LOSS
 from tracker.errors import CurveNotFound
 from tracker.models import Curve, Job, Point, Run
-
-if TYPE_CHECKING:
-    import polars as pl
 
 
 def load_curves(
@@ -27,9 +24,6 @@ def load_curves(
     Python rows, for a million points would cost more than the query itself. Steps are exact
     in a float64 (below 2**53); a NULL value (NaN, see tracker.models) becomes NaN.
     """
-    import numpy as np
-    import polars as pl
-
     schema = {"curve_id": pl.Int64, "step": pl.Int64, "value": pl.Float64}
     connection = session.connection()
     parts = []

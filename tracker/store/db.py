@@ -57,7 +57,7 @@ def _migrations_dir() -> Path:
 
 
 def alembic_config() -> Config:
-    from alembic.config import Config
+    from alembic.config import Config  # lazy on purpose: ~0.3 s, and only migrations need it
 
     config = Config()
     config.set_main_option("script_location", str(_migrations_dir()))
@@ -136,7 +136,7 @@ def _schema_lock(engine: Engine) -> Iterator[Connection]:
 
 
 def _migrate(connection: Connection, direction: str, revision: str) -> None:
-    from alembic import command
+    from alembic import command  # lazy on purpose, as in alembic_config
 
     config = alembic_config()
     config.attributes["connection"] = connection  # env.py runs inside our transaction

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import polars as pl
 from sqlalchemy import BigInteger, Boolean, Float, Integer, String, Text
 from sqlalchemy.orm import Session
 
 from tracker.models import ExactFloat, JSONDocument
 
-if TYPE_CHECKING:
-    import polars as pl
-
 
 def _dtype(sql_type: Any) -> Any:
-    import polars as pl
-
     kinds: list[tuple[type, Any]] = [
         (JSONDocument, pl.Object),
         (ExactFloat, pl.Float64),
@@ -60,8 +56,6 @@ def _exact_floats(row: Any, positions: list[int]) -> tuple[Any, ...]:
 
 def query_frame(session: Session, query: Any) -> pl.DataFrame:
     """Run a Core ``select`` and return its rows as a frame, one column per selected column."""
-    import polars as pl
-
     schema = {column.name: _dtype(column.type) for column in query.selected_columns}
     rows = plain_rows(session, query)
     # column by column: built from rows, polars looks into object values (a JSON document

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+import polars as pl
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -12,9 +11,6 @@ from tracker.models import Curve, Probe, Run
 from tracker.store.catalog import get_job
 from tracker.store.curves import load_curves
 from tracker.store.frames import query_frame
-
-if TYPE_CHECKING:
-    import polars as pl
 
 PROBE_COLUMNS = (
     "model",
@@ -50,8 +46,6 @@ def load_job_data(
 ) -> JobData:
     """Probes, runs and one metric's curves of a job. ``extra`` columns hold dicts.
     ``curves`` given (by an ingest that has them at hand): no point is read."""
-    import polars as pl
-
     job = get_job(session, job_name)
     probes = load_probes(session, job.id)
     run_rows = query_frame(

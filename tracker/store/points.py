@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import io
 from itertools import repeat
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import polars as pl
 from sqlalchemy import Connection
 
 from tracker.errors import DatabaseFailed
 from tracker.store.db import first_line
-
-if TYPE_CHECKING:
-    import polars as pl
 
 INSERT_SQLITE = "INSERT INTO point (curve_id, step, value) VALUES (?, ?, ?)"
 COPY_POSTGRES = "COPY point (curve_id, step, value) FROM STDIN"
@@ -44,8 +42,6 @@ def _insert_sqlite(dbapi: Any, curve_id: int, curve: pl.DataFrame) -> None:
 
 
 def _copy_postgres(dbapi: Any, curve_id: int, curve: pl.DataFrame) -> None:
-    import polars as pl
-
     text = io.BytesIO()
     curve.select(
         pl.lit(curve_id).alias("curve_id"), "step", pl.col("value").fill_nan(None)
