@@ -13,14 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import polars as pl
-from sqlalchemy import and_, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from tracker.domain import LOSS, Status
+from tracker.domain import Status
 from tracker.errors import UnknownColumn, UnknownStatus, known_names
-from tracker.models import Curve, JobVerdict, Run
+from tracker.models import JobVerdict
 from tracker.queries.selection import Selection, contents_and_meta, selected_jobs
-from tracker.queries.tables import _filtered, _with_jobs
+from tracker.queries.tables import arm_rows, with_jobs
 from tracker.store.frames import query_frame
 
 STATUSES = tuple(str(status) for status in Status)  # a count column per verdict status
@@ -100,31 +100,10 @@ def run_table(session: Session, selection: Selection, digest: str) -> pl.DataFra
     counted (``tracker.summary.version.expectations_digest``)."""
     jobs = selected_jobs(session, without_groups(selection))
     job_ids = jobs["job_id"].to_list()
-    query = _filtered(
-        select(
-            Run.job_id,
-            Run.arm,
-            Run.model,
-            Run.variant,
-            Run.seed,
-            Curve.last_step.label("steps"),
-            Curve.n_points.label("points"),
-            Run.final_loss,
-            Curve.min_value.label("min_loss"),
-            Curve.last_value.label("last_loss"),
-            Run.val_loss,
-            Run.diverged,
-        )
-        .outerjoin(Curve, and_(Curve.run_id == Run.id, Curve.metric == LOSS))
-        .order_by(Run.variant, Run.seed, Run.arm),
-        Run,
-        selection,
-        job_ids,
-    )
-    frame = query_frame(session, query).with_columns(pl.col("points").fill_null(0))
+    frame = arm_rows(session, selection, job_ids)
     frame = frame.join(_verdict_counts(session, job_ids, digest), on="job_id", how="left")
     frame = frame.join(_meta_frame(session, job_ids), on="job_id", how="left")
-    table = _with_jobs(jobs, frame)
+    table = with_jobs(jobs, frame)
     return table.select(*RUN_COLUMNS, *(c for c in table.columns if c not in RUN_COLUMNS))
 
 

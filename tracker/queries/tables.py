@@ -39,7 +39,7 @@ def _filtered(query: Any, entity: Any, selection: Selection, job_ids: list[int])
     return query
 
 
-def _with_jobs(jobs: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
+def with_jobs(jobs: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
     """Attach job name, time (a UTC datetime) and group columns, in job order."""
     ordered = jobs.with_row_index(ORDER)
     joined = ordered.join(frame, on="job_id", how="inner").drop("job_id")
@@ -78,9 +78,36 @@ def probes(
     frame = query_frame(session, query).with_columns(
         peak_bpp=pl.col("peak_steady") / pl.col("n_params")
     )
-    return _with_jobs(jobs, frame).select(
+    return with_jobs(jobs, frame).select(
         "job", "time", *selection.group_by, "model", "variant", *PROBE_METRICS, "error"
     )
+
+
+def arm_rows(session: Session, selection: Selection, job_ids: list[int]) -> pl.DataFrame:
+    """One row per arm of the jobs ``job_ids`` (``job_id`` first) that the selection's models
+    and variants keep: its summary and its loss curve's (steps: the last step; points)."""
+    query = _filtered(
+        select(
+            Run.job_id,
+            Run.arm,
+            Run.model,
+            Run.variant,
+            Run.seed,
+            Curve.last_step.label("steps"),
+            Curve.n_points.label("points"),
+            Run.final_loss,
+            Curve.min_value.label("min_loss"),
+            Curve.last_value.label("last_loss"),
+            Run.val_loss,
+            Run.diverged,
+        )
+        .outerjoin(Curve, and_(Curve.run_id == Run.id, Curve.metric == LOSS))
+        .order_by(Run.variant, Run.seed, Run.arm),
+        Run,
+        selection,
+        job_ids,
+    )
+    return query_frame(session, query).with_columns(pl.col("points").fill_null(0))
 
 
 def runs(
@@ -95,28 +122,7 @@ def runs(
     jobs sharing the keys' values are pooled: one row per (values, model, variant), with the
     number of jobs pooled. ``jobs`` as for ``probes``."""
     jobs = selected_jobs(session, selection) if jobs is None else jobs
-    query = _filtered(
-        select(
-            Run.job_id,
-            Run.arm,
-            Run.model,
-            Run.variant,
-            Run.seed,
-            Curve.n_points.label("points"),
-            Run.final_loss,
-            Curve.min_value.label("min_loss"),
-            Curve.last_value.label("last_loss"),
-            Run.val_loss,
-            Run.diverged,
-        )
-        .outerjoin(Curve, and_(Curve.run_id == Run.id, Curve.metric == LOSS))
-        .order_by(Run.variant, Run.seed, Run.arm),
-        Run,
-        selection,
-        jobs["job_id"].to_list(),
-    )
-    frame = query_frame(session, query).with_columns(pl.col("points").fill_null(0))
-    table = _with_jobs(jobs, frame)
+    table = with_jobs(jobs, arm_rows(session, selection, jobs["job_id"].to_list()))
     keys = ["job", "time", *selection.group_by, "model", "variant"]
     if not aggregate_seeds:
         return table.select(*keys, "arm", "seed", *RUN_METRICS[:-1], "points", "diverged")
@@ -210,5 +216,5 @@ def curve(
         parts.append(part.filter((index % every == 0) | (index == pl.len() - 1)))
     empty = points.head(0) if ema_alpha is None else points.head(0).with_columns(ema=pl.lit(0.0))
     thinned = pl.concat(parts) if parts else empty
-    table = _with_jobs(jobs, found.join(thinned, on="curve_id").drop("curve_id"))
+    table = with_jobs(jobs, found.join(thinned, on="curve_id").drop("curve_id"))
     return table.drop("time")
