@@ -250,17 +250,47 @@ def _delta(a: Verdict | None, b: Verdict | None) -> float | None:
     return None if before is None or after is None else after - before
 
 
-def other_jobs(session: Session, exp: Expectations, compared: Iterable[str]) -> OtherJobs:
-    """What every job in the database but the compared ones shows (a shifted job must not
-    widen the spread it is judged against), from the rows kept at ingest."""
-    ids = list(session.scalars(select(Job.id).where(Job.name.not_in(list(compared)))))
-    rows, numbers = load_verdict_rows(session, ids, exp)
-    ema = [value for own in numbers.values() if (value := own.get(SEED_NOISE)) is not None]
-    measured: dict[Key, list[float]] = {}
-    for _, check, subject, value, *_ in rows:
+@dataclass(frozen=True)
+class KeptVerdicts:
+    """What every job of the database shows, by job id, from the rows kept at ingest: the
+    gate's yardstick before the two compared jobs are left out (the server keeps it per
+    database state, so a comparison reads no verdict rows)."""
+
+    ids: Mapping[str, int]  # job name -> id
+    ema: Mapping[int, float]  # job id -> its seed-noise EMA delta
+    measured: Mapping[Key, Sequence[tuple[int, float]]]  # (check, subject) -> (job id, value)
+
+    def without(self, compared: Iterable[str]) -> OtherJobs:
+        """The other jobs: a shifted job must not widen the spread it is judged against."""
+        left_out = {self.ids[name] for name in compared if name in self.ids}
+        ema = [value for job_id, value in self.ema.items() if job_id not in left_out]
+        measured = {
+            key: [value for job_id, value in values if job_id not in left_out]
+            for key, values in self.measured.items()
+        }
+        return OtherJobs(ema, measured)
+
+
+def kept_verdicts(session: Session, exp: Expectations) -> KeptVerdicts:
+    """Every job's kept verdict values and seed-noise delta (``KeptVerdicts``)."""
+    ids = dict(session.execute(select(Job.name, Job.id)).tuples().all())
+    rows, numbers = load_verdict_rows(session, list(ids.values()), exp)
+    ema = {
+        job_id: value
+        for job_id, own in numbers.items()
+        if (value := own.get(SEED_NOISE)) is not None
+    }
+    measured: dict[Key, list[tuple[int, float]]] = {}
+    for job_id, check, subject, value, *_ in rows:
         if isinstance(value, float):
-            measured.setdefault((check, subject), []).append(value)
-    return OtherJobs(ema, measured)
+            measured.setdefault((check, subject), []).append((job_id, value))
+    return KeptVerdicts(ids, ema, measured)
+
+
+def other_jobs(session: Session, exp: Expectations, compared: Iterable[str]) -> OtherJobs:
+    """What every job in the database but the compared ones shows, from the rows kept at
+    ingest."""
+    return kept_verdicts(session, exp).without(compared)
 
 
 def compare_jobs(session: Session, job_a: str, job_b: str, exp: Expectations) -> Comparison:

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis.job import JobAnalysis
 from tracker.models import Job, JobMeta
-from tracker.queries.compare import Comparison, compare_verdicts, other_jobs
+from tracker.queries.compare import Comparison, compare_verdicts, kept_verdicts
 from tracker.queries.derived import load_summary
 from tracker.store import catalog
 from tracker.store.catalog import get_job
@@ -122,5 +122,7 @@ def job_analysis(served: Served, session: Session, name: str) -> JobAnalysis:
 def comparison(served: Served, session: Session, a: str, b: str) -> Comparison:
     verdicts_a = job_analysis(served, session, a).verdicts
     verdicts_b = job_analysis(served, session, b).verdicts
-    others = other_jobs(session, served.exp, (a, b))
-    return compare_verdicts(a, verdicts_a, b, verdicts_b, served.exp, others)
+    kept = served.summaries.get(
+        ("kept verdicts", catalog_state(session)), lambda: kept_verdicts(session, served.exp)
+    )
+    return compare_verdicts(a, verdicts_a, b, verdicts_b, served.exp, kept.without((a, b)))
