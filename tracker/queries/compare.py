@@ -273,7 +273,7 @@ class KeptVerdicts:
 
 def kept_verdicts(session: Session, exp: Expectations) -> KeptVerdicts:
     """Every job's kept verdict values and seed-noise delta (``KeptVerdicts``)."""
-    ids = dict(session.execute(select(Job.name, Job.id)).tuples().all())
+    ids = {name: job_id for name, job_id in session.execute(select(Job.name, Job.id))}
     rows, numbers = load_verdict_rows(session, list(ids.values()), exp)
     ema = {
         job_id: value
