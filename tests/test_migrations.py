@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import sqlite3
 import subprocess
 import sys
@@ -28,7 +29,6 @@ from tracker.store.db import (
     downgrade,
     upgrade,
 )
-from tracker.store.ingest import write_job
 
 
 def snapshot(engine: Engine) -> dict[str, object]:
@@ -133,38 +133,55 @@ def test_db_current_and_upgrade_commands(tmp_path: Path) -> None:
     cli = Cli(url)
     assert (
         cli("db", "current").stdout
-        == "revision (empty database), head 0004: run `tracker db upgrade`\n"
+        == "revision (empty database), head 0005: run `tracker db upgrade`\n"
     )
-    assert cli("db", "upgrade").stdout == "upgraded empty database -> 0004\n"
-    assert cli("db", "upgrade").stdout == "already at 0004\n"
-    assert cli("db", "current").stdout == "revision 0004, head 0004: up to date\n"
+    assert cli("db", "upgrade").stdout == "upgraded empty database -> 0005\n"
+    assert cli("db", "upgrade").stdout == "already at 0005\n"
+    assert cli("db", "current").stdout == "revision 0005, head 0005: up to date\n"
 
 
-def full_snapshot(engine: Engine) -> dict[str, list[tuple[object, ...]]]:
-    """Every row of every tracker table, in key order (NaN compared as text)."""
+NEWER_COLUMNS = {"n_nonfinite"}  # curve's columns added after 0004 (by 0005)
+
+
+Snapshot = dict[str, tuple[list[str], list[tuple[object, ...]]]]
+
+
+def full_snapshot(engine: Engine, leave_out: set[str] | None = None) -> Snapshot:
+    """Every row of every tracker table, in key order (NaN compared as text), with the
+    columns' names; without the columns ``leave_out``."""
     tables = ("job", "job_meta", "source_file", "probe", "run", "curve", "point")
+    snapshot = {}
     with engine.connect() as connection:
-        return {
-            table: [
-                tuple(repr(value) for value in row)
-                for row in connection.execute(text(f"SELECT * FROM {table} ORDER BY 1, 2"))
-            ]
-            for table in tables
-        }
+        for table in tables:
+            result = connection.execute(text(f"SELECT * FROM {table} ORDER BY 1, 2"))
+            columns = list(result.keys())
+            rows = [tuple(repr(value) for value in row) for row in result]
+            snapshot[table] = (columns, rows)
+    return full_snapshot_of(snapshot, leave_out)
+
+
+def full_snapshot_of(snapshot: Snapshot, leave_out: set[str] | None) -> Snapshot:
+    """``snapshot`` without the columns ``leave_out``."""
+    kept = {}
+    for table, (columns, rows) in snapshot.items():
+        keep = [i for i, name in enumerate(columns) if name not in (leave_out or ())]
+        kept[table] = ([columns[i] for i in keep], [tuple(row[i] for i in keep) for row in rows])
+    return kept
 
 
 def test_every_migration_step_keeps_the_data(cli: Cli, engine: Engine, tmp_path: Path) -> None:
     cli("ingest", str(write_sample_job(tmp_path / "job1", steps=25)), "--meta", "gpu=A10G")
     cli("ingest", str(write_sample_job(tmp_path / "job2", seed=1, steps=25, arms=("ref_s0",))))
     before = full_snapshot(engine)
-    assert len(before["point"]) == 4 * 3 * 25 + 3 * 25
-    revisions = ["0001", "0002", "0003", "0004"]
+    before_0005 = full_snapshot_of(before, leave_out=NEWER_COLUMNS)
+    assert len(before["point"][1]) == 4 * 3 * 25 + 3 * 25
+    revisions = ["0001", "0002", "0003", "0004", "0005"]
     for down in reversed(revisions[:-1]):
         downgrade(engine, down)
-        assert full_snapshot(engine) == before
+        assert full_snapshot(engine) == before_0005
     for up in revisions[1:]:
         upgrade(engine, up)
-        assert full_snapshot(engine) == before
+        assert full_snapshot(engine) == (before if up == HEAD else before_0005)
 
 
 def test_deleting_a_job_leaves_no_orphan_points(cli: Cli, engine: Engine, tmp_path: Path) -> None:
@@ -207,8 +224,10 @@ def test_upgrade_copies_the_file_aside_first(tmp_path: Path) -> None:
     result = Cli(url)("db", "upgrade")
     backups = list(tmp_path.glob("old.db.0001-*.bak"))
     assert len(backups) == 1
-    assert result.stdout == (f"upgraded 0001 -> 0004 (the previous file is kept at {backups[0]})\n")
-    assert full_snapshot(engine) == before
+    assert result.stdout == (f"upgraded 0001 -> 0005 (the previous file is kept at {backups[0]})\n")
+    assert full_snapshot(engine, leave_out=NEWER_COLUMNS) == before
+    with engine.connect() as connection:  # its points: 10.5, inf and NaN (NULL)
+        assert connection.execute(text("SELECT n_nonfinite FROM curve")).scalar_one() == 2
     kept = create_tracker_engine(f"sqlite:///{backups[0]}")
     with kept.connect() as connection:
         assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == (
@@ -229,7 +248,7 @@ def test_a_failed_upgrade_leaves_the_original_in_place(tmp_path: Path) -> None:
         "table _alembic_tmp_point already exists\n"
     )
     assert full_snapshot(engine) == before
-    assert Cli(url)("db", "current").stdout.startswith("revision 0001, head 0004")
+    assert Cli(url)("db", "current").stdout.startswith("revision 0001, head 0005")
 
 
 def derived_rows(engine: Engine) -> dict[str, list[tuple[object, ...]]]:
@@ -268,22 +287,62 @@ def test_upgrades_backfill_the_derived_rows_ingest_writes(
     assert derived_rows(engine) == at_ingest
 
 
-@pytest.mark.parametrize("revision", ["0001", "0002", "0003"])
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.mark.parametrize("revision", ["0001", "0002", "0003", "0004"])
 def test_a_database_made_by_an_old_revision_upgrades_to_the_rows_of_a_fresh_ingest(
     cli: Cli, engine: Engine, db_url: str, tmp_path: Path, revision: str
 ) -> None:
     jobs = [
         write_sample_job(tmp_path / "job1", steps=40),
         write_sample_job(tmp_path / "job2", seed=1, steps=40, arms=("ref_s0",)),
+        DATA / "oom_probe",  # a diverged arm: inf, then NaN
     ]
     for job in jobs:
         cli("ingest", str(job))
-    fresh = derived_rows(engine)
-    downgrade(engine, "base")
-    upgrade(engine, revision)  # a database of that revision, its jobs' rows as it stored them
-    with Session(engine) as session, session.begin():
-        for job in jobs:
-            write_job(session, job)
+    fresh, fresh_derived = full_snapshot(engine), derived_rows(engine)
+    # a database of that revision, its jobs' rows as it keeps them (today's code writes only
+    # the head's schema; each downgrade keeps the rows, see above)
+    downgrade(engine, revision)
+    assert full_snapshot(engine) == full_snapshot_of(fresh, leave_out=NEWER_COLUMNS)
     assert Cli(db_url)("db", "upgrade").stdout.startswith(f"upgraded {revision} -> {HEAD}")
-    assert derived_rows(engine) == fresh
-    assert Cli(db_url)("db", "rederive").stdout == "0 jobs rederived, 2 already up to date\n"
+    assert full_snapshot(engine) == fresh
+    assert derived_rows(engine) == fresh_derived
+    assert Cli(db_url)("db", "rederive").stdout == "0 jobs rederived, 3 already up to date\n"
+
+
+def non_finite_cells(csv_path: Path) -> dict[str, int]:
+    """Per column of a job's CSV, its cells that read as NaN or an infinity."""
+    with csv_path.open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        rows = list(reader)
+    columns = [c for c in reader.fieldnames or () if c != "step"]
+    words = {"nan", "inf", "-inf", "+inf", "infinity", "-infinity"}
+    return {c: sum(row[c].strip().lower() in words for row in rows) for c in columns}
+
+
+def test_0005_counts_each_curves_nan_and_infinite_points_as_ingest_does(
+    cli: Cli, engine: Engine
+) -> None:
+    for name in ("oom_probe", "header_only"):
+        cli("ingest", str(DATA / name))
+    count = text(
+        "SELECT job.name, run.arm, curve.metric, curve.n_nonfinite FROM curve"
+        " JOIN run ON run.id = curve.run_id JOIN job ON job.id = run.job_id"
+    )
+    with engine.connect() as connection:
+        at_ingest = {(j, a, m): n for j, a, m, n in connection.execute(count)}
+    expected = {
+        (job, csv_path.stem, metric): n
+        for job in ("oom_probe", "header_only")
+        for csv_path in sorted((DATA / job).glob("*.csv"))
+        for metric, n in non_finite_cells(csv_path).items()
+    }
+    assert at_ingest == expected
+    assert at_ingest["oom_probe", "linear_s0", "loss"] == 1 + 28  # one inf, then NaN
+    assert sum(at_ingest.values()) == 2 * 29
+    downgrade(engine, "0004")
+    upgrade(engine)  # counted from the points in SQL
+    with engine.connect() as connection:
+        assert {(j, a, m): n for j, a, m, n in connection.execute(count)} == at_ingest

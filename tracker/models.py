@@ -186,6 +186,7 @@ class Curve(Base):
     last_value: Mapped[float | None] = mapped_column(ExactFloat)
     min_value: Mapped[float | None] = mapped_column(ExactFloat)  # over finite values
     max_value: Mapped[float | None] = mapped_column(ExactFloat)  # over finite values
+    n_nonfinite: Mapped[int] = mapped_column(Integer)  # points that are NaN, +inf or -inf
 
     run: Mapped[Run] = relationship(back_populates="curves")
 

@@ -155,7 +155,8 @@ def _insert_arm(session: Session, job_id: int, arm: Arm, losses: dict[str, pl.Da
 
 
 def curve_summary(metric: str, curve: pl.DataFrame) -> dict[str, object]:
-    """The per-curve row that lets listings skip the points: count, ends, finite range."""
+    """The per-curve row that lets listings skip the points: count, ends, finite range,
+    how many points are NaN or infinite."""
     values = curve["value"]
     finite = values.filter(values.is_finite())
     empty = curve.height == 0
@@ -168,4 +169,5 @@ def curve_summary(metric: str, curve: pl.DataFrame) -> dict[str, object]:
         "last_value": None if empty else values[-1],
         "min_value": finite.min() if finite.len() else None,
         "max_value": finite.max() if finite.len() else None,
+        "n_nonfinite": curve.height - finite.len(),
     }
