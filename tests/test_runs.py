@@ -29,7 +29,9 @@ JOBS = {
 }
 ARMS = 4  # of every sample job
 BASE = ["job", "time", "arm", "model", "variant", "seed", "steps", "points", "final_loss"]
-BASE += ["min_loss", "last_loss", "val_loss", "diverged", "PASS", "FAIL", "KNOWN", "N/A"]
+BASE += ["min_loss", "last_loss", "nonfinite", "val_loss", "diverged"]
+BASE += ["PASS", "FAIL", "KNOWN", "N/A"]
+DATA = Path(__file__).parent / "data"
 
 
 @pytest.fixture
@@ -133,6 +135,28 @@ def test_columns_and_paging(client: TestClient) -> None:
     assert runs(client, "q=l4&limit=1")["total"] == 4
     assert client.get("/api/runs?columns=job,nope").status_code == 422
     assert client.get("/api/runs?limit=0").status_code == 422
+
+
+def test_nonfinite_counts_the_loss_curves_nan_and_infinite_points(
+    client: TestClient, study: Cli
+) -> None:
+    study("ingest", str(DATA / "oom_probe"))  # its linear_s0 logs one inf, then 28 nan
+    body = runs(client, "sort=-nonfinite")
+    counts = {}
+    for row in body["rows"]:
+        args = ("query", "curve", "--job", row["job"], "--arm", row["arm"], "--format", "json")
+        values = [p["value"] for p in json.loads(study(*args).stdout)]
+        counts[row["job"], row["arm"]] = sum(
+            v is None or v in ("NaN", "Infinity", "-Infinity") for v in values
+        )
+        assert row["nonfinite"] == counts[row["job"], row["arm"]], row
+    assert counts["oom_probe", "linear_s0"] == 29
+    assert body["rows"][0]["nonfinite"] == max(counts.values()) > 0  # sorted by it
+    assert {r["nonfinite"] for r in body["rows"] if r["arm"] != "linear_s0"} == {0}
+    table = list(csv.DictReader(io.StringIO(client.get("/api/runs.csv?job=oom_probe").text)))
+    assert {r["arm"]: r["nonfinite"] for r in table}["linear_s0"] == "29"
+    html = client.get("/runs?job=oom_probe&columns=arm,nonfinite").text
+    assert ">nonfinite</a>" in html and "<td>29</td>" in html
 
 
 def csv_text(value: Any) -> str:

@@ -2,10 +2,10 @@
 its metadata as columns, to sort, filter, page and pick from (``/runs``, ``/api/runs``).
 
 Reads summary rows only: ``run``, the loss ``curve``'s kept summary (point count, last step
-and value, lowest finite value), ``job_meta`` and the stored ``job_verdict`` rows of one
-expectations digest; never a curve point. The curve summary keeps no count of non-finite
-points, so the table shows ``last_loss`` (NaN or infinite when the run ended blown up)
-instead of such a count.
+and value, lowest finite value, how many points are NaN or infinite), ``job_meta`` and the
+stored ``job_verdict`` rows of one expectations digest; never a curve point. ``last_loss``
+is NaN or infinite when the run ended blown up; ``nonfinite`` counts such points anywhere on
+the loss curve (a run that blew up and recovered, or logged a few NaN steps).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ RUN_COLUMNS = (
     "final_loss",
     "min_loss",
     "last_loss",
+    "nonfinite",
     "val_loss",
     "diverged",
     *STATUSES,

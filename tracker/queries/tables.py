@@ -85,7 +85,8 @@ def probes(
 
 def arm_rows(session: Session, selection: Selection, job_ids: list[int]) -> pl.DataFrame:
     """One row per arm of the jobs ``job_ids`` (``job_id`` first) that the selection's models
-    and variants keep: its summary and its loss curve's (steps: the last step; points)."""
+    and variants keep: its summary and its loss curve's (steps: the last step; points;
+    nonfinite: its NaN and infinite points)."""
     query = _filtered(
         select(
             Run.job_id,
@@ -98,6 +99,7 @@ def arm_rows(session: Session, selection: Selection, job_ids: list[int]) -> pl.D
             Run.final_loss,
             Curve.min_value.label("min_loss"),
             Curve.last_value.label("last_loss"),
+            Curve.n_nonfinite.label("nonfinite"),
             Run.val_loss,
             Run.diverged,
         )
@@ -107,7 +109,7 @@ def arm_rows(session: Session, selection: Selection, job_ids: list[int]) -> pl.D
         selection,
         job_ids,
     )
-    return query_frame(session, query).with_columns(pl.col("points").fill_null(0))
+    return query_frame(session, query).with_columns(pl.col("points", "nonfinite").fill_null(0))
 
 
 def runs(

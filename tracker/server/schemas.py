@@ -186,7 +186,8 @@ class RunTableRow(BaseModel):
     """One arm of ``/api/runs``: the columns chosen (all by default), then one per metadata
     key (``meta.KEY`` for a key named as a column). ``PASS``, ``FAIL``, ``N/A``: its job's
     stored verdicts of each status (null: none stored). ``steps``: the loss curve's last
-    step; ``last_loss`` its last value (non-finite when the run ended blown up)."""
+    step; ``last_loss`` its last value (non-finite when the run ended blown up);
+    ``nonfinite`` how many of its points are NaN or infinite."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -201,6 +202,7 @@ class RunTableRow(BaseModel):
     final_loss: Number = None
     min_loss: Number = None
     last_loss: Number = None
+    nonfinite: int | None = Field(None, description="Loss points that are NaN or infinite.")
     val_loss: Number = None
     diverged: bool | None = None
 
