@@ -102,8 +102,8 @@ def clone(path: Path, template: Path, jobs: int, steps: int) -> dict[str, Any]:
         )
         connection.execute(
             "INSERT INTO curve (run_id, metric, n_points, first_step, last_step, first_value, "
-            f"last_value, min_value, max_value) SELECT r.id, 'loss', ?, 0, ?, {first}, "
-            f"{last}, {last}, {first} FROM run r WHERE r.job_id != ? ORDER BY r.id",
+            f"last_value, min_value, max_value, n_nonfinite) SELECT r.id, 'loss', ?, 0, ?, "
+            f"{first}, {last}, {last}, {first}, 0 FROM run r WHERE r.job_id != ? ORDER BY r.id",
             (steps, steps - 1, t),
         )
         curves = connection.execute(

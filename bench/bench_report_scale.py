@@ -108,9 +108,9 @@ def build(path: Path, jobs: int, steps: int, work: Path) -> None:
             ).fetchone()[0]
             curve = db.execute(
                 "INSERT INTO curve (run_id, metric, n_points, first_step, last_step, "
-                "first_value, last_value, min_value, max_value) SELECT ?, metric, n_points, "
-                "first_step, last_step, first_value + ?, last_value + ?, min_value + ?, "
-                "max_value + ? FROM curve WHERE id = ?",
+                "first_value, last_value, min_value, max_value, n_nonfinite) SELECT ?, metric, "
+                "n_points, first_step, last_step, first_value + ?, last_value + ?, "
+                "min_value + ?, max_value + ?, n_nonfinite FROM curve WHERE id = ?",
                 (run, *[loss_shift] * 4, old_curve),
             ).lastrowid
             db.execute(
