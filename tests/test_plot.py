@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import polars as pl
 import pytest
 from fastapi.testclient import TestClient
 
@@ -18,6 +19,7 @@ from tests.conftest import Cli
 from tracker.analysis.smoothing import smooth
 from tracker.jobdir.sample import write_sample_job
 from tracker.queries.plot import MAX_RUNS
+from tracker.queries.walltime import elapsed_seconds, times_at
 from tracker.server import create_app, schemas
 from tracker.server.routers.plot import PlotJSON
 
@@ -207,3 +209,105 @@ def test_arrays_keep_the_api_policy_for_non_finite_numbers() -> None:
     body = {"a": np.array([1.5, nan, inf, -inf]), "b": [np.array([3, 4])], "c": "array-0"}
     text = PlotJSON(body).body.decode()
     assert text == '{"a":[1.5,"NaN","Infinity","-Infinity"],"b":[[3,4]],"c":"array-0"}'
+
+
+def seconds_of(cli: Cli, job: str, arm: str) -> tuple[np.ndarray, np.ndarray]:
+    """An arm's steps and the cumulative sum of its step_ms, in seconds (logged every step)."""
+    points = raw(cli, job, arm, "step_ms")
+    return np.array([p["step"] for p in points]), np.cumsum([p["value"] for p in points]) / 1e3
+
+
+def test_wall_time_is_the_sum_of_step_ms(client: TestClient, study: Cli) -> None:
+    body = client.get(f"/api/plot?{RUNS}&x=time&metric=lr&smooth=0.5&start=0&end=1499").json()
+    assert body["x"] == "time" and schemas.Plot.model_validate(body).x == "time"
+    for series in body["series"]:
+        steps, seconds = seconds_of(study, series["job"], series["arm"])
+        assert series["steps"] == steps[:1500].tolist() == list(range(1500))
+        np.testing.assert_allclose(series["times"], seconds[:1500], rtol=1e-12)
+    assert body["series"][0]["times"][0] == 7.5  # the first, compiling step: 7500 ms
+    plain = client.get(f"/api/plot?{RUNS}").json()
+    assert plain["x"] == "step" and plain["series"][0]["times"] is None
+
+
+def test_a_time_window_keeps_each_runs_points_in_those_seconds(
+    client: TestClient, study: Cli
+) -> None:
+    body = client.get(f"/api/plot?{RUNS}&x=time&start_s=20.5&end_s=30").json()
+    assert (body["start_s"], body["end_s"]) == (20.5, 30.0)
+    ranges = set()
+    for series in body["series"]:
+        steps, seconds = seconds_of(study, series["job"], series["arm"])
+        inside = (seconds >= 20.5) & (seconds <= 30)
+        assert series["steps"] == steps[inside].tolist() and series["downsampled"] is False
+        assert min(series["times"]) >= 20.5 and max(series["times"]) <= 30
+        ranges.add((series["steps"][0], series["steps"][-1]))
+    assert len(ranges) > 1  # runs of different speed: other steps in the same seconds
+    rows = list(
+        csv.DictReader(
+            io.StringIO(client.get(f"/api/plot.csv?{RUNS}&x=time&start_s=20.5&end_s=30").text)
+        )
+    )
+    assert list(rows[0]) == ["job", "arm", "metric", "step", "time", "value", "smoothed"]
+    first = body["series"][0]
+    assert [float(r["time"]) for r in rows[: len(first["steps"])]] == first["times"]
+    grouped = client.get(f"/api/plot?{RUNS}&x=time&group=variant&start=0&end=99").json()
+    ref = [s["times"] for s in grouped["series"] if s["variant"] == "ref"]
+    (group,) = [g for g in grouped["groups"] if g["label"] == "ref"]
+    np.testing.assert_allclose(group["times"], np.mean(ref, axis=0))
+
+
+@pytest.fixture
+def timed(study: Cli, tmp_path: Path) -> Cli:
+    """j3: ref_s0 logs wall_time every 10th step (and step_ms), flash_s0 neither."""
+    directory = write_sample_job(tmp_path / "j3", steps=200, seed=3, arms=("ref_s0", "flash_s0"))
+    ref = pl.read_csv(directory / "ref_s0.csv")
+    wall = pl.when(pl.col("step") % 10 == 0).then(100.0 + pl.col("step") * 0.25)
+    ref.with_columns(wall_time=wall).write_csv(directory / "ref_s0.csv")
+    flash = pl.read_csv(directory / "flash_s0.csv")
+    flash.drop("step_ms").write_csv(directory / "flash_s0.csv")
+    study("ingest", str(directory))
+    return study
+
+
+def test_a_logged_elapsed_time_comes_first_and_is_interpolated(
+    client: TestClient, timed: Cli
+) -> None:
+    series = client.get("/api/plot?run=j3/ref_s0&x=time&start=0&end=199").json()["series"][0]
+    expected = [100.0 + step * 0.25 if step <= 190 else "NaN" for step in range(200)]
+    assert series["times"] == expected  # past its last logged step: no time
+
+
+def test_x_time_needs_every_run_to_have_a_wall_time(client: TestClient, timed: Cli) -> None:
+    answer = client.get("/api/plot?run=j1/ref_s0&run=j3/flash_s0&x=time")
+    assert (answer.status_code, answer.json()["detail"]) == (
+        422,
+        "plot: x=time needs a metric of wall_time, elapsed, time, step_ms; "
+        "j3/flash_s0 logs none of them",
+    )
+    assert client.get("/api/plot?run=j3/flash_s0").status_code == 200
+    assert 'id="plot-x"' not in client.get("/plot?run=j1/ref_s0&run=j3/flash_s0").text
+    offered = client.get("/plot?run=j1/ref_s0&run=j3/ref_s0").text
+    assert '<option value="time">wall time</option>' in offered
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("start_s=1", "plot: start_s and end_s are seconds of wall time: they need x=time"),
+        ("x=time&start_s=9&end_s=1", "plot: start_s must not exceed end_s"),
+        ("x=wall", "bad parameter 'x': String should match pattern '^(step|time)$'"),
+    ],
+)
+def test_time_errors(client: TestClient, query: str, message: str) -> None:
+    answer = client.get(f"/api/plot?run=j1/ref_s0&{query}")
+    assert (answer.status_code, answer.json()) == (422, {"detail": message})
+
+
+def test_step_ms_logged_sparsely_stands_for_the_steps_since_the_last() -> None:
+    steps = np.array([0, 10, 20, 30])
+    seconds = elapsed_seconds("step_ms", steps, np.array([1000.0, 500.0, np.nan, 200.0]))
+    np.testing.assert_array_equal(seconds, [1.0, 6.0, 6.0, 8.0])  # NaN: no duration
+    at = times_at(steps, seconds, np.array([-1, 0, 5, 30, 31]))
+    np.testing.assert_array_equal(at, [np.nan, 1.0, 3.5, 8.0, np.nan])
+    logged = elapsed_seconds("elapsed", steps, np.array([0.5, np.inf, 2.0, 3.0]))
+    np.testing.assert_array_equal(times_at(steps, logged, np.array([10])), [1.25])

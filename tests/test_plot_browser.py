@@ -1,10 +1,12 @@
 """The plot page in Chromium, against a real ``tracker serve``: three runs of two jobs,
-smoothing and log y set, zoomed; the URL holds the view, so a reload draws it again."""
+smoothing and log y set, zoomed, against the step and the wall time; the URL holds the view,
+so a reload draws it again."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from tests.test_report_browser import Watch, browser  # noqa: F401 (the fixture)
 from tests.test_serve_browser import SAFETY_S, open_page, server  # noqa: F401 (the fixture)
@@ -25,10 +27,21 @@ def view(page: Any) -> dict[str, Any]:
             traces: div.data.map(t => [t.name, t.opacity ?? 1, Array.from(t.x), Array.from(t.y)]),
             yaxis: div.layout.yaxis.type,
             range: div.layout.xaxis.range,
+            xtitle: div.layout.xaxis.title.text,
           };
         })()"""
     )
     return shown
+
+
+def drag(page: Any, start: float, stop: float) -> None:
+    """Drag across the plot, from and to these fractions of its width."""
+    box = page.locator("#plot .nsewdrag").bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * start, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * stop, y, steps=8)
+    page.mouse.up()
 
 
 def test_plot_view_survives_a_reload(browser: Any, server: str) -> None:  # noqa: F811
@@ -43,18 +56,14 @@ def test_plot_view_survives_a_reload(browser: Any, server: str) -> None:  # noqa
     assert page.locator("#plot").get_attribute("data-traces") == "6"  # raw and smoothed
     page.check("#plot-log")
     drawn(page)
-    box = page.locator("#plot .nsewdrag").bounding_box()
-    y = box["y"] + box["height"] / 2
-    page.mouse.move(box["x"] + box["width"] * 0.30, y)
-    page.mouse.down()
-    page.mouse.move(box["x"] + box["width"] * 0.60, y, steps=8)
-    page.mouse.up()
+    drag(page, 0.30, 0.60)
     page.wait_for_url("**end=*")
     drawn(page)
 
     before = view(page)
     low, high = before["range"]
     assert 0 < low < high < 300 and before["yaxis"] == "log"  # the demo's 300 steps
+    assert before["xtitle"] == "step"
     assert low == int(low) and high == int(high)  # the steps asked for: the URL's
     names = [(name, opacity) for name, opacity, _, _ in before["traces"]]
     assert names == [
@@ -85,4 +94,43 @@ def test_plot_view_survives_a_reload(browser: Any, server: str) -> None:  # noqa
     assert page.url.endswith("&group=variant&band=1")
     if SHOT:
         page.screenshot(path=SHOT, full_page=True)
+    assert watch.problems() == {}
+
+
+def test_a_wall_time_view_survives_a_reload(browser: Any, server: str) -> None:  # noqa: F811
+    watch = Watch()
+    page = open_page(browser, server, watch)
+    page.goto(f"{server}/plot?{RUNS}&smooth=0.5", wait_until="load")
+    drawn(page)
+    page.select_option("#plot-x", "time")
+    page.wait_for_url("**x=time*")
+    drawn(page)
+    whole = view(page)
+    assert whole["xtitle"] == "wall time (s)"
+    longest = max(max(xs) for _, _, xs, _ in whole["traces"])
+    drag(page, 0.40, 0.70)
+    page.wait_for_url("**end_s=*")
+    drawn(page)
+
+    before = view(page)
+    asked = parse_qs(urlsplit(page.url).query)
+    low, high = before["range"]
+    assert [low, high] == [float(asked["start_s"][0]), float(asked["end_s"][0])]
+    assert 0 < low < high < longest and "start" not in asked  # seconds, not steps
+    assert all(low <= x <= high for _, _, xs, _ in before["traces"] for x in xs)
+    assert len(before["traces"]) == 6 and all(xs for _, _, xs, _ in before["traces"])
+    url = page.url
+    assert url == f"{server}/plot?{RUNS}&smooth=0.5&x=time&start_s={asked['start_s'][0]}" + (
+        f"&end_s={asked['end_s'][0]}"
+    )
+
+    page.reload(wait_until="load")
+    drawn(page)
+    assert page.url == url
+    assert view(page) == before
+    assert page.locator("#plot-x").input_value() == "time"
+    page.select_option("#plot-x", "step")  # back to steps: the whole curves again
+    page.wait_for_url(f"{server}/plot?{RUNS}&smooth=0.5")
+    drawn(page)
+    assert view(page)["xtitle"] == "step" and view(page)["range"][1] > 250
     assert watch.problems() == {}

@@ -229,6 +229,9 @@ class PlotSeries(BaseModel):
     steps: list[int]
     values: list[Number]
     smoothed: list[Number] | None = Field(description="Null when smooth=0.")
+    times: list[Number] | None = Field(
+        description="With x=time: each point's seconds since the run started (null: none)."
+    )
     in_window: int = Field(description="Raw points of the curve in the window.")
     downsampled: bool = Field(description="True when min/max downsampled from in_window.")
 
@@ -240,6 +243,7 @@ class PlotGroup(BaseModel):
     runs: list[str]
     steps: list[int]
     mean: list[Number]
+    times: list[Number] | None = Field(description="With x=time: the runs' mean time per step.")
     low: list[Number] | None = Field(description="Min over the runs; null without band=1.")
     high: list[Number] | None = Field(description="Max over the runs; null without band=1.")
     downsampled: bool
@@ -249,9 +253,12 @@ class Plot(BaseModel):
     """``/api/plot``: one series per run, as the plot page draws them."""
 
     metric: str
+    x: str = Field(description="The x axis: step or time.")
     smooth: float
     start: int | None
     end: int | None
+    start_s: float | None = Field(description="With x=time: the window's first second.")
+    end_s: float | None = Field(description="With x=time: the window's last second.")
     color: str | None
     group: str | None
     band: bool

@@ -1,6 +1,7 @@
 """``/plot``: chosen runs' curves of one metric on one figure, smoothed, on a linear or log
-axis, coloured or grouped by a run field or metadata key. The URL holds the whole view; the
-page asks ``/api/plot`` (the same query) again for the visible steps on every zoom."""
+axis, against the step or the wall time, coloured or grouped by a run field or metadata key.
+The URL holds the whole view; the page asks ``/api/plot`` (the same query) again for the
+visible steps (with x=time: the visible seconds) on every zoom."""
 
 from __future__ import annotations
 
@@ -45,6 +46,16 @@ Start = Annotated[int | None, Query(description="First step of the window (defau
 End = Annotated[int | None, Query(description="Last step of the window (default: last).")]
 Key = Annotated[str | None, Query(description="job, arm, model, variant, seed or a metadata key.")]
 Band = Annotated[bool, Query(description="With group: a min-max band around each mean.")]
+X = Annotated[
+    str,
+    Query(
+        pattern="^(step|time)$",
+        description="The x axis: step, or time (seconds since the run started, from a "
+        "wall_time, elapsed or time metric, else the sum of step_ms; every run needs one).",
+    ),
+]
+StartS = Annotated[float | None, Query(description="With x=time: first second of the window.")]
+EndS = Annotated[float | None, Query(description="With x=time: last second of the window.")]
 
 
 NON_FINITE = re.compile(r"-?Infinity|NaN")  # json's tokens for them, in a list of numbers
@@ -87,9 +98,15 @@ def _query(
     color: Key = None,
     group: Key = None,
     band: Band = False,
+    x: X = "step",
+    start_s: StartS = None,
+    end_s: EndS = None,
 ) -> PlotQuery:
     runs = tuple(parse_run(text) for text in run or ())
-    return PlotQuery(runs, metric, smooth, start, end, color or None, group or None, band)
+    keys = (color or None, group or None)
+    return PlotQuery(
+        runs, metric, smooth, start, end, *keys, band, x=x, start_s=start_s, end_s=end_s
+    )
 
 
 def _plot(served: Served, session: Session, query: PlotQuery) -> dict[str, Any]:
@@ -105,7 +122,7 @@ def plot_page(
     y: Axis = "linear",
 ) -> HTMLResponse:
     runs = [parse_run(text) for text in run or ()]
-    choices = plot_choices(session, runs) if runs else {"metrics": [], "keys": []}
+    choices = plot_choices(session, runs) if runs else {"metrics": [], "keys": [], "x": ["step"]}
     return page(
         request,
         "server/plot.html",
@@ -130,11 +147,15 @@ def api_plot(
     color: Key = None,
     group: Key = None,
     band: Band = False,
+    x: X = "step",
+    start_s: StartS = None,
+    end_s: EndS = None,
 ) -> PlotJSON:
     """One series per run: the steps from ``start`` to ``end``, raw and smoothed values
     (the whole curve smoothed, then cut), every raw point when the window holds at most
-    2,000, else min/max downsampled; with ``group`` each group's mean (and ``band``)."""
-    query = _query(run, metric, smooth, start, end, color, group, band)
+    2,000, else min/max downsampled; with ``group`` each group's mean (and ``band``); with
+    ``x=time`` each point's wall time too, and ``start_s``/``end_s`` a window of seconds."""
+    query = _query(run, metric, smooth, start, end, color, group, band, x, start_s, end_s)
     return PlotJSON({**_plot(served, session, query), "y": y})
 
 
@@ -147,9 +168,14 @@ def api_plot_csv(
     smooth: Smooth = 0.0,
     start: Start = None,
     end: End = None,
+    x: X = "step",
+    start_s: StartS = None,
+    end_s: EndS = None,
 ) -> Response:
-    """What ``/api/plot`` draws as CSV: job, arm, metric, step, value, smoothed."""
-    query = _query(run, metric, smooth, start, end)
-    columns = ["job", "arm", "metric", "step", "value", "smoothed"]
+    """What ``/api/plot`` draws as CSV: job, arm, metric, step, (with x=time) time, value,
+    smoothed."""
+    query = _query(run, metric, smooth, start, end, x=x, start_s=start_s, end_s=end_s)
+    columns = ["job", "arm", "metric", "step", *(["time"] if x == "time" else []), "value"]
+    columns.append("smoothed")
     text = render(plot_rows(_plot(served, session, query)), Format.csv, columns)
     return Response(text + "\n", media_type="text/csv")
