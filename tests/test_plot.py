@@ -119,6 +119,12 @@ def test_csv_is_query_curve_for_those_runs(client: TestClient, study: Cli) -> No
         for g, e in zip(got, expected, strict=True)
     )
     assert {r["smoothed"] for r in rows} == {""}
+    smoothed = client.get(f"/api/plot.csv?{RUNS}&start=100&end=1999&smooth=0.9").text
+    rows = list(csv.DictReader(io.StringIO(smoothed)))
+    args = ("query", "curve", "--job", "j2", "--arm", "flash_s0", "--ema", "0.1", "-f", "json")
+    ema = [number(p["ema"]) for p in json.loads(study(*args).stdout)[100:2000]]
+    drawn = [float(r["smoothed"]) for r in rows if (r["job"], r["arm"]) == ("j2", "flash_s0")]
+    np.testing.assert_allclose(drawn, ema, rtol=1e-12)  # query curve --ema's numbers
 
 
 def test_groups_mean_and_band(client: TestClient) -> None:

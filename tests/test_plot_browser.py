@@ -1,17 +1,23 @@
-"""The plot page in Chromium, against a real ``tracker serve``: three runs of two jobs,
-smoothing and log y set, zoomed, against the step and the wall time; the URL holds the view,
-so a reload draws it again."""
+"""The plot page in Chromium, against a real ``tracker serve``: three runs of two jobs ticked
+in the runs table, smoothing and log y set, zoomed, against the step and the wall time; the
+URL holds the view, so a reload draws it again, and its CSV is ``query curve``'s points."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import math
 import os
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.conftest import Cli
 from tests.test_report_browser import Watch, browser  # noqa: F401 (the fixture)
 from tests.test_serve_browser import SAFETY_S, open_page, server  # noqa: F401 (the fixture)
 
-RUNS = "run=job2/ref_s0&run=job2/flash_s0&run=job3/ref_s0"
+RUNS = "run=job2/flash_s0&run=job2/ref_s0&run=job3/ref_s0"  # in the runs table's order
+CHOSEN = ("job2/flash_s0", "job2/ref_s0", "job3/ref_s0")
 SHOT = os.environ.get("TRACKER_PLOT_SCREENSHOT")  # where to keep a screenshot, for a look
 
 
@@ -44,10 +50,37 @@ def drag(page: Any, start: float, stop: float) -> None:
     page.mouse.up()
 
 
-def test_plot_view_survives_a_reload(browser: Any, server: str) -> None:  # noqa: F811
+def csv_is_query_curve(cli: Cli, page: Any, low: float, high: float) -> None:
+    """The page's CSV link: the chosen runs' points from ``low`` to ``high``, every one
+    (a window of fewer than 2,000 steps), as ``query curve`` gives them, ``--ema`` smoothed."""
+    answer = page.request.get(page.evaluate("document.getElementById('plot-csv').href"))
+    assert answer.ok
+    rows = list(csv.DictReader(io.StringIO(answer.text())))
+    expected = []
+    for run in CHOSEN:
+        job, arm = run.split("/")
+        args = ("query", "curve", "--job", job, "--arm", arm, "--ema", "0.1", "--format", "json")
+        expected += [(run, p) for p in json.loads(cli(*args).stdout) if low <= p["step"] <= high]
+    assert len(rows) == len(expected) > 0
+
+    def number(value: Any) -> float:
+        return math.nan if value in (None, "", "nan", "NaN") else float(value)
+
+    for row, (run, point) in zip(rows, expected, strict=True):
+        assert (f"{row['job']}/{row['arm']}", int(row["step"])) == (run, point["step"])
+        pairs = ((row["value"], point["value"]), (row["smoothed"], point["ema"]))
+        for got, want in ((number(g), number(w)) for g, w in pairs):
+            assert (math.isnan(got) and math.isnan(want)) or math.isclose(got, want, rel_tol=1e-12)
+
+
+def test_plot_view_survives_a_reload(browser: Any, server: str, cli: Cli) -> None:  # noqa: F811
     watch = Watch()
     page = open_page(browser, server, watch)
-    page.goto(f"{server}/plot?{RUNS}", wait_until="load")
+    page.goto(f"{server}/runs?columns=job,arm,nonfinite&job=job2&job=job3", wait_until="load")
+    for run in CHOSEN:
+        page.check(f"#runs input[name=run][value='{run}']")
+    page.click("#plot-link")
+    page.wait_for_url(f"{server}/plot?{RUNS}&metric=loss")
     drawn(page)
     assert page.locator("#plot").get_attribute("data-traces") == "3"  # raw only
 
@@ -68,12 +101,13 @@ def test_plot_view_survives_a_reload(browser: Any, server: str) -> None:  # noqa
     names = [(name, opacity) for name, opacity, _, _ in before["traces"]]
     assert names == [
         (run, opacity)
-        for run in ("job2/ref_s0", "job2/flash_s0", "job3/ref_s0")
+        for run in CHOSEN
         for opacity in (0.25, 1)  # raw faint behind the smoothed line
     ]
     assert all(low <= x <= high for _, _, xs, _ in before["traces"] for x in xs)
     url = page.url
-    assert url == f"{server}/plot?{RUNS}&smooth=0.9&y=log&start={low}&end={high}"
+    assert url == f"{server}/plot?{RUNS}&metric=loss&smooth=0.9&y=log&start={low}&end={high}"
+    csv_is_query_curve(cli, page, low, high)
 
     page.reload(wait_until="load")
     drawn(page)
@@ -89,7 +123,7 @@ def test_plot_view_survives_a_reload(browser: Any, server: str) -> None:  # noqa
     means = page.evaluate(
         "document.getElementById('plot').data.filter(t => t.showlegend !== false).map(t => t.name)"
     )
-    assert means == ["variant=ref (2 runs)", "variant=flash (1 run)"]
+    assert means == ["variant=flash (1 run)", "variant=ref (2 runs)"]
     assert page.locator("#plot").get_attribute("data-traces") == "6"  # a band: two edges each
     assert page.url.endswith("&group=variant&band=1")
     if SHOT:
