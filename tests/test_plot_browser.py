@@ -1,6 +1,7 @@
 """The plot page in Chromium, against a real ``tracker serve``: three runs of two jobs ticked
-in the runs table, smoothing and log y set, zoomed, against the step and the wall time; the
-URL holds the view, so a reload draws it again, and its CSV is ``query curve``'s points."""
+in the runs table (drawn below it), smoothing and log y set, zoomed, against the step and the
+wall time; the URL holds the view, so a reload draws it again, and its CSV is ``query
+curve``'s points."""
 
 from __future__ import annotations
 
@@ -77,8 +78,16 @@ def test_plot_view_survives_a_reload(browser: Any, server: str, cli: Cli) -> Non
     watch = Watch()
     page = open_page(browser, server, watch)
     page.goto(f"{server}/runs?columns=job,arm,nonfinite&job=job2&job=job3", wait_until="load")
+    assert page.locator("#runs-plot-figure").is_hidden()
     for run in CHOSEN:
         page.check(f"#runs input[name=run][value='{run}']")
+    page.wait_for_function(
+        "document.getElementById('runs-plot').dataset.traces === '3'"
+        " && document.getElementById('runs-plot').dataset.loading === 'false'",
+        timeout=SAFETY_S * 1000,
+    )  # drawn below the table, as the link opens them
+    below = page.evaluate("document.getElementById('runs-plot').data.map(t => t.name)")
+    assert below == list(CHOSEN)
     page.click("#plot-link")
     page.wait_for_url(f"{server}/plot?{RUNS}&metric=loss")
     drawn(page)

@@ -20,6 +20,7 @@ FILES = {
     "jobs_table.js": (SHARED / "jobs_table.js", "text/javascript"),
     "explorer.js": (STATIC / "explorer.js", "text/javascript"),
     "plot.js": (STATIC / "plot.js", "text/javascript"),
+    "plotdraw.js": (STATIC / "plotdraw.js", "text/javascript"),
     "runs.js": (STATIC / "runs.js", "text/javascript"),
     "forms.js": (STATIC / "forms.js", "text/javascript"),
     "docs.js": (STATIC / "docs.js", "text/javascript"),

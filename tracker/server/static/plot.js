@@ -15,8 +15,6 @@
     group: document.getElementById("plot-group"),
     band: document.getElementById("plot-band"),
   };
-  var PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
-    "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
   var view = new URLSearchParams(window.location.search);
   var latest = 0; // answers to older requests are dropped when a newer one was sent
 
@@ -51,61 +49,6 @@
     document.getElementById("plot-json").href = "/api/plot?" + query();
   }
 
-  // plotly reads a few HTML tags in trace names and titles: names from the database are text
-  function esc(text) {
-    return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-  }
-
-  function colours() {
-    var byLabel = {}, next = 0;
-    return function (label) {
-      if (!(label in byLabel)) byLabel[label] = PALETTE[next++ % PALETTE.length];
-      return byLabel[label];
-    };
-  }
-
-  function timed(answer) { return answer.x === "time"; }
-
-  function runTraces(answer, colour) {
-    var traces = [];
-    answer.series.forEach(function (s) {
-      var x = timed(answer) ? s.times : s.steps;
-      var name = s.job + "/" + s.arm;
-      var c = colour(s.color === null ? name : s.color);
-      var label = esc(s.color === null ? name : name + " (" + s.color + ")");
-      traces.push({
-        x: x, y: s.values, type: "scatter", mode: "lines", name: label,
-        legendgroup: name, connectgaps: false, line: { width: 1, color: c },
-        opacity: s.smoothed ? 0.25 : 1, showlegend: !s.smoothed, hoverinfo: s.smoothed ? "skip" : "all",
-      });
-      if (s.smoothed) {
-        traces.push({
-          x: x, y: s.smoothed, type: "scatter", mode: "lines", name: label,
-          legendgroup: name, connectgaps: false, line: { width: 1.6, color: c },
-        });
-      }
-    });
-    return traces;
-  }
-
-  function groupTraces(answer, colour) {
-    var traces = [];
-    answer.groups.forEach(function (g) {
-      var c = colour(g.label);
-      var x = timed(answer) ? g.times : g.steps;
-      var name = esc(answer.group + "=" + g.label) + " (" + g.runs.length + (g.runs.length === 1 ? " run)" : " runs)");
-      if (g.low && g.high) {
-        traces.push({ x: x, y: g.high, type: "scatter", mode: "lines", line: { width: 0, color: c },
-          legendgroup: g.label, showlegend: false, hoverinfo: "skip" });
-        traces.push({ x: x, y: g.low, type: "scatter", mode: "lines", line: { width: 0, color: c },
-          fill: "tonexty", opacity: 0.2, legendgroup: g.label, showlegend: false, hoverinfo: "skip" });
-      }
-      traces.push({ x: x, y: g.mean, type: "scatter", mode: "lines", name: name,
-        legendgroup: g.label, connectgaps: false, line: { width: 1.8, color: c } });
-    });
-    return traces;
-  }
-
   function describe(answer) {
     var drawn = answer.series.map(function (s) { return s.steps.length; })
       .reduce(function (a, b) { return a + b; }, 0);
@@ -120,23 +63,13 @@
   }
 
   function draw(answer) {
-    var colour = colours();
-    var traces = answer.groups.length ? groupTraces(answer, colour) : runTraces(answer, colour);
-    var layout = {
-      height: 560, margin: { l: 70, r: 30, t: 30, b: 50 },
-      legend: { orientation: "h", y: -0.15 },
-      xaxis: { title: { text: timed(answer) ? "wall time (s)" : "step" }, type: "linear" },
-      yaxis: { title: { text: esc(answer.metric) }, type: answer.y === "log" ? "log" : "linear" },
-    };
-    var start = view.get(timed(answer) ? "start_s" : "start");
-    var end = view.get(timed(answer) ? "end_s" : "end");
-    if (start !== null && end !== null) {
-      layout.xaxis.range = [Number(start), Number(end)];
-      layout.xaxis.autorange = false;
-    }
+    var traces = TrackerPlot.traces(answer);
+    var time = TrackerPlot.timed(answer);
+    var range = [view.get(time ? "start_s" : "start"), view.get(time ? "end_s" : "end")];
     div.dataset.traces = String(traces.length);
     div.dataset.downsampled = String(answer.series.some(function (s) { return s.downsampled; }));
     status.textContent = describe(answer);
+    var layout = TrackerPlot.layout(answer, range, 560);
     return Plotly.react(div, traces, layout, { responsive: true, displaylogo: false });
   }
 
@@ -144,13 +77,7 @@
     var ticket = ++latest;
     div.dataset.loading = "true";
     remember();
-    return fetch("/api/plot?" + query(), { credentials: "same-origin" })
-      .then(function (response) {
-        if (!response.ok) {
-          return response.json().then(function (body) { throw new Error(body.detail); });
-        }
-        return response.json();
-      })
+    return TrackerPlot.fetchPlot(query())
       .then(function (answer) { return ticket === latest ? draw(answer) : null; })
       .catch(function (error) { status.textContent = "could not load the plot: " + error.message; })
       .then(function () { if (ticket === latest) div.dataset.loading = "false"; });
