@@ -1,0 +1,31 @@
+"""source_file.version: each file's version as its storage listed it at ingest
+
+Revision ID: 0007
+Revises: 0004
+Create Date: 2026-12-01
+
+``tracker sync`` skips a job without downloading it when the listing shows the names, sizes
+and versions (ETag, generation, modification time) kept at ingest. Jobs stored before have no
+version: the first sync reads their files once, finds the same content and keeps the versions.
+(Revision 0007 follows 0004 on its branch; the merge re-chains it after 0005 and 0006.)
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0007"
+down_revision: str | None = "0004"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("source_file") as batch:
+        batch.add_column(sa.Column("version", sa.Text(), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("source_file") as batch:
+        batch.drop_column("version")
