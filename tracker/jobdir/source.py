@@ -14,6 +14,8 @@ credentials, ``HF_TOKEN``) and the caller's storage options; no message ever sho
 from __future__ import annotations
 
 import os
+import re
+import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -40,6 +42,8 @@ EXTRAS = {
 }
 # what each filesystem's listing calls a file's version, most telling first
 VERSION_KEYS = ("ETag", "etag", "generation", "md5Hash", "xet_hash", "blob_id", "sha256")
+# storage options whose values no message may show
+SECRET_KEYS = re.compile(r"secret|token|key|password|credential", re.IGNORECASE)
 TIME_KEYS = ("mtime", "LastModified", "updated", "uploaded_at", "last_modified", "created")
 
 
@@ -170,6 +174,8 @@ class RemoteSource(JobSource):
         self.fs = fs
         self.path = path.rstrip("/")
         self.secrets = secrets
+        self._spool: tempfile.TemporaryDirectory[str] | None = None
+        self._kept: dict[str, Path] = {}
 
     @property
     def name(self) -> str:
@@ -198,6 +204,11 @@ class RemoteSource(JobSource):
         )
 
     def read_bytes(self, file: ListedFile) -> bytes:
+        """Downloaded once: a scan hashes a file and the ingest parses it later, from a
+        temporary copy on disk (memory holds one file at a time, as from a local disk)."""
+        kept = self._kept.get(file.name)
+        if kept is not None:
+            return kept.read_bytes()
         try:
             with self.fs.open(f"{self.path}/{file.name}", "rb", cache_type="none") as handle:
                 data = bytes(handle.read())
@@ -210,6 +221,10 @@ class RemoteSource(JobSource):
             raise BadInput(
                 path=file.name, problem=f"truncated: {len(data)} of its {file.size} bytes read"
             )
+        if self._spool is None:
+            self._spool = tempfile.TemporaryDirectory(prefix="tracker-")  # removed when freed
+        self._kept[file.name] = Path(self._spool.name, file.name)
+        self._kept[file.name].write_bytes(data)
         return data
 
     def walk(self) -> Iterator[JobSource]:
@@ -282,7 +297,9 @@ def open_source(
     url = str(location)
     protocol = url.split("://", 1)[0].lower()
     options = dict(storage_options or {})
-    secrets = frozenset(str(value) for value in options.values() if len(str(value)) >= 4)
+    secrets = frozenset(
+        str(value) for key, value in options.items() if SECRET_KEYS.search(key) and str(value)
+    )
     try:
         import fsspec.core
 
