@@ -100,7 +100,8 @@ def test_a_dry_run_stores_nothing(cli: Cli, engine: Engine, tmp_path: Path) -> N
     jobs = study(tmp_path / "study", 2)
     result = cli("sync", str(tmp_path / "study"), "--dry-run")
     assert result.stdout == (
-        f"{jobs[0]}: ingested (dry run: would ingest)\n{jobs[1]}: ingested (dry run: would ingest)\n"
+        f"{jobs[0]}: ingested (dry run: would ingest)\n"
+        f"{jobs[1]}: ingested (dry run: would ingest)\n"
         "2 found: 2 ingested, 0 unchanged, 0 failed\n"
     )
     assert stored_names(engine) == []
