@@ -7,6 +7,7 @@ checked as far as it can be offline. Every store either lands whole or leaves no
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from tests.conftest import Cli
+from tests.conftest import Cli, require
 from tests.remote_jobs import job_rows, put_in_memory, stored_text
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
@@ -157,7 +158,7 @@ def test_an_unreachable_endpoint_is_one_line(cli: Cli, engine: Engine) -> None:
 def test_an_hf_bucket_url_is_read_by_huggingface_hubs_filesystem(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    pytest.importorskip("huggingface_hub", reason="tracker[hf] is not installed")
+    require(importlib.util.find_spec("huggingface_hub") is not None, "tracker[hf] not installed")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from huggingface_hub import HfFileSystem
 
