@@ -37,13 +37,21 @@ def in_s3(s3: Any, directory: Path) -> str:
     return f"s3://{bucket}/study/{directory.name}"
 
 
-@pytest.mark.parametrize("where", ["memory", "s3"])
+def put_at(where: str, job: Path, request: pytest.FixtureRequest) -> str:
+    if where == "file":
+        return f"file://{job.resolve()}"
+    if where == "memory":
+        return put_in_memory(job)
+    return in_s3(request.getfixturevalue("s3"), job)
+
+
+@pytest.mark.parametrize("where", ["memory", "file", "s3"])
 def test_a_remote_job_is_stored_as_the_same_job_from_disk(
     cli: Cli, engine: Engine, tmp_path: Path, where: str, request: pytest.FixtureRequest
 ) -> None:
     job = write_sample_job(tmp_path / "job1", steps=STEPS)
     (job / "notes.txt").write_text("skipped\n")
-    url = put_in_memory(job) if where == "memory" else in_s3(request.getfixturevalue("s3"), job)
+    url = put_at(where, job, request)
     local = cli("ingest", str(job), "--job", "local")
     remote = cli("ingest", url, "--job", "remote")
     assert remote.stdout == local.stdout.replace("local:", "remote:")
@@ -71,6 +79,8 @@ def test_bad_remote_input_names_the_url_and_the_file(
     assert job_count(engine) == 0
     missing = cli("ingest", url + "-gone", ok=False)
     assert missing.stderr == f"Error: {url}-gone: no such directory\n"
+    slash = cli("ingest", url + "-gone/", ok=False)  # named once, as given
+    assert slash.stderr == f"Error: {url}-gone/: no such directory\n"
 
 
 def test_a_truncated_remote_file_is_refused_and_nothing_stored(

@@ -65,6 +65,6 @@ def test_sync_of_a_missing_bucket_is_one_line(cli: Cli, s3: Any) -> None:
     result = cli("sync", "s3://no-such-bucket-here/p/", ok=False)
     assert (result.exit_code, result.stdout) == (1, "")
     assert result.stderr == (
-        "Error: s3://no-such-bucket-here/p: The specified bucket does not exist; "
+        "Error: s3://no-such-bucket-here/p/: The specified bucket does not exist; "
         "nothing was stored\n"
     )

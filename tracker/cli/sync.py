@@ -11,6 +11,7 @@ import typer
 from tracker.cli.base import app
 from tracker.cli.base import parse_meta as _parse_meta
 from tracker.cli.base import state as _state
+from tracker.errors import TrackerError
 
 INTERRUPTED = 130  # the shell's code for a command stopped by Ctrl-C
 
@@ -83,8 +84,14 @@ def sync(
     engine = _state(ctx).engine(may_create_file=not dry_run)
     try:
         while True:
-            report = sync_prefix(engine, prefix, options, _tell)
-            typer.echo(report.summary())
+            try:
+                report = sync_prefix(engine, prefix, options, _tell)
+            except TrackerError as exc:
+                if watch is None:
+                    raise
+                typer.echo(f"Error: {exc}", err=True)  # a watch outlasts a network blip
+            else:
+                typer.echo(report.summary())
             if watch is None:
                 break
             time.sleep(watch)

@@ -183,7 +183,7 @@ class RemoteSource(JobSource):
 
     @property
     def stored_location(self) -> str:
-        return self.location
+        return self.location.rstrip("/")
 
     def _list(self) -> Listing:
         try:
@@ -206,9 +206,11 @@ class RemoteSource(JobSource):
     def read_bytes(self, file: ListedFile) -> bytes:
         """Downloaded once: a scan hashes a file and the ingest parses it later, from a
         temporary copy on disk (memory holds one file at a time, as from a local disk)."""
-        kept = self._kept.get(file.name)
-        if kept is not None:
-            return kept.read_bytes()
+        kept = self._kept.pop(file.name, None)
+        if kept is not None:  # the second and last read (the parse): the copy goes
+            data = kept.read_bytes()
+            kept.unlink()
+            return data
         try:
             with self.fs.open(f"{self.path}/{file.name}", "rb", cache_type="none") as handle:
                 data = bytes(handle.read())
@@ -244,7 +246,11 @@ class RemoteSource(JobSource):
                 entries.setdefault(str(directory.parent), [])
                 directory = directory.parent
         for path in sorted(entries):
-            url = self.location + path[len(self.path) :]
+            url = (
+                self.location
+                if path == self.path
+                else self.stored_location + path[len(self.path) :]
+            )
             here = RemoteSource(self.fs, path, url, self.secrets)
             files = [here._listed(entry) for entry in entries[path]]
             here._listing = Listing(_sorted(files), sorted(subdirectories.get(path, ())))
@@ -317,4 +323,4 @@ def open_source(
         raise UnknownProtocol(url=url, reason=reason) from None
     except TypeError as exc:  # a storage option the filesystem does not take
         raise UnknownProtocol(url=url, reason=f"storage options: {_first_line(exc)}") from None
-    return RemoteSource(fs, path, url.rstrip("/"), secrets)
+    return RemoteSource(fs, path, url, secrets)

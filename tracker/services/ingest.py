@@ -181,7 +181,9 @@ def ingest_directories(
             )
             result = db.in_write_transaction(engine, ingest)
         except TrackerError as exc:
-            progress.job_failed(_failure(directory, exc))
+            progress.job_failed(
+                _failure(source if isinstance(source, JobSource) else directory, exc)
+            )
             report.failed.append(str(directory))
         else:
             progress.job_done(result)
