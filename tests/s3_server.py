@@ -103,17 +103,25 @@ class S3Server:
 
     def _iam_user(self) -> tuple[str, str]:
         """An IAM user allowed everything; from then on moto checks every request's keys."""
-        import boto3
         from moto import settings
 
-        iam = boto3.Session(
-            aws_access_key_id="bootstrap", aws_secret_access_key="bootstrap"
-        ).client("iam", endpoint_url=self.endpoint, region_name="us-east-1")
+        keys = self.new_user("bootstrap", "bootstrap", allowed=True)
+        settings.INITIAL_NO_AUTH_ACTION_COUNT = 0
+        return keys
+
+    def new_user(self, key: str, secret: str, *, allowed: bool) -> tuple[str, str]:
+        """An IAM user's access key and secret, created with ``key``'s rights; ``allowed``:
+        may do everything, else nothing (a denied access)."""
+        import boto3
+
+        iam = boto3.Session(aws_access_key_id=key, aws_secret_access_key=secret).client(
+            "iam", endpoint_url=self.endpoint, region_name="us-east-1"
+        )
         user = f"tracker-test-{uuid.uuid4().hex[:8]}"
         iam.create_user(UserName=user)
-        iam.put_user_policy(UserName=user, PolicyName="all", PolicyDocument=ADMIN_POLICY)
+        if allowed:
+            iam.put_user_policy(UserName=user, PolicyName="all", PolicyDocument=ADMIN_POLICY)
         access = iam.create_access_key(UserName=user)["AccessKey"]
-        settings.INITIAL_NO_AUTH_ACTION_COUNT = 0
         return access["AccessKeyId"], access["SecretAccessKey"]
 
     def environment(self) -> dict[str, str]:

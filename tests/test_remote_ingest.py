@@ -136,6 +136,24 @@ def test_wrong_credentials_are_one_line_that_shows_no_secret(
     assert job_count(engine) == 0
 
 
+def test_a_denied_access_is_one_line(cli: Cli, engine: Engine, tmp_path: Path, s3: Any) -> None:
+    url = in_s3(s3, write_sample_job(tmp_path / "job1", steps=STEPS))
+    key, secret = s3.new_user(s3.key, s3.secret, allowed=False)
+    result = cli(
+        "ingest", url, "--storage-option", f"key={key}", "--storage-option", f"secret={secret}",
+        ok=False,
+    )  # fmt: skip
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {url}: access denied (Access Denied); nothing was stored\n"
+    assert job_count(engine) == 0
+
+
+def test_an_unknown_protocol_is_one_line(cli: Cli) -> None:
+    result = cli("ingest", "nosuch://bucket/job1", ok=False)
+    assert result.exit_code == 1
+    assert result.stderr == "Error: nosuch://bucket/job1: Protocol not known: nosuch\n"
+
+
 def test_credentials_given_as_storage_options_are_never_stored_or_shown(
     cli: Cli, engine: Engine, tmp_path: Path, s3: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -214,9 +214,7 @@ class RemoteSource(JobSource):
         try:
             with self.fs.open(f"{self.path}/{file.name}", "rb", cache_type="none") as handle:
                 data = bytes(handle.read())
-        except TrackerError:
-            raise
-        except Exception as exc:
+        except Exception as exc:  # whatever the filesystem raises: one line naming the file
             reason = self._redact(_first_line(exc) or type(exc).__name__)
             raise BadInput(path=file.name, problem=f"cannot be read ({reason})") from None
         if len(data) != file.size:
@@ -232,6 +230,8 @@ class RemoteSource(JobSource):
     def walk(self) -> Iterator[JobSource]:
         try:
             found: dict[str, Any] = self.fs.find(self.path, withdirs=False, detail=True)
+        except FileNotFoundError as exc:
+            raise self._missing(exc) from None
         except Exception as exc:
             raise self._failed(exc) from None
         if not found:
@@ -272,9 +272,13 @@ class RemoteSource(JobSource):
         return StorageFailed(url=self.location, reason=self._redact(reason))
 
     def _redact(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret, "***")
-        return text
+        return _redacted(text, self.secrets)
+
+
+def _redacted(text: str, secrets: frozenset[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
 
 
 def _version(entry: Mapping[str, Any]) -> str | None:
@@ -317,10 +321,7 @@ def open_source(
         extra, package = EXTRAS.get(protocol, ("cloud", str(exc.name or "its filesystem")))
         raise MissingExtra(url=url, protocol=protocol, package=package, extra=extra) from None
     except ValueError as exc:
-        reason = _first_line(exc)
-        for secret in secrets:
-            reason = reason.replace(secret, "***")
-        raise UnknownProtocol(url=url, reason=reason) from None
+        raise UnknownProtocol(url=url, reason=_redacted(_first_line(exc), secrets)) from None
     except TypeError as exc:  # a storage option the filesystem does not take
         raise UnknownProtocol(url=url, reason=f"storage options: {_first_line(exc)}") from None
     return RemoteSource(fs, path, url, secrets)
