@@ -1,6 +1,6 @@
 """Ingest and sync from S3 (moto's S3 server on loopback) against the same work from disk.
 
-    python bench/bench_remote.py [--steps 250000] [--jobs 1000] [--repeat 2]
+    python bench/bench_remote.py [--steps 250000] [--jobs 1000] [--repeat 2] [--part ingest|sync]
 
 1. Ingest: a job of 4 arms x STEPS steps, whole ``tracker ingest`` processes into fresh SQLite
    databases: from the job directory on disk, and from ``s3://`` (the same files uploaded to the
@@ -96,6 +96,11 @@ def bench_sync(server: S3Server, work: Path, jobs: int) -> None:
     gets = server.traffic.object_gets()
     listings = len(server.traffic.requests)
     print(f"second sync: {second:.2f} s (target <= 5 s): {out.splitlines()[-1]}")
+    start = time.perf_counter()
+    tracker(work, "--db", url, "jobs", "--format", "csv")
+    print(
+        f"  for scale, a `tracker jobs` process on the same database: {time.perf_counter() - start:.2f} s"
+    )
     print(f"  requests: {listings} (listing pages), object GETs: {gets} (target 0)")
 
 
@@ -104,13 +109,16 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=250_000)
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--part", choices=["ingest", "sync"], help="only this one (default both)")
     args = parser.parse_args()
     server = S3Server()
     os.environ.update(server.environment())  # the children reach it the standard way
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            bench_ingest(server, Path(tmp), args.steps, args.repeat)
-            bench_sync(server, Path(tmp), args.jobs)
+            if args.part in (None, "ingest"):
+                bench_ingest(server, Path(tmp), args.steps, args.repeat)
+            if args.part in (None, "sync"):
+                bench_sync(server, Path(tmp), args.jobs)
     finally:
         server.stop()
 

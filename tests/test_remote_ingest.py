@@ -232,3 +232,9 @@ def test_help_does_not_import_fsspec() -> None:
     code = "import sys; from tracker.cli import app; print('fsspec' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout == "False\n"
+
+
+def test_a_storage_option_without_a_value_is_a_usage_error(cli: Cli) -> None:
+    result = cli("ingest", "memory://x/job1", "--storage-option", "anon", ok=False)
+    assert result.exit_code == 2
+    assert "expected KEY=VALUE, got 'anon'=..." in result.stderr

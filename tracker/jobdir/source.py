@@ -14,6 +14,7 @@ credentials, ``HF_TOKEN``) and the caller's storage options; no message ever sho
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import tempfile
 from abc import ABC, abstractmethod
@@ -199,9 +200,8 @@ class RemoteSource(JobSource):
         return Listing(_sorted(files), sorted(directories))
 
     def _listed(self, entry: Mapping[str, Any]) -> ListedFile:
-        return ListedFile(
-            self, PurePosixPath(entry["name"]).name, int(entry.get("size") or 0), _version(entry)
-        )
+        name = posixpath.basename(entry["name"])  # string work: a sync lists every file
+        return ListedFile(self, name, int(entry.get("size") or 0), _version(entry))
 
     def read_bytes(self, file: ListedFile) -> bytes:
         """Downloaded once: a scan hashes a file and the ingest parses it later, from a
@@ -239,12 +239,13 @@ class RemoteSource(JobSource):
         entries: dict[str, list[Any]] = {self.path: []}
         subdirectories: dict[str, set[str]] = {}
         for name, entry in found.items():
-            directory = PurePosixPath(name).parent
-            entries.setdefault(str(directory), []).append(entry)
-            while str(directory) != self.path and directory != directory.parent:
-                subdirectories.setdefault(str(directory.parent), set()).add(directory.name)
-                entries.setdefault(str(directory.parent), [])
-                directory = directory.parent
+            directory = posixpath.dirname(name)
+            entries.setdefault(directory, []).append(entry)
+            while directory != self.path and len(directory) > len(self.path):
+                parent, child = posixpath.split(directory)
+                subdirectories.setdefault(parent, set()).add(child)
+                entries.setdefault(parent, [])
+                directory = parent
         for path in sorted(entries):
             url = (
                 self.location

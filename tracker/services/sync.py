@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, select
@@ -104,8 +104,8 @@ def content_files(listing: Listing) -> dict[str, tuple[int, str | None]]:
 
 
 def _arm_file(name: str) -> bool:
-    path = PurePosixPath(name)
-    return path.suffix in (".csv", ".json") and ArmName.find(path.stem) is not None
+    stem, _, suffix = name.rpartition(".")  # string work: a sync looks at every file listed
+    return suffix in ("csv", "json") and ArmName.find(stem) is not None
 
 
 def waiting_for(listing: Listing) -> str | None:
@@ -114,9 +114,9 @@ def waiting_for(listing: Listing) -> str | None:
     if PROBE_FILE not in names:
         return f"no {PROBE_FILE} yet"
     for name in sorted(names):
-        path = PurePosixPath(name)
-        if path.suffix == ".csv" and f"{path.stem}.json" not in names:
-            return f"{name} has no summary {path.stem}.json yet"
+        stem, _, suffix = name.rpartition(".")
+        if suffix == "csv" and f"{stem}.json" not in names:
+            return f"{name} has no summary {stem}.json yet"
     return None
 
 
