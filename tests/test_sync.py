@@ -120,6 +120,18 @@ def test_a_failed_job_is_listed_and_exits_1(cli: Cli, engine: Engine, tmp_path: 
     assert stored_names(engine) == ["job1"]
 
 
+def test_two_directories_of_one_job_name_store_the_first(
+    cli: Cli, engine: Engine, tmp_path: Path
+) -> None:
+    first = write_sample_job(tmp_path / "study" / "a" / "job0", steps=STEPS)
+    second = write_sample_job(tmp_path / "study" / "b" / "job0", seed=3, steps=STEPS)
+    result = cli("sync", str(tmp_path / "study"), ok=False)
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {second}: the job name 'job0' is also that of {first}\n"
+    assert result.stdout.startswith("job0: ingested")
+    assert stored_names(engine) == ["job0"]
+
+
 def test_a_missing_prefix_is_one_line(cli: Cli, tmp_path: Path) -> None:
     result = cli("sync", str(tmp_path / "nowhere"), ok=False)
     assert (result.exit_code, result.stdout) == (1, "")

@@ -133,9 +133,15 @@ def sync_prefix(
     found = [d for d in source.walk() if content_files(d.listing())]
     with db.write_session(engine) as session:
         stored = stored_listings(session)
+    first_of: dict[str, JobSource] = {}
     report = SyncReport(str(prefix))
     for directory in found:
-        job = _sync_job(engine, directory, stored, options)
+        first = first_of.setdefault(directory.name, directory)
+        if first is not directory:  # two directories, one job name: neither may shadow
+            problem = f"{directory}: the job name {directory.name!r} is also that of {first}"
+            job = SyncedJob(directory.location, SyncStatus.FAILED, problem)
+        else:
+            job = _sync_job(engine, directory, stored, options)
         report.jobs.append(job)
         if on_job is not None:
             on_job(job)
