@@ -93,12 +93,13 @@ def bench_sync(server: S3Server, work: Path, jobs: int) -> None:
     print(f"first sync of {jobs} jobs: {first:.1f} s: {out.splitlines()[-1]}")
     server.traffic.reset()
     second, _, out = tracker(work, "--db", url, "sync", prefix)
-    gets = server.traffic.object_gets()
+    gets, server_s = server.traffic.object_gets(), server.traffic.busy_s
     listings = len(server.traffic.requests)
     print(f"second sync: {second:.2f} s (target <= 5 s): {out.splitlines()[-1]}")
     listing_s, _, _ = tracker(work, "--db", url, "jobs", "--format", "csv")
     print(f"  for scale, a `tracker jobs` process on the same database: {listing_s:.2f} s")
     print(f"  requests: {listings} (listing pages), object GETs: {gets} (target 0)")
+    print(f"  of which the S3 server (moto, in this process) took {server_s:.2f} s to answer")
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ class Traffic:
     requests: list[tuple[str, str, str]] = field(default_factory=list)  # method, path, query
     short: set[str] = field(default_factory=set)  # keys served with half their bytes
     dropped: set[str] = field(default_factory=set)  # keys whose connection drops halfway
+    busy_s: float = 0.0  # time moto took to answer, summed (the server's share of a wait)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
@@ -39,7 +41,11 @@ class Traffic:
         key = path.lstrip("/")
         if method == "GET" and (key in self.short or key in self.dropped):
             return self._spoiled(environ, start_response, drop=key in self.dropped)
-        return self.app(environ, start_response)
+        start = time.perf_counter()
+        body = list(self.app(environ, start_response))
+        with self.lock:
+            self.busy_s += time.perf_counter() - start
+        return body
 
     def _spoiled(self, environ: dict[str, Any], start_response: Any, drop: bool) -> Iterator[bytes]:
         captured: dict[str, Any] = {}
@@ -67,6 +73,7 @@ class Traffic:
     def reset(self) -> None:
         with self.lock:
             self.requests.clear()
+            self.busy_s = 0.0
         self.short.clear()
         self.dropped.clear()
 
