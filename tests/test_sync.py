@@ -18,6 +18,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
+from tests.remote_jobs import put_in_memory
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
 from tracker.services.sync import SyncOptions, SyncStatus, sync_prefix
@@ -243,3 +244,19 @@ def test_watch_ingests_a_job_when_it_finishes_until_interrupted(
     assert process.returncode == 130
     assert err.endswith("interrupted: every job told above as ingested is stored\n")
     assert stored_names(engine) == ["job0"]
+
+
+def test_sync_of_a_memory_url_walks_fsspecs_listing(
+    cli: Cli, engine: Engine, tmp_path: Path
+) -> None:
+    study(tmp_path / "study", 2)
+    (tmp_path / "study" / "run1" / "job1" / "mem_sweep.json").unlink()
+    url = put_in_memory(tmp_path / "study")
+    result = cli("sync", url)
+    assert result.stdout.startswith("job0: ingested 25 probes")
+    assert result.stdout.endswith(
+        f"{url}/run1/job1: waiting (no mem_sweep.json yet)\n"
+        "2 found: 1 ingested, 0 unchanged, 1 waiting, 0 failed\n"
+    )
+    with Session(engine) as session:
+        assert session.scalar(select(Job.source_path)) == f"{url}/run0/job0"
