@@ -195,7 +195,10 @@ def test_an_hf_bucket_url_is_read_by_huggingface_hubs_filesystem(
     source = open_source("hf://buckets/ORG/flashoptim-repro/job7/")
     assert isinstance(source, RemoteSource)
     assert isinstance(source.fs, HfFileSystem)
-    assert (source.name, source.location) == ("job7", "hf://buckets/ORG/flashoptim-repro/job7")
+    assert (source.name, source.stored_location) == (
+        "job7",
+        "hf://buckets/ORG/flashoptim-repro/job7",
+    )
 
 
 @pytest.mark.parametrize(
