@@ -262,13 +262,13 @@ def test_sync_of_a_memory_url_walks_fsspecs_listing(
         assert session.scalar(select(Job.source_path)) == f"{url}/run0/job0"
 
 
-def test_db_copy_keeps_the_listed_versions(db_url: str, tmp_path: Path) -> None:
+def test_db_copy_keeps_the_listed_versions(db_url: str, reader_url: str, tmp_path: Path) -> None:
     study(tmp_path / "study", 1)
     local = Cli(f"sqlite:///{tmp_path / 'local.db'}")
     local("sync", str(tmp_path / "study"))
     local("db", "copy", local.url, db_url)
     query = "SELECT path, size, version FROM source_file ORDER BY path"
-    assert local("sql", query).stdout == Cli(db_url)("sql", query).stdout
+    assert local("sql", query).stdout == Cli(reader_url)("sql", query).stdout
     rows = local("sql", query, "--format", "csv").stdout.splitlines()[1:]
     assert len(rows) == 9
     assert all(row.split(",")[2] for row in rows)  # every file has its version
