@@ -11,6 +11,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -113,3 +114,30 @@ def cli(db_url: str) -> Cli:
     """The command line on a database that exists (reading commands never create one)."""
     open_database(db_url).dispose()
     return Cli(db_url)
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[Any]:
+    """A real S3 API server on loopback (moto's server mode), for the whole session; the
+    process's AWS variables point at it (and only at it) while it runs."""
+    try:
+        import s3fs  # noqa: F401  # what `tracker[s3]` installs
+
+        from tests.s3_server import S3Server
+    except ImportError as exc:
+        require(False, f"{exc.name} is not installed: no S3 server to test against")
+    server = S3Server()
+    with pytest.MonkeyPatch.context() as patch:
+        for name in [name for name in os.environ if name.startswith("AWS_")]:
+            patch.delenv(name)
+        for name, value in server.environment().items():
+            patch.setenv(name, value)
+        yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3(s3_server: Any) -> Any:
+    """The S3 server with its request count and spoiled keys reset for this test."""
+    s3_server.traffic.reset()
+    return s3_server

@@ -133,14 +133,15 @@ def test_db_current_and_upgrade_commands(tmp_path: Path) -> None:
     cli = Cli(url)
     assert (
         cli("db", "current").stdout
-        == "revision (empty database), head 0005: run `tracker db upgrade`\n"
+        == "revision (empty database), head 0006: run `tracker db upgrade`\n"
     )
-    assert cli("db", "upgrade").stdout == "upgraded empty database -> 0005\n"
-    assert cli("db", "upgrade").stdout == "already at 0005\n"
-    assert cli("db", "current").stdout == "revision 0005, head 0005: up to date\n"
+    assert cli("db", "upgrade").stdout == "upgraded empty database -> 0006\n"
+    assert cli("db", "upgrade").stdout == "already at 0006\n"
+    assert cli("db", "current").stdout == "revision 0006, head 0006: up to date\n"
 
 
-NEWER_COLUMNS = {"n_nonfinite"}  # curve's columns added after 0004 (by 0005)
+# Columns added after 0004: curve.n_nonfinite (0005), source_file.version (0006)
+NEWER_COLUMNS = {"n_nonfinite", "version"}
 
 
 Snapshot = dict[str, tuple[list[str], list[tuple[object, ...]]]]
@@ -175,13 +176,20 @@ def test_every_migration_step_keeps_the_data(cli: Cli, engine: Engine, tmp_path:
     before = full_snapshot(engine)
     before_0005 = full_snapshot_of(before, leave_out=NEWER_COLUMNS)
     assert len(before["point"][1]) == 4 * 3 * 25 + 3 * 25
-    revisions = ["0001", "0002", "0003", "0004", "0005"]
+    columns, files = before["source_file"]
+    assert all(row[columns.index("version")] != "None" for row in files)  # kept at ingest
+    revisions = list(REVISIONS)
     for down in reversed(revisions[:-1]):
         downgrade(engine, down)
-        assert full_snapshot(engine) == before_0005
+        assert full_snapshot(engine, leave_out=NEWER_COLUMNS) == before_0005
     for up in revisions[1:]:
         upgrade(engine, up)
-        assert full_snapshot(engine) == (before if up == HEAD else before_0005)
+        assert full_snapshot(engine, leave_out=NEWER_COLUMNS) == before_0005
+    # 0005 counted the non-finite points again; the listing's versions are gone (the next sync
+    # reads those jobs once and keeps them)
+    assert full_snapshot(engine, leave_out={"version"}) == full_snapshot_of(before, {"version"})
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT count(version) FROM source_file")).scalar() == 0
 
 
 def test_deleting_a_job_leaves_no_orphan_points(cli: Cli, engine: Engine, tmp_path: Path) -> None:
@@ -224,7 +232,7 @@ def test_upgrade_copies_the_file_aside_first(tmp_path: Path) -> None:
     result = Cli(url)("db", "upgrade")
     backups = list(tmp_path.glob("old.db.0001-*.bak"))
     assert len(backups) == 1
-    assert result.stdout == (f"upgraded 0001 -> 0005 (the previous file is kept at {backups[0]})\n")
+    assert result.stdout == (f"upgraded 0001 -> 0006 (the previous file is kept at {backups[0]})\n")
     assert full_snapshot(engine, leave_out=NEWER_COLUMNS) == before
     with engine.connect() as connection:  # its points: 10.5, inf and NaN (NULL)
         assert connection.execute(text("SELECT n_nonfinite FROM curve")).scalar_one() == 2
@@ -248,7 +256,7 @@ def test_a_failed_upgrade_leaves_the_original_in_place(tmp_path: Path) -> None:
         "table _alembic_tmp_point already exists\n"
     )
     assert full_snapshot(engine) == before
-    assert Cli(url)("db", "current").stdout.startswith("revision 0001, head 0005")
+    assert Cli(url)("db", "current").stdout.startswith("revision 0001, head 0006")
 
 
 def derived_rows(engine: Engine) -> dict[str, list[tuple[object, ...]]]:
@@ -307,7 +315,7 @@ def test_a_database_made_by_an_old_revision_upgrades_to_the_rows_of_a_fresh_inge
     downgrade(engine, revision)
     assert full_snapshot(engine) == full_snapshot_of(fresh, leave_out=NEWER_COLUMNS)
     assert Cli(db_url)("db", "upgrade").stdout.startswith(f"upgraded {revision} -> {HEAD}")
-    assert full_snapshot(engine) == fresh
+    assert full_snapshot(engine, leave_out={"version"}) == full_snapshot_of(fresh, {"version"})
     assert derived_rows(engine) == fresh_derived
     assert Cli(db_url)("db", "rederive").stdout == "0 jobs rederived, 3 already up to date\n"
 

@@ -182,3 +182,15 @@ def case_hint(value: str, known: Iterable[str], shown: str = "{}") -> str:
         if name.casefold() == value.casefold():
             return f" ({shown.format(name)} differs only in case)"
     return ""
+
+
+class MissingExtra(TrackerError):
+    """{url}: reading {protocol}:// needs {package}: pip install 'tracker[{extra}]'"""
+
+
+class UnknownProtocol(TrackerError):
+    """{url}: {reason}"""
+
+
+class StorageFailed(TrackerError):
+    """{url}: {reason}; nothing was stored"""

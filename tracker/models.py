@@ -121,6 +121,9 @@ class SourceFile(Base):
     path: Mapped[str] = mapped_column(Text, primary_key=True)
     sha256: Mapped[str] = mapped_column(String(64))
     size: Mapped[int] = mapped_column(BigInteger)
+    # the file's version as its storage listed it at ingest (ETag, generation, mtime): a
+    # sync whose listing shows the same names, sizes and versions downloads nothing
+    version: Mapped[str | None] = mapped_column(Text)
 
     job: Mapped[Job] = relationship(back_populates="files")
 

@@ -7,7 +7,6 @@ import ``tracker.api`` when they run, so ``tracker --help`` starts fast.
 
 from __future__ import annotations
 
-import re
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,9 +16,8 @@ from typer.core import TyperGroup
 
 from tracker.config import DATABASE_URL_ENV, database_url
 from tracker.errors import TrackerError
+from tracker.jobdir.jobmeta import META_KEY
 from tracker.output import Format
-
-META_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,99}")
 
 
 class ErrorReportingGroup(TyperGroup):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from contextlib import ExitStack
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -12,6 +11,7 @@ import typer
 from tracker.cli.base import app
 from tracker.cli.base import parse_meta as _parse_meta
 from tracker.cli.base import state as _state
+from tracker.cli.sync import StorageOptions, parse_storage_options
 from tracker.domain import DEFAULT_ARM_MODEL
 
 PROGRESS_MIN_BYTES = 10_000_000
@@ -20,7 +20,9 @@ PROGRESS_MIN_BYTES = 10_000_000
 @app.command()
 def ingest(
     ctx: typer.Context,
-    directories: Annotated[list[Path], typer.Argument(help="Job directories to ingest.")],
+    directories: Annotated[
+        list[str], typer.Argument(help="Job directories or URLs (s3://, gs://, hf://...).")
+    ],
     job: Annotated[
         str | None, typer.Option(help="Job name (default: the directory's name).")
     ] = None,
@@ -40,6 +42,7 @@ def ingest(
             "twice and an incomplete last line, instead of settling them with a warning."
         ),
     ] = False,
+    storage_option: StorageOptions = None,
 ) -> None:
     """Store finished job directories in the database, one transaction per job.
 
@@ -47,6 +50,7 @@ def ingest(
     command then exits with code 1.
 
     A resumed run, a step logged twice or a cut-off last line is settled, with a warning.
+    A directory may be an fsspec URL (s3://BUCKET/job2, gs://..., hf://buckets/ORG/B/job2).
 
     Example: tracker ingest downloads/job2 --meta gpu=A10G --meta flashoptim=0.1.4
     """
@@ -54,7 +58,10 @@ def ingest(
 
     if job is not None and len(directories) > 1:
         raise typer.BadParameter("--job names one job; give one directory", param_hint="--job")
-    options = IngestOptions(job, _parse_meta(meta or []), replace, arm_model, strict_steps)
+    storage_options = parse_storage_options(storage_option or [])
+    options = IngestOptions(
+        job, _parse_meta(meta or []), replace, arm_model, strict_steps, storage_options
+    )
     engine = _state(ctx).engine(may_create_file=True)
     with ExitStack() as stack:
         progress = _ingest_progress(stack, many=len(directories) > 1)

@@ -15,13 +15,14 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import polars as pl
 
 from tracker.domain import LOSS, ArmName
-from tracker.errors import BadInput, BadJobName, NoSuchDirectory, NotADirectory, NothingToIngest
+from tracker.errors import BadInput, BadJobName, NothingToIngest, TrackerError
+from tracker.jobdir.jobmeta import META_FILES, parse_job_meta
 from tracker.jobdir.logs import check_field_counts, settle_steps
 from tracker.jobdir.records import (
     ProbeRecord,
@@ -29,6 +30,7 @@ from tracker.jobdir.records import (
     parse_arm_summary,
     parse_probe_record,
 )
+from tracker.jobdir.source import JobSource, ListedFile, LocalSource
 
 PROBE_FILE = "mem_sweep.json"
 JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -39,6 +41,7 @@ class SourceFile:
     path: str  # relative to the job directory
     sha256: str
     size: int
+    version: str | None = None  # as listed (ETag, mtime): a sync skips the job while it holds
 
 
 @dataclass(frozen=True)
@@ -46,8 +49,8 @@ class ArmFiles:
     name: str
     variant: str
     seed: int
-    csv_path: Path
-    json_path: Path
+    csv_path: ListedFile
+    json_path: ListedFile
 
 
 @dataclass
@@ -74,12 +77,13 @@ class CurveFile:
 
 @dataclass
 class JobDirectory:
-    path: Path
+    source: JobSource
     name: str
     probes: list[ProbeRecord]
     arms: list[ArmFiles]
     files: list[SourceFile]
     skipped: list[str]
+    meta: dict[str, str] = field(default_factory=dict)  # from job.json or meta.json
 
     @property
     def digest(self) -> str:
@@ -98,61 +102,63 @@ def validate_job_name(name: str, *, from_directory: bool = False) -> str:
     return name
 
 
-def _read_bytes(root: Path, path: Path) -> bytes:
-    where = path.name
-    resolved = path.resolve()
-    if not resolved.is_relative_to(root):
-        raise BadInput(path=where, problem="links outside the job directory")
-    if resolved.exists() and not resolved.is_file():
-        raise BadInput(path=where, problem="not a regular file")  # a FIFO would block forever
-    try:
-        return resolved.read_bytes()
-    except OSError as exc:
-        raise BadInput(path=where, problem=f"cannot be read ({exc.strerror})") from None
+def as_source(directory: Path | JobSource) -> JobSource:
+    return directory if isinstance(directory, JobSource) else LocalSource(directory)
 
 
-def scan_job(directory: Path, name: str | None = None) -> JobDirectory:
+def _source_file(listed: ListedFile, data: bytes) -> SourceFile:
+    return SourceFile(listed.name, hashlib.sha256(data).hexdigest(), len(data), listed.version)
+
+
+def scan_job(directory: Path | JobSource, name: str | None = None) -> JobDirectory:
     """Validate a job directory's layout, parse its probes and hash every file it uses."""
-    if not directory.exists():
-        raise NoSuchDirectory(path=str(directory))
-    if not directory.is_dir():
-        raise NotADirectory(path=str(directory))
-    root = directory.resolve()
+    source = as_source(directory)
+    listing = source.listing()
     if name is None:
-        job_name = validate_job_name(root.name, from_directory=True)
+        job_name = validate_job_name(source.name, from_directory=True)
     else:
         job_name = validate_job_name(name)
     probes: list[ProbeRecord] = []
     files: list[SourceFile] = []
-    skipped: list[str] = []
-    csvs: dict[str, Path] = {}
-    summaries: dict[str, Path] = {}
-    for path in sorted(directory.iterdir()):
-        if path.is_dir():
-            skipped.append(path.name + "/")
-        elif path.name == PROBE_FILE or path.suffix == ".jsonl":
-            data = _read_bytes(root, path)
-            files.append(SourceFile(path.name, hashlib.sha256(data).hexdigest(), len(data)))
+    skipped: list[str] = [f"{subdirectory}/" for subdirectory in listing.directories]
+    csvs: dict[str, ListedFile] = {}
+    summaries: dict[str, ListedFile] = {}
+    meta_files: list[ListedFile] = []
+    for listed in listing.files:
+        path = PurePosixPath(listed.name)
+        if path.name == PROBE_FILE or path.suffix == ".jsonl":
+            data = listed.read_bytes()
+            files.append(_source_file(listed, data))
             probes.extend(parse_probe_file(path.name, data))
         elif path.suffix == ".csv":
-            csvs[path.stem] = path
+            csvs[path.stem] = listed
         elif path.suffix == ".json" and ArmName.find(path.stem) is not None:
-            summaries[path.stem] = path
+            summaries[path.stem] = listed
+        elif path.name in META_FILES:
+            meta_files.append(listed)
         else:
             skipped.append(path.name)
+    skipped.sort(key=lambda skip: skip.rstrip("/"))  # as the directory's entries sort
     arms = [_pair_arm_files(stem, csv_path, summaries) for stem, csv_path in csvs.items()]
     for stem in sorted(summaries.keys() - csvs.keys()):
         raise BadInput(path=f"{stem}.json", problem=f"summary without its curve {stem}.csv")
     for arm in arms:
-        for path in (arm.csv_path, arm.json_path):
-            data = _read_bytes(root, path)
-            files.append(SourceFile(path.name, hashlib.sha256(data).hexdigest(), len(data)))
+        for listed in (arm.csv_path, arm.json_path):
+            files.append(_source_file(listed, listed.read_bytes()))
     if not probes and not arms and not any(f.path == PROBE_FILE for f in files):
-        raise NothingToIngest(path=str(directory))
-    return JobDirectory(directory, job_name, _merge_duplicates(probes), arms, files, skipped)
+        raise NothingToIngest(path=str(source))
+    meta = _job_meta(meta_files)
+    return JobDirectory(source, job_name, _merge_duplicates(probes), arms, files, skipped, meta)
 
 
-def _pair_arm_files(stem: str, csv_path: Path, summaries: dict[str, Path]) -> ArmFiles:
+def _job_meta(meta_files: list[ListedFile]) -> dict[str, str]:
+    if len(meta_files) > 1:
+        names = " and ".join(listed.name for listed in meta_files)
+        raise BadInput(path=meta_files[-1].name, problem=f"{names} both hold metadata: keep one")
+    return {k: v for f in meta_files for k, v in parse_job_meta(f.name, f.read_bytes()).items()}
+
+
+def _pair_arm_files(stem: str, csv_path: ListedFile, summaries: dict[str, ListedFile]) -> ArmFiles:
     name = ArmName.find(stem)
     if name is None:
         raise BadInput(path=csv_path.name, problem="arm file not named <variant>_s<seed>.csv")
@@ -345,8 +351,10 @@ def _fail_on_first(
         raise BadInput(path=f"{filename} line {row[line]}", problem=f"{column}{shown} {problem}")
 
 
-def curve_bytes(directory: Path) -> int:
+def curve_bytes(directory: Path | JobSource) -> int:
     """Size of the curve files an ingest of ``directory`` will parse, for progress bars."""
-    if not directory.is_dir():
+    try:
+        listing = as_source(directory).listing()
+    except TrackerError:  # the ingest reports it
         return 0
-    return sum(path.stat().st_size for path in directory.glob("*.csv") if path.is_file())
+    return sum(listed.size for listed in listing.files if listed.name.endswith(".csv"))

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
@@ -21,6 +22,7 @@ from sqlalchemy.orm import Session
 from tracker.errors import JobExists, NotADemoJob, TrackerError
 from tracker.jobdir.reader import ArmFiles, curve_bytes
 from tracker.jobdir.sample import DEMO_META
+from tracker.jobdir.source import JobSource, open_source
 from tracker.models import Job
 from tracker.services.derived import store_packaged_derived
 from tracker.store import db
@@ -40,7 +42,7 @@ __all__ = [
 
 def ingest_job(
     session: Session,
-    directory: Path,
+    directory: Path | JobSource,
     *,
     name: str | None = None,
     meta: Mapping[str, str] | None = None,
@@ -96,6 +98,8 @@ class IngestOptions:
     replace: bool = False
     arm_model: str = DEFAULT_ARM_MODEL
     strict_steps: bool = False
+    # for URLs, to their filesystem (credentials among them: never shown, never stored)
+    storage_options: Mapping[str, Any] = field(default_factory=dict)
 
 
 class IngestProgress:
@@ -135,7 +139,7 @@ class IngestReport:
         return f"{self.directories} directories: {', '.join(counts)}"
 
 
-def _failure(directory: Path, exc: TrackerError) -> str:
+def _failure(directory: Path | str | JobSource, exc: TrackerError) -> str:
     message = str(exc)  # errors about the directory itself already name it
     if not message.startswith(f"{directory}: "):
         message = f"{directory}: {message}"
@@ -144,32 +148,42 @@ def _failure(directory: Path, exc: TrackerError) -> str:
 
 def ingest_directories(
     engine: Engine,
-    directories: Sequence[Path],
+    directories: Sequence[Path | str],
     options: IngestOptions,
     progress: IngestProgress | None = None,
 ) -> IngestReport:
-    """Store each directory in its own transaction; one that fails is reported (``progress``)
-    and counted, and the others are still stored."""
+    """Store each directory (a path or an fsspec URL) in its own transaction; one that fails
+    is reported (``progress``) and counted, and the others are still stored."""
     progress = progress or IngestProgress()
-    sizes = [curve_bytes(directory) for directory in directories]
+    sources: list[JobSource | TrackerError] = []
+    for directory in directories:
+        try:
+            sources.append(open_source(directory, options.storage_options))
+        except TrackerError as exc:  # e.g. a missing extra: that directory fails
+            sources.append(exc)
+    sizes = [0 if isinstance(s, TrackerError) else curve_bytes(s) for s in sources]
     progress.started(sum(sizes))
     report = IngestReport(len(directories))
     done = 0
-    for directory, size in zip(directories, sizes, strict=True):
-        ingest = partial(
-            ingest_job,
-            directory=directory,
-            name=options.name,
-            meta=options.meta,
-            replace=options.replace,
-            arm_model=options.arm_model,
-            on_arm=lambda arm: progress.arm_written(arm.csv_path.stat().st_size),
-            strict_steps=options.strict_steps,
-        )
+    for directory, source, size in zip(directories, sources, sizes, strict=True):
         try:
+            if isinstance(source, TrackerError):
+                raise source
+            ingest = partial(
+                ingest_job,
+                directory=source,
+                name=options.name,
+                meta=options.meta,
+                replace=options.replace,
+                arm_model=options.arm_model,
+                on_arm=lambda arm: progress.arm_written(arm.csv_path.size),
+                strict_steps=options.strict_steps,
+            )
             result = db.in_write_transaction(engine, ingest)
         except TrackerError as exc:
-            progress.job_failed(_failure(directory, exc))
+            progress.job_failed(
+                _failure(source if isinstance(source, JobSource) else directory, exc)
+            )
             report.failed.append(str(directory))
         else:
             progress.job_done(result)

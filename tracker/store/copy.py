@@ -59,7 +59,10 @@ def copy_job_rows(source: Session, destination: Session, name: str) -> CopiedJob
         ingested_at=job.ingested_at,
         content_digest=job.content_digest,
         meta=[JobMeta(key=m.key, value=m.value) for m in job.meta],
-        files=[SourceFile(path=f.path, sha256=f.sha256, size=f.size) for f in job.files],
+        files=[
+            SourceFile(path=f.path, sha256=f.sha256, size=f.size, version=f.version)
+            for f in job.files
+        ],
     )
     destination.add(copy)
     destination.flush()

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from tracker.domain import DEFAULT_ARM_MODEL, LOSS, IngestStatus
 from tracker.errors import JobExists
 from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, read_arm, scan_job
+from tracker.jobdir.source import JobSource
 from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
 from tracker.store.catalog import TIME_KEY, delete_job_rows, parse_time, update_meta
 from tracker.store.points import write_points
@@ -64,7 +65,7 @@ class WrittenJob:
 
 def write_job(
     session: Session,
-    directory: Path,
+    directory: Path | JobSource,
     *,
     name: str | None = None,
     meta: Mapping[str, str] | None = None,
@@ -74,11 +75,15 @@ def write_job(
     strict_steps: bool = False,
 ) -> WrittenJob:
     """Write one job directory's rows. ``on_arm`` is told of each arm once it is written;
-    ``strict_steps`` refuses resumed runs, steps logged twice and an incomplete last line."""
+    ``strict_steps`` refuses resumed runs, steps logged twice and an incomplete last line.
+    The job's own metadata file (``job.json``) gives keys that ``meta`` does not."""
     meta = meta or {}
     if TIME_KEY in meta:
         parse_time(meta[TIME_KEY])
     scanned = scan_job(directory, name)
+    meta = {**scanned.meta, **meta}
+    if TIME_KEY in meta:
+        parse_time(meta[TIME_KEY])
     existing = session.scalars(select(Job).where(Job.name == scanned.name)).one_or_none()
     status = IngestStatus.INGESTED
     if existing is not None:
@@ -112,11 +117,14 @@ def write_job(
 def _insert_job(session: Session, scanned: JobDirectory, meta: Mapping[str, str]) -> Job:
     job = Job(
         name=scanned.name,
-        source_path=str(scanned.path.resolve()),
+        source_path=scanned.source.stored_location,
         ingested_at=datetime.now(UTC),
         content_digest=scanned.digest,
         meta=[JobMeta(key=key, value=value) for key, value in meta.items()],
-        files=[SourceFile(path=f.path, sha256=f.sha256, size=f.size) for f in scanned.files],
+        files=[
+            SourceFile(path=f.path, sha256=f.sha256, size=f.size, version=f.version)
+            for f in scanned.files
+        ],
     )
     session.add(job)
     session.flush()
@@ -171,3 +179,22 @@ def curve_summary(metric: str, curve: pl.DataFrame) -> dict[str, object]:
         "max_value": finite.max() if finite.len() else None,
         "n_nonfinite": curve.height - finite.len(),
     }
+
+
+def stored_listings(session: Session) -> dict[str, dict[str, tuple[int, str | None]]]:
+    """Every job's source files as ingested: name -> {file: (size, version)}, for a sync."""
+    rows = session.execute(
+        select(Job.name, SourceFile.path, SourceFile.size, SourceFile.version).join(Job.files)
+    )
+    listings: dict[str, dict[str, tuple[int, str | None]]] = {}
+    for name, path, size, version in rows:
+        listings.setdefault(name, {})[path] = (size, version)
+    return listings
+
+
+def set_file_versions(session: Session, name: str, versions: Mapping[str, str | None]) -> None:
+    """Keep the versions a listing showed for the files of a job whose content is unchanged."""
+    job = session.scalars(select(Job).where(Job.name == name)).one()
+    for source_file in job.files:
+        if source_file.path in versions:
+            source_file.version = versions[source_file.path]

@@ -1,0 +1,112 @@
+"""``tracker sync``: ingest the finished jobs under a prefix (a directory or a bucket URL)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Annotated, Any
+
+import typer
+
+from tracker.cli.base import app
+from tracker.cli.base import parse_meta as _parse_meta
+from tracker.cli.base import state as _state
+from tracker.errors import TrackerError
+
+INTERRUPTED = 130  # the shell's code for a command stopped by Ctrl-C
+
+
+def parse_storage_options(items: list[str]) -> dict[str, Any]:
+    """``--storage-option KEY=VALUE`` items; a value that reads as JSON (``true``, ``3``,
+    ``{"region_name": "eu-west-1"}``) is passed as that, any other as text."""
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.isidentifier():
+            raise typer.BadParameter(
+                f"expected KEY=VALUE, got {key!r}=...", param_hint="--storage-option"
+            )  # never the value: it may be a secret
+        try:
+            options[key] = json.loads(value)
+        except ValueError:
+            options[key] = value
+    return options
+
+
+StorageOptions = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--storage-option",
+        help="Option of the URL's filesystem KEY=VALUE (e.g. endpoint_url=..., anon=true); "
+        "repeatable. Credentials otherwise come from the standard places.",
+    ),
+]
+
+
+@app.command()
+def sync(
+    ctx: typer.Context,
+    prefix: Annotated[
+        str, typer.Argument(help="Directory or URL (s3://, gs://, hf://buckets/...) to search.")
+    ],
+    meta: Annotated[
+        list[str] | None, typer.Option(help="Metadata KEY=VALUE of the jobs ingested.")
+    ] = None,
+    watch: Annotated[
+        float | None,
+        typer.Option(metavar="SECONDS", min=0.0, help="Sync again every SECONDS until Ctrl-C."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option(help="Tell what a sync would do; store nothing.")
+    ] = False,
+    replace: Annotated[
+        bool, typer.Option(help="Swap in the jobs whose files changed since they were ingested.")
+    ] = False,
+    storage_option: StorageOptions = None,
+) -> None:
+    """Ingest every finished job directory under PREFIX that is not in the database yet.
+
+    A job is finished when mem_sweep.json is there and every arm CSV has its summary JSON;
+    unfinished ones are waiting. Jobs whose listed files (names, sizes, ETags or times) are
+    as ingested are skipped without downloading; changed ones are left alone unless
+    --replace. Exits with code 1 when a job failed.
+
+    Example: tracker sync hf://buckets/ORG/flashoptim-repro/ --watch 300
+    """
+    from tracker.services.sync import SyncOptions, sync_prefix
+
+    options = SyncOptions(
+        meta=_parse_meta(meta or []),
+        replace=replace,
+        dry_run=dry_run,
+        storage_options=parse_storage_options(storage_option or []),
+    )
+    engine = _state(ctx).engine(may_create_file=not dry_run)
+    try:
+        while True:
+            try:
+                report = sync_prefix(engine, prefix, options, _tell)
+            except TrackerError as exc:
+                if watch is None:
+                    raise
+                typer.echo(f"Error: {exc}", err=True)  # a watch outlasts a network blip
+            else:
+                typer.echo(report.summary())
+            if watch is None:
+                break
+            time.sleep(watch)
+    except KeyboardInterrupt:
+        typer.echo("interrupted: every job told above as ingested is stored", err=True)
+        raise typer.Exit(INTERRUPTED) from None
+    if report.failed:
+        raise typer.Exit(1)
+
+
+def _tell(job: Any) -> None:
+    """Each job that is not simply unchanged, on a line of its own as it is done."""
+    from tracker.services.sync import SyncStatus
+
+    if job.status == SyncStatus.FAILED:
+        typer.echo(f"Error: {job.detail}", err=True)
+    elif job.status != SyncStatus.UNCHANGED or job.detail:
+        typer.echo(job.line())

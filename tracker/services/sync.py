@@ -1,0 +1,212 @@
+"""``tracker sync``: ingest every finished job directory under a prefix that is not stored yet.
+
+A job directory is a directory (at any depth below the prefix) that directly holds
+``mem_sweep.json``, a ``*.jsonl`` probe file or an arm file (``<variant>_s<seed>.csv`` /
+``.json``). It is **finished** when ``mem_sweep.json`` is there and every arm CSV has its
+summary JSON (a training job writes an arm's summary when the arm ends); until then it is
+``waiting``. The job's name is its directory's name.
+
+A stored job whose content files the listing shows with the names, sizes and versions kept at
+ingest is ``unchanged``, and nothing of it is downloaded. Otherwise its files are read, in the
+job's own write transaction: the same content digest is ``unchanged`` (the new versions are
+kept, so the next sync skips it again), another is ``changed`` and left alone unless
+``replace``. Each job is its own transaction, so a killed sync resumes where it stopped, and
+two syncs at once never store a job twice (the job name is unique: the later one finds it).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+from tracker.domain import DEFAULT_ARM_MODEL, ArmName, IngestStatus
+from tracker.errors import JobExists, TrackerError
+from tracker.jobdir.reader import PROBE_FILE, scan_job, validate_job_name
+from tracker.jobdir.source import JobSource, Listing, open_source
+from tracker.models import Job
+from tracker.services.ingest import IngestResult, ingest_job
+from tracker.store import db
+from tracker.store.ingest import set_file_versions, stored_listings
+
+
+class SyncStatus(StrEnum):
+    INGESTED = "ingested"
+    REPLACED = "replaced"
+    UNCHANGED = "unchanged"
+    CHANGED = "changed"
+    WAITING = "waiting"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class SyncOptions:
+    """How ``sync_prefix`` stores what it finds (``meta`` goes to the jobs it ingests)."""
+
+    meta: Mapping[str, str] = field(default_factory=dict)
+    replace: bool = False
+    dry_run: bool = False
+    arm_model: str = DEFAULT_ARM_MODEL
+    storage_options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SyncedJob:
+    location: str  # the job directory's path or URL
+    status: SyncStatus
+    detail: str = ""  # why it waits, what changed, the error
+    result: IngestResult | None = None
+
+    def line(self) -> str:
+        if self.result is not None and self.status != SyncStatus.UNCHANGED:
+            return self.result.summary()
+        return f"{self.location}: {self.status}" + (f" ({self.detail})" if self.detail else "")
+
+
+@dataclass
+class SyncReport:
+    """One pass of ``sync_prefix``: each job directory found, with what became of it."""
+
+    prefix: str
+    jobs: list[SyncedJob] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[SyncedJob]:
+        return [job for job in self.jobs if job.status == SyncStatus.FAILED]
+
+    def summary(self) -> str:
+        """``12 found: 3 ingested, 9 unchanged, 0 failed`` (replaced, changed and waiting
+        counted too when there are any; failed ones named)."""
+        counts = Counter(job.status for job in self.jobs)
+        parts = [f"{counts[SyncStatus.INGESTED]} ingested"]
+        parts += [f"{counts[s]} {s}" for s in (SyncStatus.REPLACED,) if counts[s]]
+        parts.append(f"{counts[SyncStatus.UNCHANGED]} unchanged")
+        parts += [f"{counts[s]} {s}" for s in (SyncStatus.CHANGED, SyncStatus.WAITING) if counts[s]]
+        failed = f"{len(self.failed)} failed"
+        if self.failed:
+            failed += f" ({', '.join(job.location for job in self.failed)})"
+        return f"{len(self.jobs)} found: {', '.join([*parts, failed])}"
+
+
+def content_files(listing: Listing) -> dict[str, tuple[int, str | None]]:
+    """The files an ingest reads, as listed: name -> (size, version)."""
+    return {
+        f.name: (f.size, f.version)
+        for f in listing.files
+        if f.name == PROBE_FILE or f.name.endswith(".jsonl") or _arm_file(f.name)
+    }
+
+
+def _arm_file(name: str) -> bool:
+    stem, _, suffix = name.rpartition(".")  # string work: a sync looks at every file listed
+    return suffix in ("csv", "json") and ArmName.find(stem) is not None
+
+
+def waiting_for(listing: Listing) -> str | None:
+    """Why a job directory is not finished yet, or None when it is."""
+    names = {f.name for f in listing.files}
+    if PROBE_FILE not in names:
+        return f"no {PROBE_FILE} yet"
+    for name in sorted(names):
+        stem, _, suffix = name.rpartition(".")
+        if suffix == "csv" and f"{stem}.json" not in names:
+            return f"{name} has no summary {stem}.json yet"
+    return None
+
+
+def sync_prefix(
+    engine: Engine,
+    prefix: str | Path,
+    options: SyncOptions,
+    on_job: Callable[[SyncedJob], None] | None = None,
+) -> SyncReport:
+    """Find the job directories under ``prefix`` (a path or an fsspec URL) and ingest the
+    finished ones that are not stored, each in its own transaction; ``on_job`` is told of
+    each job as it is done. A prefix that cannot be listed is one ``TrackerError``."""
+    source = open_source(prefix, options.storage_options)
+    found = [d for d in source.walk() if content_files(d.listing())]
+    with db.write_session(engine) as session:
+        stored = stored_listings(session)
+    first_of: dict[str, JobSource] = {}
+    report = SyncReport(str(prefix))
+    for directory in found:
+        first = first_of.setdefault(directory.name, directory)
+        if first is not directory:  # two directories, one job name: neither may shadow
+            problem = f"{directory}: the job name {directory.name!r} is also that of {first}"
+            job = SyncedJob(directory.location, SyncStatus.FAILED, problem)
+        else:
+            job = _sync_job(engine, directory, stored, options)
+        report.jobs.append(job)
+        if on_job is not None:
+            on_job(job)
+    return report
+
+
+def _sync_job(
+    engine: Engine,
+    directory: JobSource,
+    stored: Mapping[str, Mapping[str, tuple[int, str | None]]],
+    options: SyncOptions,
+) -> SyncedJob:
+    where = directory.location
+    reason = waiting_for(directory.listing())
+    if reason is not None:
+        return SyncedJob(where, SyncStatus.WAITING, reason)
+    try:
+        name = validate_job_name(directory.name, from_directory=True)
+        listed = content_files(directory.listing())
+        if name in stored and stored[name] == listed:
+            return SyncedJob(where, SyncStatus.UNCHANGED)
+        if options.dry_run:
+            return _dry_run(engine, directory, name, stored)
+        result = db.in_write_transaction(
+            engine, lambda session: _ingest(session, directory, listed, options)
+        )
+    except JobExists:
+        return SyncedJob(where, SyncStatus.CHANGED, "files changed since ingest; --replace")
+    except TrackerError as exc:
+        message = str(exc)
+        detail = message if message.startswith(f"{where}: ") else f"{where}: {message}"
+        return SyncedJob(where, SyncStatus.FAILED, detail)
+    status = {
+        IngestStatus.INGESTED: SyncStatus.INGESTED,
+        IngestStatus.REPLACED: SyncStatus.REPLACED,
+    }.get(result.status, SyncStatus.UNCHANGED)
+    return SyncedJob(where, status, result=result)
+
+
+def _ingest(
+    session: Session,
+    directory: JobSource,
+    listed: Mapping[str, tuple[int, str | None]],
+    options: SyncOptions,
+) -> IngestResult:
+    result = ingest_job(
+        session,
+        directory,
+        meta=options.meta,
+        replace=options.replace,
+        arm_model=options.arm_model,
+    )
+    if result.status in (IngestStatus.UNCHANGED, IngestStatus.METADATA_UPDATED):
+        set_file_versions(session, result.job, {path: v for path, (_, v) in listed.items()})
+    return result
+
+
+def _dry_run(
+    engine: Engine, directory: JobSource, name: str, stored: Mapping[str, Any]
+) -> SyncedJob:
+    """What a sync would do, writing nothing (a stored job's files are read to tell)."""
+    if name not in stored:
+        return SyncedJob(directory.location, SyncStatus.INGESTED, "dry run: would ingest")
+    digest = scan_job(directory).digest
+    with db.write_session(engine) as session:
+        same = session.scalar(select(Job.content_digest).where(Job.name == name)) == digest
+    status = SyncStatus.UNCHANGED if same else SyncStatus.CHANGED
+    return SyncedJob(directory.location, status, "dry run")
