@@ -140,8 +140,11 @@ def _insert_arm(session: Session, job_id: int, arm: Arm, losses: dict[str, pl.Da
         },
     ).scalar_one()
     written = 0
-    for metric in arm.curves.columns[1:]:
-        curve = arm.curves.select("step", pl.col(metric).alias("value")).drop_nulls()
+    steps = arm.curves.get_column("step")
+    for values in arm.curves.get_columns()[1:]:
+        # two Series, not a select on the wide frame: that costs its width, once per metric
+        metric = values.name
+        curve = pl.DataFrame([steps, values.alias("value")]).drop_nulls()
         curve_id = session.execute(
             insert(Curve).returning(Curve.id), {"run_id": run_id, **curve_summary(metric, curve)}
         ).scalar_one()

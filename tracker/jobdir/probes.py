@@ -1,0 +1,204 @@
+"""Probe files read from a stream: ``mem_sweep.json`` (a JSON list) and ``*.jsonl`` lines.
+
+Records are decoded one at a time from blocks of the file and counted as they come, so a file
+of more than ``PROBE_RECORDS_MAX`` records is refused when the one too many arrives, and a
+broken one after at most a record past its valid prefix; the messages name the line and
+column in the whole file, as a parse of the whole text would.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from typing import IO, Any, NoReturn
+
+from tracker.errors import BadInput
+from tracker.jobdir.limits import PROBE_RECORD_MAX, PROBE_RECORDS_MAX, READ_BLOCK, size_text
+from tracker.jobdir.records import ProbeRecord, parse_probe_record
+
+JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+class _Text:
+    """The file's text, decoded block by block; what was consumed is dropped, its line and
+    column kept for messages."""
+
+    def __init__(self, filename: str, stream: IO[bytes]) -> None:
+        self.filename = filename
+        self.stream = stream
+        self.decoder = codecs.getincrementaldecoder("utf-8-sig")()
+        self.text = ""
+        self.pos = 0
+        self.ended = False
+        self.dropped = 0  # characters dropped before ``text``
+        self.dropped_lines = 0
+        self.last_newline = -1  # where the last dropped line break was, in the whole text
+
+    def more(self) -> bool:
+        """Read a block more; False at the end of the file."""
+        if self.ended:
+            return False
+        block = self.stream.read(READ_BLOCK)
+        self.ended = not block
+        try:
+            self.text += self.decoder.decode(block, final=self.ended)
+        except UnicodeDecodeError:
+            raise BadInput(path=self.filename, problem="not UTF-8 text") from None
+        return not self.ended
+
+    def drop_consumed(self) -> None:
+        if self.pos < READ_BLOCK:
+            return
+        newline = self.text.rfind("\n", 0, self.pos)
+        if newline >= 0:
+            self.last_newline = self.dropped + newline
+        self.dropped_lines += self.text.count("\n", 0, self.pos)
+        self.dropped += self.pos
+        self.text, self.pos = self.text[self.pos :], 0
+
+    def skip_space(self) -> None:
+        """Past JSON white space, reading on until something else or the end."""
+        while True:
+            self.pos = JSON_SPACE.match(self.text, self.pos).end()  # type: ignore[union-attr]
+            if self.pos < len(self.text) or not self.more():
+                return
+
+    def next_char(self) -> str:
+        self.skip_space()
+        return self.text[self.pos : self.pos + 1]
+
+    def malformed(self, pos: int, message: str) -> BadInput:
+        """The error of a parse of the whole text at ``pos`` of ``text``."""
+        line = self.dropped_lines + self.text.count("\n", 0, pos) + 1
+        newline = self.text.rfind("\n", 0, pos)
+        column = pos - newline if newline >= 0 else self.dropped + pos - self.last_newline
+        return BadInput(
+            path=self.filename, problem=f"malformed JSON (line {line}, column {column}): {message}"
+        )
+
+
+def read_probe_stream(filename: str, stream: IO[bytes]) -> list[ProbeRecord]:
+    """Probe records from ``mem_sweep.json`` (a JSON list) or a ``*.jsonl`` file."""
+    if filename.endswith(".jsonl"):
+        return _read_lines(filename, stream)
+    text = _Text(filename, stream)
+    if text.next_char() != "[":
+        _refuse_whole(filename, text)
+    text.pos += 1
+    return [  # validated once the whole list is read: a malformed file says so first
+        parse_probe_record(record, f"{filename} record {index}")
+        for index, record in enumerate(_list_items(text), start=1)
+    ]
+
+
+def _refuse_whole(filename: str, text: _Text) -> NoReturn:
+    """Not a list (or nothing): parsed whole, for the message a parse of it gives."""
+    while text.more():
+        pass
+    load_json(filename, text.text)
+    raise BadInput(path=filename, problem="expected a JSON list of probe records")
+
+
+def _list_items(text: _Text) -> list[Any]:
+    """The list's elements, decoded one at a time; the list's ``[`` is consumed."""
+    decoder = json.JSONDecoder()
+    items: list[Any] = []
+    if text.next_char() == "]":
+        text.pos += 1
+    else:
+        while True:
+            items.append(_decode_item(decoder, text, len(items) + 1))
+            if len(items) > PROBE_RECORDS_MAX:
+                raise BadInput(
+                    path=text.filename, problem=f"more than {PROBE_RECORDS_MAX} probe records"
+                )
+            following = text.next_char()
+            if following == "]":
+                text.pos += 1
+                break
+            if following != ",":
+                raise text.malformed(text.pos, "Expecting ',' delimiter")
+            text.pos += 1
+            text.drop_consumed()
+    if text.next_char():
+        raise text.malformed(text.pos, "Extra data")
+    return items
+
+
+def _decode_item(decoder: json.JSONDecoder, text: _Text, number: int) -> Any:
+    """One element, reading on while it may be cut by the end of what was read so far."""
+    last_error: tuple[int, str] | None = None
+    text.skip_space()
+    while True:
+        try:
+            item, end = decoder.raw_decode(text.text, text.pos)
+        except json.JSONDecodeError as exc:
+            error = (text.dropped + exc.pos, exc.msg)
+            if text.ended or error == last_error:  # more text changed nothing: it is wrong
+                raise text.malformed(exc.pos, exc.msg) from None
+            if len(text.text) - text.pos > PROBE_RECORD_MAX + READ_BLOCK:
+                raise BadInput(
+                    path=f"{text.filename} record {number}",
+                    problem=f"longer than {size_text(PROBE_RECORD_MAX)}",
+                ) from None
+            last_error = error
+            text.more()
+            continue
+        except RecursionError:
+            raise BadInput(
+                path=text.filename, problem="malformed JSON: nested too deeply"
+            ) from None
+        except ValueError as exc:  # e.g. an integer of more digits than Python converts
+            raise BadInput(path=text.filename, problem=f"malformed JSON: {exc}") from None
+        if end < len(text.text) or text.ended:  # a number at the very end may go on
+            text.pos = end
+            return item
+        text.more()
+
+
+def _read_lines(filename: str, stream: IO[bytes]) -> list[ProbeRecord]:
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    records: list[ProbeRecord] = []
+    pending = ""
+    number = 0
+    ended = False
+    while not ended:
+        block = stream.read(READ_BLOCK)
+        ended = not block
+        try:
+            pending += decoder.decode(block, final=ended)
+        except UnicodeDecodeError:
+            raise BadInput(path=filename, problem="not UTF-8 text") from None
+        # JSON lines end at "\n" only: str.splitlines would also cut at U+2028 inside strings
+        lines = pending.split("\n")
+        pending = "" if ended else lines.pop()
+        if len(pending) > PROBE_RECORD_MAX:
+            where = f"{filename} line {number + len(lines) + 1}"
+            raise BadInput(path=where, problem=f"longer than {size_text(PROBE_RECORD_MAX)}")
+        for line in lines:
+            number += 1
+            if not line.strip():
+                continue
+            where = f"{filename} line {number}"
+            records.append(parse_probe_record(load_json(where, line, one_line=True), where))
+            if len(records) > PROBE_RECORDS_MAX:
+                raise BadInput(
+                    path=filename, problem=f"more than {PROBE_RECORDS_MAX} probe records"
+                )
+    return records
+
+
+def load_json(where: str, text: str, *, one_line: bool = False) -> Any:
+    """A whole JSON document; every problem is a one-line ``BadInput``."""
+    if not text.strip():
+        raise BadInput(path=where, problem="empty file")
+    try:
+        return json.loads(text)  # accepts NaN and Infinity, as Python's json.dump writes them
+    except json.JSONDecodeError as exc:
+        place = f"column {exc.colno}" if one_line else f"line {exc.lineno}, column {exc.colno}"
+        raise BadInput(path=where, problem=f"malformed JSON ({place}): {exc.msg}") from None
+    except RecursionError:
+        raise BadInput(path=where, problem="malformed JSON: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise BadInput(path=where, problem=f"malformed JSON: {exc}") from None
