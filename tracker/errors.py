@@ -182,3 +182,19 @@ def case_hint(value: str, known: Iterable[str], shown: str = "{}") -> str:
         if name.casefold() == value.casefold():
             return f" ({shown.format(name)} differs only in case)"
     return ""
+
+
+class Interrupted(KeyboardInterrupt):
+    """interrupted: {outcome}"""
+
+    # A KeyboardInterrupt, not a TrackerError: no ``except TrackerError`` may swallow it.
+    def __init__(self, stored: list[str], not_stored: list[str]) -> None:
+        self.stored = stored
+        self.not_stored = not_stored
+        parts = [
+            f"{', '.join(names)} {word}"
+            for names, word in ((stored, "stored"), (not_stored, "not stored"))
+            if names
+        ]
+        template = (self.__doc__ or "{outcome}").strip()
+        super().__init__(template.format(outcome="; ".join(parts) or "nothing stored"))

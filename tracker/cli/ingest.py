@@ -11,8 +11,10 @@ import typer
 
 from tracker.cli.base import app
 from tracker.cli.base import parse_meta as _parse_meta
+from tracker.cli.base import parse_size as _parse_size
 from tracker.cli.base import state as _state
 from tracker.domain import DEFAULT_ARM_MODEL
+from tracker.jobdir.limits import MAX_FILE_SIZE, size_text
 
 PROGRESS_MIN_BYTES = 10_000_000
 
@@ -40,6 +42,13 @@ def ingest(
             "twice and an incomplete last line, instead of settling them with a warning."
         ),
     ] = False,
+    max_file_size: Annotated[
+        str,
+        typer.Option(
+            metavar="SIZE",
+            help="Refuse a job file larger than this (e.g. 500MiB), by its size alone.",
+        ),
+    ] = size_text(MAX_FILE_SIZE),
 ) -> None:
     """Store finished job directories in the database, one transaction per job.
 
@@ -47,6 +56,8 @@ def ingest(
     command then exits with code 1.
 
     A resumed run, a step logged twice or a cut-off last line is settled, with a warning.
+    Each job is read and checked whole before its write transaction starts. Ctrl-C (or
+    SIGTERM) stops it with one line naming the jobs stored and those not, exit code 130.
 
     Example: tracker ingest downloads/job2 --meta gpu=A10G --meta flashoptim=0.1.4
     """
@@ -54,7 +65,10 @@ def ingest(
 
     if job is not None and len(directories) > 1:
         raise typer.BadParameter("--job names one job; give one directory", param_hint="--job")
-    options = IngestOptions(job, _parse_meta(meta or []), replace, arm_model, strict_steps)
+    size_limit = _parse_size(max_file_size, "--max-file-size")
+    options = IngestOptions(
+        job, _parse_meta(meta or []), replace, arm_model, strict_steps, size_limit
+    )
     engine = _state(ctx).engine(may_create_file=True)
     with ExitStack() as stack:
         progress = _ingest_progress(stack, many=len(directories) > 1)

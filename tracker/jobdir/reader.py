@@ -13,6 +13,7 @@ import hashlib
 import io
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -249,6 +250,27 @@ def read_arm(
         curves=curve_file.curves,
         notes=notes,
     )
+
+
+def read_job_arms(
+    scanned: JobDirectory,
+    default_model: str,
+    *,
+    strict_steps: bool = False,
+    max_file_size: int = MAX_FILE_SIZE,
+    on_arm: Callable[[ArmFiles], None] | None = None,
+) -> list[Arm]:
+    """Every arm of a scanned job, parsed and checked (``on_arm`` is told of each one)."""
+    arms = []
+    for arm_files in scanned.arms:
+        arms.append(
+            read_arm(
+                arm_files, default_model, strict_steps=strict_steps, max_file_size=max_file_size
+            )
+        )
+        if on_arm is not None:
+            on_arm(arm_files)
+    return arms
 
 
 def parse_curve_csv(filename: str, data: bytes, *, strict_steps: bool = False) -> pl.DataFrame:
