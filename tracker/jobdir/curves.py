@@ -154,10 +154,21 @@ class _Blocks:
         self.ended = False
 
     def read(self) -> bytes:
-        """The next block; b"" at the end."""
-        if self.ended:
-            return b""
+        """The next block; b"" at the end only."""
+        while not self.ended:
+            block = self._next()
+            if block:
+                return block
+        return b""
+
+    def _next(self) -> bytes:
+        """The next block, which a BOM or a line break's "\\n" may have emptied."""
         block = self.stream.read(READ_BLOCK)
+        while self.first and block and len(block) < len(BOM):  # the BOM may be cut
+            more = self.stream.read(READ_BLOCK)
+            if not more:
+                break
+            block += more
         self.ended = not block
         try:
             self.decoder.decode(block, final=self.ended)  # the text itself is not kept
@@ -195,7 +206,7 @@ def read_curve_stream(
     header = parse_header(filename, first.decode("utf-8"))
     lines = _Lines(filename, len(header), allow_short_last=not strict_steps)
     at = len(first) + 1
-    block = text.getvalue()[at:]
+    block = text.getvalue()[at:] or blocks.read()
     while block:
         lines.check(np.frombuffer(block, dtype=np.uint8), at)
         if at + len(block) > text.tell():

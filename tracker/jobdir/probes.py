@@ -93,10 +93,15 @@ def read_probe_stream(filename: str, stream: IO[bytes]) -> list[ProbeRecord]:
 
 
 def _refuse_whole(filename: str, text: _Text) -> NoReturn:
-    """Not a list (or nothing): parsed whole, for the message a parse of it gives."""
-    while text.more():
-        pass
-    load_json(filename, text.text)
+    """Not a list: the value read as one record would be, for the message of a parse of the
+    whole file (malformed, extra data, or not a list)."""
+    while not text.text.strip() and len(text.text) <= PROBE_RECORD_MAX and text.more():
+        pass  # other white space than JSON's (U+00A0): the file is as empty
+    if not text.text.strip():
+        raise BadInput(path=filename, problem="empty file")
+    _decode_item(json.JSONDecoder(), text, 1)
+    if text.next_char():
+        raise text.malformed(text.pos, "Extra data")
     raise BadInput(path=filename, problem="expected a JSON list of probe records")
 
 
@@ -127,22 +132,24 @@ def _list_items(text: _Text) -> list[Any]:
 
 
 def _decode_item(decoder: json.JSONDecoder, text: _Text, number: int) -> Any:
-    """One element, reading on while it may be cut by the end of what was read so far."""
-    last_error: tuple[int, str] | None = None
+    """One element, reading on while it may be cut short by the end of what was read. An
+    error with ``PROBE_RECORD_MAX`` of text after it is one no more text would mend."""
     text.skip_space()
+    start = text.pos
+    too_long = BadInput(
+        path=f"{text.filename} record {number}",
+        problem=f"longer than {size_text(PROBE_RECORD_MAX)}",
+    )
     while True:
         try:
-            item, end = decoder.raw_decode(text.text, text.pos)
+            item, end = decoder.raw_decode(text.text, start)
         except json.JSONDecodeError as exc:
-            error = (text.dropped + exc.pos, exc.msg)
-            if text.ended or error == last_error:  # more text changed nothing: it is wrong
+            if text.ended or len(text.text) - exc.pos > PROBE_RECORD_MAX:
+                if exc.pos - start > PROBE_RECORD_MAX:
+                    raise too_long from None
                 raise text.malformed(exc.pos, exc.msg) from None
-            if len(text.text) - text.pos > PROBE_RECORD_MAX + READ_BLOCK:
-                raise BadInput(
-                    path=f"{text.filename} record {number}",
-                    problem=f"longer than {size_text(PROBE_RECORD_MAX)}",
-                ) from None
-            last_error = error
+            if len(text.text) - start > 2 * PROBE_RECORD_MAX + READ_BLOCK:
+                raise too_long from None
             text.more()
             continue
         except RecursionError:
@@ -151,6 +158,8 @@ def _decode_item(decoder: json.JSONDecoder, text: _Text, number: int) -> Any:
             ) from None
         except ValueError as exc:  # e.g. an integer of more digits than Python converts
             raise BadInput(path=text.filename, problem=f"malformed JSON: {exc}") from None
+        if end - start > PROBE_RECORD_MAX:
+            raise too_long
         if end < len(text.text) or text.ended:  # a number at the very end may go on
             text.pos = end
             return item

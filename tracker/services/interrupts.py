@@ -50,7 +50,7 @@ class Tally:
         if pending and self.landed is not None and self.landed(pending[0]):
             self.stored(pending[0])
             pending = pending[1:]
-        return Interrupted(self.done, self.refused + pending)
+        return Interrupted.of_jobs(self.done, self.refused + pending)
 
 
 @contextmanager
