@@ -96,10 +96,14 @@ class _Lines:
             )
 
     def _check_counts(self, block: np.ndarray, newlines: np.ndarray, at: int) -> None:
-        commas = np.cumsum(block == COMMA)
-        nonblank = np.cumsum(~BLANK[block])
-        line_commas = np.diff(commas[newlines], prepend=0)
-        line_nonblank = np.diff(nonblank[newlines], prepend=0) > 0
+        # Counted from the positions of commas and blank bytes (few), not by a running sum
+        # over every byte: a line's fields are its commas + 1; it is blank if all its bytes are.
+        commas = np.flatnonzero(block == COMMA)
+        blanks = np.flatnonzero(BLANK[block])  # line breaks included
+        starts = np.concatenate(([0], newlines[:-1] + 1))
+        line_commas = np.diff(np.searchsorted(commas, newlines), prepend=0)
+        line_blanks = np.searchsorted(blanks, newlines) - np.searchsorted(blanks, starts)
+        line_nonblank = newlines - starts > line_blanks
         if newlines.size:
             line_commas[0] += self.commas
             line_nonblank[0] |= self.nonblank
@@ -108,18 +112,20 @@ class _Lines:
         bad = np.flatnonzero(line_nonblank & (line_commas + 1 != self.expected))
         if bad.size:
             index = int(bad[0])
-            start = self.start if index == 0 else at + int(newlines[index - 1]) + 1
+            start = self.start if index == 0 else at + int(starts[index])
             self._bad_line(self.number + index, int(line_commas[index]) + 1, start)
             if line_nonblank[index + 1 :].any():
                 self._wrong(self.short)
+        tail = int(newlines[-1]) + 1 if newlines.size else 0  # the line going on past the block
+        tail_commas = commas.size - int(np.searchsorted(commas, tail))
+        tail_nonblank = block.size - tail > blanks.size - int(np.searchsorted(blanks, tail))
         if newlines.size:
             self.number += newlines.size
-            self.start = at + int(newlines[-1]) + 1
-            self.commas = int(commas[-1] - commas[newlines[-1]])
-            self.nonblank = bool(nonblank[-1] - nonblank[newlines[-1]] > 0)
-        elif block.size:
-            self.commas += int(commas[-1])
-            self.nonblank |= bool(nonblank[-1] > 0)
+            self.start = at + tail
+            self.commas, self.nonblank = tail_commas, tail_nonblank
+        else:
+            self.commas += tail_commas
+            self.nonblank |= tail_nonblank
         if self.nonblank and self.short is not None:
             self._wrong(self.short)
         if self.commas + 1 > self.expected:  # refused before the rest of the line is read
