@@ -280,8 +280,9 @@ def peak_of_ingest(url: str, directory: Path) -> tuple[int, int, str]:
         ("ref_s0.csv", b"step,loss\n0,1.0\n", "ref_s0.csv line 3: a field is longer than"),
         ("ref_s0.csv", b"", "ref_s0.csv line 1: the header is longer than 1 MiB"),
         ("mem_sweep.json", b"[", "mem_sweep.json: malformed JSON (line 1, column 2)"),
+        ("ref_s0.json", b"", "ref_s0.json: malformed JSON (line 1, column 1)"),
     ],
-    ids=["csv_valid_header", "csv_no_header", "mem_sweep"],
+    ids=["csv_valid_header", "csv_no_header", "mem_sweep", "arm_summary"],
 )
 def test_a_large_sparse_file_is_refused_at_a_small_fraction_of_its_size(
     db_url: str, tmp_path: Path, name: str, start: bytes, message: str

@@ -212,13 +212,13 @@ def read_curve_stream(
     header = parse_header(filename, first.decode("utf-8"))
     lines = _Lines(filename, len(header), allow_short_last=not strict_steps)
     at = len(first) + 1
-    block = text.getvalue()[at:] or blocks.read()
-    while block:
+    rest = text.getvalue()[at:]  # read with the header, already in ``text``
+    lines.check(np.frombuffer(rest, dtype=np.uint8), at)
+    at += len(rest)
+    while block := blocks.read():
         lines.check(np.frombuffer(block, dtype=np.uint8), at)
-        if at + len(block) > text.tell():
-            text.write(block)
+        text.write(block)
         at += len(block)
-        block = blocks.read()
     lines.finish()
     notes: list[str] = []
     cut = _quoted_cut(filename, text, lines) if lines.quoted else lines.short

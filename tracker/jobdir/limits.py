@@ -17,7 +17,8 @@ METRIC_COLUMNS_MAX = 1_000  # besides ``step``; real logs have a few dozen at mo
 CSV_FIELD_MAX = 131_072  # characters of one CSV field: Python's csv module's default limit
 CSV_HEADER_MAX = 1 * MIB  # 1,001 names of at most 200 characters fit with room to spare
 PROBE_RECORDS_MAX = 100_000  # a memory sweep probes a few hundred (model, variant) pairs
-PROBE_RECORD_MAX = 1 * MIB  # bytes of one probe record (one JSON line, one list element)
+PROBE_RECORD_MAX = 1 * MIB  # characters of one probe record (a JSON line, a list element)
+ARM_SUMMARY_MAX = 64 * MIB  # characters of an arm's summary JSON: a few numbers, any extras
 READ_BLOCK = 1 * MIB  # files are read, checked and hashed in blocks of this size
 
 

@@ -11,13 +11,22 @@ from __future__ import annotations
 import codecs
 import json
 import re
-from typing import IO, Any, NoReturn
+from typing import IO, Any
 
 from tracker.errors import BadInput
-from tracker.jobdir.limits import PROBE_RECORD_MAX, PROBE_RECORDS_MAX, READ_BLOCK, size_text
+from tracker.jobdir.limits import (
+    ARM_SUMMARY_MAX,
+    PROBE_RECORD_MAX,
+    PROBE_RECORDS_MAX,
+    READ_BLOCK,
+    size_text,
+)
 from tracker.jobdir.records import ProbeRecord, parse_probe_record
 
 JSON_SPACE = re.compile(r"[ \t\n\r]*")
+# Past a value's end or an error, this much more text settles it: -Infinity, the longest
+# token but strings and numbers, has 9 characters, and a number cut short is noticed by then.
+LONGEST_OTHER_TOKEN = 16
 
 
 class _Text:
@@ -84,7 +93,8 @@ def read_probe_stream(filename: str, stream: IO[bytes]) -> list[ProbeRecord]:
         return _read_lines(filename, stream)
     text = _Text(filename, stream)
     if text.next_char() != "[":
-        _refuse_whole(filename, text)
+        _single_value(text)
+        raise BadInput(path=filename, problem="expected a JSON list of probe records")
     text.pos += 1
     return [  # validated once the whole list is read: a malformed file says so first
         parse_probe_record(record, f"{filename} record {index}")
@@ -92,17 +102,22 @@ def read_probe_stream(filename: str, stream: IO[bytes]) -> list[ProbeRecord]:
     ]
 
 
-def _refuse_whole(filename: str, text: _Text) -> NoReturn:
-    """Not a list: the value read as one record would be, for the message of a parse of the
-    whole file (malformed, extra data, or not a list)."""
+def read_json_stream(filename: str, stream: IO[bytes]) -> Any:
+    """A file of one JSON value (an arm's summary), of at most ``ARM_SUMMARY_MAX``."""
+    return _single_value(_Text(filename, stream), ARM_SUMMARY_MAX)
+
+
+def _single_value(text: _Text, limit: int = PROBE_RECORD_MAX) -> Any:
+    """The file's one value, with the messages of a parse of the whole file (empty, malformed,
+    extra data), reading no more than a record may hold past where it goes wrong."""
     while not text.text.strip() and len(text.text) <= PROBE_RECORD_MAX and text.more():
         pass  # other white space than JSON's (U+00A0): the file is as empty
     if not text.text.strip():
-        raise BadInput(path=filename, problem="empty file")
-    _decode_item(json.JSONDecoder(), text, 1)
+        raise BadInput(path=text.filename, problem="empty file")
+    value = _decode_item(json.JSONDecoder(), text, text.filename, limit)
     if text.next_char():
         raise text.malformed(text.pos, "Extra data")
-    raise BadInput(path=filename, problem="expected a JSON list of probe records")
+    return value
 
 
 def _list_items(text: _Text) -> list[Any]:
@@ -113,7 +128,7 @@ def _list_items(text: _Text) -> list[Any]:
         text.pos += 1
     else:
         while True:
-            items.append(_decode_item(decoder, text, len(items) + 1))
+            items.append(_decode_item(decoder, text, f"{text.filename} record {len(items) + 1}"))
             if len(items) > PROBE_RECORDS_MAX:
                 raise BadInput(
                     path=text.filename, problem=f"more than {PROBE_RECORDS_MAX} probe records"
@@ -131,24 +146,27 @@ def _list_items(text: _Text) -> list[Any]:
     return items
 
 
-def _decode_item(decoder: json.JSONDecoder, text: _Text, number: int) -> Any:
-    """One element, reading on while it may be cut short by the end of what was read. An
-    error with ``PROBE_RECORD_MAX`` of text after it is one no more text would mend."""
+def _decode_item(
+    decoder: json.JSONDecoder, text: _Text, where: str, limit: int = PROBE_RECORD_MAX
+) -> Any:
+    """One value of at most ``limit`` characters, reading on while it may be cut short by
+    the end of what was read."""
     text.skip_space()
     start = text.pos
-    too_long = BadInput(
-        path=f"{text.filename} record {number}",
-        problem=f"longer than {size_text(PROBE_RECORD_MAX)}",
-    )
+    too_long = BadInput(path=where, problem=f"longer than {size_text(limit)}")
     while True:
         try:
             item, end = decoder.raw_decode(text.text, start)
         except json.JSONDecodeError as exc:
-            if text.ended or len(text.text) - exc.pos > PROBE_RECORD_MAX:
-                if exc.pos - start > PROBE_RECORD_MAX:
+            after = len(text.text) - exc.pos
+            # Only a string, or a token ending within a few characters of what was read,
+            # may be cut short: any other error stands whatever follows.
+            cut = exc.msg.startswith("Unterminated string") or after <= LONGEST_OTHER_TOKEN
+            if text.ended or not cut or after > limit:
+                if exc.pos - start > limit:
                     raise too_long from None
                 raise text.malformed(exc.pos, exc.msg) from None
-            if len(text.text) - start > 2 * PROBE_RECORD_MAX + READ_BLOCK:
+            if len(text.text) - start > 2 * limit + READ_BLOCK:
                 raise too_long from None
             text.more()
             continue
@@ -158,9 +176,10 @@ def _decode_item(decoder: json.JSONDecoder, text: _Text, number: int) -> Any:
             ) from None
         except ValueError as exc:  # e.g. an integer of more digits than Python converts
             raise BadInput(path=text.filename, problem=f"malformed JSON: {exc}") from None
-        if end - start > PROBE_RECORD_MAX:
+        if end - start > limit:
             raise too_long
-        if end < len(text.text) or text.ended:  # a number at the very end may go on
+        # a number near the end of what was read may go on ("1" of "1.5e3")
+        if len(text.text) - end > LONGEST_OTHER_TOKEN or text.ended:
             text.pos = end
             return item
         text.more()

@@ -24,7 +24,7 @@ from tracker.domain import ArmName
 from tracker.errors import BadInput, BadJobName, NoSuchDirectory, NotADirectory, NothingToIngest
 from tracker.jobdir.curves import CurveFile, check_file_size, read_curve_stream
 from tracker.jobdir.limits import MAX_FILE_SIZE, READ_BLOCK
-from tracker.jobdir.probes import load_json, read_probe_stream
+from tracker.jobdir.probes import read_json_stream, read_probe_stream
 from tracker.jobdir.records import ProbeRecord, parse_arm_summary
 
 PROBE_FILE = "mem_sweep.json"
@@ -209,13 +209,6 @@ def parse_probe_file(filename: str, data: bytes) -> list[ProbeRecord]:
     return read_probe_stream(filename, io.BytesIO(data))
 
 
-def _decode(filename: str, data: bytes) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise BadInput(path=filename, problem="not UTF-8 text") from None
-
-
 def read_arm(
     arm: ArmFiles,
     default_model: str,
@@ -228,7 +221,7 @@ def read_arm(
     where = arm.json_path.name
     stream, _size = _open(root, arm.json_path, max_file_size)
     with stream:
-        document = load_json(where, _decode(where, stream.read()))
+        document = read_json_stream(where, stream)
     summary, extra = parse_arm_summary(document, where, arm.seed)
     stream, size = _open(root, arm.csv_path, max_file_size)
     with stream:
