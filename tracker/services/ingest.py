@@ -18,9 +18,10 @@ from functools import partial
 from pathlib import Path
 
 from sqlalchemy import Engine, select
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from tracker.errors import JobExists, NotADemoJob, TrackerError
+from tracker.errors import DatabaseFailed, JobExists, NotADemoJob, TrackerError
 from tracker.jobdir.limits import MAX_FILE_SIZE
 from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, curve_bytes, read_job_arms, scan_job
 from tracker.jobdir.sample import DEMO_META
@@ -177,8 +178,11 @@ def _read(
         max_file_size=options.max_file_size,
         on_arm=lambda arm: progress.arm_written(arm.csv_path.stat().st_size),
     )
-    with Session(engine) as session:
-        unchanged = stored_digest(session, scanned.name) == scanned.digest
+    try:
+        with Session(engine) as session:
+            unchanged = stored_digest(session, scanned.name) == scanned.digest
+    except DBAPIError as exc:  # as the write transaction would say it
+        raise DatabaseFailed(reason=db.first_line(exc)) from None
     if unchanged:
         return scanned, read
     arms = read()
