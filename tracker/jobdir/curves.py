@@ -34,7 +34,7 @@ from tracker.jobdir.logs import check_quoted_field_counts, settle_steps, wrong_f
 from tracker.jobdir.records import name_problem
 
 BOM = codecs.BOM_UTF8
-NEWLINE, COMMA, QUOTE = ord("\n"), ord(","), ord('"')
+NEWLINE, COMMA, QUOTE, SPACE = ord("\n"), ord(","), ord('"'), ord(" ")
 # What str.strip() removes, in ASCII: a line of these alone is blank
 BLANK = np.zeros(256, dtype=bool)
 BLANK[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
@@ -99,7 +99,8 @@ class _Lines:
         # Counted from the positions of commas and blank bytes (few), not by a running sum
         # over every byte: a line's fields are its commas + 1; it is blank if all its bytes are.
         commas = np.flatnonzero(block == COMMA)
-        blanks = np.flatnonzero(BLANK[block])  # line breaks included
+        low = np.flatnonzero(block <= SPACE)  # few: blank bytes are all among them
+        blanks = low[BLANK[block[low]]]  # line breaks included
         starts = np.concatenate(([0], newlines[:-1] + 1))
         line_commas = np.diff(np.searchsorted(commas, newlines), prepend=0)
         line_blanks = np.searchsorted(blanks, newlines) - np.searchsorted(blanks, starts)
