@@ -31,6 +31,9 @@ SIZE_UNITS = (
 )
 
 
+# The driver's own log lines ("error ignored terminating <psycopg.Copy [BAD]>" on a lost
+# connection) would precede the one ``Error:`` line: a handler of its own keeps them quiet.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command ended by Ctrl-C
 
 
@@ -47,11 +50,8 @@ class ErrorReportingGroup(TyperGroup):
 
         from tracker.store.db import first_line
 
-        # The driver's own log lines ("error ignored terminating <psycopg.Copy [BAD]>" on a
-        # lost connection) would precede the one ``Error:`` line: a handler keeps them quiet.
-        logging.getLogger("psycopg").addHandler(logging.NullHandler())
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, _interrupt)
+        main = threading.current_thread() is threading.main_thread()
+        before = signal.signal(signal.SIGTERM, _interrupt) if main else None
         try:
             return super().invoke(ctx)
         except Interrupted as exc:
@@ -66,6 +66,9 @@ class ErrorReportingGroup(TyperGroup):
         except DBAPIError as exc:  # reads: a damaged file, a server gone away
             typer.echo(f"Error: database error: {first_line(exc)}", err=True)
             raise typer.Exit(1) from None
+        finally:
+            if before is not None:  # a process running commands in turn (tests) keeps its own
+                signal.signal(signal.SIGTERM, before)
 
 
 app = typer.Typer(
