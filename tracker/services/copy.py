@@ -26,11 +26,10 @@ def copy_job(source: Session, destination: Session, name: str) -> CopiedJob:
     return copied
 
 
-def _landed(source: Session, target: Engine, name: str) -> bool:
+def _landed(target: Engine, digests: dict[str, str], name: str) -> bool:
     """Whether the destination holds the job ``name`` with the source's content."""
-    digest = stored_digest(source, name)
     with Session(target) as destination:
-        return digest is not None and stored_digest(destination, name) == digest
+        return stored_digest(destination, name) == digests[name]
 
 
 def copy_jobs(
@@ -48,7 +47,9 @@ def copy_jobs(
     try:
         with Session(reader) as session:
             names = job_names(session)
-            tally = Tally(names, landed=partial(_landed, session, target))
+            # known before any interrupt: the source's session may be mid-read when it comes
+            digests = {name: stored_digest(session, name) or "" for name in names}
+            tally = Tally(names, landed=partial(_landed, target, digests))
             with telling_interrupts(tally):
                 for name in names:
                     copied = in_write_transaction(target, partial(copy_job, session, name=name))

@@ -47,10 +47,17 @@ class Tally:
     def interrupted(self) -> Interrupted:
         """What to say now: the name in flight counts as stored if it landed."""
         pending = list(self.pending)
-        if pending and self.landed is not None and self.landed(pending[0]):
+        if pending and self.landed is not None and self._landed(pending[0]):
             self.stored(pending[0])
             pending = pending[1:]
         return Interrupted.of_jobs(self.done, self.refused + pending)
+
+    def _landed(self, name: str) -> bool:
+        assert self.landed is not None
+        try:
+            return self.landed(name)
+        except Exception:  # the database is gone too: what cannot be seen is not counted
+            return False
 
 
 @contextmanager
