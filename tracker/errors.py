@@ -6,7 +6,7 @@ arguments given when raising, so the text users read lives in one place.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 KNOWN_NAMES_SHOWN = 30
@@ -194,3 +194,23 @@ class UnknownProtocol(TrackerError):
 
 class StorageFailed(TrackerError):
     """{url}: {reason}; nothing was stored"""
+
+
+class Interrupted(KeyboardInterrupt):
+    """interrupted: {outcome}"""
+
+    # A KeyboardInterrupt, not a TrackerError: no ``except TrackerError`` may swallow it.
+    def __init__(self, outcome: str, stored: Sequence[str] = (), not_stored: Sequence[str] = ()):
+        self.stored = list(stored)
+        self.not_stored = list(not_stored)
+        super().__init__((self.__doc__ or "{outcome}").strip().format(outcome=outcome))
+
+    @classmethod
+    def of_jobs(cls, stored: Sequence[str], not_stored: Sequence[str]) -> Interrupted:
+        """``job1, job2 stored; job3 not stored``."""
+        parts = [
+            f"{', '.join(names)} {word}"
+            for names, word in ((stored, "stored"), (not_stored, "not stored"))
+            if names
+        ]
+        return cls("; ".join(parts) or "nothing stored", stored, not_stored)

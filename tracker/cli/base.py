@@ -7,6 +7,10 @@ import ``tracker.api`` when they run, so ``tracker --help`` starts fast.
 
 from __future__ import annotations
 
+import logging
+import re
+import signal
+import threading
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,27 +19,56 @@ import typer
 from typer.core import TyperGroup
 
 from tracker.config import DATABASE_URL_ENV, database_url
-from tracker.errors import TrackerError
+from tracker.errors import Interrupted, TrackerError
 from tracker.jobdir.jobmeta import META_KEY
 from tracker.output import Format
 
+SIZE = re.compile(r"(\d{1,15})\s*((?:[KMGT]i?B)?)", re.IGNORECASE)
+SIZE_UNITS = (
+    {"": 1}
+    | {f"{prefix}b": 1000 ** (power + 1) for power, prefix in enumerate("kmgt")}
+    | {f"{prefix}ib": 1024 ** (power + 1) for power, prefix in enumerate("kmgt")}
+)
+
+
+# The driver's own log lines ("error ignored terminating <psycopg.Copy [BAD]>" on a lost
+# connection) would precede the one ``Error:`` line: a handler of its own keeps them quiet.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command ended by Ctrl-C
+
+
+def _interrupt(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt
+
 
 class ErrorReportingGroup(TyperGroup):
-    """Turns expected errors into one line on stderr, without a traceback."""
+    """Turns expected errors into one line on stderr, without a traceback; an interrupt
+    (Ctrl-C, or SIGTERM, taken alike) into one line saying what was stored, and exit 130."""
 
     def invoke(self, ctx: Any) -> Any:
         from sqlalchemy.exc import DBAPIError
 
         from tracker.store.db import first_line
 
+        main = threading.current_thread() is threading.main_thread()
+        before = signal.signal(signal.SIGTERM, _interrupt) if main else None
         try:
             return super().invoke(ctx)
+        except Interrupted as exc:
+            typer.echo(str(exc), err=True)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except KeyboardInterrupt:
+            typer.echo("interrupted", err=True)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         except TrackerError as exc:
             typer.echo(f"Error: {exc}", err=True)
             raise typer.Exit(1) from None
         except DBAPIError as exc:  # reads: a damaged file, a server gone away
             typer.echo(f"Error: database error: {first_line(exc)}", err=True)
             raise typer.Exit(1) from None
+        finally:
+            if before is not None:  # a process running commands in turn (tests) keeps its own
+                signal.signal(signal.SIGTERM, before)
 
 
 app = typer.Typer(
@@ -121,6 +154,17 @@ def state(ctx: typer.Context) -> State:
     found = ctx.find_object(State)
     assert found is not None
     return found
+
+
+def parse_size(text: str, param_hint: str) -> int:
+    """A size in bytes, as ``2GiB``, ``500MiB``, ``500MB`` (10**6) or a number of bytes."""
+    match = SIZE.fullmatch(text.strip())
+    if match is None:
+        raise typer.BadParameter(
+            f"expected a size such as 2GiB or 500MiB, got {text!r}", param_hint=param_hint
+        )
+    number, unit = match.groups()
+    return int(number) * SIZE_UNITS[unit.lower()]
 
 
 def parse_meta(items: list[str], param_hint: str = "--meta") -> dict[str, str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -17,19 +17,22 @@ def db_copy(
 ) -> None:
     """Copy every job the destination lacks, with all its data, one transaction per job.
 
+    Ctrl-C (or SIGTERM) stops it with one line naming the jobs the destination holds and
+    those it does not, exit code 130.
+
     Example: tracker db copy sqlite:///tracker.db postgresql+psycopg://me@dbhost/tracker
     """
     from tracker import api
 
-    copied = 0
-    conflicts = []
-    for outcome in api.copy_jobs(source, destination):
+    def show(outcome: Any) -> None:
         if outcome.status == "conflict":
             typer.echo(f"Error: {outcome.summary()}", err=True)
-            conflicts.append(outcome.job)
-            continue
-        typer.echo(outcome.summary())
-        copied += outcome.status == "copied"
+        else:
+            typer.echo(outcome.summary())
+
+    outcomes = api.copy_jobs(source, destination, on_job=show)
+    copied = sum(outcome.status == "copied" for outcome in outcomes)
+    conflicts = [outcome.job for outcome in outcomes if outcome.status == "conflict"]
     if conflicts:
         typer.echo(f"{copied} jobs copied, {len(conflicts)} not: {', '.join(conflicts)}")
         raise typer.Exit(1)

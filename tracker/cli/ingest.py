@@ -10,9 +10,11 @@ import typer
 
 from tracker.cli.base import app
 from tracker.cli.base import parse_meta as _parse_meta
+from tracker.cli.base import parse_size as _parse_size
 from tracker.cli.base import state as _state
 from tracker.cli.sync import StorageOptions, parse_storage_options
 from tracker.domain import DEFAULT_ARM_MODEL
+from tracker.jobdir.limits import MAX_FILE_SIZE, size_text
 
 PROGRESS_MIN_BYTES = 10_000_000
 
@@ -43,6 +45,13 @@ def ingest(
         ),
     ] = False,
     storage_option: StorageOptions = None,
+    max_file_size: Annotated[
+        str,
+        typer.Option(
+            metavar="SIZE",
+            help="Refuse a job file larger than this (e.g. 500MiB), by its size alone.",
+        ),
+    ] = size_text(MAX_FILE_SIZE),
 ) -> None:
     """Store finished job directories in the database, one transaction per job.
 
@@ -51,6 +60,8 @@ def ingest(
 
     A resumed run, a step logged twice or a cut-off last line is settled, with a warning.
     A directory may be an fsspec URL (s3://BUCKET/job2, gs://..., hf://buckets/ORG/B/job2).
+    Each job is read and checked whole before its write transaction starts. Ctrl-C (or
+    SIGTERM) stops it with one line naming the jobs stored and those not, exit code 130.
 
     Example: tracker ingest downloads/job2 --meta gpu=A10G --meta flashoptim=0.1.4
     """
@@ -59,8 +70,9 @@ def ingest(
     if job is not None and len(directories) > 1:
         raise typer.BadParameter("--job names one job; give one directory", param_hint="--job")
     storage_options = parse_storage_options(storage_option or [])
+    size_limit = _parse_size(max_file_size, "--max-file-size")
     options = IngestOptions(
-        job, _parse_meta(meta or []), replace, arm_model, strict_steps, storage_options
+        job, _parse_meta(meta or []), replace, arm_model, strict_steps, storage_options, size_limit
     )
     engine = _state(ctx).engine(may_create_file=True)
     with ExitStack() as stack:

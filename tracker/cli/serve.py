@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from tracker.cli.base import ExpectationsOption, JobFilter, WhereFilter, app, state, where_pairs
-from tracker.errors import TrackerError
+from tracker.errors import Interrupted, TrackerError
 
 
 @app.command()
@@ -28,6 +28,8 @@ def report(
 ) -> None:
     """Write the offline HTML report; into an earlier one, render only what changed.
 
+    Ctrl-C (or SIGTERM) stops it with one line saying what was left as it was, exit code 130.
+
     Example: tracker report --where gpu=A10G --since 2026-10-01 --out report/
     """
     from tracker import api
@@ -38,15 +40,21 @@ def report(
         start = None if since is None else parse_time(since)
     except TrackerError as exc:
         raise typer.BadParameter(str(exc), param_hint="--since") from None
-    written = api.report(
-        state(ctx).url,
-        out,
-        job=job,
-        where=pairs,
-        since=start,
-        expectations=expectations,
-        force=force,
-    )
+    try:
+        written = api.report(
+            state(ctx).url,
+            out,
+            job=job,
+            where=pairs,
+            since=start,
+            expectations=expectations,
+            force=force,
+        )
+    except KeyboardInterrupt:  # each file is written whole (or not), the index and manifest last
+        raise Interrupted(
+            f"{out / 'index.html'} and its manifest not updated; job pages written so far are "
+            "kept and rendered again by the next run"
+        ) from None
     typer.echo(written.summary())
 
 

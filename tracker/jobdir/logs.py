@@ -1,7 +1,7 @@
 """Training logs as real runs write them: a last line cut short, resumed runs, steps twice.
 
 A job killed mid-write leaves a last line with fewer fields than the header: it is lost, not
-wrong (``check_field_counts``); a short line anywhere else is an error.
+wrong (``tracker.jobdir.curves``); a short line anywhere else is an error.
 
 A step lower than the one before it starts a new stretch: the run was resumed from a
 checkpoint, and (as W&B's resume does) the later values replace the earlier ones from that
@@ -14,7 +14,7 @@ and notes that say what was replaced or merged.
 from __future__ import annotations
 
 import csv
-import io
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -96,44 +96,22 @@ def _merge_repeated(curves: pl.DataFrame, repeated: pl.Series) -> pl.DataFrame:
     return curves.filter(~in_group).merge_sorted(merged, key="step")
 
 
-def check_field_counts(
-    filename: str, text: str, expected: int, *, allow_short_last: bool
+def check_quoted_field_counts(
+    filename: str, text: Iterable[str], expected: int, allow_short_last: bool
 ) -> int | None:
-    """polars pads short rows with nulls and rejects long ones without a line number.
-
-    Every line must have the header's field count, except, with ``allow_short_last``, a
-    shorter last line: its number is returned for the caller to drop it.
-    """
-    if '"' in text:  # quoted fields may hold commas and line breaks: the csv module counts
-        return _check_quoted_field_counts(filename, text, expected, allow_short_last)
-    lines = pl.Series(text.split("\n")[1:], dtype=pl.String)
-    counts = lines.str.count_matches(",", literal=True) + 1
-    nonblank = lines.str.strip_chars() != ""
-    bad = nonblank & (counts != expected)
-    if not bad.any():
-        return None
-    index = bad.arg_max()
-    assert index is not None
-    last = not nonblank[index + 1 :].any()
-    if allow_short_last and last and counts[index] < expected:
-        return index + 2
-    _wrong_count(filename, index + 2, counts[index], expected)
-    return None
-
-
-def _check_quoted_field_counts(
-    filename: str, text: str, expected: int, allow_short_last: bool
-) -> int | None:
-    reader = csv.reader(io.StringIO(text))
+    """Every row of ``text`` (the header first) has the header's ``expected`` field count,
+    except, with ``allow_short_last``, a shorter last row: the number of its first line is
+    returned for the caller to drop it. Quoted fields may hold commas and line breaks."""
+    reader = csv.reader(text)
     short: tuple[int, int, int] | None = None  # a short row: its first and last line, fields
     first_line = 1
     try:
         for row in reader:
             if short is not None and row:
-                _wrong_count(filename, short[1], short[2], expected)
+                wrong_field_count(filename, short[1], short[2], expected)
             if reader.line_num > 1 and row and len(row) != expected:
                 if not allow_short_last or len(row) > expected:
-                    _wrong_count(filename, reader.line_num, len(row), expected)
+                    wrong_field_count(filename, reader.line_num, len(row), expected)
                 short = (first_line + 1, reader.line_num, len(row))
             first_line = reader.line_num
     except csv.Error as exc:
@@ -141,7 +119,7 @@ def _check_quoted_field_counts(
     return None if short is None else short[0]
 
 
-def _wrong_count(filename: str, line: int, found: int, expected: int) -> None:
+def wrong_field_count(filename: str, line: int, found: int, expected: int) -> None:
     raise BadInput(
         path=f"{filename} line {line}", problem=f"{found} fields, but the header has {expected}"
     )

@@ -1,35 +1,31 @@
 """Reading a downloaded job directory: probe records, training arms and their provenance.
 
-Nothing here touches the database. ``scan_job`` validates the layout and hashes every file it
-will read; ``read_arm`` parses one arm when the ingest gets to it, so a large job is never held
-in memory whole. Every problem is a ``BadInput`` naming the file and the record or line.
+Nothing here touches the database. ``scan_job`` validates the layout, refuses a file past
+``max_file_size`` by its size and hashes every file it will read, in blocks; ``read_arm``
+parses one arm (``tracker.jobdir.curves``), ``read_job`` all of them, so that an ingest has
+the whole job checked before it takes the database's write lock. Every problem is a
+``BadInput`` naming the file and the record or line; the limits are ``tracker.jobdir.limits``.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import io
-import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 
 import polars as pl
 
-from tracker.domain import LOSS, ArmName
+from tracker.domain import ArmName
 from tracker.errors import BadInput, BadJobName, NothingToIngest, TrackerError
+from tracker.jobdir.curves import CurveFile, check_file_size, read_curve_stream
 from tracker.jobdir.jobmeta import META_FILES, parse_job_meta
-from tracker.jobdir.logs import check_field_counts, settle_steps
-from tracker.jobdir.records import (
-    ProbeRecord,
-    name_problem,
-    parse_arm_summary,
-    parse_probe_record,
-)
+from tracker.jobdir.limits import MAX_FILE_SIZE, READ_BLOCK
+from tracker.jobdir.probes import read_json_stream, read_probe_stream
+from tracker.jobdir.records import ProbeRecord, parse_arm_summary
 from tracker.jobdir.source import JobSource, ListedFile, LocalSource
 
 PROBE_FILE = "mem_sweep.json"
@@ -68,14 +64,6 @@ class Arm:
 
 
 @dataclass
-class CurveFile:
-    """An arm's CSV as stored (one row per step) and what reading it changed or found."""
-
-    curves: pl.DataFrame
-    notes: list[str]
-
-
-@dataclass
 class JobDirectory:
     source: JobSource
     name: str
@@ -106,11 +94,41 @@ def as_source(directory: Path | JobSource) -> JobSource:
     return directory if isinstance(directory, JobSource) else LocalSource(directory)
 
 
-def _source_file(listed: ListedFile, data: bytes) -> SourceFile:
-    return SourceFile(listed.name, hashlib.sha256(data).hexdigest(), len(data), listed.version)
+def _open(listed: ListedFile, max_file_size: int) -> IO[bytes]:
+    """The file opened for reading, refused past ``max_file_size`` by its listed size."""
+    check_file_size(listed.name, listed.size, max_file_size)
+    return listed.open()
 
 
-def scan_job(directory: Path | JobSource, name: str | None = None) -> JobDirectory:
+class _Hashing:
+    """A stream that hashes what is read from it."""
+
+    def __init__(self, listed: ListedFile, stream: IO[bytes]) -> None:
+        self.listed = listed
+        self.filename = listed.name
+        self.stream = stream
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            data = self.stream.read(size)
+        except OSError as exc:
+            raise BadInput(path=self.filename, problem=f"cannot be read ({exc.strerror})") from None
+        self.sha256.update(data)
+        self.size += len(data)
+        return data
+
+    def source(self) -> SourceFile:
+        """What was read to the end: the file's path, hash, size and listed version."""
+        while self.read(READ_BLOCK):
+            pass
+        return SourceFile(self.filename, self.sha256.hexdigest(), self.size, self.listed.version)
+
+
+def scan_job(
+    directory: Path | JobSource, name: str | None = None, *, max_file_size: int = MAX_FILE_SIZE
+) -> JobDirectory:
     """Validate a job directory's layout, parse its probes and hash every file it uses."""
     source = as_source(directory)
     listing = source.listing()
@@ -127,9 +145,10 @@ def scan_job(directory: Path | JobSource, name: str | None = None) -> JobDirecto
     for listed in listing.files:
         path = PurePosixPath(listed.name)
         if path.name == PROBE_FILE or path.suffix == ".jsonl":
-            data = listed.read_bytes()
-            files.append(_source_file(listed, data))
-            probes.extend(parse_probe_file(path.name, data))
+            with _open(listed, max_file_size) as stream:
+                hashing = _Hashing(listed, stream)
+                probes.extend(read_probe_stream(path.name, hashing))  # type: ignore[arg-type]
+                files.append(hashing.source())
         elif path.suffix == ".csv":
             csvs[path.stem] = listed
         elif path.suffix == ".json" and ArmName.find(path.stem) is not None:
@@ -144,7 +163,8 @@ def scan_job(directory: Path | JobSource, name: str | None = None) -> JobDirecto
         raise BadInput(path=f"{stem}.json", problem=f"summary without its curve {stem}.csv")
     for arm in arms:
         for listed in (arm.csv_path, arm.json_path):
-            files.append(_source_file(listed, listed.read_bytes()))
+            with _open(listed, max_file_size) as stream:
+                files.append(_Hashing(listed, stream).source())
     if not probes and not arms and not any(f.path == PROBE_FILE for f in files):
         raise NothingToIngest(path=str(source))
     meta = _job_meta(meta_files)
@@ -185,51 +205,25 @@ def _merge_duplicates(probes: list[ProbeRecord]) -> list[ProbeRecord]:
 
 def parse_probe_file(filename: str, data: bytes) -> list[ProbeRecord]:
     """Probe records from ``mem_sweep.json`` (a JSON list) or a ``*.jsonl`` file."""
-    text = _decode(filename, data)
-    if filename.endswith(".jsonl"):
-        return [
-            parse_probe_record(
-                _load_json(f"{filename} line {number}", line, one_line=True),
-                f"{filename} line {number}",
-            )
-            for number, line in _nonblank_lines(text)
-        ]
-    records = _load_json(filename, text)
-    if not isinstance(records, list):
-        raise BadInput(path=filename, problem="expected a JSON list of probe records")
-    return [
-        parse_probe_record(record, f"{filename} record {index}")
-        for index, record in enumerate(records, start=1)
-    ]
+    return read_probe_stream(filename, io.BytesIO(data))
 
 
-def _nonblank_lines(text: str) -> Iterator[tuple[int, str]]:
-    # JSON lines end at "\n" only: str.splitlines would also cut at U+2028 inside strings
-    for number, line in enumerate(text.split("\n"), start=1):
-        if line.strip():
-            yield number, line
-
-
-def _load_json(where: str, text: str, *, one_line: bool = False) -> Any:
-    if not text.strip():
-        raise BadInput(path=where, problem="empty file")
-    try:
-        return json.loads(text)  # accepts NaN and Infinity, as Python's json.dump writes them
-    except json.JSONDecodeError as exc:
-        place = f"column {exc.colno}" if one_line else f"line {exc.lineno}, column {exc.colno}"
-        raise BadInput(path=where, problem=f"malformed JSON ({place}): {exc.msg}") from None
-    except RecursionError:
-        raise BadInput(path=where, problem="malformed JSON: nested too deeply") from None
-    except ValueError as exc:  # e.g. an integer of more digits than Python converts
-        raise BadInput(path=where, problem=f"malformed JSON: {exc}") from None
-
-
-def read_arm(arm: ArmFiles, default_model: str, *, strict_steps: bool = False) -> Arm:
+def read_arm(
+    arm: ArmFiles,
+    default_model: str,
+    *,
+    strict_steps: bool = False,
+    max_file_size: int = MAX_FILE_SIZE,
+) -> Arm:
     """Parse one arm's summary JSON and CSV curves (``strict_steps``: see ``read_curve_csv``)."""
     where = arm.json_path.name
-    document = _load_json(where, _decode(where, arm.json_path.read_bytes()))
+    with _open(arm.json_path, max_file_size) as stream:
+        document = read_json_stream(where, stream)
     summary, extra = parse_arm_summary(document, where, arm.seed)
-    curve_file = read_curve_csv(arm.csv_path.name, arm.csv_path.read_bytes(), strict_steps)
+    with _open(arm.csv_path, max_file_size) as stream:
+        curve_file = read_curve_stream(
+            arm.csv_path.name, stream, arm.csv_path.size, strict_steps, max_file_size=max_file_size
+        )
     notes = curve_file.notes
     if "val_loss" not in document:  # null is a value: a diverged run has none to give
         notes.append("summary has no val_loss")
@@ -247,108 +241,35 @@ def read_arm(arm: ArmFiles, default_model: str, *, strict_steps: bool = False) -
     )
 
 
+def read_job_arms(
+    scanned: JobDirectory,
+    default_model: str,
+    *,
+    strict_steps: bool = False,
+    max_file_size: int = MAX_FILE_SIZE,
+    on_arm: Callable[[ArmFiles], None] | None = None,
+) -> list[Arm]:
+    """Every arm of a scanned job, parsed and checked (``on_arm`` is told of each one)."""
+    arms = []
+    for arm_files in scanned.arms:
+        arms.append(
+            read_arm(
+                arm_files, default_model, strict_steps=strict_steps, max_file_size=max_file_size
+            )
+        )
+        if on_arm is not None:
+            on_arm(arm_files)
+    return arms
+
+
 def parse_curve_csv(filename: str, data: bytes, *, strict_steps: bool = False) -> pl.DataFrame:
     """The curves of ``read_curve_csv``, without its notes."""
     return read_curve_csv(filename, data, strict_steps).curves
 
 
 def read_curve_csv(filename: str, data: bytes, strict_steps: bool = False) -> CurveFile:
-    """Columns ``step`` (Int64, strictly increasing) and one Float64 column per numeric metric.
-
-    Empty cells are missing values (null); ``nan``, ``inf`` and ``-inf`` are values.
-    Columns holding only text are not metrics and are dropped. A resumed run, a step logged
-    twice in a row and an incomplete last line are settled and noted (``tracker.jobdir.steps``);
-    with ``strict_steps`` they are refused, as they once were.
-    """
-    text = _decode(filename, data).replace("\r\n", "\n").replace("\r", "\n")
-    if not text.strip():
-        raise BadInput(path=filename, problem="empty file")
-    header = _header(filename, text)
-    line = "#line"  # the row index: a name no header column can take
-    while line in header:
-        line += "#"
-    notes: list[str] = []
-    cut = check_field_counts(filename, text, len(header), allow_short_last=not strict_steps)
-    if cut is not None:  # a job killed mid-write: its last line is lost, not wrong
-        text = "\n".join(text.split("\n")[: cut - 1]) + "\n"
-        notes.append(f"incomplete last line {cut} dropped")
-    try:
-        raw = pl.read_csv(io.StringIO(text), infer_schema=False, new_columns=header)
-    except pl.exceptions.PolarsError as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise BadInput(path=filename, problem=f"malformed CSV: {first}") from None
-    raw = raw.with_columns(pl.all().str.strip_chars()).with_row_index(line, offset=2)
-    raw = raw.filter(~pl.all_horizontal(pl.exclude(line).is_null() | (pl.exclude(line) == "")))
-    fail = partial(_fail_on_first, filename, raw, line)
-    curves = _metric_columns(raw, header, fail)
-    if strict_steps:
-        change = curves["step"].diff()
-        fail(change == 0, "step", "is a duplicate")
-        fail(change < 0, "step", "is lower than the step before it")
-    else:
-        curves, settled = settle_steps(curves)
-        notes.extend(settled)
-    if curves.height == 0:
-        notes.append("no data rows")
-    return CurveFile(curves, notes)
-
-
-def _metric_columns(raw: pl.DataFrame, header: list[str], fail: Any) -> pl.DataFrame:
-    """``step`` as integers and every numeric column as floats, in file order."""
-    steps = raw["step"].cast(pl.Int64, strict=False)
-    fail(raw["step"].is_null(), "step", "is empty")
-    fail(steps.is_null(), "step", "is not an integer")
-    columns = [steps.alias("step")]
-    for name in header:
-        if name == "step":
-            continue
-        present = raw[name].is_not_null() & (raw[name] != "")
-        values = raw[name].cast(pl.Float64, strict=False)
-        unparsed = present & values.is_null()
-        if name != LOSS and present.any() and unparsed.sum() == present.sum():
-            continue  # a text column (a phase name, a timestamp): not a metric
-        fail(unparsed, name, "is not a number")
-        columns.append(values.alias(name))
-    return pl.DataFrame(columns)
-
-
-def _decode(filename: str, data: bytes) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise BadInput(path=filename, problem="not UTF-8 text") from None
-
-
-def _header(filename: str, text: str) -> list[str]:
-    first = text.split("\n", 1)[0]
-    if not first.strip():
-        raise BadInput(path=f"{filename} line 1", problem="empty: the first line is the header")
-    try:
-        header = [name.strip() for name in next(csv.reader([first]))]
-    except csv.Error as exc:
-        raise BadInput(path=f"{filename} line 1", problem=f"malformed CSV header: {exc}") from None
-    for required in ("step", LOSS):
-        if required not in header:
-            raise BadInput(path=filename, problem="header must have 'step' and 'loss' columns")
-    for position, name in enumerate(header, start=1):
-        if not name:
-            raise BadInput(path=filename, problem=f"column {position} of the header has no name")
-        problem = name_problem(name, f"column {name!r:.60}")
-        if problem:
-            raise BadInput(path=filename, problem=problem)
-    if len(set(header)) != len(header):
-        twice = next(name for name in header if header.count(name) > 1)
-        raise BadInput(path=filename, problem=f"column {twice!r} appears twice in the header")
-    return header
-
-
-def _fail_on_first(
-    filename: str, raw: pl.DataFrame, line: str, bad: pl.Series, column: str, problem: str
-) -> None:
-    if bad.any():
-        row = raw.filter(bad).row(0, named=True)
-        shown = f" {row[column]!r:.60}" if row[column] else ""
-        raise BadInput(path=f"{filename} line {row[line]}", problem=f"{column}{shown} {problem}")
+    """An arm's CSV given as bytes: ``tracker.jobdir.curves.read_curve_stream``."""
+    return read_curve_stream(filename, io.BytesIO(data), len(data), strict_steps)
 
 
 def curve_bytes(directory: Path | JobSource) -> int:

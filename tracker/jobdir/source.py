@@ -16,12 +16,13 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import shutil
 import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 
 from tracker.errors import (
     BadInput,
@@ -45,20 +46,25 @@ EXTRAS = {
 VERSION_KEYS = ("ETag", "etag", "generation", "md5Hash", "xet_hash", "blob_id", "sha256")
 # storage options whose values no message may show
 SECRET_KEYS = re.compile(r"secret|token|key|password|credential", re.IGNORECASE)
+COPY_BLOCK = 1 << 20  # a remote file is copied to disk in blocks of this size
 TIME_KEYS = ("mtime", "LastModified", "updated", "uploaded_at", "last_modified", "created")
 
 
 @dataclass(frozen=True)
 class ListedFile:
-    """A file directly in a job directory, as the listing gave it; ``read_bytes`` opens it."""
+    """A file directly in a job directory, as the listing gave it; ``open`` reads it."""
 
     source: JobSource = field(repr=False, compare=False)
     name: str
     size: int
     version: str | None  # the ETag, generation or mtime: another one means a rewritten file
 
+    def open(self) -> IO[bytes]:
+        return self.source.open(self)
+
     def read_bytes(self) -> bytes:
-        return self.source.read_bytes(self)
+        with self.open() as stream:
+            return stream.read()
 
 
 @dataclass(frozen=True)
@@ -97,8 +103,8 @@ class JobSource(ABC):
         """The files and subdirectories directly inside; ``NoSuchDirectory`` if none."""
 
     @abstractmethod
-    def read_bytes(self, file: ListedFile) -> bytes:
-        """A listed file's bytes; a problem is a ``BadInput`` naming the file."""
+    def open(self, file: ListedFile) -> IO[bytes]:
+        """A listed file opened for reading; a problem is a ``BadInput`` naming the file."""
 
     @abstractmethod
     def walk(self) -> Iterator[JobSource]:
@@ -143,7 +149,7 @@ class LocalSource(JobSource):
             return ListedFile(self, path.name, 0, None)
         return ListedFile(self, path.name, status.st_size, str(status.st_mtime_ns))
 
-    def read_bytes(self, file: ListedFile) -> bytes:
+    def open(self, file: ListedFile) -> IO[bytes]:
         root = self.directory.resolve()
         resolved = (self.directory / file.name).resolve()
         if not resolved.is_relative_to(root):
@@ -151,7 +157,7 @@ class LocalSource(JobSource):
         if resolved.exists() and not resolved.is_file():
             raise BadInput(path=file.name, problem="not a regular file")  # a FIFO blocks forever
         try:
-            return resolved.read_bytes()
+            return resolved.open("rb")
         except OSError as exc:
             raise BadInput(path=file.name, problem=f"cannot be read ({exc.strerror})") from None
 
@@ -203,29 +209,35 @@ class RemoteSource(JobSource):
         name = posixpath.basename(entry["name"])  # string work: a sync lists every file
         return ListedFile(self, name, int(entry.get("size") or 0), _version(entry))
 
-    def read_bytes(self, file: ListedFile) -> bytes:
-        """Downloaded once: a scan hashes a file and the ingest parses it later, from a
-        temporary copy on disk (memory holds one file at a time, as from a local disk)."""
+    def open(self, file: ListedFile) -> IO[bytes]:
+        """Downloaded once, in blocks, to a temporary copy on disk: a scan hashes a file and
+        the ingest parses it later from that copy, which goes with the second open."""
         kept = self._kept.pop(file.name, None)
-        if kept is not None:  # the second and last read (the parse): the copy goes
-            data = kept.read_bytes()
-            kept.unlink()
-            return data
-        try:
-            with self.fs.open(f"{self.path}/{file.name}", "rb", cache_type="none") as handle:
-                data = bytes(handle.read())
-        except Exception as exc:  # whatever the filesystem raises: one line naming the file
-            reason = self._redact(_first_line(exc) or type(exc).__name__)
-            raise BadInput(path=file.name, problem=f"cannot be read ({reason})") from None
-        if len(data) != file.size:
-            raise BadInput(
-                path=file.name, problem=f"truncated: {len(data)} of its {file.size} bytes read"
-            )
+        if kept is not None:  # the second and last open (the parse): the copy goes
+            stream = kept.open("rb")
+            kept.unlink()  # the open stream still reads it
+            return stream
         if self._spool is None:
             self._spool = tempfile.TemporaryDirectory(prefix="tracker-")  # removed when freed
-        self._kept[file.name] = Path(self._spool.name, file.name)
-        self._kept[file.name].write_bytes(data)
-        return data
+        copy = Path(self._spool.name, file.name)
+        try:
+            with (
+                self.fs.open(f"{self.path}/{file.name}", "rb", cache_type="none") as remote,
+                copy.open("wb") as local,
+            ):
+                shutil.copyfileobj(remote, local, COPY_BLOCK)
+        except Exception as exc:  # whatever the filesystem raises: one line naming the file
+            copy.unlink(missing_ok=True)
+            reason = self._redact(_first_line(exc) or type(exc).__name__)
+            raise BadInput(path=file.name, problem=f"cannot be read ({reason})") from None
+        size = copy.stat().st_size
+        if size != file.size:
+            copy.unlink()
+            raise BadInput(
+                path=file.name, problem=f"truncated: {size} of its {file.size} bytes read"
+            )
+        self._kept[file.name] = copy
+        return copy.open("rb")
 
     def walk(self) -> Iterator[JobSource]:
         try:

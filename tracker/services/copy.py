@@ -3,15 +3,17 @@ against the packaged expectations (as an ingest makes them)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 from functools import partial
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tracker.services.derived import store_packaged_derived
+from tracker.services.interrupts import Tally, telling_interrupts
 from tracker.store.copy import CopiedJob, copy_job_rows, job_names
 from tracker.store.db import in_write_transaction, open_database
+from tracker.store.ingest import stored_digest
 
 __all__ = ["CopiedJob", "copy_job", "copy_jobs", "job_names"]
 
@@ -24,16 +26,42 @@ def copy_job(source: Session, destination: Session, name: str) -> CopiedJob:
     return copied
 
 
-def copy_jobs(source: str | Engine, destination: str | Engine) -> Iterator[CopiedJob]:
+def _landed(target: Engine, digests: dict[str, str], name: str) -> bool:
+    """Whether the destination holds the job ``name`` with the source's content."""
+    with Session(target) as destination:
+        return stored_digest(destination, name) == digests[name]
+
+
+def copy_jobs(
+    source: str | Engine,
+    destination: str | Engine,
+    on_job: Callable[[CopiedJob], None] | None = None,
+) -> list[CopiedJob]:
     """Copy every job the destination lacks, with all its data, one transaction per job,
-    oldest first; yields each job's outcome as it is done (a ``conflict`` is not copied)."""
+    oldest first; ``on_job`` is told each job's outcome as it is done (a ``conflict`` is not
+    copied). An interrupt raises ``Interrupted``, naming the jobs the destination holds
+    (copied or already there) and those it does not."""
     reader = source if isinstance(source, Engine) else open_database(source, may_create_file=False)
     target = destination if isinstance(destination, Engine) else open_database(destination)
+    outcomes: list[CopiedJob] = []
     try:
         with Session(reader) as session:
-            for name in job_names(session):
-                yield in_write_transaction(target, partial(copy_job, session, name=name))
+            names = job_names(session)
+            # known before any interrupt: the source's session may be mid-read when it comes
+            digests = {name: stored_digest(session, name) or "" for name in names}
+            tally = Tally(names, landed=partial(_landed, target, digests))
+            with telling_interrupts(tally):
+                for name in names:
+                    copied = in_write_transaction(target, partial(copy_job, session, name=name))
+                    if copied.status == "conflict":
+                        tally.not_stored(name)
+                    else:
+                        tally.stored(name)
+                    outcomes.append(copied)
+                    if on_job is not None:
+                        on_job(copied)
     finally:
         for engine, given in ((reader, source), (target, destination)):
             if engine is not given:
                 engine.dispose()
+    return outcomes

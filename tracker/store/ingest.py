@@ -1,6 +1,7 @@
 """Writing a job directory's rows (job, metadata, files, probes, runs, curves, points),
 inside the caller's transaction. Its derived rows are not written here:
-``tracker.services.ingest`` writes the rows with ``write_job``, then the derived rows.
+``tracker.services.ingest`` reads the job, writes its rows with ``store_job``, then the
+derived rows.
 
 The caller owns the transaction (one per job), so an error anywhere, even in the last file
 read, leaves no trace of the job; ``--replace`` deletes the old job in the same transaction,
@@ -9,9 +10,10 @@ so it stays intact until the new one has fully landed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import polars as pl
@@ -20,7 +22,8 @@ from sqlalchemy.orm import Session
 
 from tracker.domain import DEFAULT_ARM_MODEL, LOSS, IngestStatus
 from tracker.errors import JobExists
-from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, read_arm, scan_job
+from tracker.jobdir.limits import MAX_FILE_SIZE
+from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, read_job_arms, scan_job
 from tracker.jobdir.source import JobSource
 from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
 from tracker.store.catalog import TIME_KEY, delete_job_rows, parse_time, update_meta
@@ -73,17 +76,38 @@ def write_job(
     arm_model: str = DEFAULT_ARM_MODEL,
     on_arm: Callable[[ArmFiles], None] | None = None,
     strict_steps: bool = False,
+    max_file_size: int = MAX_FILE_SIZE,
 ) -> WrittenJob:
-    """Write one job directory's rows. ``on_arm`` is told of each arm once it is written;
-    ``strict_steps`` refuses resumed runs, steps logged twice and an incomplete last line.
-    The job's own metadata file (``job.json``) gives keys that ``meta`` does not."""
-    meta = meta or {}
-    if TIME_KEY in meta:
-        parse_time(meta[TIME_KEY])
-    scanned = scan_job(directory, name)
-    meta = {**scanned.meta, **meta}
-    if TIME_KEY in meta:
-        parse_time(meta[TIME_KEY])
+    """Read one job directory and write its rows, all in the caller's transaction (the
+    command line reads first, then writes: ``store_job``). ``on_arm`` is told of each arm
+    once it is read; ``strict_steps`` refuses resumed runs, steps logged twice and an
+    incomplete last line. The job's own metadata file (``job.json``) gives the keys ``meta``
+    does not."""
+    check_meta(meta or {})
+    scanned = scan_job(directory, name, max_file_size=max_file_size)
+    read = partial(
+        read_job_arms,
+        scanned,
+        arm_model,
+        strict_steps=strict_steps,
+        max_file_size=max_file_size,
+        on_arm=on_arm,
+    )
+    return store_job(session, scanned, read, meta=meta, replace=replace)
+
+
+def store_job(
+    session: Session,
+    scanned: JobDirectory,
+    arms: Callable[[], Sequence[Arm]],
+    *,
+    meta: Mapping[str, str] | None = None,
+    replace: bool = False,
+) -> WrittenJob:
+    """Write a scanned job's rows; ``arms`` gives its parsed arms, asked for only when the
+    job is not stored already with the same content."""
+    meta = {**scanned.meta, **(meta or {})}  # the job's own metadata file, under --meta
+    check_meta(meta)
     existing = session.scalars(select(Job).where(Job.name == scanned.name)).one_or_none()
     status = IngestStatus.INGESTED
     if existing is not None:
@@ -94,6 +118,8 @@ def write_job(
             return WrittenJob(result)
         if not replace:
             raise JobExists(name=scanned.name)
+    parsed = arms()
+    if existing is not None:
         delete_job_rows(session, existing.id)
         session.expunge(existing)
         status = IngestStatus.REPLACED
@@ -104,14 +130,22 @@ def write_job(
     result.probes = len(scanned.probes)
     result.failed_probes = sum(p.n_params is None for p in scanned.probes)
     losses: dict[str, pl.DataFrame] = {}  # the derived rows need them; no reading back
-    for arm_files in scanned.arms:
-        arm = read_arm(arm_files, arm_model, strict_steps=strict_steps)
+    for arm in parsed:
         result.warnings.extend(f"{arm.name}: {note}" for note in arm.notes)
         result.points += _insert_arm(session, job.id, arm, losses)
         result.arms += 1
-        if on_arm is not None:
-            on_arm(arm_files)
     return WrittenJob(result, job.id, losses)
+
+
+def check_meta(meta: Mapping[str, str]) -> None:
+    """Refuse metadata the job cannot keep (a time that is not ISO 8601)."""
+    if TIME_KEY in meta:
+        parse_time(meta[TIME_KEY])
+
+
+def stored_digest(session: Session, name: str) -> str | None:
+    """The content digest of the job stored under ``name``, if any."""
+    return session.scalar(select(Job.content_digest).where(Job.name == name))
 
 
 def _insert_job(session: Session, scanned: JobDirectory, meta: Mapping[str, str]) -> Job:
@@ -148,8 +182,11 @@ def _insert_arm(session: Session, job_id: int, arm: Arm, losses: dict[str, pl.Da
         },
     ).scalar_one()
     written = 0
-    for metric in arm.curves.columns[1:]:
-        curve = arm.curves.select("step", pl.col(metric).alias("value")).drop_nulls()
+    steps = arm.curves.get_column("step")
+    for values in arm.curves.get_columns()[1:]:
+        # two Series, not a select on the wide frame: that costs its width, once per metric
+        metric = values.name
+        curve = pl.DataFrame([steps, values.alias("value")]).drop_nulls()
         curve_id = session.execute(
             insert(Curve).returning(Curve.id), {"run_id": run_id, **curve_summary(metric, curve)}
         ).scalar_one()

@@ -1,0 +1,240 @@
+"""Ctrl-C (SIGINT) and SIGTERM during ingest, copy and report; a connection lost mid-COPY.
+
+The real command line runs as a child process; the signal is sent at a moment chosen by an
+event (a job's line on stdout, a page on disk), never by a clock. The command must exit with
+code 130 and one last line naming exactly what the database holds: the jobs stored and those
+not. A PostgreSQL backend killed while a COPY is being sent must end in one ``Error:`` line,
+without the driver's own log lines before it.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from sqlalchemy import create_engine, make_url, select, text
+from sqlalchemy.orm import Session
+
+from tracker.errors import Interrupted
+from tracker.jobdir.sample import write_sample_job
+from tracker.models import Job
+from tracker.store.db import open_database
+
+JOBS = ("job0", "job1", "job2")
+STEPS = 60_000  # 720,000 points a job: the next job is still being read or written
+SAFETY_NET_S = 900  # only for a process that hangs: no verdict depends on it
+SIGNALS = [signal.SIGINT, signal.SIGTERM]
+
+
+def start(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tracker", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+POINTS_OF_JOB = text(
+    "SELECT count(*) FROM point JOIN curve ON curve.id = point.curve_id "
+    "JOIN run ON run.id = curve.run_id JOIN job ON job.id = run.job_id WHERE job.name = :name"
+)
+
+
+def stored_jobs(url: str) -> dict[str, int]:
+    """Each stored job's points."""
+    engine = open_database(url)
+    try:
+        with Session(engine) as session:
+            names = session.scalars(select(Job.name)).all()
+            return {name: session.scalar(POINTS_OF_JOB, {"name": name}) or 0 for name in names}
+    finally:
+        engine.dispose()
+
+
+def expected_line(held: list[str], names: tuple[str, ...] = JOBS) -> str:
+    stored = [name for name in names if name in held]
+    return str(Interrupted.of_jobs(stored, [name for name in names if name not in held]))
+
+
+def assert_interrupted(process: subprocess.Popen[str], url: str) -> tuple[str, dict[str, int]]:
+    """Exit 130 and the last stderr line naming what the database holds; returns both."""
+    out, err = process.communicate(timeout=SAFETY_NET_S)
+    assert process.returncode == 130, out + err
+    assert "Traceback" not in err, err
+    held = stored_jobs(url)
+    last = err.strip().splitlines()[-1]
+    assert last == expected_line(list(held)), err
+    return last, held
+
+
+@pytest.fixture(scope="module")
+def job_dirs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    root = tmp_path_factory.mktemp("jobs")
+    return [write_sample_job(root / name, seed=i, steps=STEPS) for i, name in enumerate(JOBS)]
+
+
+@pytest.mark.parametrize("signum", SIGNALS, ids=["SIGINT", "SIGTERM"])
+def test_a_signal_after_the_first_job_says_it_is_stored_and_the_others_not(
+    db_url: str, job_dirs: list[Path], signum: signal.Signals
+) -> None:
+    process = start("--db", db_url, "ingest", *map(str, job_dirs))
+    assert process.stdout is not None
+    first = process.stdout.readline()  # the event: job0 is committed
+    assert first.startswith("job0: ingested"), first
+    process.send_signal(signum)
+    last, held = assert_interrupted(process, db_url)
+    assert last.startswith("interrupted: job0"), last
+    assert "not stored" in last, last  # three jobs of this size: the signal came before the end
+    assert all(points == 4 * 3 * STEPS for points in held.values()), held  # whole jobs only
+
+
+@pytest.mark.parametrize("signum", SIGNALS, ids=["SIGINT", "SIGTERM"])
+def test_a_signal_before_any_job_is_stored_says_none_is(
+    db_url: str, job_dirs: list[Path], signum: signal.Signals
+) -> None:
+    process = start("--db", db_url, "ingest", *map(str, job_dirs))
+    assert process.stderr is not None
+    drawn = process.stderr.readline()  # the event: the progress bar, before job0 is read
+    assert drawn.strip() == "ingesting", drawn
+    process.send_signal(signum)
+    last, held = assert_interrupted(process, db_url)
+    assert "job2" not in held and last.endswith("job2 not stored"), last
+
+
+def test_a_signal_during_a_copy_names_the_jobs_the_destination_holds(
+    db_url: str, job_dirs: list[Path], tmp_path: Path
+) -> None:
+    source = f"sqlite:///{tmp_path / 'source.db'}"
+    done = subprocess.run(
+        [sys.executable, "-m", "tracker", "--db", source, "ingest", *map(str, job_dirs)],
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_NET_S,
+    )
+    assert done.returncode == 0, done.stderr
+    open_database(db_url).dispose()
+    process = start("db", "copy", source, db_url)
+    assert process.stdout is not None
+    first = process.stdout.readline()  # the event: job0 is in the destination
+    assert first.startswith("job0: copied"), first
+    process.send_signal(signal.SIGINT)
+    last, _held = assert_interrupted(process, db_url)
+    assert last.startswith("interrupted: job0") and "not stored" in last, last
+
+
+def test_a_signal_during_a_report_says_the_index_was_not_updated(
+    db_url: str, tmp_path: Path
+) -> None:
+    root = tmp_path / "jobs"
+    dirs = [write_sample_job(root / f"r{i}", seed=i, steps=3000) for i in range(6)]
+    done = subprocess.run(
+        [sys.executable, "-m", "tracker", "--db", db_url, "ingest", *map(str, dirs)],
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_NET_S,
+    )
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "report"
+    process = start("--db", db_url, "report", "--out", str(out))
+    while not any(out.glob("*/index.html")):  # the event: a first job page is written
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.01)  # polling for the event; no verdict depends on the time
+    process.send_signal(signal.SIGINT)
+    _out, err = process.communicate(timeout=SAFETY_NET_S)
+    assert process.returncode == 130, err
+    assert err.strip().splitlines()[-1] == (
+        f"interrupted: {out / 'index.html'} and its manifest not updated; job pages written "
+        "so far are kept and rendered again by the next run"
+    )
+    assert not (out / "index.html").exists()
+
+
+# -- a PostgreSQL connection lost in the middle of a COPY --------------------------------------
+
+BIG_STEPS = 1_000_000  # ~20 MB of COPY data: more than the socket buffers hold
+HOLD_KEY = 0x6832_3161
+
+
+@pytest.fixture
+def copy_blocked(db_url: str) -> Iterator[str]:
+    """A trigger on ``point`` that waits for an advisory lock this fixture holds: the
+    server stops reading the COPY's rows, so the client is caught in the middle of sending.
+    Yields the database URL (PostgreSQL only)."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("a COPY is PostgreSQL's")
+    open_database(db_url).dispose()
+    url = make_url(db_url)
+    schema = str(url.query["options"]).removeprefix("-csearch_path=")
+    admin = create_engine(url.set(query={}), isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(
+            text(
+                f'CREATE FUNCTION "{schema}".hold() RETURNS trigger AS $$ BEGIN '
+                f"PERFORM pg_advisory_xact_lock_shared({HOLD_KEY}); RETURN NEW; END $$ "
+                "LANGUAGE plpgsql"
+            )
+        )
+        connection.execute(
+            text(
+                f'CREATE TRIGGER hold BEFORE INSERT ON "{schema}".point '
+                f'FOR EACH ROW EXECUTE FUNCTION "{schema}".hold()'
+            )
+        )
+    holder = admin.connect()
+    holder.execute(text(f"SELECT pg_advisory_lock({HOLD_KEY})"))
+    try:
+        yield db_url
+    finally:
+        holder.close()
+        admin.dispose()
+
+
+def test_a_connection_lost_mid_copy_ends_in_one_error_line(
+    copy_blocked: str, tmp_path: Path
+) -> None:
+    job = tmp_path / "big"
+    job.mkdir()
+    steps = np.arange(BIG_STEPS)
+    pl.DataFrame({"step": steps, "loss": (5 - steps / BIG_STEPS).round(4)}).write_csv(
+        job / "ref_s0.csv"
+    )
+    (job / "ref_s0.json").write_text("{}")
+    app = f"h21a_{uuid.uuid4().hex[:8]}"
+    separator = "&" if "?" in copy_blocked else "?"
+    url = f"{copy_blocked}{separator}application_name={app}"
+    process = start("--db", url, "ingest", str(job))
+    admin = create_engine(make_url(copy_blocked).set(query={}), isolation_level="AUTOCOMMIT")
+    try:
+        killed = False
+        while not killed:  # the event: the COPY waits in the trigger for the lock
+            assert process.poll() is None, process.communicate()
+            with admin.connect() as connection:
+                pids = connection.execute(
+                    text(
+                        "SELECT pid FROM pg_stat_activity WHERE application_name = :app "
+                        "AND query LIKE 'COPY%' AND wait_event_type = 'Lock'"
+                    ),
+                    {"app": app},
+                ).scalars()
+                for pid in pids:
+                    connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+                    killed = True
+            time.sleep(0.01)  # polling for the event; no verdict depends on the time
+    finally:
+        admin.dispose()
+    _out, err = process.communicate(timeout=SAFETY_NET_S)
+    assert process.returncode == 1, err
+    lines = [line for line in err.splitlines() if line != "ingesting"]  # the progress bar
+    assert lines == [
+        f"Error: {job}: database error: the connection is lost; "
+        "nothing of this transaction was written"
+    ], err

@@ -1,0 +1,71 @@
+"""Ctrl-C (SIGINT) or SIGTERM in a command that stores jobs one transaction at a time.
+
+The command keeps a ``Tally`` of the names it stores; ``telling_interrupts`` turns the
+interrupt into an ``Interrupted`` naming what was stored and what was not, which the command
+line prints as one line before it exits with code 130. The name in flight when the interrupt
+came is asked about (``landed``): its commit may have gone through just before it.
+
+A command of several transactions (ingest, copy, sync) uses it so::
+
+    tally = Tally(names, landed=lambda name: ...is it in the database now?)
+    with telling_interrupts(tally):
+        for name in names:
+            ...store name in its own transaction...
+            tally.stored(name)  # or tally.not_stored(name) when it failed
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+
+from tracker.errors import Interrupted
+
+
+class Tally:
+    """Names to store, in order; what became of each so far. ``landed`` tells, after an
+    interrupt, whether the name in flight is in the database."""
+
+    def __init__(self, names: Iterable[str], landed: Callable[[str], bool] | None = None) -> None:
+        self.pending = list(names)
+        self.landed = landed
+        self.done: list[str] = []
+        self.refused: list[str] = []
+
+    def stored(self, name: str) -> None:
+        self._take(name)
+        self.done.append(name)
+
+    def not_stored(self, name: str) -> None:
+        self._take(name)
+        self.refused.append(name)
+
+    def _take(self, name: str) -> None:
+        if name in self.pending:
+            self.pending.remove(name)
+
+    def interrupted(self) -> Interrupted:
+        """What to say now: the name in flight counts as stored if it landed."""
+        pending = list(self.pending)
+        if pending and self.landed is not None and self._landed(pending[0]):
+            self.stored(pending[0])
+            pending = pending[1:]
+        return Interrupted.of_jobs(self.done, self.refused + pending)
+
+    def _landed(self, name: str) -> bool:
+        assert self.landed is not None
+        try:
+            return self.landed(name)
+        except Exception:  # the database is gone too: what cannot be seen is not counted
+            return False
+
+
+@contextmanager
+def telling_interrupts(tally: Tally) -> Iterator[Tally]:
+    """An interrupt in the block becomes ``Interrupted``, naming what ``tally`` knows."""
+    try:
+        yield tally
+    except Interrupted:
+        raise
+    except KeyboardInterrupt:
+        raise tally.interrupted() from None
