@@ -1,8 +1,7 @@
-"""FastAPI dependencies: the served state, a read-only session per request, the token check."""
+"""FastAPI dependencies: the served state, a read-only session per request, the selection."""
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -16,7 +15,6 @@ from tracker.analysis.expectations import Expectations
 from tracker.queries.selection import Selection
 from tracker.server.cache import DigestCache
 
-TOKEN_COOKIE = "tracker_token"
 JOB_VIEWS = 64  # a job's page holds its figures (~100 KB to 1 MB): the recent ones are kept
 ANALYSES = 4096  # verdicts of a job are small: every job of a large study stays cached
 CURVES = 256  # downsampled whole curves (the explorer's first view)
@@ -54,28 +52,6 @@ def get_session(served: ServedDep) -> Iterator[Session]:
 
 
 SessionDep = Annotated[Session, Depends(get_session)]
-
-
-def _given_token(request: Request) -> str | None:
-    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and credentials:
-        return credentials.strip()
-    return request.cookies.get(TOKEN_COOKIE)
-
-
-def token_matches(given: str | None, token: str) -> bool:
-    """Constant-time comparison, so the time taken tells nothing about the token."""
-    return given is not None and secrets.compare_digest(given.encode(), token.encode())
-
-
-def require_token(request: Request, served: ServedDep) -> None:
-    if served.token is None or token_matches(_given_token(request), served.token):
-        return
-    raise HTTPException(
-        status_code=401,
-        detail="a token is required: send 'Authorization: Bearer TOKEN' or open /login?token=TOKEN",
-        headers={"WWW-Authenticate": "Bearer"},
-    )
 
 
 def get_selection(
