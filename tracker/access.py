@@ -23,6 +23,8 @@ from tracker.store.db import (
     create_tracker_engine,
     in_write_transaction,
     open_database,
+    read_only_url,
+    reads_only_as_immutable,
     refuse_missing_file,
 )
 from tracker.store.readonly import STATEMENT_TIMEOUT_S, SqlResult, run_readonly_sql
@@ -123,7 +125,9 @@ def sql_result(db: Database, statement: str, timeout_s: float = STATEMENT_TIMEOU
 def schema_revision(url: str | None = None) -> str | None:
     """The database's schema revision (None: an empty database), read without migrating;
     this tracker's newest is ``HEAD``."""
-    engine = create_tracker_engine(database_url(url))
+    url = database_url(url)
+    immutable = reads_only_as_immutable(url)  # on read-only media
+    engine = create_tracker_engine(read_only_url(url, immutable=True) if immutable else url)
     try:
         refuse_missing_file(engine)
         return check_schema(engine, create=False)

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import sqlite3
 from typing import Any
-from urllib.parse import quote
 
 from sqlalchemy import Engine, event, make_url
 
-from tracker.errors import DatabaseUnavailable
-from tracker.store.db import create_tracker_engine, require_head
+from tracker.store.db import (
+    create_tracker_engine,
+    read_only_url,
+    reads_only_as_immutable,
+    require_head,
+)
 from tracker.store.readonly import SQLITE_READS, sqlite_authorizer
 
 STATEMENT_TIMEOUT_MS = 60_000
@@ -36,18 +39,14 @@ def _authorize(action: int, arg1: str | None, arg2: str | None, *rest: object) -
 
 
 def _read_only_url(url: str) -> str:
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite":
+    if make_url(url).get_backend_name() != "sqlite":
         return url
-    database = parsed.database or ""
-    if not database or database == ":memory:":
-        raise DatabaseUnavailable(url=url, reason="an in-memory database has nothing to serve")
-    path = database.removeprefix("file:").split("?", 1)[0]
-    return f"sqlite:///file:{quote(path)}?mode=ro&uri=true"
+    return read_only_url(url, immutable=reads_only_as_immutable(url))
 
 
 def open_read_only(url: str) -> Engine:
-    """An engine that can only read the tracker database at ``url`` (at the newest schema)."""
+    """An engine that can only read the tracker database at ``url`` (at the newest schema);
+    a SQLite file on read-only media is read immutable."""
     engine = create_tracker_engine(_read_only_url(url))
     if engine.dialect.name == "sqlite":
 

@@ -15,12 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote
 
 from sqlalchemy import make_url
 
 from tracker.errors import SqlRefused
-from tracker.store.db import create_tracker_engine, first_line
+from tracker.store.db import (
+    create_tracker_engine,
+    first_line,
+    read_only_uri,
+    reads_only_as_immutable,
+)
 
 STATEMENT_TIMEOUT_S = 60.0
 QUERY_CANCELED = "57014"  # PostgreSQL's SQLSTATE for a statement stopped by statement_timeout
@@ -84,16 +88,10 @@ def _over_time(timeout_s: float) -> SqlRefused:
     )
 
 
-def _run_sqlite(database: str, sql: str, timeout_s: float) -> SqlResult:
-    path = (
-        database.removeprefix("file:").split("?", 1)[0]
-        if database.startswith("file:")
-        else database
-    )
+def _run_sqlite(url: str, sql: str, timeout_s: float) -> SqlResult:
+    uri = read_only_uri(url, immutable=reads_only_as_immutable(url))
     try:
-        connection = sqlite3.connect(
-            f"file:{quote(path)}?mode=ro", uri=True, detect_types=sqlite3.PARSE_DECLTYPES
-        )
+        connection = sqlite3.connect(uri, uri=True, detect_types=sqlite3.PARSE_DECLTYPES)
     except sqlite3.Error as exc:
         raise SqlRefused(reason=str(exc)) from None
     try:
@@ -180,5 +178,5 @@ def run_readonly_sql(url: str, sql: str, timeout_s: float = STATEMENT_TIMEOUT_S)
     if parsed.get_backend_name() == "sqlite":
         if not parsed.database:
             raise SqlRefused(reason="an in-memory database has nothing to query")
-        return _run_sqlite(parsed.database, sql, timeout_s)
+        return _run_sqlite(url, sql, timeout_s)
     return _run_postgres(url, sql, timeout_s)
