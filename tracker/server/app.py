@@ -19,6 +19,7 @@ from tracker.errors import (
     CurveNotFound,
     DatabaseBusy,
     DatabaseFailed,
+    DatabaseGone,
     DatabaseUnavailable,
     JobNotFound,
     NoSuchDatabase,
@@ -27,7 +28,7 @@ from tracker.errors import (
     TrackerError,
     UnknownRevision,
 )
-from tracker.server.database import open_read_only
+from tracker.server.database import ServedDatabase
 from tracker.server.deps import Served
 from tracker.server.responses import TrackerJSON, templates
 from tracker.server.routers import (
@@ -51,6 +52,7 @@ NOT_FOUND = (JobNotFound, CurveNotFound)
 UNAVAILABLE = (
     DatabaseBusy,
     DatabaseFailed,
+    DatabaseGone,
     DatabaseUnavailable,
     NoSuchDatabase,
     NotATrackerDatabase,
@@ -101,12 +103,12 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 
 def create_app(url: str, token: str | None = None) -> FastAPI:
     """The live tracker on the database at ``url``, read-only; ``token`` guards every page."""
-    served = Served(open_read_only(url), load_expectations(), templates(), token or None)
+    served = Served(ServedDatabase(url), load_expectations(), templates(), token or None)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
-        served.engine.dispose()
+        served.database.close()
 
     app = FastAPI(
         lifespan=lifespan,

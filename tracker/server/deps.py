@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from tracker.analysis.expectations import Expectations
 from tracker.queries.selection import Selection
 from tracker.server.cache import DigestCache
+from tracker.server.database import ServedDatabase
 
 JOB_VIEWS = 64  # a job's page holds its figures (~100 KB to 1 MB): the recent ones are kept
 ANALYSES = 4096  # verdicts of a job are small: every job of a large study stays cached
@@ -24,9 +25,9 @@ SUMMARIES = 32  # results over all jobs (the jobs list, the index, claims), per 
 
 @dataclass
 class Served:
-    """What every request shares: the read-only engine, the expectations and the caches."""
+    """What every request shares: the read-only database, the expectations and the caches."""
 
-    engine: Engine
+    database: ServedDatabase
     exp: Expectations
     templates: jinja2.Environment
     token: str | None = None
@@ -35,6 +36,11 @@ class Served:
     curves: DigestCache[Any] = field(default_factory=lambda: DigestCache(CURVES))
     summaries: DigestCache[Any] = field(default_factory=lambda: DigestCache(SUMMARIES))
     plot_curves: DigestCache[Any] = field(default_factory=lambda: DigestCache(PLOT_CURVES))
+
+    @property
+    def engine(self) -> Engine:
+        """The engine on the database as it is now (a replaced SQLite file is reopened)."""
+        return self.database.engine()
 
 
 def get_served(request: Request) -> Served:
