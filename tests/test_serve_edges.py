@@ -114,7 +114,8 @@ def test_uvicorns_own_400_carries_the_security_headers(tmp_path: Path) -> None:
     path = tmp_path / "tracker.db"
     ingest(f"sqlite:///{path}", write_sample_job(tmp_path / "job1", steps=10))
     with running_server(f"sqlite:///{path}") as port:
-        with socket.create_connection(("127.0.0.1", port), timeout=SAFETY_S) as sock:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=SAFETY_S)
+        with sock:
             sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
             answer = b""
             while chunk := sock.recv(65536):
