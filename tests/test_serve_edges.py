@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -127,3 +128,112 @@ def test_uvicorns_own_400_carries_the_security_headers(tmp_path: Path) -> None:
     for name, value in SECURITY_HEADERS.items():
         assert headers[name.lower()] == value
     assert body == "Invalid HTTP request received."
+
+
+class HeldLoads:
+    """``load_curves`` of the curve router, counted, each call held until ``release``: the
+    real function runs once released."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import tracker.server.routers.curve as curve_router
+
+        self.calls = 0
+        self.release = threading.Event()
+        self.entered = threading.Condition()
+        real = curve_router.load_curves
+
+        def held(*args: Any, **kwargs: Any) -> Any:
+            with self.entered:
+                self.calls += 1
+                self.entered.notify_all()
+            assert self.release.wait(SAFETY_S)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(curve_router, "load_curves", held)
+
+    def wait_for_calls(self, n: int) -> None:
+        with self.entered:
+            assert self.entered.wait_for(lambda: self.calls >= n, SAFETY_S)
+
+
+@pytest.fixture
+def long_curve(tmp_path: Path) -> Iterator[TestClient]:
+    path = tmp_path / "tracker.db"
+    ingest(f"sqlite:///{path}", write_sample_job(tmp_path / "job1", steps=3000))
+    with TestClient(create_app(f"sqlite:///{path}"), base_url="http://127.0.0.1:8765") as client:
+        yield client
+
+
+def window(start: int, end: int) -> str:
+    return f"/api/curve?job=job1&arm=ref_s0&start={start}&end={end}"
+
+
+def in_threads(client: TestClient, paths: list[str]) -> tuple[list[threading.Thread], list[Any]]:
+    answers: list[Any] = [None] * len(paths)
+
+    def get(i: int) -> None:
+        answers[i] = client.get(paths[i])
+
+    threads = [threading.Thread(target=get, args=(i,)) for i in range(len(paths))]
+    for thread in threads:
+        thread.start()
+    return threads, answers
+
+
+def test_concurrent_requests_for_one_window_share_one_computation(
+    long_curve: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loads = HeldLoads(monkeypatch)
+    curves = long_curve.app.state.served.curves  # type: ignore[attr-defined]
+    threads, answers = in_threads(long_curve, [window(0, 2999)] * 16)
+    loads.wait_for_calls(1)
+    with curves.changed:  # the other 15 wait for the first one's result
+        assert curves.changed.wait_for(lambda: curves.waiting() == 15, SAFETY_S)
+    loads.release.set()
+    for thread in threads:
+        thread.join(SAFETY_S)
+    assert [answer.status_code for answer in answers] == [200] * 16
+    assert all(answer.json() == answers[0].json() for answer in answers)
+    assert answers[0].json()["in_window"] == 3000 and len(answers[0].json()["step"]) <= 2000
+    assert loads.calls == 1
+    assert long_curve.get(window(0, 2999)).json() == answers[0].json()  # kept by its range
+    assert long_curve.get(window(10, 20)).json()["step"] == list(range(10, 21))
+    assert loads.calls == 2
+    long_curve.get(window(0, 2999))
+    long_curve.get(window(10, 20))
+    assert loads.calls == 2
+
+
+def test_with_every_heavy_slot_taken_a_request_is_answered_503_with_retry_after(
+    long_curve: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loads = HeldLoads(monkeypatch)
+    heavy = long_curve.app.state.served.heavy  # type: ignore[attr-defined]
+    heavy.patience_s = 0  # refuse at once rather than queue: the test holds the slots
+    held = [window(0, 999 + i) for i in range(heavy.slots)]
+    threads, answers = in_threads(long_curve, held)
+    loads.wait_for_calls(heavy.slots)
+    busy = long_curve.get(window(5, 50))
+    assert busy.status_code == 503
+    assert busy.headers["retry-after"] == "5"
+    assert busy.json() == {
+        "detail": f"the server is busy: {heavy.slots} heavy requests are under way and more "
+        "are queued; try again in 5 s"
+    }
+    page = long_curve.get("/jobs/job1/")  # a job's first view is heavy work too
+    assert page.status_code == 503 and page.headers["retry-after"] == "5"
+    assert long_curve.get("/api/jobs").status_code == 200  # light work goes on
+    loads.release.set()
+    for thread in threads:
+        thread.join(SAFETY_S)
+    assert [answer.status_code for answer in answers] == [200] * heavy.slots
+    assert long_curve.get(window(5, 50)).json()["step"] == list(range(5, 51))
+    assert long_curve.get("/jobs/job1/").status_code == 200
+
+
+def test_a_curve_answer_is_bounded_like_a_plots(long_curve: TestClient) -> None:
+    too_many = long_curve.get("/api/curve?job=job1&arm=ref_s0&points=2001")
+    assert too_many.status_code == 422
+    assert too_many.json()["detail"].startswith("bad parameter 'points': Input should be less")
+    whole = long_curve.get("/api/curve?job=job1&arm=ref_s0&points=2000").json()
+    assert whole["in_window"] == 3000 and len(whole["step"]) <= 2000 and not whole["raw"]

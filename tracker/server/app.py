@@ -25,6 +25,7 @@ from tracker.errors import (
     NoSuchDatabase,
     NotATrackerDatabase,
     OutdatedSchema,
+    ServerBusy,
     TrackerError,
     UnknownRevision,
 )
@@ -69,13 +70,17 @@ def _error(
 
 
 async def _tracker_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, TrackerError)
+    headers = None
     if isinstance(exc, NOT_FOUND):
         status = 404
+    elif isinstance(exc, ServerBusy):
+        status, headers = 503, {"Retry-After": str(exc.fields["seconds"])}
     elif isinstance(exc, UNAVAILABLE):
         status = 503
     else:
         status = 422
-    return _error(request, status, str(exc))
+    return _error(request, status, str(exc), headers)
 
 
 async def _bad_parameter(request: Request, exc: Exception) -> Response:

@@ -33,6 +33,9 @@ from tracker.store.db import (
 from tracker.store.readonly import SQLITE_READS, sqlite_authorizer
 
 STATEMENT_TIMEOUT_MS = 60_000
+# Routes run in anyio's worker threads, at most 40 at once, each with a session: a pool as
+# large, so that requests queued behind one heavy computation never time out on the pool.
+REQUEST_THREADS = 40
 # Reading the schema (the revision check) asks these pragmas; they only describe tables.
 SCHEMA_PRAGMAS = frozenset({"table_info", "table_xinfo", "table_list", "index_list"})
 _reads = sqlite_authorizer(SQLITE_READS | {sqlite3.SQLITE_TRANSACTION})
@@ -53,7 +56,7 @@ def _read_only_url(url: str) -> str:
 def open_read_only(url: str) -> Engine:
     """An engine that can only read the tracker database at ``url`` (at the newest schema);
     a SQLite file on read-only media is read immutable."""
-    engine = create_tracker_engine(_read_only_url(url))
+    engine = create_tracker_engine(_read_only_url(url), pool_size=REQUEST_THREADS)
     if engine.dialect.name == "sqlite":
 
         @event.listens_for(engine, "connect")
@@ -99,8 +102,6 @@ class ServedDatabase:
             return
         try:
             held = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            raise DatabaseGone(path=self.path) from None
         except OSError as exc:
             raise DatabaseUnavailable(url=self.url, reason=exc.strerror or str(exc)) from None
         try:

@@ -13,29 +13,38 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import Expectations
 from tracker.queries.selection import Selection
-from tracker.server.cache import DigestCache
+from tracker.server.cache import DigestCache, HeavyWork
 from tracker.server.database import ServedDatabase
 
 JOB_VIEWS = 64  # a job's page holds its figures (~100 KB to 1 MB): the recent ones are kept
 ANALYSES = 4096  # verdicts of a job are small: every job of a large study stays cached
-CURVES = 256  # downsampled whole curves (the explorer's first view)
+CURVES = 256  # downsampled curve windows (<= 2,000 points each), by their step range
 PLOT_CURVES = 128  # whole curves and their smoothings for /api/plot (a 1M-step one: 16 MB)
 SUMMARIES = 32  # results over all jobs (the jobs list, the index, claims), per selection
 
 
 @dataclass
 class Served:
-    """What every request shares: the read-only database, the expectations and the caches."""
+    """What every request shares: the read-only database, the expectations, the caches and
+    the bound on heavy work (a job's page, a curve window, a whole curve for a plot)."""
 
     database: ServedDatabase
     exp: Expectations
     templates: jinja2.Environment
     token: str | None = None
-    job_views: DigestCache[Any] = field(default_factory=lambda: DigestCache(JOB_VIEWS))
-    analyses: DigestCache[Any] = field(default_factory=lambda: DigestCache(ANALYSES))
-    curves: DigestCache[Any] = field(default_factory=lambda: DigestCache(CURVES))
-    summaries: DigestCache[Any] = field(default_factory=lambda: DigestCache(SUMMARIES))
-    plot_curves: DigestCache[Any] = field(default_factory=lambda: DigestCache(PLOT_CURVES))
+    heavy: HeavyWork = field(default_factory=HeavyWork)
+    job_views: DigestCache[Any] = field(init=False)
+    analyses: DigestCache[Any] = field(init=False)
+    curves: DigestCache[Any] = field(init=False)
+    summaries: DigestCache[Any] = field(init=False)
+    plot_curves: DigestCache[Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.job_views = DigestCache(JOB_VIEWS, self.heavy)
+        self.analyses = DigestCache(ANALYSES)
+        self.curves = DigestCache(CURVES, self.heavy)
+        self.summaries = DigestCache(SUMMARIES)
+        self.plot_curves = DigestCache(PLOT_CURVES, self.heavy)
 
     @property
     def engine(self) -> Engine:

@@ -114,11 +114,12 @@ def first_line(exc: BaseException) -> str:
     return (str(cause).strip().splitlines() or [type(cause).__name__])[0]
 
 
-def create_tracker_engine(url: str) -> Engine:
-    """An engine for ``url`` with the tracker's per-backend settings; no schema check."""
+def create_tracker_engine(url: str, **options: Any) -> Engine:
+    """An engine for ``url`` with the tracker's per-backend settings (and SQLAlchemy's
+    ``options``); no schema check."""
     url = normalize_url(url)
     try:
-        engine = create_engine(url)
+        engine = create_engine(url, **options)
     except (SQLAlchemyError, ValueError, ImportError) as exc:
         raise DatabaseUnavailable(url=url, reason=first_line(exc)) from None
     if engine.dialect.name == "sqlite":
