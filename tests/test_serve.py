@@ -325,6 +325,8 @@ def test_an_unexpected_failure_is_one_line_too(
     response = client.get("/api/jobs")
     assert response.status_code == 500
     assert response.json() == {"detail": "internal error (the server's log has the details)"}
+    for name, value in SECURITY_HEADERS.items():  # answered outside the middleware
+        assert response.headers[name] == value
 
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
@@ -333,9 +335,11 @@ def test_only_get_and_head(client: TestClient, method: str, path: str) -> None:
     response = client.request(method, path)
     assert response.status_code == 405
     assert response.headers["allow"] == "GET, HEAD"
-    assert response.text == (
-        f"Error: method {method} is not allowed: this server only reads (GET, HEAD)\n"
-    )
+    line = f"method {method} is not allowed: this server only reads (GET, HEAD)"
+    if path.startswith("/api/"):  # as every error of the API: JSON
+        assert response.json() == {"detail": line}
+    else:
+        assert response.text == f"Error: {line}\n"
 
 
 def test_head_answers_like_get_without_a_body(client: TestClient) -> None:
@@ -539,16 +543,16 @@ def test_token_guards_every_route(study: Cli, db_url: str) -> None:
 def test_tokens_are_compared_in_constant_time(
     study: Cli, db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import secrets
+    import hmac
 
     compared: list[tuple[bytes, bytes]] = []
-    original = secrets.compare_digest
+    original = hmac.compare_digest
 
     def spy(a: bytes, b: bytes) -> bool:
         compared.append((a, b))
         return original(a, b)
 
-    monkeypatch.setattr("tracker.server.deps.secrets.compare_digest", spy)
+    monkeypatch.setattr("tracker.server.security.hmac.compare_digest", spy)
     with client_for(db_url, TOKEN) as client:
         client.get("/api/jobs", headers={"Authorization": "Bearer guess"})
     assert compared == [(b"guess", TOKEN.encode())]
@@ -572,7 +576,8 @@ def test_without_a_token_only_loopback_names_are_served(
         assert response.status_code == 200
     else:
         assert response.status_code == 400
-        assert response.text.startswith(f"Error: host {host!r} is not served without a token")
+        detail = response.json()["detail"]
+        assert detail.startswith(f"host {host!r} is not served without a token")
         assert response.headers["x-content-type-options"] == "nosniff"
 
 
@@ -635,3 +640,110 @@ def test_serve_neither_creates_nor_migrates_a_database(db_url: str) -> None:
         assert result.exit_code == 1
         assert "schema revision none (empty database)" in result.stderr
         assert result.stderr.count("\n") == 1
+
+
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "headers"),
+    [
+        ("GET", "/jobs/j1", {"Host": "evil.com"}),  # else a 307 to http://evil.com/jobs/j1/
+        ("GET", "/nowhere", {}),
+        ("GET", "/static/nothing.js", {}),
+        ("GET", "/static/swagger-ui/oauth2-redirect.html", {}),
+        ("GET", "/api/curve", {}),  # parameters missing: checked after the token
+        ("POST", "/api/jobs", {}),
+        ("DELETE", "/", {"Host": "localhost:1@evil"}),
+        ("HEAD", "/jobs/j1/", {}),
+    ],
+)
+def test_with_a_token_nothing_answers_before_the_token_check(
+    study: Cli, db_url: str, method: str, path: str, headers: dict[str, str]
+) -> None:
+    with client_for(db_url, TOKEN) as client:
+        response = client.request(method, path, headers=headers, follow_redirects=False)
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == "Bearer"
+    assert "location" not in response.headers
+    for name, value in SECURITY_HEADERS.items():
+        assert response.headers[name] == value
+    if method == "HEAD":
+        assert response.content == b""
+    elif path.startswith("/api/"):
+        assert response.json() == {
+            "detail": "a token is required: send 'Authorization: Bearer TOKEN' or open "
+            "/login?token=TOKEN"
+        }
+    else:
+        assert response.text == (
+            "Error: a token is required: send 'Authorization: Bearer TOKEN' or open "
+            "/login?token=TOKEN\n"
+        )
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [f"Bearer  {TOKEN}", f"Bearer {TOKEN} ", f"Bearer {TOKEN}\t", f"Bearer {TOKEN[:-1]}", "Bearer"],
+)
+def test_the_token_is_compared_exactly(study: Cli, db_url: str, authorization: str) -> None:
+    with client_for(db_url, TOKEN) as client:
+        assert client.get("/api/jobs", headers={"Authorization": authorization}).status_code == 401
+        assert client.get("/login", params={"token": f" {TOKEN}"}).status_code == 401
+        assert client.get("/login", params={"token": f"{TOKEN} "}).status_code == 401
+        assert client.get("/api/jobs", headers=BEARER).status_code == 200
+
+
+def test_with_the_token_a_redirect_and_a_404_answer_as_usual(study: Cli, db_url: str) -> None:
+    with client_for(db_url, TOKEN) as client:
+        redirect = client.get("/jobs/j1", headers=BEARER, follow_redirects=False)
+        assert redirect.status_code == 307
+        assert redirect.headers["location"] == "http://127.0.0.1:8765/jobs/j1/"
+        missing = client.get("/nowhere", headers=BEARER)
+        assert missing.status_code == 404 and missing.text == "Error: Not Found\n"
+        assert missing.headers["x-frame-options"] == "DENY"
+
+
+MALFORMED_HOSTS = [
+    "localhost:1@evil",
+    "[::1]evil.com",
+    "localhost:99999",
+    "localhost:0",
+    "localhost:",
+    "localhost:80:80",
+    "[::1",
+    "[zz::1]:80",
+    "local host",
+    "127.0.0.1/evil",
+]
+
+
+@pytest.mark.parametrize("host", MALFORMED_HOSTS)
+def test_a_malformed_host_header_is_refused(client: TestClient, host: str) -> None:
+    response = client.get("/api/jobs", headers={"Host": host})
+    assert response.status_code == 400
+    assert response.json() == {"detail": f"malformed Host header {host!r}"}
+    assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+
+
+@pytest.mark.parametrize("host", MALFORMED_HOSTS[:3])
+def test_a_malformed_host_header_is_refused_with_a_token_too(
+    study: Cli, db_url: str, host: str
+) -> None:
+    with client_for(db_url, TOKEN) as client:
+        response = client.get("/jobs/j1/", headers={**BEARER, "Host": host})
+    assert response.status_code == 400
+    assert response.text == f"Error: malformed Host header {host!r}\n"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [("GET", "/nowhere", 404), ("GET", "/api/jobs/nope", 404), ("POST", "/", 405)],
+)
+def test_security_headers_on_the_servers_own_errors(
+    client: TestClient, method: str, path: str, status: int
+) -> None:
+    response = client.request(method, path)
+    assert response.status_code == status
+    for name, value in SECURITY_HEADERS.items():
+        assert response.headers[name] == value

@@ -300,3 +300,25 @@ def test_a_postgresql_superuser_is_refused(cli: Cli, job_dir: Path, db_url: str)
         f"Error: sql: will not run as PostgreSQL superuser {user!r}: superusers can leave any "
         "read-only guard; connect as a role without superuser rights\n"
     )
+
+
+ENDLESS = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n"
+
+
+def test_a_statement_past_its_time_limit_is_stopped_in_one_line(loaded: Cli) -> None:
+    """An endless recursive query ends at ``--timeout`` with the same line on both backends
+    (the limit firing is the behaviour; how long it took is not asserted)."""
+    result = loaded("sql", "--timeout", "0.5", ENDLESS, ok=False)
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: sql: the statement ran past the time limit of 0.5 s (--timeout)\n"
+    )
+    assert result.stdout == ""
+    quick = loaded("sql", "--timeout", "0.5", "SELECT count(*) AS n FROM job", "--format", "json")
+    assert json.loads(quick.stdout) == [{"n": 1}]
+
+
+def test_the_time_limit_must_be_positive(loaded: Cli) -> None:
+    result = loaded("sql", "--timeout", "0", "SELECT 1", ok=False)
+    assert result.exit_code == 2
+    assert "Invalid value for '--timeout'" in result.stderr

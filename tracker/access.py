@@ -23,9 +23,11 @@ from tracker.store.db import (
     create_tracker_engine,
     in_write_transaction,
     open_database,
+    read_only_url,
+    reads_only_as_immutable,
     refuse_missing_file,
 )
-from tracker.store.readonly import SqlResult, run_readonly_sql
+from tracker.store.readonly import STATEMENT_TIMEOUT_S, SqlResult, run_readonly_sql
 
 Database = str | Engine | None
 Row = catalog.Row
@@ -109,20 +111,23 @@ def delete(db: Database, job: str) -> None:
     in_write(db, partial(catalog.delete_job, name=job))
 
 
-def sql_result(db: Database, statement: str) -> SqlResult:
-    """One read-only SQL statement's columns and rows, as the database gave them."""
+def sql_result(db: Database, statement: str, timeout_s: float = STATEMENT_TIMEOUT_S) -> SqlResult:
+    """One read-only SQL statement's columns and rows, as the database gave them; a
+    statement still running after ``timeout_s`` seconds is stopped (``SqlRefused``)."""
     if isinstance(db, Engine):
         url = db.url.render_as_string(hide_password=False)
     else:
         url = database_url(db)
         connect(url).dispose()  # checks and, if empty, migrates the database first
-    return run_readonly_sql(url, statement)
+    return run_readonly_sql(url, statement, timeout_s)
 
 
 def schema_revision(url: str | None = None) -> str | None:
     """The database's schema revision (None: an empty database), read without migrating;
     this tracker's newest is ``HEAD``."""
-    engine = create_tracker_engine(database_url(url))
+    url = database_url(url)
+    immutable = reads_only_as_immutable(url)  # on read-only media
+    engine = create_tracker_engine(read_only_url(url, immutable=True) if immutable else url)
     try:
         refuse_missing_file(engine)
         return check_schema(engine, create=False)

@@ -42,6 +42,7 @@ from tracker.queries.compare import Comparison
 from tracker.queries.selection import Selection
 from tracker.report import Report, generate_report
 from tracker.services.copy import copy_jobs
+from tracker.store.readonly import STATEMENT_TIMEOUT_S
 
 Where = Mapping[str, str] | Iterable[tuple[str, str]] | None  # pairs: a key may repeat
 
@@ -191,9 +192,9 @@ def claims(
     return with_session(db, lambda s: _claims.claims(s, selection, exp))
 
 
-def sql(db: Database, statement: str) -> pl.DataFrame:
-    """One read-only SQL statement's result."""
-    result = sql_result(db, statement)
+def sql(db: Database, statement: str, timeout_s: float = STATEMENT_TIMEOUT_S) -> pl.DataFrame:
+    """One read-only SQL statement's result, stopped after ``timeout_s`` seconds."""
+    result = sql_result(db, statement, timeout_s)
     return pl.DataFrame(result.rows, schema=result.columns, orient="row")
 
 

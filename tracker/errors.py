@@ -101,6 +101,14 @@ class DatabaseUnavailable(TrackerError):
     """cannot use database {url}: {reason}"""
 
 
+class DatabaseGone(TrackerError):
+    """database file {path} is gone (removed or moved away); pages answer again once a tracker database is back at that path"""
+
+
+class ServerBusy(TrackerError):
+    """the server is busy: {slots} heavy requests are under way and more are queued; try again in {seconds} s"""
+
+
 class CurveNotFound(TrackerError):
     """job {job!r} has no curve {metric!r} for arm {arm!r}"""
 

@@ -201,13 +201,22 @@ def claims(
 def sql(
     ctx: typer.Context,
     statement: Annotated[str, typer.Argument(help="One read-only SQL statement.")],
+    timeout: Annotated[
+        float,
+        typer.Option(
+            min=0.001,
+            metavar="SECONDS",
+            help="Stop the statement after this long, on SQLite as on PostgreSQL.",
+        ),
+    ] = 60.0,  # readonly.STATEMENT_TIMEOUT_S, not imported here: sql starts without SQLAlchemy
     fmt: FormatOption = Format.table,
 ) -> None:
     """Run one read-only SQL statement against the database (writes are refused by it).
 
-    Example: tracker sql "SELECT name, ingested_at FROM job ORDER BY ingested_at"
+    Example: tracker sql --timeout 10 "SELECT name, ingested_at FROM job ORDER BY ingested_at"
     """
     from tracker import access
 
-    result = access.sql_result(state(ctx).url, statement)  # the schema checked before reading
+    # the schema checked before reading
+    result = access.sql_result(state(ctx).url, statement, timeout)
     print_rows(result.as_dicts(), fmt, result.columns)

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
 import scipy.special  # noqa: F401 (the claims' statistics: loaded before the first request)
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import PlainTextResponse, Response
+from fastapi.responses import Response
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
 
@@ -19,16 +19,18 @@ from tracker.errors import (
     CurveNotFound,
     DatabaseBusy,
     DatabaseFailed,
+    DatabaseGone,
     DatabaseUnavailable,
     JobNotFound,
     NoSuchDatabase,
     NotATrackerDatabase,
     OutdatedSchema,
+    ServerBusy,
     TrackerError,
     UnknownRevision,
 )
-from tracker.server.database import open_read_only
-from tracker.server.deps import Served, require_token
+from tracker.server.database import ServedDatabase
+from tracker.server.deps import Served
 from tracker.server.responses import TrackerJSON, templates
 from tracker.server.routers import (
     assets,
@@ -42,7 +44,7 @@ from tracker.server.routers import (
     runs,
     trend,
 )
-from tracker.server.security import SecurityMiddleware
+from tracker.server.security import SECURITY_HEADERS, SecurityMiddleware, one_line_error
 from tracker.store.db import first_line
 
 NOT_FOUND = (JobNotFound, CurveNotFound)
@@ -51,6 +53,7 @@ NOT_FOUND = (JobNotFound, CurveNotFound)
 UNAVAILABLE = (
     DatabaseBusy,
     DatabaseFailed,
+    DatabaseGone,
     DatabaseUnavailable,
     NoSuchDatabase,
     NotATrackerDatabase,
@@ -63,21 +66,21 @@ log = logging.getLogger(__name__)
 def _error(
     request: Request, status: int, message: str, headers: Mapping[str, str] | None = None
 ) -> Response:
-    """One line, never a traceback: JSON under /api/, plain text for pages."""
-    line = message.splitlines()[0] if message else "error"
-    if request.url.path.startswith("/api/"):
-        return TrackerJSON({"detail": line}, status_code=status, headers=headers)
-    return PlainTextResponse(f"Error: {line}\n", status_code=status, headers=headers)
+    return one_line_error(request.url.path, status, message, headers)
 
 
 async def _tracker_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, TrackerError)
+    headers = None
     if isinstance(exc, NOT_FOUND):
         status = 404
+    elif isinstance(exc, ServerBusy):
+        status, headers = 503, {"Retry-After": str(exc.fields["seconds"])}
     elif isinstance(exc, UNAVAILABLE):
         status = 503
     else:
         status = 422
-    return _error(request, status, str(exc))
+    return _error(request, status, str(exc), headers)
 
 
 async def _bad_parameter(request: Request, exc: Exception) -> Response:
@@ -98,17 +101,19 @@ async def _database_error(request: Request, exc: Exception) -> Response:
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
     log.exception("error serving %s", request.url.path, exc_info=exc)
-    return _error(request, 500, "internal error (the server's log has the details)")
+    # answered outside the middlewares (by Starlette's outermost one): its headers given here
+    message = "internal error (the server's log has the details)"
+    return _error(request, 500, message, SECURITY_HEADERS)
 
 
 def create_app(url: str, token: str | None = None) -> FastAPI:
     """The live tracker on the database at ``url``, read-only; ``token`` guards every page."""
-    served = Served(open_read_only(url), load_expectations(), templates(), token or None)
+    served = Served(ServedDatabase(url), load_expectations(), templates(), token or None)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
-        served.engine.dispose()
+        served.database.close()
 
     app = FastAPI(
         lifespan=lifespan,
@@ -122,18 +127,16 @@ def create_app(url: str, token: str | None = None) -> FastAPI:
         openapi_url=None,
     )
     app.state.served = served
-    app.add_middleware(SecurityMiddleware, loopback_only=served.token is None)
+    app.add_middleware(SecurityMiddleware, token=served.token)
     app.add_exception_handler(TrackerError, _tracker_error)
     app.add_exception_handler(RequestValidationError, _bad_parameter)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(DBAPIError, _database_error)
     app.add_exception_handler(Exception, _unexpected)
-    app.include_router(auth.router)
-    guarded = [Depends(require_token)]
-    for module in (jobs, runs, claims, compare, trend, curve, plot, assets, docs):
-        app.include_router(module.router, dependencies=guarded)
+    for module in (auth, jobs, runs, claims, compare, trend, curve, plot, assets, docs):
+        app.include_router(module.router)
 
-    @app.get("/openapi.json", include_in_schema=False, dependencies=guarded)
+    @app.get("/openapi.json", include_in_schema=False)
     def openapi() -> TrackerJSON:
         return TrackerJSON(app.openapi())
 

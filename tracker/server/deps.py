@@ -1,8 +1,7 @@
-"""FastAPI dependencies: the served state, a read-only session per request, the token check."""
+"""FastAPI dependencies: the served state, a read-only session per request, the selection."""
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -14,29 +13,43 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import Expectations
 from tracker.queries.selection import Selection
-from tracker.server.cache import DigestCache
+from tracker.server.cache import DigestCache, HeavyWork
+from tracker.server.database import ServedDatabase
 
-TOKEN_COOKIE = "tracker_token"
 JOB_VIEWS = 64  # a job's page holds its figures (~100 KB to 1 MB): the recent ones are kept
 ANALYSES = 4096  # verdicts of a job are small: every job of a large study stays cached
-CURVES = 256  # downsampled whole curves (the explorer's first view)
+CURVES = 256  # downsampled curve windows (<= 2,000 points each), by their step range
 PLOT_CURVES = 128  # whole curves and their smoothings for /api/plot (a 1M-step one: 16 MB)
 SUMMARIES = 32  # results over all jobs (the jobs list, the index, claims), per selection
 
 
 @dataclass
 class Served:
-    """What every request shares: the read-only engine, the expectations and the caches."""
+    """What every request shares: the read-only database, the expectations, the caches and
+    the bound on heavy work (a job's page, a curve window, a whole curve for a plot)."""
 
-    engine: Engine
+    database: ServedDatabase
     exp: Expectations
     templates: jinja2.Environment
     token: str | None = None
-    job_views: DigestCache[Any] = field(default_factory=lambda: DigestCache(JOB_VIEWS))
-    analyses: DigestCache[Any] = field(default_factory=lambda: DigestCache(ANALYSES))
-    curves: DigestCache[Any] = field(default_factory=lambda: DigestCache(CURVES))
-    summaries: DigestCache[Any] = field(default_factory=lambda: DigestCache(SUMMARIES))
-    plot_curves: DigestCache[Any] = field(default_factory=lambda: DigestCache(PLOT_CURVES))
+    heavy: HeavyWork = field(default_factory=HeavyWork)
+    job_views: DigestCache[Any] = field(init=False)
+    analyses: DigestCache[Any] = field(init=False)
+    curves: DigestCache[Any] = field(init=False)
+    summaries: DigestCache[Any] = field(init=False)
+    plot_curves: DigestCache[Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.job_views = DigestCache(JOB_VIEWS, self.heavy)
+        self.analyses = DigestCache(ANALYSES)
+        self.curves = DigestCache(CURVES, self.heavy)
+        self.summaries = DigestCache(SUMMARIES)
+        self.plot_curves = DigestCache(PLOT_CURVES, self.heavy)
+
+    @property
+    def engine(self) -> Engine:
+        """The engine on the database as it is now (a replaced SQLite file is reopened)."""
+        return self.database.engine()
 
 
 def get_served(request: Request) -> Served:
@@ -54,28 +67,6 @@ def get_session(served: ServedDep) -> Iterator[Session]:
 
 
 SessionDep = Annotated[Session, Depends(get_session)]
-
-
-def _given_token(request: Request) -> str | None:
-    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and credentials:
-        return credentials.strip()
-    return request.cookies.get(TOKEN_COOKIE)
-
-
-def token_matches(given: str | None, token: str) -> bool:
-    """Constant-time comparison, so the time taken tells nothing about the token."""
-    return given is not None and secrets.compare_digest(given.encode(), token.encode())
-
-
-def require_token(request: Request, served: ServedDep) -> None:
-    if served.token is None or token_matches(_given_token(request), served.token):
-        return
-    raise HTTPException(
-        status_code=401,
-        detail="a token is required: send 'Authorization: Bearer TOKEN' or open /login?token=TOKEN",
-        headers={"WWW-Authenticate": "Bearer"},
-    )
 
 
 def get_selection(

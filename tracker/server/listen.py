@@ -1,15 +1,21 @@
 """The server's listening socket, bound before uvicorn starts, so that a port in use is one
-line and exit 1 (uvicorn's own bind reports a traceback-like log and exits 3)."""
+line and exit 1 (uvicorn's own bind reports a traceback-like log and exits 3); and uvicorn's
+HTTP/1.1 protocol with the security headers on the one answer it gives by itself."""
 
 from __future__ import annotations
 
 import errno
 import socket
 
+import h11
 import uvicorn
 from fastapi import FastAPI
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from tracker.errors import CannotListen, PortInUse
+from tracker.server.security import SECURITY_HEADERS
+
+_GUARD_HEADERS = [(name.encode(), value.encode()) for name, value in SECURITY_HEADERS.items()]
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -39,8 +45,27 @@ class Server(uvicorn.Server):
             self._log_started_message(sockets)
 
 
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, whose 400 for a request it cannot parse (answered before
+    any application sees the request) carries the security headers as every other answer."""
+
+    def send_400_response(self, msg: str) -> None:
+        headers = [
+            (b"content-type", b"text/plain; charset=utf-8"),
+            (b"connection", b"close"),
+            *_GUARD_HEADERS,
+        ]
+        for event in (
+            h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+            h11.Data(data=msg.encode("ascii")),
+            h11.EndOfMessage(),
+        ):
+            self.transport.write(self.conn.send(event))
+        self.transport.close()
+
+
 def serve(app: FastAPI, host: str, port: int) -> None:
     """Serve ``app`` on ``host``:``port`` until interrupted; a port in use is ``PortInUse``."""
     sock = listening_socket(host, port)
-    config = uvicorn.Config(app, host=host, port=port, log_level="info")
+    config = uvicorn.Config(app, host=host, port=port, log_level="info", http=GuardedH11Protocol)
     Server(config).run(sockets=[sock])

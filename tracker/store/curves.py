@@ -11,6 +11,8 @@ from tracker.domain import LOSS
 from tracker.errors import CurveNotFound
 from tracker.models import Curve, Job, Point, Run
 
+CHUNK_ROWS = 50_000  # rows held as Python objects at once while reading a curve
+
 
 def load_curves(
     session: Session, curve_ids: list[int], steps: tuple[int, int] | None = None
@@ -20,8 +22,9 @@ def load_curves(
     through the (curve_id, step) key.
 
     Rows come straight from the driver's cursor, one curve per query (two columns, not three)
-    and go to polars through one numpy array: building ORM rows, or polars frames from
-    Python rows, for a million points would cost more than the query itself. Steps are exact
+    and go to polars through numpy arrays, ``CHUNK_ROWS`` rows at a time: building ORM rows,
+    or polars frames from Python rows, for a million points would cost more than the query
+    itself, and the Python rows of a whole curve at once ~100 MB per million points. Steps are exact
     in a float64 (below 2**53); a NULL value (NaN, see tracker.models) becomes NaN.
     """
     schema = {"curve_id": pl.Int64, "step": pl.Int64, "value": pl.Float64}
@@ -31,8 +34,11 @@ def load_curves(
         query = select(Point.step, Point.value).where(Point.curve_id == curve_id)
         if steps is not None:
             query = query.where(Point.step.between(*steps))
-        rows = connection.execute(query.order_by(Point.step)).cursor.fetchall()
-        points = np.array(rows, dtype=np.float64).reshape(-1, 2)
+        cursor = connection.execute(query.order_by(Point.step)).cursor
+        chunks = [np.empty((0, 2))]
+        while rows := cursor.fetchmany(CHUNK_ROWS):
+            chunks.append(np.array(rows, dtype=np.float64).reshape(-1, 2))
+        points = np.concatenate(chunks)
         parts.append(
             pl.DataFrame(
                 {

@@ -16,9 +16,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote
 
-from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
-from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_url, text
+from sqlalchemy.exc import (
+    ArgumentError,
+    DBAPIError,
+    IntegrityError,
+    OperationalError,
+    SQLAlchemyError,
+)
 from sqlalchemy.orm import Session
 
 from tracker.config import normalize_url
@@ -107,11 +114,12 @@ def first_line(exc: BaseException) -> str:
     return (str(cause).strip().splitlines() or [type(cause).__name__])[0]
 
 
-def create_tracker_engine(url: str) -> Engine:
-    """An engine for ``url`` with the tracker's per-backend settings; no schema check."""
+def create_tracker_engine(url: str, **options: Any) -> Engine:
+    """An engine for ``url`` with the tracker's per-backend settings (and SQLAlchemy's
+    ``options``); no schema check."""
     url = normalize_url(url)
     try:
-        engine = create_engine(url)
+        engine = create_engine(url, **options)
     except (SQLAlchemyError, ValueError, ImportError) as exc:
         raise DatabaseUnavailable(url=url, reason=first_line(exc)) from None
     if engine.dialect.name == "sqlite":
@@ -238,11 +246,70 @@ def refuse_missing_file(engine: Engine) -> None:
         raise NoSuchDatabase(path=url.database)
 
 
+def sqlite_file(url: str) -> str | None:
+    """The path of a SQLite database file named by ``url`` (plain or a ``file:`` URI); None
+    for another backend or an in-memory database."""
+    try:
+        parsed = make_url(normalize_url(url))
+    except ArgumentError:
+        return None  # opening it says what is wrong
+    if parsed.get_backend_name() != "sqlite":
+        return None
+    database = parsed.database or ""
+    path = database.removeprefix("file:").split("?", 1)[0]
+    return None if path in ("", ":memory:") else path
+
+
+def read_only_uri(url: str, *, immutable: bool = False) -> str:
+    """SQLite's ``file:`` URI opening the file of ``url`` read-only (``mode=ro``);
+    ``immutable``: also without its ``-shm`` (see ``reads_only_as_immutable``)."""
+    path = sqlite_file(url)
+    if path is None:
+        raise DatabaseUnavailable(url=url, reason="an in-memory database has nothing to read")
+    return f"file:{quote(path)}?mode=ro{'&immutable=1' if immutable else ''}"
+
+
+def read_only_url(url: str, *, immutable: bool = False) -> str:
+    """``read_only_uri`` as SQLAlchemy's URL."""
+    return f"sqlite:///{read_only_uri(url, immutable=immutable)}&uri=true"
+
+
+def reads_only_as_immutable(url: str) -> bool:
+    """Whether the SQLite file at ``url`` can be read only as immutable: a WAL database on
+    read-only media, where SQLite can neither open nor create the ``-shm`` a reader needs.
+    Immutable, SQLite takes no lock and never looks for other writers' changes, so it is
+    used only then; a non-empty ``-wal`` (changes an immutable reader would miss) is refused.
+    """
+    path = sqlite_file(url)
+    if path is None or not Path(path).is_file():
+        return False
+    try:
+        with closing(sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True)) as connection:
+            connection.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        return False
+    except sqlite3.OperationalError as exc:
+        if str(exc) != "unable to open database file":
+            return False  # the ordinary open reports it
+    wal = Path(f"{path}-wal")
+    if wal.is_file() and wal.stat().st_size > 0:
+        reason = (
+            "its -wal file holds changes that need a -shm file, which cannot be created "
+            "here (read-only media?); open it once where it is writable first"
+        )
+        raise DatabaseUnavailable(url=url, reason=reason)
+    return True
+
+
 def open_database(url: str, *, may_create_file: bool = True) -> Engine:
     """The engine for a ready-to-use tracker database; an empty one is migrated first.
 
-    Without ``may_create_file`` a SQLite file that does not exist is refused.
+    Without ``may_create_file`` a SQLite file that does not exist is refused, and one on
+    read-only media is opened immutable (only reading works then).
     """
+    if not may_create_file and reads_only_as_immutable(url):
+        engine = create_tracker_engine(read_only_url(url, immutable=True))
+        require_head(engine, url, create=False)
+        return engine
     engine = create_tracker_engine(url)
     if not may_create_file:
         refuse_missing_file(engine)

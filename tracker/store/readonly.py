@@ -10,18 +10,26 @@ never as a superuser, who could undo all of that from within the statement.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote
 
 from sqlalchemy import make_url
 
 from tracker.errors import SqlRefused
-from tracker.store.db import create_tracker_engine, first_line
+from tracker.store.db import (
+    create_tracker_engine,
+    first_line,
+    read_only_uri,
+    reads_only_as_immutable,
+)
 
-STATEMENT_TIMEOUT_MS = 60_000
+STATEMENT_TIMEOUT_S = 60.0
+QUERY_CANCELED = "57014"  # PostgreSQL's SQLSTATE for a statement stopped by statement_timeout
+# SQLite asks the progress handler every this many virtual machine steps (~0.1 ms of work).
+PROGRESS_STEPS = 10_000
 # A superuser can leave any guard set inside its own session (a DO block can SET ROLE back).
 SUPERUSER = "superusers can leave any read-only guard; connect as a role without superuser rights"
 SQLITE_READS = frozenset(
@@ -73,23 +81,31 @@ def sqlite_authorizer(allowed: frozenset[int]) -> Callable[..., int]:
 _sqlite_authorizer = sqlite_authorizer(SQLITE_READS)
 
 
-def _run_sqlite(database: str, sql: str) -> SqlResult:
-    path = (
-        database.removeprefix("file:").split("?", 1)[0]
-        if database.startswith("file:")
-        else database
+def _over_time(timeout_s: float) -> SqlRefused:
+    """The same words on both backends for a statement stopped at the limit."""
+    return SqlRefused(
+        reason=f"the statement ran past the time limit of {timeout_s:g} s (--timeout)"
     )
+
+
+def _run_sqlite(url: str, sql: str, timeout_s: float) -> SqlResult:
+    uri = read_only_uri(url, immutable=reads_only_as_immutable(url))
     try:
-        connection = sqlite3.connect(
-            f"file:{quote(path)}?mode=ro", uri=True, detect_types=sqlite3.PARSE_DECLTYPES
-        )
+        connection = sqlite3.connect(uri, uri=True, detect_types=sqlite3.PARSE_DECLTYPES)
     except sqlite3.Error as exc:
         raise SqlRefused(reason=str(exc)) from None
     try:
         connection.set_authorizer(_sqlite_authorizer)
+        deadline = time.monotonic() + timeout_s
+        # a true answer interrupts the statement: SQLite's stand-in for a statement_timeout
+        connection.set_progress_handler(lambda: time.monotonic() > deadline, PROGRESS_STEPS)
         try:
             cursor = connection.execute(sql)
             rows = cursor.fetchall()
+        except sqlite3.OperationalError as exc:
+            if str(exc) == "interrupted":
+                raise _over_time(timeout_s) from None
+            raise SqlRefused(reason=_sqlite_reason(exc)) from None
         except sqlite3.DatabaseError as exc:
             raise SqlRefused(reason=_sqlite_reason(exc)) from None
         return SqlResult([d[0] for d in cursor.description or []], rows)
@@ -106,7 +122,7 @@ def _sqlite_reason(exc: sqlite3.DatabaseError) -> str:
     return message
 
 
-def _run_postgres(url: str, sql: str) -> SqlResult:
+def _run_postgres(url: str, sql: str, timeout_s: float) -> SqlResult:
     engine = create_tracker_engine(url)
     try:
         with engine.connect() as connection:
@@ -123,7 +139,8 @@ def _run_postgres(url: str, sql: str) -> SqlResult:
                         reason=f"will not run as PostgreSQL superuser {user!r}: {SUPERUSER}"
                     )
                 cursor.execute("BEGIN READ ONLY")
-                cursor.execute(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}")
+                milliseconds = max(1, round(timeout_s * 1000))  # 0 would mean no limit
+                cursor.execute(f"SET LOCAL statement_timeout = {milliseconds}")
                 cursor.execute(  # a role that may read everything and nothing more
                     "SELECT 1 FROM pg_roles WHERE rolname = 'pg_read_all_data' "
                     "AND pg_has_role(current_user, 'pg_read_all_data', 'MEMBER')"
@@ -135,6 +152,8 @@ def _run_postgres(url: str, sql: str) -> SqlResult:
                     rows = cursor.fetchall() if cursor.description else []
                     columns = [d.name for d in cursor.description or []]
                 except Exception as exc:  # the driver's error is the user's message
+                    if getattr(exc, "sqlstate", None) == QUERY_CANCELED:
+                        raise _over_time(timeout_s) from None
                     raise SqlRefused(reason=_postgres_reason(exc)) from None
                 finally:
                     dbapi.rollback()
@@ -152,11 +171,12 @@ def _postgres_reason(exc: Exception) -> str:
     return reason
 
 
-def run_readonly_sql(url: str, sql: str) -> SqlResult:
-    """Run one read-only statement against the tracker database at ``url``."""
+def run_readonly_sql(url: str, sql: str, timeout_s: float = STATEMENT_TIMEOUT_S) -> SqlResult:
+    """Run one read-only statement against the tracker database at ``url``, stopped after
+    ``timeout_s`` seconds on either backend."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if not parsed.database:
             raise SqlRefused(reason="an in-memory database has nothing to query")
-        return _run_sqlite(parsed.database, sql)
-    return _run_postgres(url, sql)
+        return _run_sqlite(url, sql, timeout_s)
+    return _run_postgres(url, sql, timeout_s)

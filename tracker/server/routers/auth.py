@@ -7,12 +7,13 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import RedirectResponse
 
-from tracker.server.deps import TOKEN_COOKIE, ServedDep, token_matches
+from tracker.server.deps import ServedDep
+from tracker.server.security import LOGIN_PATH, TOKEN_COOKIE, token_matches
 
 router = APIRouter(tags=["auth"])
 
 
-@router.get("/login", include_in_schema=False)
+@router.get(LOGIN_PATH, include_in_schema=False)
 def login(
     request: Request, served: ServedDep, token: Annotated[str, Query()] = ""
 ) -> RedirectResponse:

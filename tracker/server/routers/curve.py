@@ -26,7 +26,12 @@ Metric = Annotated[str, Query(description="Curve column.")]
 Start = Annotated[int | None, Query(description="First step of the window (default: first).")]
 End = Annotated[int | None, Query(description="Last step of the window (default: last).")]
 Points = Annotated[
-    int, Query(ge=10, le=20_000, description="At most this many points (min/max downsampled).")
+    int,
+    Query(
+        ge=10,
+        le=DEFAULT_MAX_POINTS,  # the bound of /api/plot too: an answer stays small
+        description="At most this many points (min/max downsampled).",
+    ),
 ]
 
 
@@ -69,9 +74,8 @@ def curve_window(
             "value": frame.get_column("value").gather(keep).to_list(),
         }
 
-    if steps == (None, None):  # the explorer's first view, the costliest: kept
-        return {**summary, **served.curves.get((digest, arm, metric, points), window)}
-    return {**summary, **window()}
+    # kept by range: the explorer's first view (the whole curve) and every zoom asked again
+    return {**summary, **served.curves.get((digest, arm, metric, start, end, points), window)}
 
 
 @router.get("/curve", response_class=HTMLResponse, include_in_schema=False)
