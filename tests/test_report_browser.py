@@ -426,3 +426,52 @@ def test_report_tables_sort_and_filter(browser: Any, demo_report: Path) -> None:
     page = open_page(browser, demo_report / "job3" / "index.html", watch, 3)
     assert assert_every_table_sorts_and_filters(page) == 1  # the verdicts
     assert watch.problems() == {}
+
+
+ORDERING_TABLE = """<main><table><thead><tr><th>name</th><th class="num">value</th><th>count</th>
+</tr></thead><tbody>{}</tbody></table></main>"""
+ORDERING_ROWS = [  # name, value (a numeric header), count (numbers only: numeric too)
+    ("job10", "1,234", "10"),
+    ("&lt;img src=x onerror=alert(1)&gt;", "NaN", "9"),
+    ("job2", "-inf", "\u2014"),
+    ("Job1", "\u2014", "100"),
+    ("b", "5 of 7", "2"),
+    ("a", "inf", ""),
+    ("c", "-0.5", "3"),
+    ("d", "3e-4", "1"),
+    ("e", "", "0"),
+]
+
+
+def test_tables_order_numbers_nan_inf_and_missing(browser: Any) -> None:
+    """tables.js alone on a page: its ordering rules, the filter, and cells kept inert."""
+    from tracker.views.templates import TEMPLATES
+
+    watch = Watch()
+    page = browser.new_page()
+    page.on("pageerror", lambda exc: watch.errors.append(str(exc)))
+    page.on("dialog", lambda d: watch.dialogs.append(d.message))
+    rows = "".join(f"<tr><td>{a}</td><td>{b}</td><td>{c}</td></tr>" for a, b, c in ORDERING_ROWS)
+    page.set_content(ORDERING_TABLE.format(rows))
+    page.add_script_tag(path=str(TEMPLATES / "tables.js"))
+
+    def column(i: int) -> list[str]:
+        return [row[i] for row in page.evaluate(TABLE_CELLS, "table-1")]
+
+    header = page.locator("#table-1 thead th button.sort")
+    header.nth(1).click()
+    assert column(1) == ["-inf", "-0.5", "3e-4", "5 of 7", "1,234", "inf", "NaN", "\u2014", ""]
+    header.nth(1).click()
+    assert column(1) == ["NaN", "inf", "1,234", "5 of 7", "3e-4", "-0.5", "-inf", "\u2014", ""]
+    header.nth(2).click()  # every value a number: numeric without the class; ties (the
+    # missing ones) keep the order they had: inf's row before -inf's
+    assert column(2) == ["0", "1", "2", "3", "9", "10", "100", "", "\u2014"]
+    header.nth(0).click()  # names: case-blind, the numbers in them as numbers
+    assert column(0)[:6] == ["<img src=x onerror=alert(1)>", "a", "b", "c", "d", "e"]
+    assert column(0)[6:] == ["Job1", "job2", "job10"]
+    assert page.locator("#table-1 th[aria-sort]").count() == 1
+    page.fill("#table-1-filter", "ONERROR <img")
+    assert page.evaluate(SHOWN_ROWS, "table-1") == 1
+    assert page.locator("#table-1-info").text_content() == f"1 of {len(ORDERING_ROWS)} rows"
+    assert page.locator("img").count() == 0
+    assert watch.problems() == {}
