@@ -100,6 +100,7 @@
         info.textContent = shown.length + ' of ' + rows.length + ' rows';
         return;
       }
+      // the one paged table is the jobs table: its count names jobs
       info.textContent = shown.length
         ? 'jobs ' + (first + 1) + '\u2013' + Math.min(first + size, shown.length) + ' of ' + shown.length +
           (shown.length < rows.length ? ' (filtered from ' + rows.length + ')' : '')
