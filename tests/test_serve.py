@@ -211,7 +211,7 @@ def test_assets_come_from_the_server(client: TestClient) -> None:
         "plot.js",
         "runs.js",
         "forms.js",
-        "jobs_table.js",
+        "tables.js",
         "docs.js",
     ):
         assert client.get(f"/static/{name}").headers["content-type"].startswith("text/javascript")

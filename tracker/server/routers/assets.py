@@ -17,7 +17,7 @@ STATIC = Path(__file__).resolve().parent.parent / "static"
 # name -> (file, media type): the shared figure script, the server's own scripts and style
 FILES = {
     "render.js": (SHARED / "render.js", "text/javascript"),
-    "jobs_table.js": (SHARED / "jobs_table.js", "text/javascript"),
+    "tables.js": (SHARED / "tables.js", "text/javascript"),
     "explorer.js": (STATIC / "explorer.js", "text/javascript"),
     "plot.js": (STATIC / "plot.js", "text/javascript"),
     "plotdraw.js": (STATIC / "plotdraw.js", "text/javascript"),
