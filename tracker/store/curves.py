@@ -1,49 +1,85 @@
-"""Reading curve points back as polars frames (NULL points are NaN, see tracker.models)."""
+"""The one module that reads curve points: chunks (``curve_chunk``) decoded into polars frames."""
 
 from __future__ import annotations
 
 import numpy as np
 import polars as pl
-from sqlalchemy import select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from tracker.domain import LOSS
 from tracker.errors import CurveNotFound
-from tracker.models import Curve, Job, Point, Run
+from tracker.models import Curve, CurveChunk, Job, Run
+from tracker.store import codec
+from tracker.store.points import ChunkRow
+
+SCHEMA = {"curve_id": pl.Int64, "step": pl.Int64, "value": pl.Float64}
 
 
 def load_curves(
     session: Session, curve_ids: list[int], steps: tuple[int, int] | None = None
 ) -> pl.DataFrame:
     """Points of many curves: ``curve_id``, ``step``, ``value``, ordered by both; with
-    ``steps`` only those from the first to the last step given (both included), read
-    through the (curve_id, step) key.
-
-    Rows come straight from the driver's cursor, one curve per query (two columns, not three)
-    and go to polars through one numpy array: building ORM rows, or polars frames from
-    Python rows, for a million points would cost more than the query itself. Steps are exact
-    in a float64 (below 2**53); a NULL value (NaN, see tracker.models) becomes NaN.
-    """
-    schema = {"curve_id": pl.Int64, "step": pl.Int64, "value": pl.Float64}
+    ``steps`` only those from the first to the last step given (both included), decoding
+    only the chunks that hold them (found through the (curve_id, first_step) key)."""
     connection = session.connection()
     parts = []
     for curve_id in sorted(curve_ids):
-        query = select(Point.step, Point.value).where(Point.curve_id == curve_id)
+        query = select(CurveChunk.data).where(CurveChunk.curve_id == curve_id)
         if steps is not None:
-            query = query.where(Point.step.between(*steps))
-        rows = connection.execute(query.order_by(Point.step)).cursor.fetchall()
-        points = np.array(rows, dtype=np.float64).reshape(-1, 2)
+            query = _overlapping(query, curve_id, steps)
+        rows = connection.execute(query.order_by(CurveChunk.first_step))
+        chunks = [codec.decode(data) for (data,) in rows]
+        if not chunks:
+            continue
+        step = np.concatenate([chunk[0] for chunk in chunks])
+        value = np.concatenate([chunk[1] for chunk in chunks])
+        if steps is not None:
+            low = np.searchsorted(step, steps[0], side="left")
+            high = np.searchsorted(step, steps[1], side="right")
+            step, value = step[low:high], value[low:high]
         parts.append(
             pl.DataFrame(
-                {
-                    "curve_id": np.full(len(points), curve_id, dtype=np.int64),
-                    "step": points[:, 0].astype(np.int64),
-                    "value": points[:, 1],
-                },
-                schema=schema,
+                {"curve_id": np.full(len(step), curve_id, np.int64), "step": step, "value": value},
+                schema=SCHEMA,
             )
         )
-    return pl.concat(parts) if parts else pl.DataFrame(schema=schema)
+    return pl.concat(parts) if parts else pl.DataFrame(schema=SCHEMA)
+
+
+def _overlapping(query: Select[tuple[bytes]], curve_id: int, steps: tuple[int, int]) -> Select:
+    """Only the chunks holding steps from ``steps[0]`` to ``steps[1]``: those that start
+    inside it, and the one before it that may reach into it (the last to start at or
+    before the first step), both bounds on the key."""
+    before = (
+        select(func.max(CurveChunk.first_step))
+        .where(CurveChunk.curve_id == curve_id, CurveChunk.first_step <= steps[0])
+        .scalar_subquery()
+    )
+    return query.where(
+        CurveChunk.first_step <= steps[1],
+        CurveChunk.first_step >= func.coalesce(before, steps[0]),
+    )
+
+
+def stored_chunks(session: Session, curve_id: int) -> list[ChunkRow]:
+    """A curve's chunks as stored, still encoded: what a copy writes elsewhere unchanged."""
+    query = (
+        select(
+            CurveChunk.first_step,
+            CurveChunk.last_step,
+            CurveChunk.n_points,
+            CurveChunk.min_value,
+            CurveChunk.max_value,
+            CurveChunk.data,
+        )
+        .where(CurveChunk.curve_id == curve_id)
+        .order_by(CurveChunk.first_step)
+    )
+    return [
+        (first, last, n, low, high, bytes(data))
+        for first, last, n, low, high, data in session.execute(query)
+    ]
 
 
 def find_curve(session: Session, job: str, arm: str, metric: str = LOSS) -> Curve:
