@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import subprocess
 import sys
@@ -11,13 +12,14 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, func, select, text
+from sqlalchemy import Engine, column, create_engine, inspect, select, table, text
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
+from tests.stored import stored_points
 from tracker.errors import NotATrackerDatabase, UnknownRevision
 from tracker.jobdir.sample import write_sample_job
-from tracker.models import Base, Point, Run
+from tracker.models import Base, Run
 from tracker.services.derived import rederive
 from tracker.store.db import (
     HEAD,
@@ -28,15 +30,13 @@ from tracker.store.db import (
     downgrade,
     upgrade,
 )
-from tracker.store.ingest import write_job
 
 
 def snapshot(engine: Engine) -> dict[str, object]:
     with Session(engine) as session:
         return {
             "runs": sorted(session.execute(select(Run.arm, Run.val_loss, Run.seed)).all()),
-            "points": session.scalar(select(func.count()).select_from(Point)),
-            "values": session.scalar(select(func.sum(Point.value))),
+            "points": stored_points(session).height,
         }
 
 
@@ -83,13 +83,23 @@ def test_downgrade_to_base_and_up_again_on_a_database_with_data(
     assert snapshot(engine)["points"] == 4 * 3 * 30
 
 
-def test_point_table_is_without_rowid_on_sqlite(tmp_path: Path) -> None:
+def table_ddl(engine: Engine, table: str) -> str:
+    with engine.connect() as connection:
+        return str(
+            connection.execute(
+                text("SELECT sql FROM sqlite_master WHERE name = :table"), {"table": table}
+            ).scalar_one()
+        )
+
+
+def test_chunks_are_keyed_by_curve_and_first_step_and_points_come_back_as_before(
+    tmp_path: Path,
+) -> None:
     engine = create_tracker_engine(f"sqlite:///{tmp_path / 'fresh.db'}")
     check_schema(engine)
-    with engine.connect() as connection:
-        ddl = connection.execute(
-            text("SELECT sql FROM sqlite_master WHERE name = 'point'")
-        ).scalar_one()
+    assert "PRIMARY KEY (curve_id, first_step)" in table_ddl(engine, "curve_chunk")
+    downgrade(engine, "0004")
+    ddl = table_ddl(engine, "point")
     assert "WITHOUT ROWID" in ddl
     assert "PRIMARY KEY (curve_id, step)" in ddl
 
@@ -133,24 +143,33 @@ def test_db_current_and_upgrade_commands(tmp_path: Path) -> None:
     cli = Cli(url)
     assert (
         cli("db", "current").stdout
-        == "revision (empty database), head 0004: run `tracker db upgrade`\n"
+        == f"revision (empty database), head {HEAD}: run `tracker db upgrade`\n"
     )
-    assert cli("db", "upgrade").stdout == "upgraded empty database -> 0004\n"
-    assert cli("db", "upgrade").stdout == "already at 0004\n"
-    assert cli("db", "current").stdout == "revision 0004, head 0004: up to date\n"
+    assert cli("db", "upgrade").stdout == f"upgraded empty database -> {HEAD}\n"
+    assert cli("db", "upgrade").stdout == f"already at {HEAD}\n"
+    assert cli("db", "current").stdout == f"revision {HEAD}, head {HEAD}: up to date\n"
 
 
 def full_snapshot(engine: Engine) -> dict[str, list[tuple[object, ...]]]:
-    """Every row of every tracker table, in key order (NaN compared as text)."""
-    tables = ("job", "job_meta", "source_file", "probe", "run", "curve", "point")
+    """Every row of every tracker table, in key order (NaN compared as text), and every point
+    as (curve, step, value): a point row before revision 0006, decoded from its chunk after
+    (NULL, which the point table stored for NaN, as NaN)."""
+    tables = ("job", "job_meta", "source_file", "probe", "run", "curve")
     with engine.connect() as connection:
-        return {
+        snapshot = {
             table: [
                 tuple(repr(value) for value in row)
                 for row in connection.execute(text(f"SELECT * FROM {table} ORDER BY 1, 2"))
             ]
             for table in tables
         }
+        if "point" in inspect(connection).get_table_names():
+            rows = connection.execute(text("SELECT * FROM point ORDER BY 1, 2")).all()
+            points = [(c, s, math.nan if v is None else v) for c, s, v in rows]
+        else:
+            with Session(bind=connection) as session:
+                points = stored_points(session).select("curve_id", "step", "value").rows()
+    return {**snapshot, "point": [(c, s, repr(float(v))) for c, s, v in points]}
 
 
 def test_every_migration_step_keeps_the_data(cli: Cli, engine: Engine, tmp_path: Path) -> None:
@@ -158,7 +177,7 @@ def test_every_migration_step_keeps_the_data(cli: Cli, engine: Engine, tmp_path:
     cli("ingest", str(write_sample_job(tmp_path / "job2", seed=1, steps=25, arms=("ref_s0",))))
     before = full_snapshot(engine)
     assert len(before["point"]) == 4 * 3 * 25 + 3 * 25
-    revisions = ["0001", "0002", "0003", "0004"]
+    revisions = list(REVISIONS)
     for down in reversed(revisions[:-1]):
         downgrade(engine, down)
         assert full_snapshot(engine) == before
@@ -207,7 +226,9 @@ def test_upgrade_copies_the_file_aside_first(tmp_path: Path) -> None:
     result = Cli(url)("db", "upgrade")
     backups = list(tmp_path.glob("old.db.0001-*.bak"))
     assert len(backups) == 1
-    assert result.stdout == (f"upgraded 0001 -> 0004 (the previous file is kept at {backups[0]})\n")
+    assert result.stdout == (
+        f"upgraded 0001 -> {HEAD} (the previous file is kept at {backups[0]})\n"
+    )
     assert full_snapshot(engine) == before
     kept = create_tracker_engine(f"sqlite:///{backups[0]}")
     with kept.connect() as connection:
@@ -229,7 +250,7 @@ def test_a_failed_upgrade_leaves_the_original_in_place(tmp_path: Path) -> None:
         "table _alembic_tmp_point already exists\n"
     )
     assert full_snapshot(engine) == before
-    assert Cli(url)("db", "current").stdout.startswith("revision 0001, head 0004")
+    assert Cli(url)("db", "current").stdout.startswith(f"revision 0001, head {HEAD}")
 
 
 def derived_rows(engine: Engine) -> dict[str, list[tuple[object, ...]]]:
@@ -268,22 +289,54 @@ def test_upgrades_backfill_the_derived_rows_ingest_writes(
     assert derived_rows(engine) == at_ingest
 
 
-@pytest.mark.parametrize("revision", ["0001", "0002", "0003"])
+OWNED_TABLES = ("job", "job_meta", "source_file", "probe", "run", "curve")
+
+
+def store_as_an_old_tracker(engine: Engine, rows: dict[str, list[dict[str, object]]]) -> None:
+    """Rows as a tracker before revision 0006 wrote them: ``rows["point"]`` as point rows
+    (NaN as NULL), the other tables' rows as they are."""
+    with engine.begin() as connection:
+        for name in (*OWNED_TABLES, "point"):
+            if rows[name]:  # untyped columns: each value goes in as it was read
+                columns = [column(key) for key in rows[name][0]]
+                connection.execute(table(name, *columns).insert(), rows[name])
+
+
+def owned_rows(engine: Engine) -> dict[str, list[dict[str, object]]]:
+    """Every job's own rows (not the derived ones), points decoded, NaN as None."""
+    with engine.connect() as connection:
+        rows = {
+            table: [
+                dict(row._mapping) for row in connection.execute(text(f"SELECT * FROM {table}"))
+            ]
+            for table in OWNED_TABLES
+        }
+        with Session(bind=connection) as session:
+            points = stored_points(session).select("curve_id", "step", "value")
+    rows["point"] = [
+        {"curve_id": c, "step": s, "value": None if math.isnan(v) else v}
+        for c, s, v in points.rows()
+    ]
+    return rows
+
+
+@pytest.mark.parametrize("revision", REVISIONS[:-1])
 def test_a_database_made_by_an_old_revision_upgrades_to_the_rows_of_a_fresh_ingest(
     cli: Cli, engine: Engine, db_url: str, tmp_path: Path, revision: str
 ) -> None:
     jobs = [
         write_sample_job(tmp_path / "job1", steps=40),
-        write_sample_job(tmp_path / "job2", seed=1, steps=40, arms=("ref_s0",)),
+        write_sample_job(tmp_path / "job2", seed=1, steps=20_000, arms=("ref_s0",)),
     ]
     for job in jobs:
         cli("ingest", str(job))
-    fresh = derived_rows(engine)
+    fresh, rows, snapshot = derived_rows(engine), owned_rows(engine), full_snapshot(engine)
+    assert any(point["value"] is None for point in rows["point"])  # NaN losses, diverged
+    assert len(rows["point"]) == 4 * 3 * 40 + 3 * 20_000  # 20,000 steps: two chunks a curve
     downgrade(engine, "base")
     upgrade(engine, revision)  # a database of that revision, its jobs' rows as it stored them
-    with Session(engine) as session, session.begin():
-        for job in jobs:
-            write_job(session, job)
+    store_as_an_old_tracker(engine, rows)
     assert Cli(db_url)("db", "upgrade").stdout.startswith(f"upgraded {revision} -> {HEAD}")
+    assert full_snapshot(engine) == snapshot  # every value, NaN and infinities included
     assert derived_rows(engine) == fresh
     assert Cli(db_url)("db", "rederive").stdout == "0 jobs rederived, 2 already up to date\n"
