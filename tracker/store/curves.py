@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import polars as pl
 from sqlalchemy import Select, func, select
@@ -47,7 +49,7 @@ def load_curves(
     return pl.concat(parts) if parts else pl.DataFrame(schema=SCHEMA)
 
 
-def _overlapping(query: Select[tuple[bytes]], curve_id: int, steps: tuple[int, int]) -> Select:
+def _overlapping(query: Select[Any], curve_id: int, steps: tuple[int, int]) -> Select[Any]:
     """Only the chunks holding steps from ``steps[0]`` to ``steps[1]``: those that start
     inside it, and the one before it that may reach into it (the last to start at or
     before the first step), both bounds on the key."""
