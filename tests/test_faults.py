@@ -38,7 +38,7 @@ from tracker.services.ingest import ingest_job
 from tracker.store.db import in_write_transaction, open_database
 
 SMALL_STEPS = 50
-BIG_STEPS = 20_000  # 240,000 points: several MB of database, 2.5 MB of CSV (no progress bar)
+BIG_STEPS = 75_000  # 900,000 points: 1.5 MB of chunks, 9.7 MB of CSV (no progress bar)
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -164,19 +164,19 @@ def test_read_only_database_refuses_writes_in_one_line_and_still_reads(
 
 @pytest.fixture
 def tiny_filesystem(tmp_path: Path) -> Iterator[Path]:
-    """A 2 MB tmpfs; skipped where mounting is not allowed (needs root or CAP_SYS_ADMIN)."""
+    """A 1 MB tmpfs; skipped where mounting is not allowed (needs root or CAP_SYS_ADMIN)."""
     mount_point = tmp_path / "tiny"
     mount_point.mkdir()
     if shutil.which("mount") is None:
-        pytest.skip("no mount command: cannot make a 2 MB filesystem to fill up")
+        pytest.skip("no mount command: cannot make a 1 MB filesystem to fill up")
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount_point)],
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount_point)],
         capture_output=True,
         text=True,
     )
     if mounted.returncode != 0:
         reason = mounted.stderr.strip() or f"exit code {mounted.returncode}"
-        pytest.skip(f"cannot mount a 2 MB tmpfs to fill up ({reason}); needs CAP_SYS_ADMIN")
+        pytest.skip(f"cannot mount a 1 MB tmpfs to fill up ({reason}); needs CAP_SYS_ADMIN")
     try:
         yield mount_point
     finally:

@@ -18,34 +18,43 @@ from tracker.store.points import ChunkRow
 SCHEMA = {"curve_id": pl.Int64, "step": pl.Int64, "value": pl.Float64}
 
 
+def read_curve(
+    session: Session, curve_id: int, steps: tuple[int, int] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """One curve's steps (int64) and values (float64), in step order; with ``steps`` only
+    those from the first to the last step given (both included), decoding only the chunks
+    that hold them (found through the (curve_id, first_step) key)."""
+    query = select(CurveChunk.data).where(CurveChunk.curve_id == curve_id)
+    if steps is not None:
+        query = _overlapping(query, curve_id, steps)
+    rows = session.connection().execute(query.order_by(CurveChunk.first_step))
+    chunks = [codec.decode(data) for (data,) in rows]
+    if not chunks:
+        return np.empty(0, np.int64), np.empty(0, np.float64)
+    step = np.concatenate([chunk[0] for chunk in chunks])
+    value = np.concatenate([chunk[1] for chunk in chunks])
+    if steps is None:
+        return step, value
+    low = np.searchsorted(step, steps[0], side="left")
+    high = np.searchsorted(step, steps[1], side="right")
+    return step[low:high], value[low:high]
+
+
 def load_curves(
     session: Session, curve_ids: list[int], steps: tuple[int, int] | None = None
 ) -> pl.DataFrame:
-    """Points of many curves: ``curve_id``, ``step``, ``value``, ordered by both; with
-    ``steps`` only those from the first to the last step given (both included), decoding
-    only the chunks that hold them (found through the (curve_id, first_step) key)."""
-    connection = session.connection()
+    """Points of many curves: ``curve_id``, ``step``, ``value``, ordered by both (``steps``
+    as for ``read_curve``)."""
     parts = []
     for curve_id in sorted(curve_ids):
-        query = select(CurveChunk.data).where(CurveChunk.curve_id == curve_id)
-        if steps is not None:
-            query = _overlapping(query, curve_id, steps)
-        rows = connection.execute(query.order_by(CurveChunk.first_step))
-        chunks = [codec.decode(data) for (data,) in rows]
-        if not chunks:
-            continue
-        step = np.concatenate([chunk[0] for chunk in chunks])
-        value = np.concatenate([chunk[1] for chunk in chunks])
-        if steps is not None:
-            low = np.searchsorted(step, steps[0], side="left")
-            high = np.searchsorted(step, steps[1], side="right")
-            step, value = step[low:high], value[low:high]
-        parts.append(
-            pl.DataFrame(
-                {"curve_id": np.full(len(step), curve_id, np.int64), "step": step, "value": value},
-                schema=SCHEMA,
+        step, value = read_curve(session, curve_id, steps)
+        if len(step):
+            parts.append(
+                pl.DataFrame(
+                    {"curve_id": np.full(len(step), curve_id), "step": step, "value": value},
+                    schema=SCHEMA,
+                )
             )
-        )
     return pl.concat(parts) if parts else pl.DataFrame(schema=SCHEMA)
 
 
