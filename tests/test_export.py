@@ -39,8 +39,7 @@ def test_every_point_is_exported_with_its_job_and_metadata(
     assert result.stdout == (
         f"j1: 12 curves, {12 * STEPS} points -> {out}/job=j1/curves.parquet\n"
         f"j2: 6 curves, {6 * STEPS} points -> {out}/job=j2/curves.parquet\n"
-        f"2 jobs, {18 * STEPS} points written to {out} "
-        f"(Parquet, partitioned by job: {out}/job=NAME/curves.parquet)\n"
+        f"2 jobs, {18 * STEPS} points written to {out} (Parquet)\n"
     )
     dataset = read_dataset(out)
     # a metadata key named like a point column keeps its name behind "meta."

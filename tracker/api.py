@@ -39,7 +39,7 @@ from tracker.queries import claims as _claims
 from tracker.queries import compare as _compare
 from tracker.queries import tables
 from tracker.queries.compare import Comparison
-from tracker.queries.export import Export, export_curves
+from tracker.queries.export import export_curves
 from tracker.queries.selection import Selection
 from tracker.report import Report, generate_report
 from tracker.services.copy import copy_jobs
@@ -169,9 +169,10 @@ def export(
     *,
     job: Iterable[str] | str | None = None,
     where: Where = None,
-) -> Export:
+) -> pl.DataFrame:
     """Every point of the selected jobs as a Parquet dataset partitioned by job, which
-    ``pl.scan_parquet(f"{directory}/**/*.parquet", hive_partitioning=True)`` or DuckDB read."""
+    ``pl.scan_parquet(f"{directory}/**/*.parquet", hive_partitioning=True)`` or DuckDB read;
+    one row per job written: ``job``, ``curves``, ``points``, ``path``."""
     selection = _selection(job, None, None, where, None)
     return with_session(db, lambda s: export_curves(s, selection, Path(directory)))
 

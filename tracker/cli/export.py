@@ -27,7 +27,8 @@ def export(
     """
     from tracker import api
 
-    done = api.export(state(ctx).url, directory, job=job, where=where_pairs(where))
-    for exported in done.jobs:
-        typer.echo(exported.summary())
-    typer.echo(done.summary())
+    written = api.export(state(ctx).url, directory, job=job, where=where_pairs(where))
+    for name, curves, points, path in written.iter_rows():
+        typer.echo(f"{name}: {curves} curves, {points} points -> {path}")
+    points = written["points"].sum()
+    typer.echo(f"{written.height} jobs, {points} points written to {directory} (Parquet)")

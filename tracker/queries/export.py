@@ -11,7 +11,6 @@ written whole or not at all (a temporary file renamed), one job in memory at a t
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -24,30 +23,6 @@ from tracker.store.curves import load_curves
 
 FILE_NAME = "curves.parquet"
 POINT_COLUMNS = ("arm", "metric", "step", "value")
-
-
-@dataclass
-class ExportedJob:
-    job: str
-    curves: int
-    points: int
-    path: Path
-
-    def summary(self) -> str:
-        return f"{self.job}: {self.curves} curves, {self.points} points -> {self.path}"
-
-
-@dataclass
-class Export:
-    directory: Path
-    jobs: list[ExportedJob] = field(default_factory=list)
-
-    def summary(self) -> str:
-        points = sum(job.points for job in self.jobs)
-        return (
-            f"{len(self.jobs)} jobs, {points} points written to {self.directory} "
-            f"(Parquet, partitioned by job: {self.directory}/job=NAME/{FILE_NAME})"
-        )
 
 
 def meta_column(key: str) -> str:
@@ -81,8 +56,9 @@ def job_points(
     return frame, len(curves)
 
 
-def export_curves(session: Session, selection: Selection, directory: Path) -> Export:
-    """Write the points of the selected jobs under ``directory`` (see the module docstring)."""
+def export_curves(session: Session, selection: Selection, directory: Path) -> pl.DataFrame:
+    """Write the points of the selected jobs under ``directory`` (see the module docstring);
+    one row per job written: ``job``, ``curves``, ``points``, ``path`` (of its file)."""
     jobs = selected_jobs(session, selection)
     job_ids = jobs["job_id"].to_list()
     meta: dict[int, dict[str, str]] = {}
@@ -91,7 +67,7 @@ def export_curves(session: Session, selection: Selection, directory: Path) -> Ex
     ):
         meta.setdefault(job_id, {})[key] = value
     keys = sorted({key for own in meta.values() for key in own})
-    done = Export(directory)
+    done = []
     for job_id, name in zip(job_ids, jobs["job"], strict=True):
         own = meta.get(job_id, {})
         frame, curves = job_points(session, job_id, {key: own.get(key) for key in keys})
@@ -101,5 +77,6 @@ def export_curves(session: Session, selection: Selection, directory: Path) -> Ex
         partial = folder / f".{FILE_NAME}.tmp"
         frame.write_parquet(partial, compression="zstd", statistics=True)
         os.replace(partial, path)
-        done.jobs.append(ExportedJob(name, curves, frame.height, path))
-    return done
+        done.append({"job": name, "curves": curves, "points": frame.height, "path": str(path)})
+    schema = {"job": pl.String, "curves": pl.Int64, "points": pl.Int64, "path": pl.String}
+    return pl.DataFrame(done, schema=schema)
