@@ -297,9 +297,12 @@ def store_as_an_old_tracker(engine: Engine, rows: dict[str, list[dict[str, objec
     (NaN as NULL), the other tables' rows as they are."""
     with engine.begin() as connection:
         for name in (*OWNED_TABLES, "point"):
-            if rows[name]:  # untyped columns: each value goes in as it was read
-                columns = [column(key) for key in rows[name][0]]
-                connection.execute(table(name, *columns).insert(), rows[name])
+            # only the columns the old revision has; untyped: each value goes in as read
+            present = {c["name"] for c in inspect(connection).get_columns(name)}
+            kept = [{k: v for k, v in row.items() if k in present} for row in rows[name]]
+            if kept:
+                columns = [column(key) for key in kept[0]]
+                connection.execute(table(name, *columns).insert(), kept)
 
 
 def owned_rows(engine: Engine) -> dict[str, list[dict[str, object]]]:
