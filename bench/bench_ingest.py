@@ -5,8 +5,10 @@
 Generates a job of 4 arms x STEPS steps (3 metrics per arm), then, best of REPEAT each:
 - tracker: the library ingest (scan, hash, parse, validate, write) into a fresh migrated
   SQLite database, one transaction;
-- raw: plain ``sqlite3`` ``executemany`` of the same (curve_id, step, value) rows into the same
-  ``point`` table of a fresh migrated database, one transaction, rows prepared beforehand.
+- raw: plain ``sqlite3`` ``executemany`` of the same (curve_id, step, value) rows into a
+  table shaped as points were stored until revision 0006 (``raw_point``, WITHOUT ROWID) in a
+  fresh migrated database, one transaction, rows prepared beforehand (the tracker now stores
+  chunks: ``bench/bench_curves.py`` compares it with the tracker of before).
 Then the peak RSS of ``python -m tracker ingest`` as a separate process.
 """
 
@@ -26,6 +28,11 @@ from tracker.jobdir.reader import parse_curve_csv
 from tracker.jobdir.sample import write_sample_job
 from tracker.services.ingest import ingest_job
 from tracker.store.db import open_database, write_session
+
+RAW_TABLE = (
+    "CREATE TABLE raw_point (curve_id INTEGER, step BIGINT, value FLOAT, "
+    "PRIMARY KEY (curve_id, step)) WITHOUT ROWID"
+)
 
 
 def fresh_database(directory: Path, name: str) -> str:
@@ -65,9 +72,10 @@ def time_raw(rows: list[tuple[int, int, float]], work: Path, run: int) -> float:
     path = work / f"raw{run}.db"
     fresh_database(work, path.name)
     connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute(RAW_TABLE)
     start = time.perf_counter()
     connection.execute("BEGIN")
-    connection.executemany("INSERT INTO point (curve_id, step, value) VALUES (?, ?, ?)", rows)
+    connection.executemany("INSERT INTO raw_point (curve_id, step, value) VALUES (?, ?, ?)", rows)
     connection.execute("COMMIT")
     elapsed = time.perf_counter() - start
     connection.close()

@@ -66,6 +66,12 @@ def time_raw_copy(url: str, rows: list[tuple[int, int, float]]) -> float:
     options = parsed.query.get("options")
     conninfo = parsed.set(drivername="postgresql", query={}).render_as_string(hide_password=False)
     with psycopg.connect(conninfo, options=str(options)) as connection:
+        # shaped as points were stored until revision 0006 (the tracker now stores chunks)
+        connection.execute(
+            "CREATE TABLE point (curve_id integer, step bigint, value double precision, "
+            "PRIMARY KEY (curve_id, step))"
+        )
+        connection.commit()
         start = time.perf_counter()
         with (
             connection.cursor() as cursor,

@@ -44,8 +44,10 @@ from bench import REPO, compile_tracker
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
 from tracker.services.ingest import ingest_job
+from tracker.store import codec
 from tracker.store.catalog import delete_job
 from tracker.store.db import open_database, write_session
+from tracker.store.points import INSERT_SQLITE, chunk_rows
 
 CHROMIUM = Path("/usr/bin/chromium")
 TEMPLATES = 8
@@ -113,11 +115,14 @@ def build(path: Path, jobs: int, steps: int, work: Path) -> None:
                 "min_value + ?, max_value + ?, n_nonfinite FROM curve WHERE id = ?",
                 (run, *[loss_shift] * 4, old_curve),
             ).lastrowid
-            db.execute(
-                "INSERT INTO point (curve_id, step, value) SELECT ?, step, value + ? "
-                "FROM point WHERE curve_id = ? ORDER BY step",
-                (curve, loss_shift, old_curve),
-            )
+            stored = db.execute(
+                "SELECT data FROM curve_chunk WHERE curve_id = ? ORDER BY first_step",
+                (old_curve,),
+            ).fetchall()
+            for (data,) in stored:  # the template's points, shifted, as the tracker stores them
+                steps, values = codec.decode(data)
+                rows = chunk_rows(steps, values + loss_shift)
+                db.executemany(INSERT_SQLITE, ((curve, *row) for row in rows))
         for table in ("job_verdict", "job_number", "job_summary"):
             columns = [row[1] for row in db.execute(f"PRAGMA table_info({table})")][1:]
             listed = ", ".join(f'"{column}"' for column in columns)

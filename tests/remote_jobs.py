@@ -18,8 +18,8 @@ JOB_ROWS = {
     "run": "SELECT r.* FROM run r JOIN job j ON j.id = r.job_id WHERE j.name = :name",
     "curve": "SELECT r.arm, c.* FROM curve c JOIN run r ON r.id = c.run_id "
     "JOIN job j ON j.id = r.job_id WHERE j.name = :name",
-    "point": "SELECT r.arm, c.metric, p.step, p.value FROM point p "
-    "JOIN curve c ON c.id = p.curve_id JOIN run r ON r.id = c.run_id "
+    "curve_chunk": "SELECT r.arm, c.metric, k.* FROM curve_chunk k "
+    "JOIN curve c ON c.id = k.curve_id JOIN run r ON r.id = c.run_id "
     "JOIN job j ON j.id = r.job_id WHERE j.name = :name",
     "job_verdict": "SELECT v.* FROM job_verdict v JOIN job j ON j.id = v.job_id "
     "WHERE j.name = :name",

@@ -195,8 +195,8 @@ def test_sql(study: Cli, reader: Any, reader_url: str) -> None:
     assert frame.to_dicts() == json.loads(cli_json)
     counted = api.sql(
         database,
-        "SELECT r.arm, count(*) AS points FROM run r JOIN curve c ON c.run_id = r.id "
-        "JOIN point p ON p.curve_id = c.id JOIN job j ON j.id = r.job_id "
+        "SELECT r.arm, sum(k.n_points) AS points FROM run r JOIN curve c ON c.run_id = r.id "
+        "JOIN curve_chunk k ON k.curve_id = c.id JOIN job j ON j.id = r.job_id "
         "WHERE j.name = 'j1' AND c.metric = 'loss' GROUP BY r.arm ORDER BY r.arm",
     )
     assert counted.rows() == [(arm, STEPS) for arm in ("flash_s0", "linear_s0", "ref_s0", "ref_s1")]

@@ -16,8 +16,9 @@ import pytest
 from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session
 
+from tests.stored import stored_points
 from tracker.jobdir.sample import write_sample_job
-from tracker.models import Job, Point
+from tracker.models import Job
 from tracker.store.db import HEAD, check_schema, create_tracker_engine, open_database, upgrade
 
 STEPS = 3000
@@ -52,7 +53,7 @@ def test_eight_processes_ingest_eight_jobs_into_a_fresh_database(
     engine: Engine = open_database(db_url)
     with Session(engine) as session:
         assert session.scalar(select(func.count()).select_from(Job)) == 8
-        assert session.scalar(select(func.count()).select_from(Point)) == 8 * 4 * 3 * STEPS
+        assert stored_points(session).height == 8 * 4 * 3 * STEPS
     engine.dispose()
 
 
@@ -110,5 +111,5 @@ def test_two_processes_racing_for_one_job_name_one_wins(db_url: str, tmp_path: P
     engine = open_database(db_url)
     with Session(engine) as session:
         assert session.scalar(select(func.count()).select_from(Job)) == 1
-        assert session.scalar(select(func.count()).select_from(Point)) == 4 * 3 * STEPS
+        assert stored_points(session).height == 4 * 3 * STEPS
     engine.dispose()

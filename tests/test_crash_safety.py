@@ -33,20 +33,22 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
-from sqlalchemy import case, create_engine, func, make_url, select, text
+from sqlalchemy import create_engine, make_url, select, text
 from sqlalchemy.orm import Session
 
+from tests.stored import row_counts, stored_points
 from tracker.jobdir.sample import write_sample_job
-from tracker.models import Curve, Job, JobMeta, Point, Probe, Run, SourceFile
+from tracker.models import Curve, CurveChunk, Job, JobMeta, Probe, Run, SourceFile
 from tracker.services.ingest import ingest_job
 from tracker.store.catalog import as_utc, delete_job
 from tracker.store.db import in_write_transaction, open_database
+from tracker.store.points import CHUNK_POINTS
 
-TABLES = (Job, JobMeta, SourceFile, Probe, Run, Curve, Point)
+TABLES = (Job, JobMeta, SourceFile, Probe, Run, Curve, CurveChunk)
 ARMS = 4
 METRICS = 3  # loss, lr, step_ms per sample arm
-BIG = 1e308  # values beyond are infinite
 SAFETY_NET_S = 900  # only for a process that hangs: no verdict depends on it
 
 
@@ -248,28 +250,21 @@ def assert_sqlite_intact(url: str) -> None:
 
 
 def table_counts(session: Session) -> dict[str, int]:
-    return {
-        model.__tablename__: session.scalar(select(func.count()).select_from(model)) or 0
-        for model in TABLES
-    }
+    return row_counts(session, TABLES)
 
 
-def point_columns() -> list[Any]:
+def checksum(points: pl.DataFrame) -> tuple[Any, ...]:
     """count, non-NaN count, +inf count, -inf count, sum of finite values, sum of steps."""
-    return [
-        func.count(),
-        func.count(Point.value),
-        func.coalesce(func.sum(case((Point.value > BIG, 1), else_=0)), 0),
-        func.coalesce(func.sum(case((Point.value < -BIG, 1), else_=0)), 0),
-        func.sum(case((Point.value.between(-BIG, BIG), Point.value))),
-        func.sum(Point.step),
-    ]
-
-
-def checksum(row: Any) -> tuple[Any, ...]:
-    count, values, pos_inf, neg_inf, finite_sum, step_sum = row
-    total = None if finite_sum is None else float(finite_sum)
-    return (count, values, int(pos_inf), int(neg_inf), total, int(step_sum or 0))
+    value = points["value"]
+    finite = value.filter(value.is_finite())
+    return (
+        points.height,
+        int((~value.is_nan()).sum()),
+        int((value == math.inf).sum()),
+        int((value == -math.inf).sum()),
+        float(finite.sum()) if finite.len() else None,
+        int(points["step"].sum()),
+    )
 
 
 def same(a: Any, b: Any) -> bool:
@@ -298,16 +293,8 @@ def job_fingerprints(session: Session) -> dict[str, dict[str, Any]]:
         }
         for job in session.scalars(select(Job))
     }
-    per_job = (
-        select(Job.name, *point_columns())
-        .select_from(Point)
-        .join(Curve, Curve.id == Point.curve_id)
-        .join(Run, Run.id == Curve.run_id)
-        .join(Job, Job.id == Run.job_id)
-        .group_by(Job.name)
-    )
-    for name, *row in session.execute(per_job):
-        jobs[name]["points"] = checksum(row)
+    for (name,), points in stored_points(session).partition_by("job", as_dict=True).items():
+        jobs[str(name)]["points"] = checksum(points)
     return jobs
 
 
@@ -319,7 +306,7 @@ def snapshot(url: str) -> dict[str, Any]:
             return {
                 "tables": table_counts(session),
                 "jobs": job_fingerprints(session),
-                "points": checksum(session.execute(select(*point_columns())).one()),
+                "points": checksum(stored_points(session)),
             }
     finally:
         engine.dispose()
@@ -333,6 +320,7 @@ def expected_tables(steps: int, arms: int = ARMS) -> dict[str, int]:
         "probe": 25,
         "run": arms,
         "curve": arms * METRICS,
+        "curve_chunk": arms * METRICS * -(-steps // CHUNK_POINTS),
         "point": arms * METRICS * steps,
     }
 

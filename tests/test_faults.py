@@ -21,6 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 from sqlalchemy import create_engine, event, func, select, text
 from sqlalchemy.exc import OperationalError
@@ -28,15 +29,16 @@ from sqlalchemy.orm import Session
 from typer.testing import CliRunner
 
 import tracker.store.db as db
+from tests.stored import stored_points
 from tracker.cli import app
 from tracker.errors import DatabaseBusy, TrackerError
 from tracker.jobdir.sample import write_sample_job
-from tracker.models import Curve, Job, JobMeta, Point, Probe, Run, SourceFile
+from tracker.models import Curve, CurveChunk, Job, JobMeta, Probe, Run, SourceFile
 from tracker.services.ingest import ingest_job
 from tracker.store.db import in_write_transaction, open_database
 
 SMALL_STEPS = 50
-BIG_STEPS = 20_000  # 240,000 points: several MB of database, 2.5 MB of CSV (no progress bar)
+BIG_STEPS = 75_000  # 900,000 points: 1.5 MB of chunks, 9.7 MB of CSV (no progress bar)
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -80,15 +82,14 @@ def state(url: str) -> dict[str, Any]:
         with Session(engine) as session:
             counts = {
                 model.__tablename__: session.scalar(select(func.count()).select_from(model))
-                for model in (Job, JobMeta, SourceFile, Probe, Run, Curve, Point)
+                for model in (Job, JobMeta, SourceFile, Probe, Run, Curve, CurveChunk)
             }
             jobs = sorted(
                 tuple(row) for row in session.execute(select(Job.name, Job.content_digest))
             )
-            points = session.execute(
-                select(func.count(Point.value), func.sum(Point.step), func.min(Point.value))
-            ).one()
-            return {"counts": counts, "jobs": jobs, "points": tuple(points)}
+            points = stored_points(session).filter(pl.col("value").is_not_nan())
+            checksum = (points.height, points["step"].sum(), points["value"].min())
+            return {"counts": counts, "jobs": jobs, "points": checksum}
     finally:
         engine.dispose()
 
@@ -151,7 +152,9 @@ def test_read_only_database_refuses_writes_in_one_line_and_still_reads(
     assert runs.returncode == 0, runs.stderr
     assert len(runs.stdout.splitlines()) == 1 + 4
     assert state(url) == before
-    queried = run_cli(read_only, "sql", "SELECT count(*) AS n FROM point", "--format", "csv")
+    queried = run_cli(
+        read_only, "sql", "SELECT sum(n_points) AS n FROM curve_chunk", "--format", "csv"
+    )
     assert_no_traceback(queried)
     assert (queried.returncode, queried.stdout) == (0, f"n\n{4 * 3 * SMALL_STEPS}\n")
 
@@ -161,19 +164,19 @@ def test_read_only_database_refuses_writes_in_one_line_and_still_reads(
 
 @pytest.fixture
 def tiny_filesystem(tmp_path: Path) -> Iterator[Path]:
-    """A 2 MB tmpfs; skipped where mounting is not allowed (needs root or CAP_SYS_ADMIN)."""
+    """A 1 MB tmpfs; skipped where mounting is not allowed (needs root or CAP_SYS_ADMIN)."""
     mount_point = tmp_path / "tiny"
     mount_point.mkdir()
     if shutil.which("mount") is None:
-        pytest.skip("no mount command: cannot make a 2 MB filesystem to fill up")
+        pytest.skip("no mount command: cannot make a 1 MB filesystem to fill up")
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount_point)],
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount_point)],
         capture_output=True,
         text=True,
     )
     if mounted.returncode != 0:
         reason = mounted.stderr.strip() or f"exit code {mounted.returncode}"
-        pytest.skip(f"cannot mount a 2 MB tmpfs to fill up ({reason}); needs CAP_SYS_ADMIN")
+        pytest.skip(f"cannot mount a 1 MB tmpfs to fill up ({reason}); needs CAP_SYS_ADMIN")
     try:
         yield mount_point
     finally:
@@ -375,7 +378,7 @@ def test_corrupted_pages_end_every_command_in_one_line(
         ("jobs",),
         ("query", "runs"),
         ("query", "curve", "--arm", "ref_s0", "--arm", "ref_s1", "--arm", "flash_s0"),
-        ("sql", "SELECT count(*), sum(step), sum(value) FROM point"),
+        ("sql", "SELECT count(*), sum(n_points), sum(length(data)) FROM curve_chunk"),
         ("ingest", str(jobs["first"])),
         ("delete", "big"),
     ):

@@ -7,12 +7,13 @@ import math
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
+from tests.stored import row_counts
 from tracker.jobdir.sample import write_sample_job
-from tracker.models import Curve, Job, JobMeta, Point, Probe, Run, SourceFile
+from tracker.models import Curve, CurveChunk, Job, JobMeta, Probe, Run, SourceFile
 from tracker.services.ingest import ingest_job
 from tracker.store.curves import find_curve, load_curves
 from tracker.store.db import write_session
@@ -27,10 +28,7 @@ def job_dir(tmp_path: Path) -> Path:
 
 def counts(engine: Engine) -> dict[str, int]:
     with Session(engine) as session:
-        return {
-            model.__tablename__: session.scalar(select(func.count()).select_from(model)) or 0
-            for model in (Job, JobMeta, SourceFile, Probe, Run, Curve, Point)
-        }
+        return row_counts(session, (Job, JobMeta, SourceFile, Probe, Run, Curve, CurveChunk))
 
 
 def test_ingest_stores_everything_and_says_so(cli: Cli, job_dir: Path, engine: Engine) -> None:
@@ -43,6 +41,7 @@ def test_ingest_stores_everything_and_says_so(cli: Cli, job_dir: Path, engine: E
         "probe": 25,
         "run": 4,
         "curve": 12,  # loss, lr, step_ms per arm
+        "curve_chunk": 12,  # a chunk holds up to 16,384 points
         "point": 4 * 3 * STEPS,
     }
     with Session(engine) as session:

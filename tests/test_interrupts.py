@@ -44,7 +44,8 @@ def start(*args: str) -> subprocess.Popen[str]:
 
 
 POINTS_OF_JOB = text(
-    "SELECT count(*) FROM point JOIN curve ON curve.id = point.curve_id "
+    "SELECT coalesce(sum(curve_chunk.n_points), 0) FROM curve_chunk"
+    " JOIN curve ON curve.id = curve_chunk.curve_id "
     "JOIN run ON run.id = curve.run_id JOIN job ON job.id = run.job_id WHERE job.name = :name"
 )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import math
 import sqlite3
 import subprocess
 import sys
@@ -12,13 +13,14 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, func, select, text
+from sqlalchemy import Engine, create_engine, inspect, select, text
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
+from tests.stored import stored_points
 from tracker.errors import NotATrackerDatabase, UnknownRevision
 from tracker.jobdir.sample import write_sample_job
-from tracker.models import Base, Point, Run
+from tracker.models import Base, Run
 from tracker.services.derived import rederive
 from tracker.store.db import (
     HEAD,
@@ -35,8 +37,7 @@ def snapshot(engine: Engine) -> dict[str, object]:
     with Session(engine) as session:
         return {
             "runs": sorted(session.execute(select(Run.arm, Run.val_loss, Run.seed)).all()),
-            "points": session.scalar(select(func.count()).select_from(Point)),
-            "values": session.scalar(select(func.sum(Point.value))),
+            "points": stored_points(session).height,
         }
 
 
@@ -83,13 +84,23 @@ def test_downgrade_to_base_and_up_again_on_a_database_with_data(
     assert snapshot(engine)["points"] == 4 * 3 * 30
 
 
-def test_point_table_is_without_rowid_on_sqlite(tmp_path: Path) -> None:
+def table_ddl(engine: Engine, table: str) -> str:
+    with engine.connect() as connection:
+        return str(
+            connection.execute(
+                text("SELECT sql FROM sqlite_master WHERE name = :table"), {"table": table}
+            ).scalar_one()
+        )
+
+
+def test_chunks_are_keyed_by_curve_and_first_step_and_points_come_back_as_before(
+    tmp_path: Path,
+) -> None:
     engine = create_tracker_engine(f"sqlite:///{tmp_path / 'fresh.db'}")
     check_schema(engine)
-    with engine.connect() as connection:
-        ddl = connection.execute(
-            text("SELECT sql FROM sqlite_master WHERE name = 'point'")
-        ).scalar_one()
+    assert "PRIMARY KEY (curve_id, first_step)" in table_ddl(engine, "curve_chunk")
+    downgrade(engine, "0004")
+    ddl = table_ddl(engine, "point")
     assert "WITHOUT ROWID" in ddl
     assert "PRIMARY KEY (curve_id, step)" in ddl
 
@@ -133,11 +144,11 @@ def test_db_current_and_upgrade_commands(tmp_path: Path) -> None:
     cli = Cli(url)
     assert (
         cli("db", "current").stdout
-        == "revision (empty database), head 0006: run `tracker db upgrade`\n"
+        == f"revision (empty database), head {HEAD}: run `tracker db upgrade`\n"
     )
-    assert cli("db", "upgrade").stdout == "upgraded empty database -> 0006\n"
-    assert cli("db", "upgrade").stdout == "already at 0006\n"
-    assert cli("db", "current").stdout == "revision 0006, head 0006: up to date\n"
+    assert cli("db", "upgrade").stdout == f"upgraded empty database -> {HEAD}\n"
+    assert cli("db", "upgrade").stdout == f"already at {HEAD}\n"
+    assert cli("db", "current").stdout == f"revision {HEAD}, head {HEAD}: up to date\n"
 
 
 # Columns added after 0004: curve.n_nonfinite (0005), source_file.version (0006)
@@ -149,15 +160,25 @@ Snapshot = dict[str, tuple[list[str], list[tuple[object, ...]]]]
 
 def full_snapshot(engine: Engine, leave_out: set[str] | None = None) -> Snapshot:
     """Every row of every tracker table, in key order (NaN compared as text), with the
-    columns' names; without the columns ``leave_out``."""
-    tables = ("job", "job_meta", "source_file", "probe", "run", "curve", "point")
-    snapshot = {}
+    columns' names, without the columns ``leave_out``; and every point as (curve, step,
+    value): a point row before revision 0007, decoded from its chunk after (NULL, which the
+    point table stored for NaN, as NaN)."""
+    tables = ("job", "job_meta", "source_file", "probe", "run", "curve")
+    snapshot: Snapshot = {}
     with engine.connect() as connection:
         for table in tables:
             result = connection.execute(text(f"SELECT * FROM {table} ORDER BY 1, 2"))
             columns = list(result.keys())
             rows = [tuple(repr(value) for value in row) for row in result]
             snapshot[table] = (columns, rows)
+        if "point" in inspect(connection).get_table_names():
+            stored = connection.execute(text("SELECT * FROM point ORDER BY 1, 2")).all()
+            points = [(c, s, math.nan if v is None else v) for c, s, v in stored]
+        else:
+            with Session(bind=connection) as session:
+                points = stored_points(session).select("curve_id", "step", "value").rows()
+    point_rows = [(repr(c), repr(s), repr(float(v))) for c, s, v in points]
+    snapshot["point"] = (["curve_id", "step", "value"], point_rows)
     return full_snapshot_of(snapshot, leave_out)
 
 
@@ -232,7 +253,9 @@ def test_upgrade_copies_the_file_aside_first(tmp_path: Path) -> None:
     result = Cli(url)("db", "upgrade")
     backups = list(tmp_path.glob("old.db.0001-*.bak"))
     assert len(backups) == 1
-    assert result.stdout == (f"upgraded 0001 -> 0006 (the previous file is kept at {backups[0]})\n")
+    assert result.stdout == (
+        f"upgraded 0001 -> {HEAD} (the previous file is kept at {backups[0]})\n"
+    )
     assert full_snapshot(engine, leave_out=NEWER_COLUMNS) == before
     with engine.connect() as connection:  # its points: 10.5, inf and NaN (NULL)
         assert connection.execute(text("SELECT n_nonfinite FROM curve")).scalar_one() == 2
@@ -256,7 +279,7 @@ def test_a_failed_upgrade_leaves_the_original_in_place(tmp_path: Path) -> None:
         "table _alembic_tmp_point already exists\n"
     )
     assert full_snapshot(engine) == before
-    assert Cli(url)("db", "current").stdout.startswith("revision 0001, head 0006")
+    assert Cli(url)("db", "current").stdout.startswith(f"revision 0001, head {HEAD}")
 
 
 def derived_rows(engine: Engine) -> dict[str, list[tuple[object, ...]]]:
@@ -298,22 +321,23 @@ def test_upgrades_backfill_the_derived_rows_ingest_writes(
 DATA = Path(__file__).parent / "data"
 
 
-@pytest.mark.parametrize("revision", ["0001", "0002", "0003", "0004"])
+@pytest.mark.parametrize("revision", REVISIONS[:-1])
 def test_a_database_made_by_an_old_revision_upgrades_to_the_rows_of_a_fresh_ingest(
     cli: Cli, engine: Engine, db_url: str, tmp_path: Path, revision: str
 ) -> None:
     jobs = [
         write_sample_job(tmp_path / "job1", steps=40),
-        write_sample_job(tmp_path / "job2", seed=1, steps=40, arms=("ref_s0",)),
+        write_sample_job(tmp_path / "job2", seed=1, steps=20_000, arms=("ref_s0",)),
         DATA / "oom_probe",  # a diverged arm: inf, then NaN
     ]
     for job in jobs:
         cli("ingest", str(job))
     fresh, fresh_derived = full_snapshot(engine), derived_rows(engine)
+    assert repr(19_999) in {row[1] for row in fresh["point"][1]}  # two chunks a curve
     # a database of that revision, its jobs' rows as it keeps them (today's code writes only
     # the head's schema; each downgrade keeps the rows, see above)
     downgrade(engine, revision)
-    assert full_snapshot(engine) == full_snapshot_of(fresh, leave_out=NEWER_COLUMNS)
+    assert full_snapshot(engine, NEWER_COLUMNS) == full_snapshot_of(fresh, NEWER_COLUMNS)
     assert Cli(db_url)("db", "upgrade").stdout.startswith(f"upgraded {revision} -> {HEAD}")
     assert full_snapshot(engine, leave_out={"version"}) == full_snapshot_of(fresh, {"version"})
     assert derived_rows(engine) == fresh_derived

@@ -29,16 +29,16 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from typer.testing import CliRunner
 
+from tests.stored import row_counts
 from tracker.cli import app
 from tracker.errors import BadInput
 from tracker.jobdir.reader import parse_curve_csv, parse_probe_file, scan_job
 from tracker.jobdir.records import CONTROL_CHARS, FLOAT_FIELDS, INT_LIMIT, NAME_MAX, ProbeRecord
 from tracker.jobdir.sample import MODELS, VARIANTS, write_sample_job
-from tracker.models import Curve, Job, JobMeta, Point, Probe, Run, SourceFile
+from tracker.models import Curve, CurveChunk, Job, JobMeta, Probe, Run, SourceFile
 from tracker.store.catalog import delete_job
 from tracker.store.db import in_write_transaction, open_database
 
@@ -482,17 +482,14 @@ SLOW = settings(
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-TABLES = (Job, JobMeta, SourceFile, Probe, Run, Curve, Point)
+TABLES = (Job, JobMeta, SourceFile, Probe, Run, Curve, CurveChunk)
 
 
 def counts(url: str) -> dict[str, int]:
     engine = open_database(url)
     try:
         with Session(engine) as session:
-            return {
-                model.__tablename__: session.scalar(select(func.count()).select_from(model)) or 0
-                for model in TABLES
-            }
+            return row_counts(session, TABLES)
     finally:
         engine.dispose()
 

@@ -879,7 +879,7 @@ def test_probes_runs_and_trend_never_read_points(study: Study, engine: Engine) -
             assert tables.curve(session, Selection(), ("ref_s0",)).height > 0
     finally:
         event.remove(engine, "before_cursor_execute", record)
-    point = re.compile(r"\bpoint\b", re.IGNORECASE)
+    point = re.compile(r"\bcurve_chunk\b", re.IGNORECASE)
     assert summary_statements
     assert not [s for s in summary_statements if point.search(s)]
     assert [s for s in statements[len(summary_statements) :] if point.search(s)]  # control

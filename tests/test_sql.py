@@ -16,13 +16,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 from sqlalchemy import Engine, func, inspect, make_url, select
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
+from tests.stored import stored_points
 from tracker.jobdir.sample import write_sample_job
-from tracker.models import Curve, Job, JobMeta, Point, Probe, Run, SourceFile
+from tracker.models import Curve, CurveChunk, Job, JobMeta, Probe, Run, SourceFile
 
 STEPS = 12
 ONLY_READS = "tracker sql only reads"
@@ -58,11 +60,11 @@ def snapshot(engine: Engine) -> dict[str, Any]:
     with Session(engine) as session:
         counts = {
             model.__tablename__: session.scalar(select(func.count()).select_from(model))
-            for model in (Job, JobMeta, SourceFile, Probe, Run, Curve, Point)
+            for model in (Job, JobMeta, SourceFile, Probe, Run, Curve, CurveChunk)
         }
         names = session.scalars(select(Job.name).order_by(Job.name)).all()
         meta = session.execute(select(JobMeta.key, JobMeta.value).order_by(JobMeta.key)).all()
-        points = session.scalar(select(func.sum(Point.value)).where(Point.value < 1e300))
+        points = stored_points(session).filter(pl.col("value") < 1e300)["value"].sum()
     with engine.connect() as connection:
         tables = sorted(inspect(connection).get_table_names())
     return {"counts": counts, "names": names, "meta": meta, "points": points, "tables": tables}
@@ -102,7 +104,8 @@ def test_select_reads_the_data(loaded: Cli, job_dir: Path) -> None:
     rows = json.loads(
         loaded(
             "sql",
-            "SELECT c.metric, count(*) AS points FROM point p JOIN curve c ON c.id = p.curve_id "
+            "SELECT c.metric, sum(k.n_points) AS points FROM curve_chunk k "
+            "JOIN curve c ON c.id = k.curve_id "
             "GROUP BY c.metric ORDER BY c.metric",
             "-f",
             "json",
@@ -158,6 +161,16 @@ def test_a_query_error_is_one_line(loaded: Cli, db_url: str) -> None:
     assert line == expected[backend(db_url)]
 
 
+def test_a_query_of_the_point_table_says_where_points_went(loaded: Cli, db_url: str) -> None:
+    line = refused(loaded("sql", "SELECT count(*) FROM point", ok=False))
+    missing = {"sqlite": "no such table: point", "postgresql": 'relation "point" does not exist'}
+    assert line == (
+        f"Error: sql: {missing[backend(db_url)]}: curve points are no longer rows of a table but "
+        "compressed chunks (curve_chunk); read them with `tracker query curve`, or write them as "
+        "Parquet with `tracker export DIR` and query that\n"
+    )
+
+
 def test_in_memory_database_has_nothing_to_query() -> None:
     # in a child process with a deadline: opening an in-memory database must not hang
     try:
@@ -192,8 +205,8 @@ REFUSED: list[tuple[str, str, str | None, str | None]] = [
         READ_ONLY_TX.format("INSERT"),
     ),
     ("update", "UPDATE job SET name = 'renamed'", NOT_AUTHORIZED, READ_ONLY_TX.format("UPDATE")),
-    ("delete", "DELETE FROM point", NOT_AUTHORIZED, READ_ONLY_TX.format("DELETE")),
-    ("drop", "DROP TABLE point", NOT_AUTHORIZED, READ_ONLY_TX.format("DROP TABLE")),
+    ("delete", "DELETE FROM curve_chunk", NOT_AUTHORIZED, READ_ONLY_TX.format("DELETE")),
+    ("drop", "DROP TABLE curve_chunk", NOT_AUTHORIZED, READ_ONLY_TX.format("DROP TABLE")),
     (
         "create",
         "CREATE TABLE evil (a integer)",
@@ -211,7 +224,7 @@ REFUSED: list[tuple[str, str, str | None, str | None]] = [
     ),
     ("vacuum into", "VACUUM INTO '{outside}/copy.db'", None, None),
     ("two statements", "SELECT 1; SELECT 2", ONE_STATEMENT, ONE_STATEMENT),
-    ("read then write", "SELECT 1; DELETE FROM point", ONE_STATEMENT, ONE_STATEMENT),
+    ("read then write", "SELECT 1; DELETE FROM curve_chunk", ONE_STATEMENT, ONE_STATEMENT),
     ("copy to program", "COPY (SELECT 1) TO PROGRAM 'touch {outside}/pwned'", None, None),
     ("copy to file", "COPY job TO '{outside}/dump.txt'", None, None),
     (

@@ -39,6 +39,7 @@ from tracker.queries import claims as _claims
 from tracker.queries import compare as _compare
 from tracker.queries import tables
 from tracker.queries.compare import Comparison
+from tracker.queries.export import export_curves
 from tracker.queries.selection import Selection
 from tracker.report import Report, generate_report
 from tracker.services.copy import copy_jobs
@@ -59,6 +60,7 @@ __all__ = [
     "curve",
     "delete",
     "edit_meta",
+    "export",
     "job_meta",
     "job_rows",
     "jobs",
@@ -160,6 +162,20 @@ def curve(
         db,
         lambda s: tables.curve(s, selection, arms, metric=metric, ema_alpha=ema, every=every),
     )
+
+
+def export(
+    db: Database,
+    directory: Path | str,
+    *,
+    job: Iterable[str] | str | None = None,
+    where: Where = None,
+) -> pl.DataFrame:
+    """Every point of the selected jobs as a Parquet dataset partitioned by job, which
+    ``pl.scan_parquet(f"{directory}/**/*.parquet", hive_partitioning=True)`` or DuckDB read;
+    one row per job written: ``job``, ``curves``, ``points``, ``path``."""
+    selection = _selection(job, None, None, where, None)
+    return with_session(db, lambda s: export_curves(s, selection, Path(directory)))
 
 
 def comparison(

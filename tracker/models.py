@@ -3,8 +3,8 @@
 Non-finite floats: PostgreSQL stores NaN and +-inf natively; SQLite stores +-inf but turns a
 bound NaN into NULL. Scalar columns that may legitimately be NULL (a summary's ``val_loss``)
 use ``ExactFloat``, which stores NaN as the text 'NaN' on SQLite so that NULL and NaN stay
-distinct. Curve points never hold a NULL of their own (missing cells are not stored), so
-there NULL means NaN on both backends, which keeps the hot insert path free of conversions.
+distinct. Curve points are not rows: they are stored as compressed chunks (``CurveChunk``),
+which keep every value's bits.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from sqlalchemy import (
     Float,
     ForeignKey,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -194,20 +195,23 @@ class Curve(Base):
     run: Mapped[Run] = relationship(back_populates="curves")
 
 
-class Point(Base):
-    """A curve's value at one step. NULL ``value`` means NaN (see the module docstring).
+class CurveChunk(Base):
+    """Up to ``tracker.store.points.CHUNK_POINTS`` consecutive points of a curve, compressed
+    (``tracker.store.codec``): a range read fetches only the chunks whose steps it needs,
+    found through the key (``curve_id``, ``first_step``). ``min_value``/``max_value`` are over
+    the chunk's finite values (NULL when it has none)."""
 
-    No foreign key to ``curve``: a per-row check made bulk loads 4x slower on PostgreSQL.
-    Points are written only right after their curve, in the same transaction, and deleted
-    with their job by ``tracker.store.catalog.delete_job_rows``.
-    """
+    __tablename__ = "curve_chunk"
 
-    __tablename__ = "point"
-    __table_args__ = {"sqlite_with_rowid": False}
-
-    curve_id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    step: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    value: Mapped[float | None] = mapped_column(Float)
+    curve_id: Mapped[int] = mapped_column(
+        ForeignKey("curve.id", ondelete="CASCADE"), primary_key=True
+    )
+    first_step: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    last_step: Mapped[int] = mapped_column(BigInteger)
+    n_points: Mapped[int] = mapped_column(Integer)
+    min_value: Mapped[float | None] = mapped_column(Float)
+    max_value: Mapped[float | None] = mapped_column(Float)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class JobVerdict(Base):

@@ -14,7 +14,7 @@ from tracker.cli.base import app
 
 # Importing a module registers its commands; this order is the order of --help.
 # isort: off
-from tracker.cli import ingest, sync, jobs, demo, queries, serve, db  # noqa: F401
+from tracker.cli import ingest, sync, jobs, demo, queries, export, serve, db  # noqa: F401
 # isort: on
 
 __all__ = ["app", "main"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import polars as pl
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
@@ -14,7 +15,7 @@ from tracker.domain import LOSS
 from tracker.errors import UnknownArm, UnknownMetric, known_names
 from tracker.models import Curve, Probe, Run
 from tracker.queries.selection import Selection, selected_jobs
-from tracker.store.curves import load_curves
+from tracker.store.curves import read_curve
 from tracker.store.frames import query_frame
 
 PROBE_METRICS = (
@@ -207,16 +208,32 @@ def curve(
     )
     if arms:
         query = query.where(Run.arm.in_(arms))
-    found = query_frame(session, query).rename({"id": "curve_id"})
-    points = load_curves(session, found["curve_id"].to_list())
+    found = with_jobs(jobs, query_frame(session, query).rename({"id": "curve_id"})).drop("time")
+    labels = found.drop("curve_id")
+    columns = {"step": pl.Int64, "value": pl.Float64}
+    if ema_alpha is not None:
+        columns["ema"] = pl.Float64
     parts = []
-    for part in points.partition_by("curve_id", maintain_order=True):
+    # one curve at a time, its points labelled by literal columns: no join of every point
+    for label, curve_id in zip(labels.iter_rows(), found["curve_id"], strict=True):
+        step, value = read_curve(session, curve_id)
+        if not len(step):
+            continue
+        points = {"step": step, "value": value}
         if ema_alpha is not None:
-            smoothed = smooth(part["step"].to_numpy(), part["value"].to_numpy(), ema_alpha)
-            part = part.with_columns(ema=pl.Series(smoothed, dtype=pl.Float64))
-        index = pl.int_range(pl.len())
-        parts.append(part.filter((index % every == 0) | (index == pl.len() - 1)))
-    empty = points.head(0) if ema_alpha is None else points.head(0).with_columns(ema=pl.lit(0.0))
-    thinned = pl.concat(parts) if parts else empty
-    table = with_jobs(jobs, found.join(thinned, on="curve_id").drop("curve_id"))
-    return table.drop("time")
+            points["ema"] = smooth(step, value, ema_alpha)
+        if every > 1:
+            keep = np.unique(np.append(np.arange(0, len(step), every), len(step) - 1))
+            points = {name: array[keep] for name, array in points.items()}
+        frame = pl.DataFrame(points, schema=columns)
+        parts.append(
+            frame.select(
+                *(
+                    pl.lit(v, dtype).alias(name)
+                    for (name, dtype), v in zip(labels.schema.items(), label, strict=True)
+                ),
+                pl.all(),
+            )
+        )
+    empty = pl.DataFrame(schema={**labels.schema, **columns})
+    return pl.concat(parts) if parts else empty

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from tracker.domain import LOSS
 from tracker.errors import BadTime, MissingMetaKey, UnknownJob, known_names
-from tracker.models import Curve, Job, JobMeta, Point, Probe, Run
+from tracker.models import Curve, Job, JobMeta, Probe, Run
 
 Row = dict[str, Any]
 TIME_KEY = "time"  # metadata that orders jobs in queries, instead of the ingest time
@@ -231,10 +231,7 @@ def update_meta(
 
 
 def delete_job_rows(session: Session, job_id: int) -> None:
-    """Delete a job and all it owns: points explicitly (they carry no foreign key), the rest
-    by the database's cascades."""
-    curves = select(Curve.id).join(Run, Run.id == Curve.run_id).where(Run.job_id == job_id)
-    # plain SQL deletes: the ORM would fetch every deleted row back to synchronise a session
+    """Delete a job and all it owns, its curves' chunks included, by the database's cascades."""
+    # a plain SQL delete: the ORM would fetch every deleted row back to synchronise a session
     quiet = {"synchronize_session": False}
-    session.execute(delete(Point).where(Point.curve_id.in_(curves)), execution_options=quiet)
     session.execute(delete(Job).where(Job.id == job_id), execution_options=quiet)

@@ -1,8 +1,9 @@
 """Copying jobs between tracker databases (a local SQLite history to a team's PostgreSQL).
 
 The command copies each job in one destination transaction, with every row it owns (its
-derived rows are computed afresh there, by ``tracker.services.copy``); points go
-through the same bulk path as an ingest. A job the destination already holds is skipped, so
+derived rows are computed afresh there, by ``tracker.services.copy``); a curve's chunks go
+over as stored (still compressed, so every value's bits), through the same bulk path as an
+ingest. A job the destination already holds is skipped, so
 copying twice copies nothing new.
 """
 
@@ -15,8 +16,8 @@ from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
-from tracker.store.curves import load_curves
-from tracker.store.points import write_points
+from tracker.store.curves import stored_chunks
+from tracker.store.points import write_chunks
 
 PROBE_FIELDS = [c.key for c in Probe.__table__.columns if c.key not in ("id", "job_id")]
 RUN_FIELDS = [c.key for c in Run.__table__.columns if c.key not in ("id", "job_id")]
@@ -78,9 +79,8 @@ def copy_job_rows(source: Session, destination: Session, name: str) -> CopiedJob
             curve_id = destination.execute(
                 insert(Curve).returning(Curve.id), {"run_id": run_id, **_row(curve, CURVE_FIELDS)}
             ).scalar_one()
-            values = load_curves(source, [curve.id]).drop("curve_id")
-            write_points(destination.connection(), curve_id, values)
-            points += values.height
+            write_chunks(destination.connection(), curve_id, stored_chunks(source, curve.id))
+            points += curve.n_points
     return CopiedJob(name, "copied", points, copy.id)
 
 

@@ -1,55 +1,96 @@
-"""Reading curve points back as polars frames (NULL points are NaN, see tracker.models)."""
+"""The one module that reads curve points: chunks (``curve_chunk``) decoded into polars frames."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import polars as pl
-from sqlalchemy import select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from tracker.domain import LOSS
 from tracker.errors import CurveNotFound
-from tracker.models import Curve, Job, Point, Run
+from tracker.models import Curve, CurveChunk, Job, Run
+from tracker.store import codec
+from tracker.store.points import ChunkRow
 
-CHUNK_ROWS = 50_000  # rows held as Python objects at once while reading a curve
+SCHEMA = {"curve_id": pl.Int64, "step": pl.Int64, "value": pl.Float64}
+
+
+def read_curve(
+    session: Session, curve_id: int, steps: tuple[int, int] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """One curve's steps (int64) and values (float64), in step order; with ``steps`` only
+    those from the first to the last step given (both included), decoding only the chunks
+    that hold them (found through the (curve_id, first_step) key)."""
+    query = select(CurveChunk.data).where(CurveChunk.curve_id == curve_id)
+    if steps is not None:
+        query = _overlapping(query, curve_id, steps)
+    rows = session.connection().execute(query.order_by(CurveChunk.first_step))
+    chunks = [codec.decode(data) for (data,) in rows]
+    if not chunks:
+        return np.empty(0, np.int64), np.empty(0, np.float64)
+    step = np.concatenate([chunk[0] for chunk in chunks])
+    value = np.concatenate([chunk[1] for chunk in chunks])
+    if steps is None:
+        return step, value
+    low = np.searchsorted(step, steps[0], side="left")
+    high = np.searchsorted(step, steps[1], side="right")
+    return step[low:high], value[low:high]
 
 
 def load_curves(
     session: Session, curve_ids: list[int], steps: tuple[int, int] | None = None
 ) -> pl.DataFrame:
-    """Points of many curves: ``curve_id``, ``step``, ``value``, ordered by both; with
-    ``steps`` only those from the first to the last step given (both included), read
-    through the (curve_id, step) key.
-
-    Rows come straight from the driver's cursor, one curve per query (two columns, not three)
-    and go to polars through numpy arrays, ``CHUNK_ROWS`` rows at a time: building ORM rows,
-    or polars frames from Python rows, for a million points would cost more than the query
-    itself, and the Python rows of a whole curve at once ~100 MB per million points. Steps are exact
-    in a float64 (below 2**53); a NULL value (NaN, see tracker.models) becomes NaN.
-    """
-    schema = {"curve_id": pl.Int64, "step": pl.Int64, "value": pl.Float64}
-    connection = session.connection()
+    """Points of many curves: ``curve_id``, ``step``, ``value``, ordered by both (``steps``
+    as for ``read_curve``)."""
     parts = []
     for curve_id in sorted(curve_ids):
-        query = select(Point.step, Point.value).where(Point.curve_id == curve_id)
-        if steps is not None:
-            query = query.where(Point.step.between(*steps))
-        cursor = connection.execute(query.order_by(Point.step)).cursor
-        chunks = [np.empty((0, 2))]
-        while rows := cursor.fetchmany(CHUNK_ROWS):
-            chunks.append(np.array(rows, dtype=np.float64).reshape(-1, 2))
-        points = np.concatenate(chunks)
-        parts.append(
-            pl.DataFrame(
-                {
-                    "curve_id": np.full(len(points), curve_id, dtype=np.int64),
-                    "step": points[:, 0].astype(np.int64),
-                    "value": points[:, 1],
-                },
-                schema=schema,
+        step, value = read_curve(session, curve_id, steps)
+        if len(step):
+            parts.append(
+                pl.DataFrame(
+                    {"curve_id": np.full(len(step), curve_id), "step": step, "value": value},
+                    schema=SCHEMA,
+                )
             )
+    return pl.concat(parts) if parts else pl.DataFrame(schema=SCHEMA)
+
+
+def _overlapping(query: Select[Any], curve_id: int, steps: tuple[int, int]) -> Select[Any]:
+    """Only the chunks holding steps from ``steps[0]`` to ``steps[1]``: those that start
+    inside it, and the one before it that may reach into it (the last to start at or
+    before the first step), both bounds on the key."""
+    before = (
+        select(func.max(CurveChunk.first_step))
+        .where(CurveChunk.curve_id == curve_id, CurveChunk.first_step <= steps[0])
+        .scalar_subquery()
+    )
+    return query.where(
+        CurveChunk.first_step <= steps[1],
+        CurveChunk.first_step >= func.coalesce(before, steps[0]),
+    )
+
+
+def stored_chunks(session: Session, curve_id: int) -> list[ChunkRow]:
+    """A curve's chunks as stored, still encoded: what a copy writes elsewhere unchanged."""
+    query = (
+        select(
+            CurveChunk.first_step,
+            CurveChunk.last_step,
+            CurveChunk.n_points,
+            CurveChunk.min_value,
+            CurveChunk.max_value,
+            CurveChunk.data,
         )
-    return pl.concat(parts) if parts else pl.DataFrame(schema=schema)
+        .where(CurveChunk.curve_id == curve_id)
+        .order_by(CurveChunk.first_step)
+    )
+    return [
+        (first, last, n, low, high, bytes(data))
+        for first, last, n, low, high, data in session.execute(query)
+    ]
 
 
 def find_curve(session: Session, job: str, arm: str, metric: str = LOSS) -> Curve:

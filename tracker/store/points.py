@@ -1,50 +1,75 @@
-"""The hot path: bulk-writing and reading curve points, per backend.
+"""The hot path: writing a curve's points as compressed chunks (``curve_chunk``), per backend.
 
-Points bypass the ORM: SQLite gets the driver's ``executemany`` fed by an iterator (no list of
-a million tuples), PostgreSQL gets ``COPY``. NaN is written as NULL on both backends, so a
-point's NULL always reads back as NaN.
+A curve is cut into chunks of ``CHUNK_POINTS`` points, each encoded by ``tracker.store.codec``;
+SQLite gets the driver's ``executemany``, PostgreSQL a binary ``COPY``. A million-point curve
+is 62 rows, so the database does a few dozen row writes where it did a million.
 """
 
 from __future__ import annotations
 
-import io
-from itertools import repeat
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import polars as pl
 from sqlalchemy import Connection
 
 from tracker.errors import DatabaseFailed
+from tracker.store import codec
 from tracker.store.db import first_line
 
-INSERT_SQLITE = "INSERT INTO point (curve_id, step, value) VALUES (?, ?, ?)"
-COPY_POSTGRES = "COPY point (curve_id, step, value) FROM STDIN"
+# A 2,000-step zoom touches one or two chunks; larger chunks barely compress better (6.18 vs
+# 6.20 bytes/point at 4,096) and would decode more than a zoom shows.
+CHUNK_POINTS = 16_384
+COLUMNS = "curve_id, first_step, last_step, n_points, min_value, max_value, data"
+INSERT_SQLITE = f"INSERT INTO curve_chunk ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+COPY_POSTGRES = f"COPY curve_chunk ({COLUMNS}) FROM STDIN (FORMAT BINARY)"
+COPY_TYPES = ["int4", "int8", "int8", "int4", "float8", "float8", "bytea"]
+
+# (first_step, last_step, n_points, min_value, max_value, data): a stored chunk, without its curve
+ChunkRow = tuple[int, int, int, float | None, float | None, bytes]
+
+
+def chunk_rows(steps: np.ndarray, values: np.ndarray) -> Iterator[ChunkRow]:
+    """The chunks of one curve (``steps`` increasing), encoded."""
+    for start in range(0, len(steps), CHUNK_POINTS):
+        part_steps = steps[start : start + CHUNK_POINTS]
+        part_values = values[start : start + CHUNK_POINTS]
+        finite = part_values[np.isfinite(part_values)]
+        yield (
+            int(part_steps[0]),
+            int(part_steps[-1]),
+            len(part_steps),
+            float(finite.min()) if len(finite) else None,
+            float(finite.max()) if len(finite) else None,
+            codec.encode(part_steps, part_values),
+        )
 
 
 def write_points(connection: Connection, curve_id: int, curve: pl.DataFrame) -> None:
     """Write a frame of ``step`` and ``value`` as the points of ``curve_id``."""
-    if curve.height == 0:
+    steps = curve["step"].cast(pl.Int64).to_numpy()
+    values = curve["value"].cast(pl.Float64).to_numpy()
+    write_chunks(connection, curve_id, list(chunk_rows(steps, values)))
+
+
+def write_chunks(connection: Connection, curve_id: int, rows: Sequence[ChunkRow]) -> None:
+    """Store encoded chunks as those of ``curve_id`` (an ingest's, or a copy's as read)."""
+    if not rows:
         return
     dbapi = connection.connection.driver_connection
     assert dbapi is not None
     try:
         if connection.dialect.name == "postgresql":
-            _copy_postgres(dbapi, curve_id, curve)
+            _copy_postgres(dbapi, curve_id, rows)
         else:
-            _insert_sqlite(dbapi, curve_id, curve)
+            dbapi.cursor().executemany(INSERT_SQLITE, ((curve_id, *row) for row in rows))
     except connection.dialect.loaded_dbapi.Error as exc:  # the driver's own, past SQLAlchemy
         raise DatabaseFailed(reason=first_line(exc)) from None
 
 
-def _insert_sqlite(dbapi: Any, curve_id: int, curve: pl.DataFrame) -> None:
-    rows = zip(repeat(curve_id), curve["step"].to_list(), curve["value"].to_list(), strict=False)
-    dbapi.cursor().executemany(INSERT_SQLITE, rows)
-
-
-def _copy_postgres(dbapi: Any, curve_id: int, curve: pl.DataFrame) -> None:
-    text = io.BytesIO()
-    curve.select(
-        pl.lit(curve_id).alias("curve_id"), "step", pl.col("value").fill_nan(None)
-    ).write_csv(text, include_header=False, separator="\t", null_value="\\N", float_precision=None)
+def _copy_postgres(dbapi: Any, curve_id: int, rows: Sequence[ChunkRow]) -> None:
     with dbapi.cursor() as cursor, cursor.copy(COPY_POSTGRES) as copy:
-        copy.write(text.getbuffer())
+        copy.set_types(COPY_TYPES)
+        for row in rows:
+            copy.write_row((curve_id, *row))

@@ -41,6 +41,13 @@ SQLITE_READS = frozenset(
     }
 )
 SQLITE_REFUSED_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"}
+# What each backend says of the point table, gone since revision 0007, and where its rows went.
+NO_POINT_TABLE = ("no such table: point", 'relation "point" does not exist')
+POINTS_MOVED = (
+    "curve points are no longer rows of a table but compressed chunks (curve_chunk); read "
+    "them with `tracker query curve`, or write them as Parquet with `tracker export DIR` and "
+    "query that"
+)
 
 
 def _stored_time(raw: bytes) -> datetime | str:
@@ -113,8 +120,14 @@ def _run_sqlite(url: str, sql: str, timeout_s: float) -> SqlResult:
         connection.close()
 
 
+def _points_moved(reason: str) -> str | None:
+    return f"{reason}: {POINTS_MOVED}" if reason.strip() in NO_POINT_TABLE else None
+
+
 def _sqlite_reason(exc: sqlite3.DatabaseError) -> str:
     message = str(exc)
+    if moved := _points_moved(message):
+        return moved
     if "one statement at a time" in message:
         return "give one statement at a time"
     if message in ("not authorized", "attempt to write a readonly database"):
@@ -164,6 +177,8 @@ def _run_postgres(url: str, sql: str, timeout_s: float) -> SqlResult:
 
 def _postgres_reason(exc: Exception) -> str:
     reason = first_line(exc)
+    if moved := _points_moved(reason):
+        return moved
     if "read-only transaction" in reason or "permission denied" in reason:
         return f"{reason}: tracker sql only reads"
     if "multiple commands" in reason:

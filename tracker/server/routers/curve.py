@@ -1,6 +1,7 @@
 """``/curve``: the curve explorer. The page draws a min/max-downsampled curve; zooming asks
-``/api/curve`` for the visible step range, read alone through the (curve_id, step) key, so
-a window of fewer steps than ``points`` shows every raw point."""
+``/api/curve`` for the visible step range, read alone (one or two chunks, found through their
+(curve_id, first_step) key), so a window of fewer steps than ``points`` shows every raw
+point."""
 
 from __future__ import annotations
 

@@ -1,0 +1,82 @@
+"""``tracker export``: every point of the selected jobs as a Parquet dataset, for SQL engines.
+
+The points themselves are compressed chunks that only the tracker reads; this writes them out
+as plain rows that DuckDB, polars or Spark read directly (also from object storage): one file
+per job, ``DIR/job=NAME/curves.parquet`` (hive partitioning: the job is the folder), with the
+columns ``arm``, ``metric``, ``step``, ``value`` and one text column per metadata key of any
+selected job (null where a job lacks it), so every file has the same schema. A job's file is
+written whole or not at all (a temporary file renamed), one job in memory at a time.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import polars as pl
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tracker.models import Curve, JobMeta, Run
+from tracker.queries.selection import Selection, selected_jobs
+from tracker.store.curves import load_curves
+
+FILE_NAME = "curves.parquet"
+POINT_COLUMNS = ("arm", "metric", "step", "value")
+
+
+def meta_column(key: str) -> str:
+    """A metadata key's column: the key, or ``meta.KEY`` where it would take a point column's
+    name (as ``/api/runs`` names such keys)."""
+    return f"meta.{key}" if key in (*POINT_COLUMNS, "job") else key
+
+
+def job_points(
+    session: Session, job_id: int, meta: dict[str, str | None]
+) -> tuple[pl.DataFrame, int]:
+    """Every point of one job: ``arm``, ``metric``, ``step``, ``value`` and the ``meta``
+    columns, by arm, metric and step; and how many curves the job has."""
+    curves = session.execute(
+        select(Curve.id, Run.arm, Curve.metric)
+        .join(Run, Run.id == Curve.run_id)
+        .where(Run.job_id == job_id)
+        .order_by(Run.arm, Curve.metric)
+    ).all()
+    names = pl.DataFrame(
+        [(curve_id, arm, metric) for curve_id, arm, metric in curves],
+        schema={"curve_id": pl.Int64, "arm": pl.String, "metric": pl.String},
+        orient="row",
+    )
+    points = load_curves(session, [curve_id for curve_id, _, _ in curves])
+    frame = (
+        names.join(points, on="curve_id", maintain_order="left")
+        .select(*POINT_COLUMNS)
+        .with_columns(pl.lit(v, pl.String).alias(meta_column(key)) for key, v in meta.items())
+    )
+    return frame, len(curves)
+
+
+def export_curves(session: Session, selection: Selection, directory: Path) -> pl.DataFrame:
+    """Write the points of the selected jobs under ``directory`` (see the module docstring);
+    one row per job written: ``job``, ``curves``, ``points``, ``path`` (of its file)."""
+    jobs = selected_jobs(session, selection)
+    job_ids = jobs["job_id"].to_list()
+    meta: dict[int, dict[str, str]] = {}
+    for job_id, key, value in session.execute(
+        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(job_ids))
+    ):
+        meta.setdefault(job_id, {})[key] = value
+    keys = sorted({key for own in meta.values() for key in own})
+    done = []
+    for job_id, name in zip(job_ids, jobs["job"], strict=True):
+        own = meta.get(job_id, {})
+        frame, curves = job_points(session, job_id, {key: own.get(key) for key in keys})
+        folder = directory / f"job={name}"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / FILE_NAME
+        partial = folder / f".{FILE_NAME}.tmp"
+        frame.write_parquet(partial, compression="zstd", statistics=True)
+        os.replace(partial, path)
+        done.append({"job": name, "curves": curves, "points": frame.height, "path": str(path)})
+    schema = {"job": pl.String, "curves": pl.Int64, "points": pl.Int64, "path": pl.String}
+    return pl.DataFrame(done, schema=schema)

@@ -1,0 +1,109 @@
+"""A chunk of a curve as bytes, and back, bit for bit: NaN payloads, +-inf, -0.0 included.
+
+A chunk is ``VERSION`` (one byte), then the zstandard frame of: a header (the value encoding,
+its decimal exponent, the point count) and two int64 columns, the steps delta-encoded (the
+first step, then the gaps: a curve logged every step compresses to almost nothing) and the
+values. Values go one of two ways, chosen per chunk:
+
+- ``SCALED``: a curve logged with a few decimals (``2.3456``) is stored as the integers
+  ``round(value * 10**d)``, delta-encoded, for the smallest ``d`` for which dividing them by
+  ``10**d`` gives back every value's bits (checked here, on the data: never assumed);
+- ``FLOAT``: anything else (full precision, non-finite values, -0.0): the IEEE bits as they are.
+
+Both columns are byte-stream split (all first bytes, then all second bytes, ...) before
+compression: a float's sign and exponent bytes repeat from point to point and compress well
+when they stand together. A later codec gets another version byte; readers keep decoding
+this one, so stored chunks never need a rewrite.
+
+The migration that first wrote chunks (``migrations/versions/0007_curve_chunks.py``) keeps
+its own copy of version 1, as an old revision never runs today's code; a test checks that
+the two agree byte for byte.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import zstandard
+
+VERSION = 1
+FLOAT = 0
+SCALED = 1
+MAX_DECIMALS = 12
+EXACT_INT = 2**53  # below it every integer is exact in a float64, so the division is exact too
+HEADER = struct.Struct("<BBI")  # value encoding, decimal exponent, point count
+LEVEL = 3  # zstandard's default: higher levels cost ingest time for a few percent of size
+_compressor = zstandard.ZstdCompressor(level=LEVEL)
+_decompressor = zstandard.ZstdDecompressor()
+
+
+class UnknownChunkVersion(ValueError):
+    """A chunk written by a newer tracker."""
+
+
+def _split(column: np.ndarray) -> bytes:
+    return column.view(np.uint8).reshape(-1, 8).T.tobytes()
+
+
+def _join(data: bytes, n: int) -> np.ndarray:
+    return np.frombuffer(data, dtype=np.uint8).reshape(8, n).T.copy().view(np.int64).ravel()
+
+
+def _delta(column: np.ndarray) -> np.ndarray:
+    return np.diff(column, prepend=np.int64(0))
+
+
+def scaled(values: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """``(d, integers)`` with ``integers / 10**d`` giving back ``values`` bit for bit, for the
+    smallest such ``d``; None when there is none (full precision, a non-finite value, -0.0)."""
+    if not np.isfinite(values).all() or (np.abs(values) >= EXACT_INT).any():
+        return None
+    for decimals in range(MAX_DECIMALS + 1):
+        if _exact(values[:64], decimals) is None:  # the first values rule most out cheaply
+            continue
+        integers = _exact(values, decimals)
+        if integers is not None:
+            return decimals, integers
+    return None
+
+
+def _exact(values: np.ndarray, decimals: int) -> np.ndarray | None:
+    scale = 10.0**decimals
+    rounded = np.round(values * scale)
+    if (np.abs(rounded) >= EXACT_INT).any():
+        return None
+    integers = rounded.astype(np.int64)
+    same = np.array_equal((integers / scale).view(np.int64), values.view(np.int64))
+    return integers if same else None
+
+
+def encode(steps: np.ndarray, values: np.ndarray) -> bytes:
+    """One chunk: ``steps`` (int64, increasing) and their ``values`` (float64)."""
+    steps = np.ascontiguousarray(steps, dtype=np.int64)
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    found = scaled(values)
+    if found is None:
+        header = HEADER.pack(FLOAT, 0, len(values))
+        column = values.view(np.int64)
+    else:
+        header = HEADER.pack(SCALED, found[0], len(values))
+        column = _delta(found[1])
+    body = header + _split(_delta(steps)) + _split(column)
+    return bytes([VERSION]) + _compressor.compress(body)
+
+
+def decode(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """``(steps, values)`` of a chunk ``encode`` made."""
+    if data[0] != VERSION:
+        raise UnknownChunkVersion(f"curve chunk format {data[0]}, this tracker reads {VERSION}")
+    body = _decompressor.decompress(memoryview(data)[1:])
+    encoding, decimals, n = HEADER.unpack_from(body)
+    size = 8 * n
+    steps = np.cumsum(_join(body[HEADER.size : HEADER.size + size], n))
+    column = _join(body[HEADER.size + size :], n)
+    if encoding == SCALED:
+        values = np.cumsum(column).astype(np.float64) / 10.0**decimals
+    else:
+        values = column.view(np.float64)
+    return steps, values
