@@ -39,6 +39,7 @@ class IngestResult:
     # 200 steps replaced", "ref_s1: no data rows"; warnings, the job is stored
     warnings: list[str] = field(default_factory=list)
     meta_set: dict[str, str] = field(default_factory=dict)  # of an unchanged job
+    meta_kept: dict[str, str] = field(default_factory=dict)  # of a replaced job, not given anew
 
     def summary(self) -> str:
         if self.status == IngestStatus.UNCHANGED:
@@ -46,9 +47,10 @@ class IngestResult:
         if self.status == IngestStatus.METADATA_UPDATED:
             pairs = " ".join(f"{key}={value}" for key, value in self.meta_set.items())
             return f"{self.job}: identical content already ingested; metadata updated: {pairs}"
+        kept = " ".join(f"{key}={value}" for key, value in sorted(self.meta_kept.items()))
         return (
             f"{self.job}: {self.status} {self.probes} probes ({self.failed_probes} failed), "
-            f"{self.arms} arms, {self.points} points"
+            f"{self.arms} arms, {self.points} points" + (f"; metadata kept: {kept}" if kept else "")
         )
 
 
@@ -81,6 +83,7 @@ def write_job(
     scanned = scan_job(directory, name)
     existing = session.scalars(select(Job).where(Job.name == scanned.name)).one_or_none()
     status = IngestStatus.INGESTED
+    kept: dict[str, str] = {}
     if existing is not None:
         if existing.content_digest == scanned.digest:  # metadata is not content
             changed = {k: v for k, v in update_meta(existing, meta).items() if v is not None}
@@ -89,11 +92,14 @@ def write_job(
             return WrittenJob(result)
         if not replace:
             raise JobExists(name=scanned.name)
+        # metadata is not content: a re-downloaded job keeps it, values given now win
+        kept = {m.key: m.value for m in existing.meta if m.key not in meta}
+        meta = {**kept, **meta}
         delete_job_rows(session, existing.id)
         session.expunge(existing)
         status = IngestStatus.REPLACED
     job = _insert_job(session, scanned, meta)
-    result = IngestResult(scanned.name, status, skipped=scanned.skipped)
+    result = IngestResult(scanned.name, status, skipped=scanned.skipped, meta_kept=kept)
     if scanned.probes:
         session.execute(insert(Probe), [{"job_id": job.id, **p.columns()} for p in scanned.probes])
     result.probes = len(scanned.probes)
