@@ -67,6 +67,20 @@ def test_ingest_demo_and_upgrade_create_the_file(tmp_path: Path) -> None:
         assert Cli(f"sqlite:///{path}")("db", "current").stdout.endswith(": up to date\n")
 
 
+def test_a_failed_ingest_creates_no_file(tmp_path: Path) -> None:
+    typo = tmp_path / "trackr.db"
+    broken = write_sample_job(tmp_path / "broken", steps=5)
+    (broken / "ref_s0.csv").write_text("step,loss\n0,oops\n")
+    missing = tmp_path / "no" / "such" / "dir"
+    result = Cli(f"sqlite:///{typo}")("ingest", str(missing), str(broken), ok=False)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: {missing}: no such directory\n"
+        f"Error: {broken}: ref_s0.csv line 2: loss 'oops' is not a number\n",
+    )
+    assert list(tmp_path.iterdir()) == [broken]  # no trackr.db, no -wal, no -shm
+
+
 @pytest.mark.parametrize("path", ["typo.db", "/data/study.db"])
 def test_a_bare_path_suggests_the_sqlite_url(path: str) -> None:
     expected = f"Error: {path!r} is not a database URL; for a SQLite file write sqlite:///{path}\n"

@@ -8,6 +8,8 @@ import ``tracker.api`` when they run, so ``tracker --help`` starts fast.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -92,6 +94,33 @@ class State:
 
         engine = open_database(self.url, may_create_file=may_create_file)
         return engine.execution_options(**{ON_LOCK_WAIT: partial(_tell_waiting, engine)})
+
+
+    @contextmanager
+    def storing_engine(self) -> Iterator[Any]:
+        """The engine of a command that stores jobs (ingest): it may create the SQLite file,
+        and removes a file it created again if no job was stored in it, so that a failed
+        command with a mistyped ``--db`` leaves no empty database behind."""
+        from sqlalchemy import func, make_url, select
+
+        from tracker.models import Job
+
+        url = make_url(self.url)
+        created = None
+        if url.get_backend_name() == "sqlite" and not url.query.get("uri"):
+            path = Path(url.database or "")
+            created = None if url.database in (None, "", ":memory:") or path.exists() else path
+        engine = self.engine(may_create_file=True)
+        try:
+            yield engine
+        finally:
+            if created is not None:
+                with engine.connect() as connection:
+                    stored = connection.scalar(select(func.count()).select_from(Job))
+            engine.dispose()
+            if created is not None and not stored:
+                for suffix in ("", "-wal", "-shm"):
+                    created.with_name(created.name + suffix).unlink(missing_ok=True)
 
 
 def _tell_waiting(engine: Any) -> None:
