@@ -141,9 +141,9 @@ def test_replace_keeps_the_stored_metadata_under_the_new_values(
     replaced = cli("ingest", str(other), "--replace", "--meta", "gpu=H100", "--meta", "run=2")
     assert replaced.stdout == (
         "job2: replaced 25 probes (1 failed), 4 arms, 600 points; "
-        "metadata kept: time=2026-11-28T10:00Z\n"
+        "metadata kept: time=2026-11-28T10:00:00Z\n"
     )
-    assert cli("meta", "job2").stdout == "job2: gpu=H100 run=2 time=2026-11-28T10:00Z\n"
+    assert cli("meta", "job2").stdout == "job2: gpu=H100 run=2 time=2026-11-28T10:00:00Z\n"
 
 
 def test_replace_keeps_the_old_job_when_the_new_content_is_broken(

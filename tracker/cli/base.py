@@ -95,7 +95,6 @@ class State:
         engine = open_database(self.url, may_create_file=may_create_file)
         return engine.execution_options(**{ON_LOCK_WAIT: partial(_tell_waiting, engine)})
 
-
     @contextmanager
     def storing_engine(self) -> Iterator[Any]:
         """The engine of a command that stores jobs (ingest): it may create the SQLite file,

@@ -31,6 +31,7 @@ from sqlalchemy.orm import Session
 import tracker
 from tracker.analysis.expectations import Expectations
 from tracker.errors import NotADirectory
+from tracker.jsonio import format_time
 from tracker.queries.selection import Selection, contents_and_meta, selected_jobs
 from tracker.report.cleanup import remove_unused
 from tracker.report.files import INDEX, job_folders
@@ -106,8 +107,7 @@ def generate_report(
 
     manifest = read_manifest(out_dir)
     kept = kept_entries(manifest, keys, folders, out_dir, force=force)
-    stamp = datetime.now(UTC).isoformat(timespec="seconds")
-    generated = f"generated {stamp} by tracker {tracker.__version__}"
+    generated = f"generated {format_time(datetime.now(UTC))} by tracker {tracker.__version__}"
     tasks = [
         Task(name, folders[name], keys[name], out_dir, generated)
         for name in names

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from tracker.domain import LOSS
 from tracker.errors import BadTime, MissingMetaKey, UnknownJob, known_names
+from tracker.jsonio import format_time
 from tracker.models import Curve, Job, JobMeta, Point, Probe, Run
 
 Row = dict[str, Any]
@@ -25,6 +26,14 @@ def parse_time(value: str) -> datetime:
     except ValueError:
         raise BadTime(value=value) from None
     return as_utc(moment)
+
+
+def checked_meta(meta: Mapping[str, str]) -> dict[str, str]:
+    """Metadata as stored: its ``time`` checked and written as every time is shown
+    (``2026-11-28T10:00Z`` -> ``2026-11-28T10:00:00Z``)."""
+    if TIME_KEY not in meta:
+        return dict(meta)
+    return {**meta, TIME_KEY: format_time(parse_time(meta[TIME_KEY]))}
 
 
 def job_time(meta: Mapping[str, str], ingested_at: datetime) -> datetime:
@@ -210,8 +219,7 @@ def update_meta(
 
     Returns what changed: each key with its new value, None for a removed one.
     """
-    if TIME_KEY in meta:
-        parse_time(meta[TIME_KEY])
+    meta = checked_meta(meta)
     stored = {row.key: row for row in job.meta}
     changed: dict[str, str | None] = {}
     for key in unset:

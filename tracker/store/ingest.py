@@ -22,7 +22,7 @@ from tracker.domain import DEFAULT_ARM_MODEL, LOSS, IngestStatus
 from tracker.errors import JobExists
 from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, read_arm, scan_job
 from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
-from tracker.store.catalog import TIME_KEY, delete_job_rows, parse_time, update_meta
+from tracker.store.catalog import checked_meta, delete_job_rows, update_meta
 from tracker.store.points import write_points
 
 
@@ -77,9 +77,7 @@ def write_job(
 ) -> WrittenJob:
     """Write one job directory's rows. ``on_arm`` is told of each arm once it is written;
     ``strict_steps`` refuses resumed runs, steps logged twice and an incomplete last line."""
-    meta = meta or {}
-    if TIME_KEY in meta:
-        parse_time(meta[TIME_KEY])
+    meta = checked_meta(meta or {})
     scanned = scan_job(directory, name)
     existing = session.scalars(select(Job).where(Job.name == scanned.name)).one_or_none()
     status = IngestStatus.INGESTED
