@@ -51,6 +51,8 @@ def test_meta_sets_unsets_and_prints(cli: Cli, job: Path) -> None:
     assert listed(cli) == ("2026-10-15T09:00:00Z", "gpu=A100 time=2026-10-15T09:00:00Z")
     same = cli("meta", "job4", "time=2026-10-15 11:00+02:00")  # the same moment: no change
     assert same.stdout == "job4: gpu=A100 time=2026-10-15T09:00:00Z\n"
+    found = cli("query", "runs", "--where", "time=2026-10-15T09:00Z", "-f", "csv").stdout
+    assert found.count("\njob4,") == 1  # --where matches a time as it is stored
     emptied = cli("meta", "job4", "--unset", "gpu", "--unset", "time")
     assert emptied.stdout == "job4: no metadata\n"
 

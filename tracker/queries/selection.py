@@ -25,7 +25,7 @@ from tracker.errors import (
 )
 from tracker.jsonio import format_time
 from tracker.models import Job, JobMeta, Probe, Run
-from tracker.store.catalog import job_time
+from tracker.store.catalog import checked_meta, job_time
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def parse_where(items: Iterable[str] | None) -> tuple[tuple[str, str], ...]:
         key, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"expected KEY=VALUE, got {item!r}")
-        pairs.append((key, value))
+        pairs.append((key, checked_meta({key: value})[key]))  # a time as stored
     return tuple(pairs)
 
 
