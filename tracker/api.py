@@ -182,12 +182,14 @@ def claims(
     job: Iterable[str] | str | None = None,
     where: Where = None,
     group_by: Iterable[str] | str | None = None,
+    since: datetime | None = None,
     expectations: Path | None = None,
 ) -> pl.DataFrame:
-    """The study's claims judged on all selected jobs together, one row per claim and subject
-    (with ``group_by``, per group of jobs in a ``group`` column)."""
+    """The study's claims judged on all selected jobs together (only jobs whose ``time`` is
+    at or after ``since``), one row per claim and subject (with ``group_by``, per group of
+    jobs in a ``group`` column)."""
     exp = load_expectations(expectations)
-    selection = _selection(job, None, None, where, group_by)
+    selection = replace(_selection(job, None, None, where, group_by), since=since)
     return with_session(db, lambda s: _claims.claims(s, selection, exp))
 
 

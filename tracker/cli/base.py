@@ -78,6 +78,10 @@ GroupBy = Annotated[
         "the jobs sharing its value. Repeatable.",
     ),
 ]
+SinceOption = Annotated[
+    str | None,
+    typer.Option(metavar="TIME", help="Only jobs whose time is at or after TIME (ISO 8601)."),
+]
 ExpectationsOption = Annotated[
     Path | None,
     typer.Option("--expectations", metavar="FILE", help="TOML replacing the packaged one."),
@@ -163,6 +167,16 @@ def parse_meta(items: list[str], param_hint: str = "--meta") -> dict[str, str]:
             raise typer.BadParameter(f"{key!r} is given twice", param_hint=param_hint)
         meta[key] = value
     return meta
+
+
+def parse_since(since: str | None) -> Any:
+    """``--since`` as a datetime in UTC (None: every job), checked before the database opens."""
+    from tracker.store.catalog import parse_time
+
+    try:
+        return None if since is None else parse_time(since)
+    except TrackerError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--since") from None
 
 
 def where_pairs(where: list[str] | None) -> tuple[tuple[str, str], ...]:

@@ -7,8 +7,16 @@ from typing import Annotated
 
 import typer
 
-from tracker.cli.base import ExpectationsOption, JobFilter, WhereFilter, app, state, where_pairs
-from tracker.errors import TrackerError
+from tracker.cli.base import (
+    ExpectationsOption,
+    JobFilter,
+    SinceOption,
+    WhereFilter,
+    app,
+    parse_since,
+    state,
+    where_pairs,
+)
 
 
 @app.command()
@@ -16,10 +24,7 @@ def report(
     ctx: typer.Context,
     job: JobFilter = None,
     where: WhereFilter = None,
-    since: Annotated[
-        str | None,
-        typer.Option(metavar="TIME", help="Only jobs whose time is at or after TIME (ISO 8601)."),
-    ] = None,
+    since: SinceOption = None,
     out: Annotated[Path, typer.Option("--out", help="Directory to write.")] = Path("report"),
     expectations: ExpectationsOption = None,
     force: Annotated[
@@ -31,13 +36,9 @@ def report(
     Example: tracker report --where gpu=A10G --since 2026-10-01 --out report/
     """
     from tracker import api
-    from tracker.store.catalog import parse_time
 
     pairs = where_pairs(where)
-    try:
-        start = None if since is None else parse_time(since)
-    except TrackerError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--since") from None
+    start = parse_since(since)
     written = api.report(
         state(ctx).url,
         out,
