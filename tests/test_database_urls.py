@@ -22,6 +22,7 @@ READING_COMMANDS = [
     ["compare", "job1", "job2"],
     ["sql", "SELECT 1"],
     ["db", "current"],
+    ["serve", "--port", "0"],
 ]
 
 
@@ -79,6 +80,17 @@ def test_a_failed_ingest_creates_no_file(tmp_path: Path) -> None:
         f"Error: {broken}: ref_s0.csv line 2: loss 'oops' is not a number\n",
     )
     assert list(tmp_path.iterdir()) == [broken]  # no trackr.db, no -wal, no -shm
+
+
+@pytest.mark.parametrize("scheme", ["mysql", "postgresql+psycopg2", "SQLITE"])
+def test_an_unsupported_scheme_names_the_supported_ones(scheme: str) -> None:
+    expected = (
+        f"Error: unsupported database URL scheme '{scheme}://': the tracker works with "
+        "SQLite (sqlite:///FILE) and PostgreSQL (postgresql://USER@HOST/DATABASE, psycopg 3)\n"
+    )
+    for args in (["jobs"], ["ingest", "unused"], ["serve", "--port", "0"]):
+        result = Cli(f"{scheme}://x@y/z")(*args, ok=False)
+        assert (result.exit_code, result.stderr) == (1, expected)
 
 
 @pytest.mark.parametrize("path", ["typo.db", "/data/study.db"])

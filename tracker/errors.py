@@ -153,6 +153,10 @@ class NotADatabaseUrl(TrackerError):
     """{url!r} is not a database URL; for a SQLite file write sqlite:///{url}"""
 
 
+class UnsupportedDatabase(TrackerError):
+    """unsupported database URL scheme '{scheme}://': the tracker works with SQLite (sqlite:///FILE) and PostgreSQL (postgresql://USER@HOST/DATABASE, psycopg 3)"""
+
+
 class NoSuchDatabase(TrackerError):
     """no database file {path}; only `tracker ingest`, `tracker demo` and `tracker db upgrade` create one"""
 
