@@ -15,13 +15,14 @@ def db_copy(
     source: Annotated[str, typer.Argument(metavar="SRC_URL", help="Database to copy from.")],
     destination: Annotated[str, typer.Argument(metavar="DST_URL", help="Database to copy to.")],
 ) -> None:
-    """Copy every job the destination lacks, with all its data, one transaction per job.
+    """Copy every job the destination lacks, with all its data, one transaction per job;
+    of a job it holds, update the metadata edited since.
 
     Example: tracker db copy sqlite:///tracker.db postgresql+psycopg://me@dbhost/tracker
     """
     from tracker import api
 
-    copied = 0
+    copied = updated = 0
     conflicts = []
     for outcome in api.copy_jobs(source, destination):
         if outcome.status == "conflict":
@@ -30,10 +31,12 @@ def db_copy(
             continue
         typer.echo(outcome.summary())
         copied += outcome.status == "copied"
+        updated += outcome.status == "updated"
+    done = f"{copied} jobs copied" + (f", {updated} with metadata updated" if updated else "")
     if conflicts:
-        typer.echo(f"{copied} jobs copied, {len(conflicts)} not: {', '.join(conflicts)}")
+        typer.echo(f"{done}, {len(conflicts)} not: {', '.join(conflicts)}")
         raise typer.Exit(1)
-    typer.echo(f"{copied} jobs copied")
+    typer.echo(done)
 
 
 @db_app.command("upgrade")
