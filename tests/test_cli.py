@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -112,13 +113,90 @@ def test_show_gives_one_table_per_csv(two_jobs: Cli) -> None:
     assert table.startswith("arms of job2:\narm ") and "probes of" not in table
 
 
+def listed_jobs(cli: Cli, *args: str) -> list[str]:
+    return [r["job"] for r in json.loads(cli("jobs", *args, "-f", "json").stdout)]
+
+
 def test_delete_removes_the_job(two_jobs: Cli) -> None:
-    assert two_jobs("delete", "job2").stdout == "deleted job2\n"
-    assert [r["job"] for r in json.loads(two_jobs("jobs", "-f", "json").stdout)] == ["job1"]
-    missing = two_jobs("delete", "job2", ok=False)
+    assert two_jobs("delete", "job2", "--yes").stdout == "deleted job2\n"
+    assert listed_jobs(two_jobs) == ["job1"]
+    missing = two_jobs("delete", "job2", "job1", "--yes", ok=False)
     assert (missing.exit_code, missing.stderr) == (
         1,
         "Error: no job named 'job2'; known jobs: job1\n",
+    )
+    assert listed_jobs(two_jobs) == ["job1"]  # all or nothing
+
+
+def test_delete_several_or_by_where_and_only_when_told(two_jobs: Cli, tmp_path: Path) -> None:
+    asked = two_jobs("delete", "job1", ok=False)  # no terminal here: it cannot ask
+    assert asked.exit_code == 2
+    assert "Invalid value for --yes: deleting asks first on a terminal; give --yes to delete " in (
+        flat(asked.stderr)
+    )
+    both = two_jobs("delete", "job1", "--where", "gpu=A10G", "--yes", ok=False)
+    assert both.exit_code == 2
+    assert "name the jobs to delete, or choose them with --where" in flat(both.stderr)
+    assert listed_jobs(two_jobs) == ["job1", "job2"]
+    two_jobs(
+        "ingest", str(write_sample_job(tmp_path / "job3", steps=5, arms=())), "--meta=gpu=A10G"
+    )
+    by_where = two_jobs("delete", "--where", "gpu=A10G", "-y")
+    assert by_where.stdout == "deleted job1\ndeleted job3\n"
+    unknown = two_jobs("delete", "--where", "gpu=A10G", "-y", ok=False)
+    assert (unknown.exit_code, unknown.stderr) == (
+        1,
+        "Error: no job has metadata 'gpu'; known keys: none\n",
+    )
+    assert two_jobs("delete", "job2", "job2", "-y").stdout == "deleted job2\n"
+
+
+def test_delete_asks_on_a_terminal(two_jobs: Cli) -> None:
+    def on_terminal(answer: str) -> subprocess.CompletedProcess[str]:
+        controller, terminal = pty.openpty()
+        os.write(controller, answer.encode())  # typed ahead: read when it asks
+        command = [sys.executable, "-m", "tracker", "--db", two_jobs.url, "delete", "job2", "job1"]
+        try:
+            return subprocess.run(command, stdin=terminal, capture_output=True, text=True)
+        finally:
+            os.close(terminal)
+            os.close(controller)
+
+    question = (
+        f"delete 2 jobs (job2, job1) and everything ingested with them from {two_jobs.url}? [y/N] "
+    )
+    kept = on_terminal("n\n")
+    assert (kept.returncode, kept.stdout, kept.stderr) == (1, "", f"{question}nothing deleted\n")
+    assert listed_jobs(two_jobs) == ["job1", "job2"]
+    deleted = on_terminal("y\n")
+    assert (deleted.returncode, deleted.stdout) == (0, "deleted job2\ndeleted job1\n")
+    assert listed_jobs(two_jobs) == []
+
+
+def test_jobs_where_since_sort_and_limit(two_jobs: Cli, tmp_path: Path) -> None:
+    two_jobs("meta", "job1", "time=2026-10-01T00:00Z")
+    two_jobs("meta", "job2", "time=2026-11-01T00:00Z", "gpu=H100")
+    assert listed_jobs(two_jobs, "--where", "gpu=A10G") == ["job1"]
+    assert listed_jobs(two_jobs, "--since", "2026-10-15") == ["job2"]
+    assert listed_jobs(two_jobs, "--sort", "-points") == ["job1", "job2"]
+    assert listed_jobs(two_jobs, "--sort", "points") == ["job2", "job1"]
+    assert listed_jobs(two_jobs, "--sort", "-time", "--limit", "1") == ["job2"]
+    late = two_jobs("jobs", "--since", "2027-01-01", ok=False)
+    assert (late.exit_code, late.stderr) == (
+        1,
+        "Error: no selected job is at or after 2027-01-01T00:00:00Z; "
+        "the latest is 2026-11-01T00:00:00Z (job2)\n",
+    )
+    value = two_jobs("jobs", "--where", "gpu=a10g", ok=False)
+    assert (value.exit_code, value.stderr) == (
+        1,
+        "Error: no job has gpu=a10g; known values: A10G, H100 (gpu=A10G differs only in case)\n",
+    )
+    bad = two_jobs("jobs", "--sort", "-size", ok=False)
+    assert bad.exit_code == 2
+    assert (
+        "no column 'size'; sort by one of: job, time, ingested_at, probes, failed_probes, arms, "
+        "points" in flat(bad.stderr)
     )
 
 

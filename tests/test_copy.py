@@ -55,6 +55,6 @@ def test_copy_back_and_conflicting_names(db_url: str, tmp_path: Path) -> None:
         "Error: j1: not copied, the destination has another job of this name; to copy this "
         "one, delete that one first (tracker --db DST_URL delete j1)\n",
     )
-    local("delete", "j1")  # as the error says
+    local("delete", "j1", "--yes")  # as the error says
     again = local("db", "copy", db_url, local.url)
     assert again.stdout == "j1: copied, 240 points\nj2: already in the destination\n1 jobs copied\n"

@@ -181,7 +181,7 @@ def parse_since(since: str | None) -> Any:
 
 def where_pairs(where: list[str] | None) -> tuple[tuple[str, str], ...]:
     """``--where`` items as (key, value) pairs, checked before the database is opened."""
-    from tracker.queries.selection import parse_where
+    from tracker.store.catalog import parse_where
 
     try:
         return parse_where(where)

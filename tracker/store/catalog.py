@@ -11,7 +11,16 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from tracker.domain import LOSS
-from tracker.errors import BadTime, MissingMetaKey, UnknownJob, known_names
+from tracker.errors import (
+    BadTime,
+    MissingMetaKey,
+    NoJobSince,
+    UnknownJob,
+    UnknownMetaKey,
+    UnknownValue,
+    case_hint,
+    known_names,
+)
 from tracker.jsonio import format_time
 from tracker.models import Curve, Job, JobMeta, Point, Probe, Run
 
@@ -113,6 +122,58 @@ def list_jobs(session: Session) -> list[Row]:
     for row in listed:
         row["time"] = row["time"].astimezone(UTC)
     return listed
+
+
+def parse_where(items: Iterable[str] | None) -> tuple[tuple[str, str], ...]:
+    """Metadata filters as users type them, KEY=VALUE items, as (key, value) pairs; a
+    ``ValueError`` names an item without ``=``."""
+    pairs = []
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"expected KEY=VALUE, got {item!r}")
+        pairs.append((key, checked_meta({key: value})[key]))  # a time as stored
+    return tuple(pairs)
+
+
+def check_meta_keys(session: Session, keys: Iterable[str]) -> None:
+    """A metadata key no job has is an error naming the known ones."""
+    wanted = list(keys)
+    if wanted:
+        known = set(session.scalars(select(JobMeta.key).distinct()))
+        for key in wanted:
+            if key not in known:
+                raise UnknownMetaKey(key=key, known=known_names(known))
+
+
+def check_meta_values(session: Session, where: Iterable[tuple[str, str]]) -> None:
+    """A ``--where`` value no job has is an error naming the known ones (and a case slip)."""
+    for key, value in where:
+        known = set(session.scalars(select(JobMeta.value).distinct().where(JobMeta.key == key)))
+        if value not in known:
+            hint = case_hint(value, known, f"{key}={{}}")
+            raise UnknownValue(what=f"{key}={value}", known=known_names(known), hint=hint)
+
+
+def select_jobs(
+    session: Session, where: Iterable[tuple[str, str]] = (), since: datetime | None = None
+) -> list[Row]:
+    """The rows of ``list_jobs`` with every ``where`` metadata pair, at or after ``since``;
+    a key or value no job has, or a ``since`` after every such job, is an error, as in the
+    queries (``tracker.queries.selection``)."""
+    pairs = list(where)
+    check_meta_keys(session, [key for key, _ in pairs])
+    check_meta_values(session, pairs)
+    rows = [row for row in list_jobs(session) if all(row["meta"].get(k) == v for k, v in pairs)]
+    kept = [row for row in rows if since is None or row["time"] >= since]
+    if since is not None and rows and not kept:
+        latest = rows[-1]  # job order is time order
+        raise NoJobSince(
+            since=format_time(since),
+            latest=format_time(latest["time"]),
+            job=latest["job"],
+        )
+    return kept
 
 
 def meta_text(meta: Mapping[str, str]) -> str:
