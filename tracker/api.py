@@ -208,9 +208,14 @@ def report(
     since: datetime | None = None,
     expectations: Path | None = None,
     force: bool = False,
+    prune: bool = False,
 ) -> Report:
     """Write the offline HTML report of the selected jobs (only jobs whose ``time`` is at or
-    after ``since``) under ``out``, rendering only what changed (everything with ``force``)."""
+    after ``since``) under ``out``, rendering only what changed (everything with ``force``,
+    which also writes into a folder holding no report); the pages of other jobs stay unless
+    they were deleted from the database, or ``prune``."""
     selection = replace(_selection(job, None, None, where, None), since=since)
     exp = load_expectations(expectations)
-    return with_session(db, lambda s: generate_report(s, out, exp, selection, force=force))
+    return with_session(
+        db, lambda s: generate_report(s, out, exp, selection, force=force, prune=prune)
+    )

@@ -157,6 +157,10 @@ class UnsupportedDatabase(TrackerError):
     """unsupported database URL scheme '{scheme}://': the tracker works with SQLite (sqlite:///FILE) and PostgreSQL (postgresql://USER@HOST/DATABASE, psycopg 3)"""
 
 
+class NotAReportFolder(TrackerError):
+    """{path} is not empty and holds no report (no manifest.json), whose files a report would overwrite; write the report into another folder, or give --force"""
+
+
 class NoSuchDatabase(TrackerError):
     """no database file {path}; only `tracker ingest`, `tracker demo` and `tracker db upgrade` create one"""
 

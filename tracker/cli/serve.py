@@ -28,10 +28,26 @@ def report(
     out: Annotated[Path, typer.Option("--out", help="Directory to write.")] = Path("report"),
     expectations: ExpectationsOption = None,
     force: Annotated[
-        bool, typer.Option("--force", help="Render every job's pages, even those up to date.")
+        bool,
+        typer.Option(
+            "--force",
+            help="Render every job's pages, even those up to date; write into a folder that "
+            "holds files but no report.",
+        ),
+    ] = False,
+    prune: Annotated[
+        bool,
+        typer.Option(
+            "--prune",
+            help="Remove the pages of every job not in this report, not only of "
+            "jobs deleted from the database.",
+        ),
     ] = False,
 ) -> None:
     """Write the offline HTML report; into an earlier one, render only what changed.
+
+    The pages of jobs not selected stay (links to them keep working) unless the jobs were
+    deleted from the database, or --prune.
 
     Example: tracker report --where gpu=A10G --since 2026-10-01 --out report/
     """
@@ -47,6 +63,7 @@ def report(
         since=start,
         expectations=expectations,
         force=force,
+        prune=prune,
     )
     typer.echo(written.summary())
 
