@@ -274,3 +274,34 @@ def test_compare_help_fits_80_columns() -> None:
     result = typer.testing.CliRunner(env={"COLUMNS": "80"}).invoke(app, ["compare", "--help"])
     line = next(line for line in result.stdout.splitlines() if "--fail-on-regression" in line)
     assert "\u2026" not in line and "--no-fail" not in result.stdout
+
+
+def test_a_near_miss_suggests_the_close_name(two_jobs: Cli) -> None:
+    cases = [
+        (("show", "Job2"), "no job named 'Job2'; known jobs: job1, job2; did you mean job2?"),
+        (("show", "job3"), "no job named 'job3'; known jobs: job1, job2"),  # two as close
+        (
+            ("query", "curve", "--arm", "flash_s9"),
+            "no arm 'flash_s9' in the selected jobs; known arms: flash_s0, linear_s0, ref_s0, "
+            "ref_s1; did you mean flash_s0?",
+        ),
+        (
+            ("query", "curve", "--arm", "ref_s0", "--metric", "los"),
+            "unknown metric 'los'; choose one of: loss, lr, step_ms; did you mean loss?",
+        ),
+        (
+            ("meta", "job1", "--unset", "gpuu"),
+            "job 'job1' has no metadata 'gpuu' to unset; its keys: gpu; did you mean gpu?",
+        ),
+        (
+            ("jobs", "--where", "gpuu=A10G"),
+            "no job has metadata 'gpuu'; known keys: gpu; did you mean gpu?",
+        ),
+        (
+            ("query", "probes", "--where", "gpu=A10"),
+            "no job has gpu=A10; known values: A10G; did you mean gpu=A10G?",
+        ),
+    ]
+    for args, message in cases:
+        result = two_jobs(*args, ok=False)
+        assert (result.exit_code, result.stderr) == (1, f"Error: {message}\n"), args

@@ -146,7 +146,7 @@ def delete(
     listed = [row["job"] for row in access.job_rows(url, where=where_pairs(where))]
     for name in jobs or []:
         if name not in listed:
-            raise UnknownJob(name=name, known=known_names(listed))
+            raise UnknownJob(name=name, known=known_names(listed, near=name))
     names = list(dict.fromkeys(jobs or listed))
     if not yes:
         shown = make_url(url).render_as_string(hide_password=True)

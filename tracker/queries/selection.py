@@ -20,6 +20,7 @@ from tracker.errors import (
     UnknownJob,
     UnknownValue,
     case_hint,
+    did_you_mean,
     known_names,
 )
 from tracker.jsonio import format_time
@@ -111,7 +112,7 @@ def _check_values(session: Session, selection: Selection) -> None:
         known |= set(session.scalars(select(run_column).distinct()))
         for value in wanted:
             if value not in known:
-                hint = case_hint(value, known, f"{what} {{}}")
+                hint = case_hint(value, known, f"{what} {{}}") or did_you_mean(value, known)
                 raise UnknownValue(what=f"{what} {value}", known=known_names(known), hint=hint)
 
 
@@ -132,7 +133,7 @@ def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
     jobs = session.execute(query).all()
     missing = sorted(set(selection.jobs) - {name for _, name, _ in jobs})
     if missing:
-        known = known_names(session.scalars(select(Job.name)))
+        known = known_names(session.scalars(select(Job.name)), near=missing[0])
         raise UnknownJob(name=missing[0], known=known)
     _check_values(session, selection)
     ids = [job_id for job_id, _, _ in jobs]

@@ -19,6 +19,7 @@ from tracker.errors import (
     UnknownMetaKey,
     UnknownValue,
     case_hint,
+    did_you_mean,
     known_names,
 )
 from tracker.jsonio import format_time
@@ -143,7 +144,7 @@ def check_meta_keys(session: Session, keys: Iterable[str]) -> None:
         known = set(session.scalars(select(JobMeta.key).distinct()))
         for key in wanted:
             if key not in known:
-                raise UnknownMetaKey(key=key, known=known_names(known))
+                raise UnknownMetaKey(key=key, known=known_names(known, near=key))
 
 
 def check_meta_values(session: Session, where: Iterable[tuple[str, str]]) -> None:
@@ -151,7 +152,8 @@ def check_meta_values(session: Session, where: Iterable[tuple[str, str]]) -> Non
     for key, value in where:
         known = set(session.scalars(select(JobMeta.value).distinct().where(JobMeta.key == key)))
         if value not in known:
-            hint = case_hint(value, known, f"{key}={{}}")
+            shown = f"{key}={{}}"
+            hint = case_hint(value, known, shown) or did_you_mean(value, known, shown)
             raise UnknownValue(what=f"{key}={value}", known=known_names(known), hint=hint)
 
 
@@ -184,7 +186,7 @@ def meta_text(meta: Mapping[str, str]) -> str:
 def get_job(session: Session, name: str) -> Job:
     job = session.scalars(select(Job).where(Job.name == name)).one_or_none()
     if job is None:
-        raise UnknownJob(name=name, known=known_names(session.scalars(select(Job.name))))
+        raise UnknownJob(name=name, known=known_names(session.scalars(select(Job.name)), near=name))
     return job
 
 
@@ -285,7 +287,7 @@ def update_meta(
     changed: dict[str, str | None] = {}
     for key in unset:
         if key not in stored:
-            raise MissingMetaKey(job=job.name, key=key, known=known_names(stored))
+            raise MissingMetaKey(job=job.name, key=key, known=known_names(stored, near=key))
         job.meta.remove(stored.pop(key))
         changed[key] = None
     for key, value in meta.items():
