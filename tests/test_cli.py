@@ -305,3 +305,52 @@ def test_a_near_miss_suggests_the_close_name(two_jobs: Cli) -> None:
     for args, message in cases:
         result = two_jobs(*args, ok=False)
         assert (result.exit_code, result.stderr) == (1, f"Error: {message}\n"), args
+
+
+def test_help_paragraphs_wrap_at_the_terminal_not_the_source() -> None:
+    result = typer.testing.CliRunner(env={"COLUMNS": "200"}).invoke(app, ["ingest", "--help"])
+    assert (
+        "A directory that fails is reported, naming it, and the others are still stored; the "
+        "command then exits with code 1." in result.stdout
+    )
+
+
+@pytest.mark.parametrize(
+    ("pair", "problem"),
+    [
+        ("bad key=1", "it holds a space"),
+        ("1st=1", "it starts with '1'"),
+        ("a:b=1", "it holds ':'"),
+        ("=1", "it is empty"),
+    ],
+)
+def test_a_bad_meta_key_says_what_is_wrong(two_jobs: Cli, pair: str, problem: str) -> None:
+    result = two_jobs("meta", "job1", pair, ok=False)
+    assert result.exit_code == 2
+    key = pair.partition("=")[0]
+    assert (
+        f"Invalid value for KEY=VALUE: invalid metadata key {key!r} ({problem}): a key is "
+        "letters, digits, '_', '.' and '-', starting with a letter or '_', at most 100 characters"
+    ) in flat(result.stderr)
+    assert two_jobs("meta", "job1").stdout == "job1: gpu=A10G\n"
+
+
+def test_ingest_of_several_directories_draws_no_bar_off_a_terminal(
+    cli: Cli, tmp_path: Path
+) -> None:
+    jobs = [str(write_sample_job(tmp_path / name, steps=5, arms=())) for name in ("j1", "j2")]
+    result = cli("ingest", *jobs)
+    assert result.stderr == ""
+    assert result.stdout.splitlines()[-1] == "2 directories: 2 ingested"
+
+
+def test_compare_writes_a_nan_delta_as_nan(cli: Cli, tmp_path: Path) -> None:
+    cli("ingest", str(write_sample_job(tmp_path / "a", steps=40)))
+    b = write_sample_job(tmp_path / "b", seed=1, steps=40)
+    summary = json.loads((b / "flash_s0.json").read_text())
+    (b / "flash_s0.json").write_text(json.dumps({**summary, "val_loss": float("nan")}))
+    cli("ingest", str(b))
+    result = cli("compare", "a", "b", ok=False)
+    (line,) = [line for line in result.stdout.splitlines() if "val_loss flash_s0:" in line]
+    assert line.startswith("  val_loss flash_s0: PASS -> FAIL (delta NaN); status: NaN after ")
+    assert "nan" not in line

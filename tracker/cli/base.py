@@ -7,6 +7,7 @@ import ``tracker.api`` when they run, so ``tracker --help`` starts fast.
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,7 +26,12 @@ META_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,99}")
 
 
 class ErrorReportingGroup(TyperGroup):
-    """Turns expected errors into one line on stderr, without a traceback."""
+    """Turns expected errors into one line on stderr, without a traceback; gives every
+    command's help its paragraphs unwrapped, for the terminal to wrap."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _unwrap_help(self)
 
     def invoke(self, ctx: Any) -> Any:
         from sqlalchemy.exc import DBAPIError
@@ -40,6 +46,16 @@ class ErrorReportingGroup(TyperGroup):
         except DBAPIError as exc:  # reads: a damaged file, a server gone away
             typer.echo(f"Error: database error: {first_line(exc)}", err=True)
             raise typer.Exit(1) from None
+
+
+def _unwrap_help(command: Any) -> None:
+    """Each paragraph of a help text on one line, in this command and those under it: typer
+    keeps a docstring's line breaks after its first paragraph, which then end lines early."""
+    if command.help:
+        paragraphs = inspect.cleandoc(command.help).split("\n\n")
+        command.help = "\n\n".join(" ".join(paragraph.split()) for paragraph in paragraphs)
+    for sub in getattr(command, "commands", {}).values():
+        _unwrap_help(sub)
 
 
 app = typer.Typer(
@@ -161,8 +177,14 @@ def parse_meta(items: list[str], param_hint: str = "--meta") -> dict[str, str]:
     meta: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not META_KEY.fullmatch(key):
+        if not sep:
             raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint=param_hint)
+        if not META_KEY.fullmatch(key):
+            raise typer.BadParameter(
+                f"invalid metadata key {key!r} ({_key_problem(key)}): a key is letters, digits, "
+                "'_', '.' and '-', starting with a letter or '_', at most 100 characters",
+                param_hint=param_hint,
+            )
         if key in meta:
             raise typer.BadParameter(f"{key!r} is given twice", param_hint=param_hint)
         meta[key] = value
@@ -177,6 +199,18 @@ def parse_since(since: str | None) -> Any:
         return None if since is None else parse_time(since)
     except TrackerError as exc:
         raise typer.BadParameter(str(exc), param_hint="--since") from None
+
+
+def _key_problem(key: str) -> str:
+    """What makes ``key`` no metadata key, in words: the first thing a reader must change."""
+    if not key:
+        return "it is empty"
+    wrong = next((c for c in key if not re.fullmatch(r"[A-Za-z0-9_.-]", c)), None)
+    if wrong is not None:
+        return "it holds a space" if wrong.isspace() else f"it holds {wrong!r}"
+    if not re.fullmatch(r"[A-Za-z_]", key[0]):
+        return f"it starts with {key[0]!r}"
+    return f"it has {len(key)} characters"
 
 
 def where_pairs(where: list[str] | None) -> tuple[tuple[str, str], ...]:
