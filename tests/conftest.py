@@ -1,12 +1,13 @@
 """Fixtures: a fresh, really migrated database per test, on every configured backend.
 
 SQLite always; PostgreSQL when TRACKER_TEST_POSTGRES_URL is set (each test gets a schema of
-its own, created and dropped here). In CI (CI=true) a PostgreSQL or browser test that cannot
-run fails instead of skipping.
+its own, created and dropped here; without it the PostgreSQL cases are deselected, in one
+line). In CI (CI=true) a PostgreSQL or browser test that cannot run fails instead.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import uuid
 from collections.abc import Iterator
@@ -33,6 +34,41 @@ settings.register_profile(
 settings.load_profile("any_machine")
 
 
+NO_POSTGRES = f"{POSTGRES_ENV} is not set: no PostgreSQL server to test against"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without a PostgreSQL server (and not in CI, where they fail instead), the PostgreSQL
+    cases are deselected, said once at the end, rather than skipped one line each."""
+    if os.environ.get(POSTGRES_ENV) or IN_CI:
+        return
+    postgres = [item for item in items if _backend(item) == "postgresql"]
+    if postgres:
+        config.hook.pytest_deselected(items=postgres)
+        items[:] = [item for item in items if _backend(item) != "postgresql"]
+
+
+def _backend(item: pytest.Item) -> object:
+    callspec = getattr(item, "callspec", None)
+    return None if callspec is None else callspec.params.get("db_url")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not os.environ.get(POSTGRES_ENV) and not IN_CI:
+        terminalreporter.write_line(f"PostgreSQL tests deselected: {NO_POSTGRES}")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Hypothesis times garbage collection with a gc callback; xdist stops a worker by
+    interrupting its main thread, and a KeyboardInterrupt landing in that callback printed
+    an "Exception ignored" traceback after the run: once the tests are done it goes."""
+    gc.callbacks[:] = [
+        callback
+        for callback in gc.callbacks
+        if not getattr(callback, "__module__", "").startswith("hypothesis.")
+    ]
+
+
 def require(condition: bool, reason: str) -> None:
     """Skip locally when a service is missing; in CI that is a failure."""
     if condition:
@@ -48,7 +84,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield f"sqlite:///{tmp_path / 'tracker.db'}"
         return
     server = os.environ.get(POSTGRES_ENV)
-    require(bool(server), f"{POSTGRES_ENV} is not set: no PostgreSQL server to test against")
+    require(bool(server), NO_POSTGRES)
     assert server is not None
     schema = f"t_{uuid.uuid4().hex[:16]}"
     admin = create_engine(server, isolation_level="AUTOCOMMIT")

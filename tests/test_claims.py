@@ -19,6 +19,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
+from tests.test_cli import flat
 from tracker import api
 from tracker.analysis.expectations import Expectations, load_expectations
 from tracker.jobdir.sample import write_sample_job
@@ -280,7 +281,8 @@ def test_cli_claims_formats_and_errors(cli: Cli, tmp_path: Path) -> None:
     state = next(r for r in rows if (r["claim"], r["subject"]) == ("bpp_state", "gpt-124m/flash"))
     assert state["status"] == "REPRODUCED" and state["jobs_failing"] == []
     table = cli("claims", "--where", "flashoptim=0.1.0").stdout.splitlines()
-    assert table[0].split() == COLUMNS
+    assert table[0].split() == ["status", "claim", "subject", "estimate", "jobs"]
+    assert cli("claims", "--wide").stdout.splitlines()[0].split() == COLUMNS
     unknown = cli("claims", "--where", "flashoptim=9", ok=False)
     assert (unknown.exit_code, unknown.stderr) == (
         1,
@@ -299,6 +301,43 @@ def test_cli_claims_formats_and_errors(cli: Cli, tmp_path: Path) -> None:
     usage = cli("claims", "--where", "flashoptim", ok=False)
     assert usage.exit_code == 2
     assert "expected KEY=VALUE, got 'flashoptim'" in usage.stderr
+
+
+def test_cli_claims_gate_filter_and_compact_table(cli: Cli, tmp_path: Path) -> None:
+    make_jobs(cli, tmp_path, 2)
+    cli("meta", "j0", "time=2026-10-01T00:00Z")
+    cli("meta", "j1", "time=2026-11-01T00:00Z")
+    rows = json.loads(cli("claims", "-f", "json").stdout)
+    statuses = {r["status"] for r in rows}
+    table = cli("claims").stdout.splitlines()
+    assert len(table) == len(rows) + 2 and max(map(len, table)) <= 120
+    state = next(r for r in rows if (r["claim"], r["subject"]) == ("bpp_state", "gpt-124m/ref"))
+    line = next(t for t in table if t.split()[1:3] == ["bpp_state", "gpt-124m/ref"])
+    assert line.split() == [
+        state["status"],
+        "bpp_state",
+        "gpt-124m/ref",
+        f"{state['estimate']:.4g}",
+        f"({state['interval']}",
+        f"{state['ci_low']:.4g}..{state['ci_high']:.4g})",
+        "2",
+    ]
+    only = cli("claims", "--status", "reproduced", "-f", "json").stdout
+    assert {r["status"] for r in json.loads(only)} == {"REPRODUCED"}
+    absent = next(s for s in ("NOT_REPRODUCED", "MIXED", "INCONCLUSIVE") if s not in statuses)
+    assert cli("claims", "--fail-on", absent).exit_code == 0
+    gated = cli("claims", "--status", absent, "--fail-on", f"{absent},REPRODUCED", ok=False)
+    reproduced = sum(r["status"] == "REPRODUCED" for r in rows)
+    assert (gated.exit_code, gated.stderr) == (
+        3,
+        f"claims failing --fail-on: {reproduced} REPRODUCED\n",
+    )  # the gate judges every claim, --status only chooses the rows shown
+    assert gated.stdout.splitlines()[2:] == []
+    late = json.loads(cli("claims", "--since", "2026-10-15", "-f", "json").stdout)
+    assert {r["n_jobs"] for r in late if r["claim"] == "bpp_state"} == {1}
+    bad = cli("claims", "--fail-on", "NOT_REPRODUCED,FAILED", ok=False)
+    assert bad.exit_code == 2
+    assert "no claim status 'FAILED'; known: REPRODUCED, NOT_REPRODUCED, MIXED," in flat(bad.stderr)
 
 
 def test_the_demo_prints_its_claims_and_they_decide(cli: Cli, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -112,13 +113,90 @@ def test_show_gives_one_table_per_csv(two_jobs: Cli) -> None:
     assert table.startswith("arms of job2:\narm ") and "probes of" not in table
 
 
+def listed_jobs(cli: Cli, *args: str) -> list[str]:
+    return [r["job"] for r in json.loads(cli("jobs", *args, "-f", "json").stdout)]
+
+
 def test_delete_removes_the_job(two_jobs: Cli) -> None:
-    assert two_jobs("delete", "job2").stdout == "deleted job2\n"
-    assert [r["job"] for r in json.loads(two_jobs("jobs", "-f", "json").stdout)] == ["job1"]
-    missing = two_jobs("delete", "job2", ok=False)
+    assert two_jobs("delete", "job2", "--yes").stdout == "deleted job2\n"
+    assert listed_jobs(two_jobs) == ["job1"]
+    missing = two_jobs("delete", "job2", "job1", "--yes", ok=False)
     assert (missing.exit_code, missing.stderr) == (
         1,
         "Error: no job named 'job2'; known jobs: job1\n",
+    )
+    assert listed_jobs(two_jobs) == ["job1"]  # all or nothing
+
+
+def test_delete_several_or_by_where_and_only_when_told(two_jobs: Cli, tmp_path: Path) -> None:
+    asked = two_jobs("delete", "job1", ok=False)  # no terminal here: it cannot ask
+    assert asked.exit_code == 2
+    assert "Invalid value for --yes: deleting asks first on a terminal; give --yes to delete " in (
+        flat(asked.stderr)
+    )
+    both = two_jobs("delete", "job1", "--where", "gpu=A10G", "--yes", ok=False)
+    assert both.exit_code == 2
+    assert "name the jobs to delete, or choose them with --where" in flat(both.stderr)
+    assert listed_jobs(two_jobs) == ["job1", "job2"]
+    two_jobs(
+        "ingest", str(write_sample_job(tmp_path / "job3", steps=5, arms=())), "--meta=gpu=A10G"
+    )
+    by_where = two_jobs("delete", "--where", "gpu=A10G", "-y")
+    assert by_where.stdout == "deleted job1\ndeleted job3\n"
+    unknown = two_jobs("delete", "--where", "gpu=A10G", "-y", ok=False)
+    assert (unknown.exit_code, unknown.stderr) == (
+        1,
+        "Error: no job has metadata 'gpu'; known keys: none\n",
+    )
+    assert two_jobs("delete", "job2", "job2", "-y").stdout == "deleted job2\n"
+
+
+def test_delete_asks_on_a_terminal(two_jobs: Cli) -> None:
+    def on_terminal(answer: str) -> subprocess.CompletedProcess[str]:
+        controller, terminal = pty.openpty()
+        os.write(controller, answer.encode())  # typed ahead: read when it asks
+        command = [sys.executable, "-m", "tracker", "--db", two_jobs.url, "delete", "job2", "job1"]
+        try:
+            return subprocess.run(command, stdin=terminal, capture_output=True, text=True)
+        finally:
+            os.close(terminal)
+            os.close(controller)
+
+    question = (
+        f"delete 2 jobs (job2, job1) and everything ingested with them from {two_jobs.url}? [y/N] "
+    )
+    kept = on_terminal("n\n")
+    assert (kept.returncode, kept.stdout, kept.stderr) == (1, "", f"{question}nothing deleted\n")
+    assert listed_jobs(two_jobs) == ["job1", "job2"]
+    deleted = on_terminal("y\n")
+    assert (deleted.returncode, deleted.stdout) == (0, "deleted job2\ndeleted job1\n")
+    assert listed_jobs(two_jobs) == []
+
+
+def test_jobs_where_since_sort_and_limit(two_jobs: Cli, tmp_path: Path) -> None:
+    two_jobs("meta", "job1", "time=2026-10-01T00:00Z")
+    two_jobs("meta", "job2", "time=2026-11-01T00:00Z", "gpu=H100")
+    assert listed_jobs(two_jobs, "--where", "gpu=A10G") == ["job1"]
+    assert listed_jobs(two_jobs, "--since", "2026-10-15") == ["job2"]
+    assert listed_jobs(two_jobs, "--sort", "-points") == ["job1", "job2"]
+    assert listed_jobs(two_jobs, "--sort", "points") == ["job2", "job1"]
+    assert listed_jobs(two_jobs, "--sort", "-time", "--limit", "1") == ["job2"]
+    late = two_jobs("jobs", "--since", "2027-01-01", ok=False)
+    assert (late.exit_code, late.stderr) == (
+        1,
+        "Error: no selected job is at or after 2027-01-01T00:00:00Z; "
+        "the latest is 2026-11-01T00:00:00Z (job2)\n",
+    )
+    value = two_jobs("jobs", "--where", "gpu=a10g", ok=False)
+    assert (value.exit_code, value.stderr) == (
+        1,
+        "Error: no job has gpu=a10g; known values: A10G, H100 (gpu=A10G differs only in case)\n",
+    )
+    bad = two_jobs("jobs", "--sort", "-size", ok=False)
+    assert bad.exit_code == 2
+    assert (
+        "no column 'size'; sort by one of: job, time, ingested_at, probes, failed_probes, arms, "
+        "points" in flat(bad.stderr)
     )
 
 
@@ -196,3 +274,83 @@ def test_compare_help_fits_80_columns() -> None:
     result = typer.testing.CliRunner(env={"COLUMNS": "80"}).invoke(app, ["compare", "--help"])
     line = next(line for line in result.stdout.splitlines() if "--fail-on-regression" in line)
     assert "\u2026" not in line and "--no-fail" not in result.stdout
+
+
+def test_a_near_miss_suggests_the_close_name(two_jobs: Cli) -> None:
+    cases = [
+        (("show", "Job2"), "no job named 'Job2'; known jobs: job1, job2; did you mean job2?"),
+        (("show", "job3"), "no job named 'job3'; known jobs: job1, job2"),  # two as close
+        (
+            ("query", "curve", "--arm", "flash_s9"),
+            "no arm 'flash_s9' in the selected jobs; known arms: flash_s0, linear_s0, ref_s0, "
+            "ref_s1; did you mean flash_s0?",
+        ),
+        (
+            ("query", "curve", "--arm", "ref_s0", "--metric", "los"),
+            "unknown metric 'los'; choose one of: loss, lr, step_ms; did you mean loss?",
+        ),
+        (
+            ("meta", "job1", "--unset", "gpuu"),
+            "job 'job1' has no metadata 'gpuu' to unset; its keys: gpu; did you mean gpu?",
+        ),
+        (
+            ("jobs", "--where", "gpuu=A10G"),
+            "no job has metadata 'gpuu'; known keys: gpu; did you mean gpu?",
+        ),
+        (
+            ("query", "probes", "--where", "gpu=A10"),
+            "no job has gpu=A10; known values: A10G; did you mean gpu=A10G?",
+        ),
+    ]
+    for args, message in cases:
+        result = two_jobs(*args, ok=False)
+        assert (result.exit_code, result.stderr) == (1, f"Error: {message}\n"), args
+
+
+def test_help_paragraphs_wrap_at_the_terminal_not_the_source() -> None:
+    result = typer.testing.CliRunner(env={"COLUMNS": "200"}).invoke(app, ["ingest", "--help"])
+    assert (
+        "A directory that fails is reported, naming it, and the others are still stored; the "
+        "command then exits with code 1." in result.stdout
+    )
+
+
+@pytest.mark.parametrize(
+    ("pair", "problem"),
+    [
+        ("bad key=1", "it holds a space"),
+        ("1st=1", "it starts with '1'"),
+        ("a:b=1", "it holds ':'"),
+        ("=1", "it is empty"),
+    ],
+)
+def test_a_bad_meta_key_says_what_is_wrong(two_jobs: Cli, pair: str, problem: str) -> None:
+    result = two_jobs("meta", "job1", pair, ok=False)
+    assert result.exit_code == 2
+    key = pair.partition("=")[0]
+    assert (
+        f"Invalid value for KEY=VALUE: invalid metadata key {key!r} ({problem}): a key is "
+        "letters, digits, '_', '.' and '-', starting with a letter or '_', at most 100 characters"
+    ) in flat(result.stderr)
+    assert two_jobs("meta", "job1").stdout == "job1: gpu=A10G\n"
+
+
+def test_ingest_of_several_directories_draws_no_bar_off_a_terminal(
+    cli: Cli, tmp_path: Path
+) -> None:
+    jobs = [str(write_sample_job(tmp_path / name, steps=5, arms=())) for name in ("j1", "j2")]
+    result = cli("ingest", *jobs)
+    assert result.stderr == ""
+    assert result.stdout.splitlines()[-1] == "2 directories: 2 ingested"
+
+
+def test_compare_writes_a_nan_delta_as_nan(cli: Cli, tmp_path: Path) -> None:
+    cli("ingest", str(write_sample_job(tmp_path / "a", steps=40)))
+    b = write_sample_job(tmp_path / "b", seed=1, steps=40)
+    summary = json.loads((b / "flash_s0.json").read_text())
+    (b / "flash_s0.json").write_text(json.dumps({**summary, "val_loss": float("nan")}))
+    cli("ingest", str(b))
+    result = cli("compare", "a", "b", ok=False)
+    (line,) = [line for line in result.stdout.splitlines() if "val_loss flash_s0:" in line]
+    assert line.startswith("  val_loss flash_s0: PASS -> FAIL (delta NaN); status: NaN after ")
+    assert "nan" not in line

@@ -23,6 +23,16 @@ def test_copy_every_job_then_nothing_the_second_time(db_url: str, tmp_path: Path
     ]
     again = local("db", "copy", local.url, db_url)
     assert again.stdout.splitlines()[-1] == "0 jobs copied"
+    local("meta", "j2", "note=rerun on H100", "gpu=H100")
+    Cli(db_url)("meta", "j2", "owner=team")  # the destination's own key stays
+    edited = local("db", "copy", local.url, db_url)
+    assert edited.stdout.splitlines() == [
+        "j1: already in the destination",
+        "j2: already in the destination; metadata updated: gpu=H100 note=rerun on H100",
+        "0 jobs copied, 1 with metadata updated",
+    ]
+    assert Cli(db_url)("meta", "j2").stdout == "j2: gpu=H100 note=rerun on H100 owner=team\n"
+    Cli(db_url)("meta", "j2", "--unset", "owner")
     for query in (api.jobs, api.probes, api.runs):
         assert_frame_equal(
             query(local.url).drop("ingested_at", "source", strict=False),
@@ -45,6 +55,6 @@ def test_copy_back_and_conflicting_names(db_url: str, tmp_path: Path) -> None:
         "Error: j1: not copied, the destination has another job of this name; to copy this "
         "one, delete that one first (tracker --db DST_URL delete j1)\n",
     )
-    local("delete", "j1")  # as the error says
+    local("delete", "j1", "--yes")  # as the error says
     again = local("db", "copy", db_url, local.url)
     assert again.stdout == "j1: copied, 240 points\nj2: already in the destination\n1 jobs copied\n"

@@ -436,7 +436,8 @@ def test_killed_replace_keeps_the_old_job_exactly_and_the_next_replace_completes
         command = tracker("--db", probe.url_for_process(), "ingest", str(new), "--replace")
         write_s = measure_write(command, probe)
         replaced = content(snapshot(db_url))
-        assert replaced["tables"] == expected_tables(new_steps)  # no old point left behind
+        # no old point left behind; the metadata is kept, as --replace does
+        assert replaced["tables"] == {**expected_tables(new_steps), "job_meta": 1}
         before = put_back_the_old_job()
 
         def check(kill: Kill) -> None:
@@ -456,7 +457,9 @@ def test_killed_replace_keeps_the_old_job_exactly_and_the_next_replace_completes
     done = run_tracker("--db", db_url, "ingest", str(new), "--replace")
     assert done.returncode == 0, done.stderr
     points = ARMS * METRICS * new_steps
-    assert done.stdout == f"big: replaced 25 probes (1 failed), 4 arms, {points} points\n"
+    assert done.stdout == (
+        f"big: replaced 25 probes (1 failed), 4 arms, {points} points; metadata kept: version=old\n"
+    )
     assert_sqlite_intact(db_url)
     after = snapshot(db_url)
     assert same(content(after), replaced)

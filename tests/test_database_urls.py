@@ -22,6 +22,7 @@ READING_COMMANDS = [
     ["compare", "job1", "job2"],
     ["sql", "SELECT 1"],
     ["db", "current"],
+    ["serve", "--port", "0"],
 ]
 
 
@@ -65,6 +66,31 @@ def test_ingest_demo_and_upgrade_create_the_file(tmp_path: Path) -> None:
         path = tmp_path / name
         Cli(f"sqlite:///{path}")(*args)
         assert Cli(f"sqlite:///{path}")("db", "current").stdout.endswith(": up to date\n")
+
+
+def test_a_failed_ingest_creates_no_file(tmp_path: Path) -> None:
+    typo = tmp_path / "trackr.db"
+    broken = write_sample_job(tmp_path / "broken", steps=5)
+    (broken / "ref_s0.csv").write_text("step,loss\n0,oops\n")
+    missing = tmp_path / "no" / "such" / "dir"
+    result = Cli(f"sqlite:///{typo}")("ingest", str(missing), str(broken), ok=False)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: {missing}: no such directory\n"
+        f"Error: {broken}: ref_s0.csv line 2: loss 'oops' is not a number\n",
+    )
+    assert list(tmp_path.iterdir()) == [broken]  # no trackr.db, no -wal, no -shm
+
+
+@pytest.mark.parametrize("scheme", ["mysql", "postgresql+psycopg2", "SQLITE"])
+def test_an_unsupported_scheme_names_the_supported_ones(scheme: str) -> None:
+    expected = (
+        f"Error: unsupported database URL scheme '{scheme}://': the tracker works with "
+        "SQLite (sqlite:///FILE) and PostgreSQL (postgresql://USER@HOST/DATABASE, psycopg 3)\n"
+    )
+    for args in (["jobs"], ["ingest", "unused"], ["serve", "--port", "0"]):
+        result = Cli(f"{scheme}://x@y/z")(*args, ok=False)
+        assert (result.exit_code, result.stderr) == (1, expected)
 
 
 @pytest.mark.parametrize("path", ["typo.db", "/data/study.db"])

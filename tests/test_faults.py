@@ -143,7 +143,7 @@ def test_read_only_database_refuses_writes_in_one_line_and_still_reads(
     engine.dispose()
 
     assert_one_error_line(run_cli(read_only, "ingest", str(jobs["second"])), "readonly")
-    assert_one_error_line(run_cli(read_only, "delete", "first"), "readonly")
+    assert_one_error_line(run_cli(read_only, "delete", "first", "--yes"), "readonly")
 
     listed = run_cli(read_only, "jobs", "--format", "csv")
     assert listed.returncode == 0, listed.stderr
@@ -380,7 +380,7 @@ def test_corrupted_pages_end_every_command_in_one_line(
         ("query", "curve", "--arm", "ref_s0", "--arm", "ref_s1", "--arm", "flash_s0"),
         ("sql", "SELECT count(*), sum(n_points), sum(length(data)) FROM curve_chunk"),
         ("ingest", str(jobs["first"])),
-        ("delete", "big"),
+        ("delete", "big", "--yes"),
     ):
         result = run_cli(url, *args)
         outcomes[args[0]] = result.returncode

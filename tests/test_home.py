@@ -208,3 +208,27 @@ def test_a_hostile_metadata_value_stays_inert(client: TestClient, path: str) -> 
     html = client.get(path).text
     assert "<script>alert(1)" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;&amp;" in html
+
+
+ISO_UTC = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"  # 2026-11-29T21:13:57Z, the README's one format
+
+
+def test_every_page_shows_times_in_one_format(
+    client: TestClient, study: Cli, tmp_path: Path
+) -> None:
+    home = client.get("/").text
+    assert re.findall(r'<td class="time">([^<]*)</td>', home) == [
+        "2026-11-01T00:00:00Z",
+        "2026-10-15T00:00:00Z",
+        "2026-10-01T00:00:00Z",
+    ]
+    job_page = client.get("/jobs/j1/").text
+    assert re.search(rf"<dt>ingested</dt><dd>{ISO_UTC}</dd>", job_page), job_page[:3000]
+    trend = client.get("/trend?metric=val_loss&variant=ref").text
+    assert "2026-10-01T00:00:00Z</td>" in trend and "+00:00</td>" not in trend
+    out = tmp_path / "report"
+    study("report", "--out", str(out))
+    index = (out / "index.html").read_text()
+    assert re.findall(r'<td class="time">([^<]*)</td>', index)[0] == "2026-11-01T00:00:00Z"
+    assert re.search(rf"generated {ISO_UTC} by tracker", index)
+    assert re.search(rf"<dt>ingested</dt><dd>{ISO_UTC}</dd>", (out / "j1/index.html").read_text())

@@ -132,6 +132,19 @@ def test_same_name_different_content_is_refused_unless_replace(
     assert counts(engine)["job"] == 1
 
 
+def test_replace_keeps_the_stored_metadata_under_the_new_values(
+    cli: Cli, job_dir: Path, tmp_path: Path
+) -> None:
+    cli("ingest", str(job_dir), "--meta", "gpu=A100", "--meta", "time=2026-11-28T10:00Z")
+    other = write_sample_job(tmp_path / "elsewhere" / "job2", seed=7, steps=50)
+    replaced = cli("ingest", str(other), "--replace", "--meta", "gpu=H100", "--meta", "run=2")
+    assert replaced.stdout == (
+        "job2: replaced 25 probes (1 failed), 4 arms, 600 points; "
+        "metadata kept: time=2026-11-28T10:00:00Z\n"
+    )
+    assert cli("meta", "job2").stdout == "job2: gpu=H100 run=2 time=2026-11-28T10:00:00Z\n"
+
+
 def test_replace_keeps_the_old_job_when_the_new_content_is_broken(
     cli: Cli, job_dir: Path, tmp_path: Path, engine: Engine
 ) -> None:

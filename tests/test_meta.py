@@ -34,11 +34,11 @@ def test_identical_reingest_updates_the_metadata(cli: Cli, job: Path) -> None:
     result = cli("ingest", str(job), "--replace", *meta)
     assert result.stdout == (
         "job4: identical content already ingested; "
-        "metadata updated: gpu=A100 time=2026-10-15T09:00+02:00\n"
+        "metadata updated: gpu=A100 time=2026-10-15T07:00:00Z\n"  # stored in UTC, as shown
     )
     assert listed(cli) == (
         "2026-10-15T07:00:00Z",
-        "flashoptim=0.1.3 gpu=A100 time=2026-10-15T09:00+02:00",
+        "flashoptim=0.1.3 gpu=A100 time=2026-10-15T07:00:00Z",
     )
     again = cli("ingest", str(job), "--meta", "gpu=A100")  # nothing new: a no-op
     assert again.stdout == "job4: unchanged, already ingested with identical content\n"
@@ -47,8 +47,12 @@ def test_identical_reingest_updates_the_metadata(cli: Cli, job: Path) -> None:
 def test_meta_sets_unsets_and_prints(cli: Cli, job: Path) -> None:
     assert cli("meta", "job4").stdout == "job4: flashoptim=0.1.3 gpu=H100\n"
     changed = cli("meta", "job4", "gpu=A100", "time=2026-10-15T09:00Z", "--unset", "flashoptim")
-    assert changed.stdout == "job4: gpu=A100 time=2026-10-15T09:00Z\n"
-    assert listed(cli) == ("2026-10-15T09:00:00Z", "gpu=A100 time=2026-10-15T09:00Z")
+    assert changed.stdout == "job4: gpu=A100 time=2026-10-15T09:00:00Z\n"
+    assert listed(cli) == ("2026-10-15T09:00:00Z", "gpu=A100 time=2026-10-15T09:00:00Z")
+    same = cli("meta", "job4", "time=2026-10-15 11:00+02:00")  # the same moment: no change
+    assert same.stdout == "job4: gpu=A100 time=2026-10-15T09:00:00Z\n"
+    found = cli("query", "runs", "--where", "time=2026-10-15T09:00Z", "-f", "csv").stdout
+    assert found.count("\njob4,") == 1  # --where matches a time as it is stored
     emptied = cli("meta", "job4", "--unset", "gpu", "--unset", "time")
     assert emptied.stdout == "job4: no metadata\n"
 

@@ -216,7 +216,7 @@ def test_every_migration_step_keeps_the_data(cli: Cli, engine: Engine, tmp_path:
 def test_deleting_a_job_leaves_no_orphan_points(cli: Cli, engine: Engine, tmp_path: Path) -> None:
     cli("ingest", str(write_sample_job(tmp_path / "job1", steps=25)))
     cli("ingest", str(write_sample_job(tmp_path / "job2", seed=1, steps=10)))
-    cli("delete", "job1")
+    cli("delete", "job1", "--yes")
     assert snapshot(engine)["points"] == 4 * 3 * 10
     cli("ingest", str(write_sample_job(tmp_path / "new" / "job2", seed=5, steps=7)), "--replace")
     assert snapshot(engine)["points"] == 4 * 3 * 7

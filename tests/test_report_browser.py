@@ -310,3 +310,52 @@ def test_index_without_javascript_lists_every_job(browser: Any, many_jobs_report
     page.goto((many_jobs_report / "index.html").as_uri(), wait_until="load")
     assert page.locator("#jobs-table tbody tr:visible").count() == MANY
     context.close()
+
+
+# Only what is drawn by the load event, or for printing: no figure is drawn in a later task.
+NO_LATER_TASKS = """
+window.setTimeout = function () { return 0; };
+window.printedWidths = [];
+matchMedia('print').addEventListener('change', function (media) {
+  if (!media.matches) return;
+  window.printedWidths.push([...document.querySelectorAll('div.plot')].map(function (p) {
+    var svg = p.querySelector('.main-svg');
+    return svg ? Number(svg.getAttribute('width')) : 0;
+  }));
+});
+"""
+DRAWN = "[...document.querySelectorAll('div.plot')].map(p => !!p.querySelector('.main-svg'))"
+
+
+def page_without_later_tasks(browser: Any, path: Path, height: int) -> Any:
+    page = browser.new_context(viewport={"width": 1400, "height": height}).new_page()
+    page.add_init_script(NO_LATER_TASKS)
+    page.goto(path.as_uri(), wait_until="load")
+    return page
+
+
+def test_a_screenshot_on_load_shows_every_figure_on_screen(
+    browser: Any, report_dir: Path, tmp_path: Path
+) -> None:
+    tall = page_without_later_tasks(browser, report_dir / "job1" / "index.html", 6000)
+    assert tall.evaluate(DRAWN) == [True, True, True]  # all on the first screen: drawn
+    assert tall.screenshot(path=str(tmp_path / "job1.png"))  # before any scroll
+    short = page_without_later_tasks(browser, report_dir / "job1" / "index.html", 600)
+    assert short.evaluate(DRAWN) == [False, False, False]  # below the first screen: later
+
+
+@pytest.mark.parametrize("page_path", ["index.html", "job1/index.html"])
+def test_printing_draws_every_figure_to_the_page_width(
+    browser: Any, report_dir: Path, tmp_path: Path, page_path: str
+) -> None:
+    page = page_without_later_tasks(browser, report_dir / page_path, 600)
+    drawn = page.evaluate(DRAWN)
+    assert drawn and not any(drawn)  # nothing on the first screen: nothing drawn yet
+    assert page.pdf(path=str(tmp_path / "printed.pdf"))
+    assert all(page.evaluate(DRAWN))
+    (widths,) = page.evaluate("window.printedWidths")
+    assert len(widths) == len(drawn) and all(0 < width <= 680 for width in widths), widths
+    screen = page.evaluate(
+        "[...document.querySelectorAll('.main-svg')].map(s => s.getAttribute('width'))"
+    )
+    assert max(map(int, screen)) > 680  # back to the screen's width after printing

@@ -88,13 +88,51 @@ def test_second_report_renders_only_the_new_job(cli: Cli, tmp_path: Path) -> Non
     }
 
     # a deleted job's pages go
-    cli("delete", "job2")
+    cli("delete", "job2", "--yes")
     age(out)
     after = cli("report", "--out", str(out))
     assert after.stdout.splitlines()[0] == "0 job pages rendered, 2 up to date, 1 removed"
     assert not (out / "job2").exists()
     assert touched(out) == {"index.html", "claims.json", "manifest.json"}
     assert "job2" not in (out / "index.html").read_text()
+
+
+def test_a_report_keeps_other_jobs_pages_and_never_overwrites_a_foreign_folder(
+    cli: Cli, tmp_path: Path
+) -> None:
+    for i, name in enumerate(("a", "b", "c")):
+        ingest(cli, tmp_path / "jobs", name, seed=i)
+    out = tmp_path / "report"
+    cli("report", "--out", str(out))
+    only_b = cli("report", "--out", str(out), "--job", "b")
+    assert only_b.stdout.splitlines()[0] == "0 job pages rendered, 1 up to date"
+    assert (out / "a" / "index.html").is_file() and (out / "c" / "index.html").is_file()
+    assert 'href="a/index.html"' not in (out / "index.html").read_text()
+    # the pages kept are still known: a full report again renders nothing, a deleted job goes
+    cli("delete", "c", "--yes")
+    again = cli("report", "--out", str(out))
+    assert again.stdout.splitlines()[0] == "0 job pages rendered, 2 up to date, 1 removed"
+    pruned = cli("report", "--out", str(out), "--job", "b", "--prune")
+    assert pruned.stdout.splitlines()[0] == "0 job pages rendered, 1 up to date, 1 removed"
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["b"]
+
+    theirs = tmp_path / "site"
+    theirs.mkdir()
+    (theirs / "index.html").write_text("<h1>my own page</h1>")
+    refused = cli("report", "--out", str(theirs), ok=False)
+    assert (refused.exit_code, refused.stdout, refused.stderr) == (
+        1,
+        "",
+        f"Error: {theirs} is not empty and holds no report (no manifest.json), whose files a "
+        "report would overwrite; write the report into another folder, or give --force\n",
+    )
+    assert [p.name for p in theirs.iterdir()] == ["index.html"]
+    assert (theirs / "index.html").read_text() == "<h1>my own page</h1>"
+    cli("report", "--out", str(theirs), "--force")
+    assert (theirs / "manifest.json").is_file()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    cli("report", "--out", str(empty))  # an empty folder is fine
 
 
 def test_other_expectations_render_every_page(cli: Cli, tmp_path: Path) -> None:

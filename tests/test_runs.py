@@ -119,7 +119,10 @@ def test_filters_text_where_and_verdict(client: TestClient) -> None:
     )
     unknown = client.get("/api/runs?where=gpux=A10G")
     assert unknown.status_code == 422
-    assert unknown.json()["detail"] == "no job has metadata 'gpux'; known keys: gpu, note, time"
+    assert (
+        unknown.json()["detail"]
+        == "no job has metadata 'gpux'; known keys: gpu, note, time; did you mean gpu?"
+    )
 
 
 def test_columns_and_paging(client: TestClient) -> None:

@@ -289,8 +289,19 @@ ERRORS = [
     ("/api/trend?metric=val_loss&job=nope", 404, "no job named 'nope'"),
     ("/api/claims?where=gpu", 422, "where: expected KEY=VALUE, got 'gpu'"),
     ("/claims?group_by=job", 422, "Error: cannot group by metadata 'job'"),
-    ("/api/curve?job=j1&arm=nope", 404, "job 'j1' has no curve 'loss' for arm 'nope'"),
-    ("/curve?job=j1&arm=ref_s0&metric=nope", 404, "Error: job 'j1' has no curve 'nope'"),
+    ("/api/curve?job=j1&arm=nope", 404, "job 'j1' has no arm 'nope'; its arms: flash_s0, "),
+    (
+        "/curve?job=j1&arm=ref_s1x",
+        404,
+        "Error: job 'j1' has no arm 'ref_s1x'; its arms: flash_s0, ",
+    ),
+    ("/curve?job=nope&arm=ref_s0", 404, "Error: no job named 'nope'; known jobs: "),
+    (
+        "/curve?job=j1&arm=ref_s0&metric=los",
+        404,
+        "Error: job 'j1' has no curve 'los' for arm 'ref_s0'; its metrics: loss, lr, step_ms; "
+        "did you mean loss?",
+    ),
     ("/api/curve?job=j1&arm=ref_s0&points=5", 422, "bad parameter 'points': Input should be"),
     ("/api/curve?job=j1&arm=ref_s0&start=x", 422, "bad parameter 'start': Input should be"),
     ("/api/curve?job=j1&arm=ref_s0&start=9&end=3", 422, "start must not exceed end"),
@@ -632,8 +643,11 @@ def test_serve_neither_creates_nor_migrates_a_database(db_url: str) -> None:
         missing = db_url.replace("tracker.db", "missing.db")
         result = Cli(missing)("serve", ok=False)
         assert result.exit_code == 1
-        assert result.stderr.startswith(f"Error: cannot use database {missing}: ")
-        assert result.stderr.count("\n") == 1
+        path = missing.removeprefix("sqlite:///")
+        assert result.stderr == (
+            f"Error: no database file {path}; only `tracker ingest`, `tracker demo` and "
+            "`tracker db upgrade` create one\n"
+        )
         assert not Path(missing.removeprefix("sqlite:///")).exists()
     else:
         result = Cli(db_url)("serve", ok=False)  # an empty schema: nothing to serve yet

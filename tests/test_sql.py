@@ -288,8 +288,8 @@ def test_times_show_as_every_listing_shows_them(cli: Cli, loaded: Cli) -> None:
     ]
     assert loaded("sql", statement, "-f", "csv").stdout == f"name,ingested_at\njob1,{shown}\n"
     assert loaded("sql", statement).stdout.splitlines()[2].split() == ["job1", shown]
-    cli("meta", "job1", "time=2026-10-01 09:00:00")
-    meta = loaded("sql", "SELECT value FROM job_meta WHERE key = 'time'", "-f", "csv").stdout
+    cli("meta", "job1", "gpu=2026-10-01 09:00:00")
+    meta = loaded("sql", "SELECT value FROM job_meta WHERE key = 'gpu'", "-f", "csv").stdout
     assert meta == "value\n2026-10-01 09:00:00\n"  # text stays text, even if it looks a time
 
 

@@ -34,7 +34,7 @@ def study(cli: Cli, tmp_path: Path) -> Cli:
 CASES = [
     (
         ("query", "probes", "--model", "gpt2-124m"),
-        f"no job has model gpt2-124m; known values: {MODELS}",
+        f"no job has model gpt2-124m; known values: {MODELS}; did you mean gpt-124m?",
     ),
     (
         ("query", "probes", "--model", "GPT-124m"),
@@ -42,11 +42,11 @@ CASES = [
     ),
     (
         ("query", "probes", "--variant", "flsh"),
-        f"no job has variant flsh; known values: {VARIANTS}",
+        f"no job has variant flsh; known values: {VARIANTS}; did you mean flash?",
     ),
     (
         ("query", "runs", "--variant", "flsh"),
-        f"no job has variant flsh; known values: {VARIANTS}",
+        f"no job has variant flsh; known values: {VARIANTS}; did you mean flash?",
     ),
     (
         ("query", "runs", "--where", "gpu=h100"),

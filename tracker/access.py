@@ -9,6 +9,7 @@ The command line's light commands (``jobs``, ``show``, ``meta``, ``delete``, ``s
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 from functools import partial
 from typing import TypeVar
 
@@ -16,6 +17,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tracker.config import database_url
+from tracker.domain import JOB_SORT_KEYS
 from tracker.store import catalog
 from tracker.store.db import (
     HEAD,
@@ -77,9 +79,24 @@ def in_write(db: Database, work: Callable[[Session], T]) -> T:
             engine.dispose()
 
 
-def job_rows(db: Database = None) -> list[Row]:
-    """Every job with its counts and metadata, in job order, as rows (``jobs`` as a frame)."""
-    return with_session(db, catalog.list_jobs)
+def job_rows(
+    db: Database = None,
+    *,
+    where: Iterable[tuple[str, str]] = (),
+    since: datetime | None = None,
+    sort: str | None = None,
+    limit: int | None = None,
+) -> list[Row]:
+    """Every job with its counts and metadata, in job order, as rows (``jobs`` as a frame):
+    only those with the ``where`` metadata, at or after ``since``; sorted by ``sort`` (one of
+    ``JOB_SORT_KEYS``, ``-KEY`` descending), the first ``limit`` of them."""
+    rows = with_session(db, partial(catalog.select_jobs, where=tuple(where), since=since))
+    if sort is not None:
+        key = sort.removeprefix("-")
+        if key not in JOB_SORT_KEYS:
+            raise ValueError(f"cannot sort jobs by {key!r}; one of: {', '.join(JOB_SORT_KEYS)}")
+        rows.sort(key=lambda row: row[key], reverse=sort.startswith("-"))
+    return rows if limit is None else rows[:limit]
 
 
 SHOW_PARTS = {"probes": catalog.job_probes, "arms": catalog.job_arms}
@@ -106,9 +123,15 @@ def edit_meta(
     return in_write(db, edit)
 
 
-def delete(db: Database, job: str) -> None:
-    """Delete a job and everything ingested with it, in one write transaction."""
-    in_write(db, partial(catalog.delete_job, name=job))
+def delete(db: Database, jobs: Iterable[str] | str) -> None:
+    """Delete jobs and everything ingested with them, in one write transaction."""
+    names = [jobs] if isinstance(jobs, str) else list(jobs)
+
+    def delete_all(session: Session) -> None:
+        for name in names:
+            catalog.delete_job(session, name)
+
+    in_write(db, delete_all)
 
 
 def sql_result(db: Database, statement: str, timeout_s: float = STATEMENT_TIMEOUT_S) -> SqlResult:

@@ -199,12 +199,14 @@ def claims(
     job: Iterable[str] | str | None = None,
     where: Where = None,
     group_by: Iterable[str] | str | None = None,
+    since: datetime | None = None,
     expectations: Path | None = None,
 ) -> pl.DataFrame:
-    """The study's claims judged on all selected jobs together, one row per claim and subject
-    (with ``group_by``, per group of jobs in a ``group`` column)."""
+    """The study's claims judged on all selected jobs together (only jobs whose ``time`` is
+    at or after ``since``), one row per claim and subject (with ``group_by``, per group of
+    jobs in a ``group`` column)."""
     exp = load_expectations(expectations)
-    selection = _selection(job, None, None, where, group_by)
+    selection = replace(_selection(job, None, None, where, group_by), since=since)
     return with_session(db, lambda s: _claims.claims(s, selection, exp))
 
 
@@ -223,9 +225,14 @@ def report(
     since: datetime | None = None,
     expectations: Path | None = None,
     force: bool = False,
+    prune: bool = False,
 ) -> Report:
     """Write the offline HTML report of the selected jobs (only jobs whose ``time`` is at or
-    after ``since``) under ``out``, rendering only what changed (everything with ``force``)."""
+    after ``since``) under ``out``, rendering only what changed (everything with ``force``,
+    which also writes into a folder holding no report); the pages of other jobs stay unless
+    they were deleted from the database, or ``prune``."""
     selection = replace(_selection(job, None, None, where, None), since=since)
     exp = load_expectations(expectations)
-    return with_session(db, lambda s: generate_report(s, out, exp, selection, force=force))
+    return with_session(
+        db, lambda s: generate_report(s, out, exp, selection, force=force, prune=prune)
+    )

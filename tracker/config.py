@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from tracker.errors import NotADatabaseUrl
+from tracker.errors import NotADatabaseUrl, UnsupportedDatabase
 
 DEFAULT_DATABASE_URL = "sqlite:///tracker.db"
 DATABASE_URL_ENV = "TRACKER_DATABASE_URL"
@@ -12,6 +12,8 @@ DATABASE_URL_ENV = "TRACKER_DATABASE_URL"
 
 # psycopg 3 is the tracker's PostgreSQL driver; SQLAlchemy's bare schemes mean psycopg2.
 POSTGRES_SCHEMES = ("postgres", "postgresql")
+# what the tracker installs drivers for (any other SQLAlchemy dialect fails on a missing module)
+SUPPORTED_SCHEMES = ("sqlite", "sqlite+pysqlite", "postgresql+psycopg", *POSTGRES_SCHEMES)
 
 
 def database_url(explicit: str | None = None) -> str:
@@ -24,4 +26,6 @@ def normalize_url(url: str) -> str:
     scheme, separator, rest = url.partition("://")
     if not separator:
         raise NotADatabaseUrl(url=url)
+    if scheme not in SUPPORTED_SCHEMES:
+        raise UnsupportedDatabase(scheme=scheme)
     return f"postgresql+psycopg://{rest}" if scheme in POSTGRES_SCHEMES else url

@@ -26,6 +26,8 @@ __all__ = [
     "Status",
 ]
 
+# the columns of the jobs listing it sorts by (``tracker jobs --sort``): all but the metadata
+JOB_SORT_KEYS = ("job", "time", "ingested_at", "probes", "failed_probes", "arms", "points")
 LOSS = "loss"  # the curve metric the analysis, the figures and the summaries use
 DEFAULT_ARM_MODEL = "gpt-124m"  # the model of an arm whose summary JSON names none
 

@@ -6,6 +6,7 @@ arguments given when raising, so the text users read lives in one place.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -110,7 +111,7 @@ class ServerBusy(TrackerError):
 
 
 class CurveNotFound(TrackerError):
-    """job {job!r} has no curve {metric!r} for arm {arm!r}"""
+    """job {job!r} has no curve {metric!r} for arm {arm!r}; its metrics: {known}"""
 
 
 class BadExpectations(TrackerError):
@@ -161,18 +162,47 @@ class NotADatabaseUrl(TrackerError):
     """{url!r} is not a database URL; for a SQLite file write sqlite:///{url}"""
 
 
+class UnsupportedDatabase(TrackerError):
+    """unsupported database URL scheme '{scheme}://': the tracker works with SQLite (sqlite:///FILE) and PostgreSQL (postgresql://USER@HOST/DATABASE, psycopg 3)"""
+
+
+class NotAReportFolder(TrackerError):
+    """{path} is not empty and holds no report (no manifest.json), whose files a report would overwrite; write the report into another folder, or give --force"""
+
+
 class NoSuchDatabase(TrackerError):
     """no database file {path}; only `tracker ingest`, `tracker demo` and `tracker db upgrade` create one"""
 
 
-def known_names(names: Iterable[str]) -> str:
-    """The names an unknown one could have meant, sorted, for the ``known`` of an error."""
+def known_names(names: Iterable[str], near: str | None = None) -> str:
+    """The names an unknown one could have meant, sorted, for the ``known`` of an error;
+    with ``near`` (the unknown name), the one close to it if there is one (``did_you_mean``)."""
     unique = sorted(set(names))
     if not unique:
         return "none"
     shown = ", ".join(unique[:KNOWN_NAMES_SHOWN])
     hidden = len(unique) - KNOWN_NAMES_SHOWN
-    return f"{shown} and {hidden} more" if hidden > 0 else shown
+    listed = f"{shown} and {hidden} more" if hidden > 0 else shown
+    return listed + ("" if near is None else did_you_mean(near, unique))
+
+
+NEAR_MISS = 0.8  # difflib's similarity ratio from which a known name counts as close
+
+
+def did_you_mean(value: str, known: Iterable[str], shown: str = "{}") -> str:
+    """``; did you mean X?`` when exactly one known name is closest to ``value`` and close
+    (case aside: ``Job2`` -> job2, ``flsh`` -> flash; ``job7`` among job1..job6 names none),
+    else ''. ``shown`` formats the name as the message spells it (``"gpu={}"``)."""
+    names = {name.casefold(): name for name in sorted(set(known), reverse=True)}
+    scores = sorted(
+        (difflib.SequenceMatcher(None, value.casefold(), folded).ratio(), folded)
+        for folded in names
+    )
+    if not scores or scores[-1][0] < NEAR_MISS:
+        return ""
+    if len(scores) > 1 and scores[-2][0] == scores[-1][0]:
+        return ""  # two as close: no guess
+    return f"; did you mean {shown.format(names[scores[-1][1]])}?"
 
 
 class BadPlot(TrackerError):

@@ -7,10 +7,13 @@ import ``tracker.api`` when they run, so ``tracker --help`` starts fast.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -43,7 +46,12 @@ def _interrupt(_signum: int, _frame: Any) -> None:
 
 class ErrorReportingGroup(TyperGroup):
     """Turns expected errors into one line on stderr, without a traceback; an interrupt
-    (Ctrl-C, or SIGTERM, taken alike) into one line saying what was stored, and exit 130."""
+    (Ctrl-C, or SIGTERM, taken alike) into one line saying what was stored, and exit 130;
+    gives every command's help its paragraphs unwrapped, for the terminal to wrap."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _unwrap_help(self)
 
     def invoke(self, ctx: Any) -> Any:
         from sqlalchemy.exc import DBAPIError
@@ -69,6 +77,16 @@ class ErrorReportingGroup(TyperGroup):
         finally:
             if before is not None:  # a process running commands in turn (tests) keeps its own
                 signal.signal(signal.SIGTERM, before)
+
+
+def _unwrap_help(command: Any) -> None:
+    """Each paragraph of a help text on one line, in this command and those under it: typer
+    keeps a docstring's line breaks after its first paragraph, which then end lines early."""
+    if command.help:
+        paragraphs = inspect.cleandoc(command.help).split("\n\n")
+        command.help = "\n\n".join(" ".join(paragraph.split()) for paragraph in paragraphs)
+    for sub in getattr(command, "commands", {}).values():
+        _unwrap_help(sub)
 
 
 app = typer.Typer(
@@ -107,6 +125,10 @@ GroupBy = Annotated[
         "the jobs sharing its value. Repeatable.",
     ),
 ]
+SinceOption = Annotated[
+    str | None,
+    typer.Option(metavar="TIME", help="Only jobs whose time is at or after TIME (ISO 8601)."),
+]
 ExpectationsOption = Annotated[
     Path | None,
     typer.Option("--expectations", metavar="FILE", help="TOML replacing the packaged one."),
@@ -123,6 +145,32 @@ class State:
 
         engine = open_database(self.url, may_create_file=may_create_file)
         return engine.execution_options(**{ON_LOCK_WAIT: partial(_tell_waiting, engine)})
+
+    @contextmanager
+    def storing_engine(self) -> Iterator[Any]:
+        """The engine of a command that stores jobs (ingest): it may create the SQLite file,
+        and removes a file it created again if no job was stored in it, so that a failed
+        command with a mistyped ``--db`` leaves no empty database behind."""
+        from sqlalchemy import func, make_url, select
+
+        from tracker.models import Job
+
+        url = make_url(self.url)
+        created = None
+        if url.get_backend_name() == "sqlite" and not url.query.get("uri"):
+            path = Path(url.database or "")
+            created = None if url.database in (None, "", ":memory:") or path.exists() else path
+        engine = self.engine(may_create_file=True)
+        try:
+            yield engine
+        finally:
+            if created is not None:
+                with engine.connect() as connection:
+                    stored = connection.scalar(select(func.count()).select_from(Job))
+            engine.dispose()
+            if created is not None and not stored:
+                for suffix in ("", "-wal", "-shm"):
+                    created.with_name(created.name + suffix).unlink(missing_ok=True)
 
 
 def _tell_waiting(engine: Any) -> None:
@@ -171,17 +219,45 @@ def parse_meta(items: list[str], param_hint: str = "--meta") -> dict[str, str]:
     meta: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not META_KEY.fullmatch(key):
+        if not sep:
             raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint=param_hint)
+        if not META_KEY.fullmatch(key):
+            raise typer.BadParameter(
+                f"invalid metadata key {key!r} ({_key_problem(key)}): a key is letters, digits, "
+                "'_', '.' and '-', starting with a letter or '_', at most 100 characters",
+                param_hint=param_hint,
+            )
         if key in meta:
             raise typer.BadParameter(f"{key!r} is given twice", param_hint=param_hint)
         meta[key] = value
     return meta
 
 
+def parse_since(since: str | None) -> Any:
+    """``--since`` as a datetime in UTC (None: every job), checked before the database opens."""
+    from tracker.store.catalog import parse_time
+
+    try:
+        return None if since is None else parse_time(since)
+    except TrackerError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--since") from None
+
+
+def _key_problem(key: str) -> str:
+    """What makes ``key`` no metadata key, in words: the first thing a reader must change."""
+    if not key:
+        return "it is empty"
+    wrong = next((c for c in key if not re.fullmatch(r"[A-Za-z0-9_.-]", c)), None)
+    if wrong is not None:
+        return "it holds a space" if wrong.isspace() else f"it holds {wrong!r}"
+    if not re.fullmatch(r"[A-Za-z_]", key[0]):
+        return f"it starts with {key[0]!r}"
+    return f"it has {len(key)} characters"
+
+
 def where_pairs(where: list[str] | None) -> tuple[tuple[str, str], ...]:
     """``--where`` items as (key, value) pairs, checked before the database is opened."""
-    from tracker.queries.selection import parse_where
+    from tracker.store.catalog import parse_where
 
     try:
         return parse_where(where)

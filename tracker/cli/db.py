@@ -15,7 +15,8 @@ def db_copy(
     source: Annotated[str, typer.Argument(metavar="SRC_URL", help="Database to copy from.")],
     destination: Annotated[str, typer.Argument(metavar="DST_URL", help="Database to copy to.")],
 ) -> None:
-    """Copy every job the destination lacks, with all its data, one transaction per job.
+    """Copy every job the destination lacks, with all its data, one transaction per job;
+    of a job it holds, update the metadata edited since.
 
     Ctrl-C (or SIGTERM) stops it with one line naming the jobs the destination holds and
     those it does not, exit code 130.
@@ -32,11 +33,13 @@ def db_copy(
 
     outcomes = api.copy_jobs(source, destination, on_job=show)
     copied = sum(outcome.status == "copied" for outcome in outcomes)
+    updated = sum(outcome.status == "updated" for outcome in outcomes)
     conflicts = [outcome.job for outcome in outcomes if outcome.status == "conflict"]
+    done = f"{copied} jobs copied" + (f", {updated} with metadata updated" if updated else "")
     if conflicts:
-        typer.echo(f"{copied} jobs copied, {len(conflicts)} not: {', '.join(conflicts)}")
+        typer.echo(f"{done}, {len(conflicts)} not: {', '.join(conflicts)}")
         raise typer.Exit(1)
-    typer.echo(f"{copied} jobs copied")
+    typer.echo(done)
 
 
 @db_app.command("upgrade")

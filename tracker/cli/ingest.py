@@ -74,8 +74,8 @@ def ingest(
     options = IngestOptions(
         job, _parse_meta(meta or []), replace, arm_model, strict_steps, storage_options, size_limit
     )
-    engine = _state(ctx).engine(may_create_file=True)
     with ExitStack() as stack:
+        engine = stack.enter_context(_state(ctx).storing_engine())
         progress = _ingest_progress(stack, many=len(directories) > 1)
         report = ingest_directories(engine, directories, options, progress)
     closing = report.summary()
@@ -95,11 +95,12 @@ def _ingest_progress(stack: ExitStack, *, many: bool) -> Any:
         clear_bar = ""
 
         def started(self, total_bytes: int) -> None:
-            if many or total_bytes >= PROGRESS_MIN_BYTES:
+            # drawn on a terminal only: into a CI log a bar is a bare "ingesting" line
+            if sys.stderr.isatty() and (many or total_bytes >= PROGRESS_MIN_BYTES):
                 self.bar = stack.enter_context(
                     typer.progressbar(length=total_bytes, label="ingesting", file=sys.stderr)
                 )
-                self.clear_bar = "\r\033[K" if sys.stderr.isatty() else ""
+                self.clear_bar = "\r\033[K"
 
         def say(self, line: str, err: bool = False) -> None:
             """A line of its own, not glued to the end of the drawn progress bar."""

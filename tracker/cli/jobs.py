@@ -2,27 +2,60 @@
 
 from __future__ import annotations
 
+import sys
 from enum import StrEnum
 from typing import Annotated
 
 import typer
 
-from tracker.cli.base import FormatOption, app, parse_meta, state
+from tracker.cli.base import (
+    FormatOption,
+    SinceOption,
+    WhereFilter,
+    app,
+    parse_meta,
+    parse_since,
+    state,
+    where_pairs,
+)
 from tracker.cli.output import print_rows, print_tables
+from tracker.domain import JOB_SORT_KEYS
 from tracker.output import Format
 
 
+def _sort_key(value: str | None) -> str | None:
+    if value is not None and value.removeprefix("-") not in JOB_SORT_KEYS:
+        known = ", ".join(JOB_SORT_KEYS)
+        raise typer.BadParameter(f"no column {value.removeprefix('-')!r}; sort by one of: {known}")
+    return value
+
+
 @app.command()
-def jobs(ctx: typer.Context, fmt: FormatOption = Format.table) -> None:
+def jobs(
+    ctx: typer.Context,
+    where: WhereFilter = None,
+    since: SinceOption = None,
+    sort: Annotated[
+        str | None,
+        typer.Option(
+            metavar="[-]COLUMN",
+            callback=_sort_key,
+            help="Sort by this column (-COLUMN: descending) instead of job order.",
+        ),
+    ] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N jobs.")] = None,
+    fmt: FormatOption = Format.table,
+) -> None:
     """List ingested jobs with their probe, arm and point counts and metadata (JSON: an
     object by key; a table and CSV: KEY=VALUE pairs).
 
-    Example: tracker jobs --format csv
+    Example: tracker jobs --where gpu=A10G --sort -time --limit 5
     """
     from tracker import access
     from tracker.store.catalog import meta_text
 
-    rows = access.job_rows(state(ctx).url)
+    pairs, start = where_pairs(where), parse_since(since)
+    rows = access.job_rows(state(ctx).url, where=pairs, since=start, sort=sort, limit=limit)
     if fmt is not Format.json:
         rows = [{**row, "meta": meta_text(row["meta"])} for row in rows]
     print_rows(rows, fmt)
@@ -89,12 +122,46 @@ def meta_command(
 
 
 @app.command()
-def delete(ctx: typer.Context, job: Annotated[str, typer.Argument(help="Job name.")]) -> None:
-    """Delete a job and everything ingested with it.
+def delete(
+    ctx: typer.Context,
+    jobs: Annotated[list[str] | None, typer.Argument(metavar="JOB", help="Job names.")] = None,
+    where: WhereFilter = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Delete without asking (needed off a terminal).")
+    ] = False,
+) -> None:
+    """Delete jobs, named or chosen by --where, and everything ingested with them, in one
+    transaction; on a terminal it asks first.
 
-    Example: tracker delete job2
+    Example: tracker delete job2-rerun job3-rerun --yes
     """
-    from tracker import access
+    from sqlalchemy import make_url
 
-    access.delete(state(ctx).engine(), job)
-    typer.echo(f"deleted {job}")
+    from tracker import access
+    from tracker.errors import UnknownJob, known_names
+
+    if bool(jobs) == bool(where):
+        raise typer.BadParameter("name the jobs to delete, or choose them with --where")
+    url = state(ctx).url
+    listed = [row["job"] for row in access.job_rows(url, where=where_pairs(where))]
+    for name in jobs or []:
+        if name not in listed:
+            raise UnknownJob(name=name, known=known_names(listed, near=name))
+    names = list(dict.fromkeys(jobs or listed))
+    if not yes:
+        shown = make_url(url).render_as_string(hide_password=True)
+        what = names[0] if len(names) == 1 else f"{len(names)} jobs ({', '.join(names)})"
+        them = "it" if len(names) == 1 else "them"
+        question = f"delete {what} and everything ingested with {them} from {shown}?"
+        if not sys.stdin.isatty():
+            raise typer.BadParameter(
+                "deleting asks first on a terminal; give --yes to delete without asking",
+                param_hint="--yes",
+            )
+        typer.echo(f"{question} [y/N] ", nl=False, err=True)
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            typer.echo("nothing deleted", err=True)
+            raise typer.Exit(1)
+    access.delete(state(ctx).engine(), names)
+    for name in names:
+        typer.echo(f"deleted {name}")

@@ -12,15 +12,17 @@ from tracker.cli.base import (
     GroupBy,
     JobFilter,
     ModelFilter,
+    SinceOption,
     VariantFilter,
     WhereFilter,
     app,
+    parse_since,
     query_app,
     state,
     where_pairs,
 )
 from tracker.cli.output import print_frame, print_rows
-from tracker.domain import LOSS
+from tracker.domain import LOSS, ClaimStatus
 from tracker.output import Format
 
 
@@ -181,20 +183,83 @@ def claims(
         list[str] | None,
         typer.Option("--group-by", metavar="KEY", help="Judge each value's jobs apart."),
     ] = None,
+    since: SinceOption = None,
+    status: Annotated[
+        list[str] | None,
+        typer.Option(metavar="STATUS[,STATUS]", help="Only claims of these statuses."),
+    ] = None,
+    fail_on: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="STATUS[,STATUS]",
+            help="Exit with code 3 when any claim judged has one of these statuses.",
+        ),
+    ] = None,
+    wide: Annotated[
+        bool, typer.Option("--wide", help="Every column in the table (CSV and JSON have them).")
+    ] = False,
     expectations: ExpectationsOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
     """The study's claims judged on all jobs together: reproduced, not, mixed or inconclusive.
 
-    Example: tracker claims --group-by flashoptim --format json
+    The table shows each claim's status, subject, estimate with its interval and the number
+    of jobs; --wide, CSV and JSON add the statement, the expected value and the detail.
+
+    Example: tracker claims --since 2026-10-01 --fail-on NOT_REPRODUCED,MIXED
     """
     from tracker import api
 
     pairs = where_pairs(where)
-    frame = api.claims(
-        state(ctx).url, job=job, where=pairs, group_by=group_by, expectations=expectations
+    shown, gate = _claim_statuses(status, "--status"), _claim_statuses(fail_on, "--fail-on")
+    judged = api.claims(
+        state(ctx).url,
+        job=job,
+        where=pairs,
+        group_by=group_by,
+        since=parse_since(since),
+        expectations=expectations,
     )
-    print_frame(frame, fmt)
+    frame = judged.filter(judged["status"].is_in(shown)) if shown else judged
+    if fmt is Format.table and not wide:
+        print_rows(*_compact_claims(frame.to_dicts(), group="group" in frame.columns))
+    else:
+        print_frame(frame, fmt)
+    failing = [s for s in gate if s in judged["status"]]
+    if failing:
+        tally = judged["status"].value_counts()
+        counted = dict(zip(tally["status"], tally["count"], strict=True))
+        found = ", ".join(f"{counted[s]} {s}" for s in failing)
+        typer.echo(f"claims failing --fail-on: {found}", err=True)
+        raise typer.Exit(3)
+
+
+def _claim_statuses(items: list[str] | None, hint: str) -> list[str]:
+    """``--status``/``--fail-on`` values, comma-separated or repeated, checked."""
+    names = [part.strip().upper() for item in items or [] for part in item.split(",")]
+    for name in names:
+        if name not in set(ClaimStatus):
+            known = ", ".join(ClaimStatus)
+            raise typer.BadParameter(f"no claim status {name!r}; known: {known}", param_hint=hint)
+    return names
+
+
+def _compact_claims(rows: list[dict], *, group: bool) -> tuple[list[dict], Format, list[str]]:
+    """The claims table a terminal shows: status, claim, subject, estimate with its
+    interval, jobs (and the group, with --group-by)."""
+
+    def number(value: float | None) -> str:
+        return "-" if value is None else "NaN" if value != value else f"{value:.4g}"
+
+    def estimate(row: dict) -> str:
+        if row["ci_low"] is None or not row["interval"]:
+            return number(row["estimate"])
+        interval = f"{row['interval']} {number(row['ci_low'])}..{number(row['ci_high'])}"
+        return f"{number(row['estimate'])} ({interval})"
+
+    columns = [*(["group"] if group else []), "status", "claim", "subject", "estimate", "jobs"]
+    compact = [{**row, "estimate": estimate(row), "jobs": row["n_jobs"]} for row in rows]
+    return compact, Format.table, columns
 
 
 @app.command()

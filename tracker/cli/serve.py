@@ -7,8 +7,17 @@ from typing import Annotated
 
 import typer
 
-from tracker.cli.base import ExpectationsOption, JobFilter, WhereFilter, app, state, where_pairs
-from tracker.errors import Interrupted, TrackerError
+from tracker.cli.base import (
+    ExpectationsOption,
+    JobFilter,
+    SinceOption,
+    WhereFilter,
+    app,
+    parse_since,
+    state,
+    where_pairs,
+)
+from tracker.errors import Interrupted
 
 
 @app.command()
@@ -16,30 +25,39 @@ def report(
     ctx: typer.Context,
     job: JobFilter = None,
     where: WhereFilter = None,
-    since: Annotated[
-        str | None,
-        typer.Option(metavar="TIME", help="Only jobs whose time is at or after TIME (ISO 8601)."),
-    ] = None,
+    since: SinceOption = None,
     out: Annotated[Path, typer.Option("--out", help="Directory to write.")] = Path("report"),
     expectations: ExpectationsOption = None,
     force: Annotated[
-        bool, typer.Option("--force", help="Render every job's pages, even those up to date.")
+        bool,
+        typer.Option(
+            "--force",
+            help="Render every job's pages, even those up to date; write into a folder that "
+            "holds files but no report.",
+        ),
+    ] = False,
+    prune: Annotated[
+        bool,
+        typer.Option(
+            "--prune",
+            help="Remove the pages of every job not in this report, not only of "
+            "jobs deleted from the database.",
+        ),
     ] = False,
 ) -> None:
     """Write the offline HTML report; into an earlier one, render only what changed.
+
+    The pages of jobs not selected stay (links to them keep working) unless the jobs were
+    deleted from the database, or --prune.
 
     Ctrl-C (or SIGTERM) stops it with one line saying what was left as it was, exit code 130.
 
     Example: tracker report --where gpu=A10G --since 2026-10-01 --out report/
     """
     from tracker import api
-    from tracker.store.catalog import parse_time
 
     pairs = where_pairs(where)
-    try:
-        start = None if since is None else parse_time(since)
-    except TrackerError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--since") from None
+    start = parse_since(since)
     try:
         written = api.report(
             state(ctx).url,
@@ -49,6 +67,7 @@ def report(
             since=start,
             expectations=expectations,
             force=force,
+            prune=prune,
         )
     except KeyboardInterrupt:  # each file is written whole (or not), the index and manifest last
         raise Interrupted(
@@ -84,7 +103,9 @@ def serve(
     from tracker.server import create_app
     from tracker.server.listen import serve as serve_app
     from tracker.server.security import check_host
+    from tracker.store.db import create_tracker_engine, refuse_missing_file
 
     check_host(host, token)
+    refuse_missing_file(create_tracker_engine(state(ctx).url))  # as every reading command
     # opened read-only (never created or migrated), the schema checked before listening
     serve_app(create_app(state(ctx).url, token), host, port)

@@ -151,7 +151,7 @@ def _against_others(
     if before is None or after is None:
         return None
     if not math.isfinite(after):
-        return Judged(math.isfinite(before), False, f"status: {after} after {before}")
+        return Judged(math.isfinite(before), False, f"status: {_plain(after)} after {before}")
     rise = after - before
     values = [v for v in others.measured.get((a.check, a.subject), ()) if math.isfinite(v)]
     n = len(values)
@@ -159,7 +159,7 @@ def _against_others(
     if n >= gate.min_noise_jobs and sd > 0:
         limit, top = gate.spread_factor * sd, max(values)
         rule = (
-            f"spread of {_jobs(n)}: rise {rise:+.4g} vs {gate.spread_factor:g} sd = "
+            f"spread of {_jobs(n)}: rise {_signed(rise)} vs {gate.spread_factor:g} sd = "
             f"{limit:.4g}, their max {top:.6g}"
         )
         return Judged(rise > limit and after > top, -rise > limit and after < min(values), rule)
@@ -167,7 +167,7 @@ def _against_others(
     if floor is None:
         return None
     why = _jobs(n) if n < gate.min_noise_jobs else f"{_jobs(n)}, all equal"
-    rule = f"floor {floor[0]:g}{floor[1]} ({why}): rise {rise:+.4g}"
+    rule = f"floor {floor[0]:g}{floor[1]} ({why}): rise {_signed(rise)}"
     return Judged(rise > floor[0], -rise > floor[0], rule)
 
 
@@ -242,6 +242,15 @@ def _change(
     if a.status == FAIL and b.status == PASS:
         return Change.FIXED, rule
     return (Change.SAME if a.status == b.status else Change.CHANGED), rule
+
+
+def _signed(value: float) -> str:
+    """A change with its sign, NaN as the README writes it (``+nan`` would read as a rise)."""
+    return "NaN" if math.isnan(value) else f"{value:+.4g}"
+
+
+def _plain(value: float) -> object:
+    return "NaN" if math.isnan(value) else value
 
 
 def _delta(a: Verdict | None, b: Verdict | None) -> float | None:
@@ -357,7 +366,7 @@ def compare_verdicts(
     regressions = [
         f"{row['check']} {row['subject']}: {row['status_a'] or 'absent'} -> "
         f"{row['status_b'] or 'gone'}"
-        + (f" (delta {row['delta']:+.4g})" if row["delta"] is not None else "")
+        + (f" (delta {_signed(row['delta'])})" if row["delta"] is not None else "")
         + f"; {row['rule']}"
         for row in table.filter(pl.col("change") == Change.REGRESSED).iter_rows(named=True)
     ]

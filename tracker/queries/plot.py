@@ -116,7 +116,7 @@ def _runs(session: Session, runs: Sequence[tuple[str, str]]) -> list[Found]:
         job = get_job(session, job_name)
         arms = {run.arm: run for run in session.scalars(select(Run).where(Run.job_id == job.id))}
         if arm not in arms:
-            raise RunNotFound(job=job_name, arm=arm, known=known_names(arms))
+            raise RunNotFound(job=job_name, arm=arm, known=known_names(arms, near=arm))
         curves = session.scalars(select(Curve).where(Curve.run_id == arms[arm].id))
         found.append((arms[arm], job, {curve.metric: curve for curve in curves}))
     return found
@@ -141,7 +141,7 @@ def _curves(session: Session, query: PlotQuery) -> list[tuple[Run, Job, Curve]]:
 
 def _curve(found: Found, metric: str) -> Curve:
     if metric not in found[2]:
-        raise UnknownMetric(metric=metric, known=known_names(found[2]))
+        raise UnknownMetric(metric=metric, known=known_names(found[2], near=metric))
     return found[2][metric]
 
 

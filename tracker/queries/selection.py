@@ -18,14 +18,14 @@ from tracker.errors import (
     GroupKeyClash,
     NoJobSince,
     UnknownJob,
-    UnknownMetaKey,
     UnknownValue,
     case_hint,
+    did_you_mean,
     known_names,
 )
 from tracker.jsonio import format_time
 from tracker.models import Job, JobMeta, Probe, Run
-from tracker.store.catalog import job_time
+from tracker.store.catalog import check_meta_keys, check_meta_values, job_time, parse_where
 
 
 @dataclass(frozen=True)
@@ -55,18 +55,6 @@ class Selection:
             where=parse_where(where),
             group_by=tuple(group_by or ()),
         )
-
-
-def parse_where(items: Iterable[str] | None) -> tuple[tuple[str, str], ...]:
-    """Metadata filters as users type them, KEY=VALUE items, as (key, value) pairs; a
-    ``ValueError`` names an item without ``=``."""
-    pairs = []
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"expected KEY=VALUE, got {item!r}")
-        pairs.append((key, value))
-    return tuple(pairs)
 
 
 # Columns of the query tables: a metadata key of the same name cannot become a column.
@@ -113,11 +101,7 @@ TABLE_COLUMNS = frozenset(
 
 def _check_values(session: Session, selection: Selection) -> None:
     """A model, variant or metadata value that no job has is an error naming the known ones."""
-    for key, value in selection.where:
-        known = set(session.scalars(select(JobMeta.value).distinct().where(JobMeta.key == key)))
-        if value not in known:
-            hint = case_hint(value, known, f"{key}={{}}")
-            raise UnknownValue(what=f"{key}={value}", known=known_names(known), hint=hint)
+    check_meta_values(session, selection.where)
     for what, wanted, probe_column, run_column in (
         ("model", selection.models, Probe.model, Run.model),
         ("variant", selection.variants, Probe.variant, Run.variant),
@@ -128,7 +112,7 @@ def _check_values(session: Session, selection: Selection) -> None:
         known |= set(session.scalars(select(run_column).distinct()))
         for value in wanted:
             if value not in known:
-                hint = case_hint(value, known, f"{what} {{}}")
+                hint = case_hint(value, known, f"{what} {{}}") or did_you_mean(value, known)
                 raise UnknownValue(what=f"{what} {value}", known=known_names(known), hint=hint)
 
 
@@ -136,12 +120,7 @@ def _check_keys(session: Session, selection: Selection) -> None:
     for key in selection.group_by:
         if key in TABLE_COLUMNS:
             raise GroupKeyClash(key=key)
-    keys = [*(key for key, _ in selection.where), *selection.group_by]
-    if keys:
-        known_keys = set(session.scalars(select(JobMeta.key).distinct()))
-        for key in keys:
-            if key not in known_keys:
-                raise UnknownMetaKey(key=key, known=known_names(known_keys))
+    check_meta_keys(session, [*(key for key, _ in selection.where), *selection.group_by])
 
 
 def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
@@ -154,7 +133,7 @@ def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
     jobs = session.execute(query).all()
     missing = sorted(set(selection.jobs) - {name for _, name, _ in jobs})
     if missing:
-        known = known_names(session.scalars(select(Job.name)))
+        known = known_names(session.scalars(select(Job.name)), near=missing[0])
         raise UnknownJob(name=missing[0], known=known)
     _check_values(session, selection)
     ids = [job_id for job_id, _, _ in jobs]

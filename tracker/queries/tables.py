@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis.smoothing import smooth
 from tracker.domain import LOSS
-from tracker.errors import UnknownArm, UnknownMetric, known_names
+from tracker.errors import UnknownArm, UnknownMetric, did_you_mean, known_names
 from tracker.models import Curve, Probe, Run
 from tracker.queries.selection import Selection, selected_jobs
 from tracker.store.curves import read_curve
@@ -170,7 +170,8 @@ def trend(session: Session, selection: Selection, metric: str) -> pl.DataFrame:
             )
         )
     else:
-        raise UnknownMetric(metric=metric, known=", ".join((*PROBE_METRICS, *RUN_METRICS)))
+        metrics = (*PROBE_METRICS, *RUN_METRICS)  # in their order, not sorted
+        raise UnknownMetric(metric=metric, known=", ".join(metrics) + did_you_mean(metric, metrics))
     return table.with_columns(change=pl.col("value").diff().over(series))
 
 
@@ -192,12 +193,12 @@ def curve(
     known_arms = set(session.scalars(select(Run.arm).distinct().where(Run.job_id.in_(job_ids))))
     for arm in arms:
         if arm not in known_arms:
-            raise UnknownArm(name=arm, known=known_names(known_arms))
+            raise UnknownArm(name=arm, known=known_names(known_arms, near=arm))
     metrics = select(Curve.metric).distinct().join(Run, Run.id == Curve.run_id)
     metrics = metrics.where(Run.job_id.in_(job_ids))
     known_metrics = set(session.scalars(metrics.where(Run.arm.in_(arms)) if arms else metrics))
     if metric not in known_metrics:
-        raise UnknownMetric(metric=metric, known=known_names(known_metrics))
+        raise UnknownMetric(metric=metric, known=known_names(known_metrics, near=metric))
     query = _filtered(
         select(Run.job_id, Run.arm, Curve.id)
         .join(Curve, and_(Curve.run_id == Run.id, Curve.metric == metric))

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from tracker.analysis.expectations import Expectations
 from tracker.analysis.verdict import Verdict
 from tracker.domain import Status
-from tracker.jsonio import to_json
+from tracker.jsonio import format_time, to_json
 from tracker.queries.claims import claims
 from tracker.queries.derived import load_derived
 from tracker.queries.selection import Selection
@@ -45,7 +45,7 @@ def table_rows(
         JobRow(
             name=name,
             href=job_href(folders, name),
-            time=time.strftime("%Y-%m-%d %H:%M"),
+            time=format_time(time),
             tally=entries[name]["tally"],
             probes=entries[name]["probes"],
             arms=entries[name]["arms"],

@@ -14,8 +14,11 @@ Layout of ``DIR``::
 
 Incremental: a job's pages are keyed by its content digest, its metadata, the expectations
 and the tracker's version; a report into a folder that holds one renders only the jobs whose
-key changed (``force`` renders all), always the index, and removes the folders of jobs no
-longer in the report. Many jobs are rendered by two processes.
+key changed (``force`` renders all), always the index, and removes the folders of jobs deleted
+from the database (``prune``: of every job not in this report; the others' pages stay, and
+their manifest entries with them, so that links to them keep working). A folder that holds
+files but no manifest is someone else's: refused unless ``force``. Many jobs are rendered
+by two processes.
 
 Curves are smoothed and checked on all their points; only the drawn traces are downsampled.
 """
@@ -30,12 +33,14 @@ from sqlalchemy.orm import Session
 
 import tracker
 from tracker.analysis.expectations import Expectations
-from tracker.errors import NotADirectory
+from tracker.errors import NotADirectory, NotAReportFolder
+from tracker.jsonio import format_time
 from tracker.queries.selection import Selection, contents_and_meta, selected_jobs
 from tracker.report.cleanup import remove_unused
-from tracker.report.files import INDEX, job_folders
+from tracker.report.files import INDEX, MANIFEST, job_folders
 from tracker.report.index import index_view, write_index
 from tracker.report.manifest import (
+    MANIFEST_FORMAT,
     expectations_key,
     kept_entries,
     page_key,
@@ -43,6 +48,7 @@ from tracker.report.manifest import (
     write_manifest,
 )
 from tracker.report.render import Task, render_all
+from tracker.store.copy import job_names
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,7 @@ class JobReport:
 class Report:
     index: Path  # DIR/index.html
     jobs: list[JobReport]
-    removed: list[str] = field(default_factory=list)  # folders of jobs no longer reported
+    removed: list[str] = field(default_factory=list)  # folders of jobs deleted (or pruned)
 
     def summary(self) -> str:
         rendered = [job for job in self.jobs if job.rendered]
@@ -79,10 +85,14 @@ def generate_report(
     selection: Selection | None = None,
     *,
     force: bool = False,
+    prune: bool = False,
 ) -> Report:
     """Write the report of the selected jobs (all by default) under ``out_dir``.
 
-    Only jobs whose pages are missing or out of date are rendered (all with ``force``).
+    Only jobs whose pages are missing or out of date are rendered (all with ``force``). The
+    pages of jobs deleted from the database are removed (with ``prune``, of every job not
+    selected); a non-empty ``out_dir`` without a report's manifest is refused
+    (``NotAReportFolder``) unless ``force``.
     The claims across the selected jobs (``tracker.queries.claims``) are shown on the index
     and written to ``claims.json``. Raises ``JobNotFound`` for an unknown job
     name before writing anything, and ``NotADirectory`` when ``out_dir`` exists as something
@@ -93,6 +103,9 @@ def generate_report(
     ordered = selected_jobs(session, selection)
     if out_dir.exists() and not out_dir.is_dir():
         raise NotADirectory(path=str(out_dir))
+    foreign = out_dir.is_dir() and not (out_dir / MANIFEST).exists() and any(out_dir.iterdir())
+    if foreign and not force:
+        raise NotAReportFolder(path=str(out_dir))
     out_dir.mkdir(parents=True, exist_ok=True)
     names: list[str] = ordered.get_column("job").to_list()
     ids = dict(zip(names, ordered.get_column("job_id").to_list(), strict=True))
@@ -106,8 +119,7 @@ def generate_report(
 
     manifest = read_manifest(out_dir)
     kept = kept_entries(manifest, keys, folders, out_dir, force=force)
-    stamp = datetime.now(UTC).isoformat(timespec="seconds")
-    generated = f"generated {stamp} by tracker {tracker.__version__}"
+    generated = f"generated {format_time(datetime.now(UTC))} by tracker {tracker.__version__}"
     tasks = [
         Task(name, folders[name], keys[name], out_dir, generated)
         for name in names
@@ -115,11 +127,24 @@ def generate_report(
     ]
     rendered = render_all(session, exp, tasks)
     entries = {name: kept.get(name) or rendered[name] for name in names}
-    removed = remove_unused(out_dir, manifest.get("jobs", {}), folders.values())
+    earlier = manifest.get("jobs", {})
+    stored = set(job_names(session))
+    # the pages of jobs still stored but not selected stay (links to them keep working), with
+    # their entries; an entry of another manifest format cannot be read back, so it goes
+    retained = {
+        name: entry
+        for name, entry in earlier.items()
+        if name not in folders
+        and name in stored
+        and not prune
+        and manifest.get("format") == MANIFEST_FORMAT
+    }
+    gone = {name: entry for name, entry in earlier.items() if name not in retained}
+    removed = remove_unused(out_dir, gone, [*folders.values(), *_folders(retained)])
 
     view = index_view(session, ordered, folders, entries, meta, exp, selection)
     index = write_index(out_dir, view, generated, exp)
-    write_manifest(out_dir, exp_key, entries)
+    write_manifest(out_dir, exp_key, {**retained, **entries})
     jobs = [
         JobReport(
             name,
@@ -143,3 +168,7 @@ def write_report(
 ) -> Path:
     """Write the report (see ``generate_report``) and return ``out_dir/index.html``."""
     return generate_report(session, out_dir, exp, selection, force=force).index
+
+
+def _folders(entries: dict[str, object]) -> list[str]:
+    return [str(e.get("folder")) for e in entries.values() if isinstance(e, dict)]

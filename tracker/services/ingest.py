@@ -31,11 +31,11 @@ from tracker.models import Job
 from tracker.services.derived import store_packaged_derived
 from tracker.services.interrupts import Tally, telling_interrupts
 from tracker.store import db
+from tracker.store.catalog import checked_meta
 from tracker.store.ingest import (
     DEFAULT_ARM_MODEL,
     IngestResult,
     WrittenJob,
-    check_meta,
     store_job,
     stored_digest,
     write_job,
@@ -177,7 +177,7 @@ def _read(
     """A directory scanned, and its arms parsed and checked, all before any write lock;
     the arms of a job already stored with this content are not parsed (unless another
     writer replaces it meanwhile: then the write transaction parses them)."""
-    check_meta(options.meta)
+    checked_meta(options.meta)  # refused before anything is read
     scanned = scan_job(directory, options.name, max_file_size=options.max_file_size)
     read = partial(
         read_job_arms,

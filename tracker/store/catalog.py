@@ -11,7 +11,18 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from tracker.domain import LOSS
-from tracker.errors import BadTime, MissingMetaKey, UnknownJob, known_names
+from tracker.errors import (
+    BadTime,
+    MissingMetaKey,
+    NoJobSince,
+    UnknownJob,
+    UnknownMetaKey,
+    UnknownValue,
+    case_hint,
+    did_you_mean,
+    known_names,
+)
+from tracker.jsonio import format_time
 from tracker.models import Curve, Job, JobMeta, Probe, Run
 
 Row = dict[str, Any]
@@ -25,6 +36,14 @@ def parse_time(value: str) -> datetime:
     except ValueError:
         raise BadTime(value=value) from None
     return as_utc(moment)
+
+
+def checked_meta(meta: Mapping[str, str]) -> dict[str, str]:
+    """Metadata as stored: its ``time`` checked and written as every time is shown
+    (``2026-11-28T10:00Z`` -> ``2026-11-28T10:00:00Z``)."""
+    if TIME_KEY not in meta:
+        return dict(meta)
+    return {**meta, TIME_KEY: format_time(parse_time(meta[TIME_KEY]))}
 
 
 def job_time(meta: Mapping[str, str], ingested_at: datetime) -> datetime:
@@ -106,6 +125,59 @@ def list_jobs(session: Session) -> list[Row]:
     return listed
 
 
+def parse_where(items: Iterable[str] | None) -> tuple[tuple[str, str], ...]:
+    """Metadata filters as users type them, KEY=VALUE items, as (key, value) pairs; a
+    ``ValueError`` names an item without ``=``."""
+    pairs = []
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"expected KEY=VALUE, got {item!r}")
+        pairs.append((key, checked_meta({key: value})[key]))  # a time as stored
+    return tuple(pairs)
+
+
+def check_meta_keys(session: Session, keys: Iterable[str]) -> None:
+    """A metadata key no job has is an error naming the known ones."""
+    wanted = list(keys)
+    if wanted:
+        known = set(session.scalars(select(JobMeta.key).distinct()))
+        for key in wanted:
+            if key not in known:
+                raise UnknownMetaKey(key=key, known=known_names(known, near=key))
+
+
+def check_meta_values(session: Session, where: Iterable[tuple[str, str]]) -> None:
+    """A ``--where`` value no job has is an error naming the known ones (and a case slip)."""
+    for key, value in where:
+        known = set(session.scalars(select(JobMeta.value).distinct().where(JobMeta.key == key)))
+        if value not in known:
+            shown = f"{key}={{}}"
+            hint = case_hint(value, known, shown) or did_you_mean(value, known, shown)
+            raise UnknownValue(what=f"{key}={value}", known=known_names(known), hint=hint)
+
+
+def select_jobs(
+    session: Session, where: Iterable[tuple[str, str]] = (), since: datetime | None = None
+) -> list[Row]:
+    """The rows of ``list_jobs`` with every ``where`` metadata pair, at or after ``since``;
+    a key or value no job has, or a ``since`` after every such job, is an error, as in the
+    queries (``tracker.queries.selection``)."""
+    pairs = list(where)
+    check_meta_keys(session, [key for key, _ in pairs])
+    check_meta_values(session, pairs)
+    rows = [row for row in list_jobs(session) if all(row["meta"].get(k) == v for k, v in pairs)]
+    kept = [row for row in rows if since is None or row["time"] >= since]
+    if since is not None and rows and not kept:
+        latest = rows[-1]  # job order is time order
+        raise NoJobSince(
+            since=format_time(since),
+            latest=format_time(latest["time"]),
+            job=latest["job"],
+        )
+    return kept
+
+
 def meta_text(meta: Mapping[str, str]) -> str:
     """Metadata as one line of text, for tables: ``KEY=VALUE`` pairs by key."""
     return " ".join(f"{key}={value}" for key, value in sorted(meta.items()))
@@ -114,7 +186,7 @@ def meta_text(meta: Mapping[str, str]) -> str:
 def get_job(session: Session, name: str) -> Job:
     job = session.scalars(select(Job).where(Job.name == name)).one_or_none()
     if job is None:
-        raise UnknownJob(name=name, known=known_names(session.scalars(select(Job.name))))
+        raise UnknownJob(name=name, known=known_names(session.scalars(select(Job.name)), near=name))
     return job
 
 
@@ -210,13 +282,12 @@ def update_meta(
 
     Returns what changed: each key with its new value, None for a removed one.
     """
-    if TIME_KEY in meta:
-        parse_time(meta[TIME_KEY])
+    meta = checked_meta(meta)
     stored = {row.key: row for row in job.meta}
     changed: dict[str, str | None] = {}
     for key in unset:
         if key not in stored:
-            raise MissingMetaKey(job=job.name, key=key, known=known_names(stored))
+            raise MissingMetaKey(job=job.name, key=key, known=known_names(stored, near=key))
         job.meta.remove(stored.pop(key))
         changed[key] = None
     for key, value in meta.items():

@@ -3,19 +3,22 @@
 The command copies each job in one destination transaction, with every row it owns (its
 derived rows are computed afresh there, by ``tracker.services.copy``); a curve's chunks go
 over as stored (still compressed, so every value's bits), through the same bulk path as an
-ingest. A job the destination already holds is skipped, so
-copying twice copies nothing new.
+ingest. A job the destination already holds is skipped, so copying twice copies nothing new,
+except its metadata: metadata is not content, so values edited in the source since (``tracker
+meta``) are carried over, as ``ingest`` of identical content does with ``--meta``; keys only
+the destination has are kept.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
+from tracker.store.catalog import update_meta
 from tracker.store.curves import stored_chunks
 from tracker.store.points import write_chunks
 
@@ -27,15 +30,21 @@ CURVE_FIELDS = [c.key for c in Curve.__table__.columns if c.key not in ("id", "r
 @dataclass
 class CopiedJob:
     job: str
-    status: str  # "copied", "present" (same content) or "conflict" (same name, other content)
+    # "copied", "present" (same content), "updated" (same content, its metadata updated) or
+    # "conflict" (same name, other content)
+    status: str
     points: int = 0
     job_id: int | None = None  # in the destination, of a job copied
+    meta_set: dict[str, str] = field(default_factory=dict)  # of an updated job
 
     def summary(self) -> str:
         if self.status == "copied":
             return f"{self.job}: copied, {self.points} points"
         if self.status == "present":
             return f"{self.job}: already in the destination"
+        if self.status == "updated":
+            pairs = " ".join(f"{key}={value}" for key, value in sorted(self.meta_set.items()))
+            return f"{self.job}: already in the destination; metadata updated: {pairs}"
         return (
             f"{self.job}: not copied, the destination has another job of this name; to copy "
             f"this one, delete that one first (tracker --db DST_URL delete {self.job})"
@@ -52,8 +61,11 @@ def copy_job_rows(source: Session, destination: Session, name: str) -> CopiedJob
     job = source.scalars(select(Job).where(Job.name == name)).one()
     present = destination.scalars(select(Job).where(Job.name == name)).one_or_none()
     if present is not None:
-        status = "present" if present.content_digest == job.content_digest else "conflict"
-        return CopiedJob(name, status)
+        if present.content_digest != job.content_digest:
+            return CopiedJob(name, "conflict")
+        changed = update_meta(present, {m.key: m.value for m in job.meta})
+        meta_set = {key: value for key, value in changed.items() if value is not None}
+        return CopiedJob(name, "updated" if meta_set else "present", meta_set=meta_set)
     copy = Job(
         name=job.name,
         source_path=job.source_path,

@@ -10,8 +10,9 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from tracker.domain import LOSS
-from tracker.errors import CurveNotFound
+from tracker.errors import CurveNotFound, RunNotFound, known_names
 from tracker.models import Curve, CurveChunk, Job, Run
+from tracker.store.catalog import get_job
 from tracker.store import codec
 from tracker.store.points import ChunkRow
 
@@ -102,5 +103,16 @@ def find_curve(session: Session, job: str, arm: str, metric: str = LOSS) -> Curv
         .where(Job.name == job, Run.arm == arm, Curve.metric == metric)
     )
     if curve is None:
-        raise CurveNotFound(job=job, arm=arm, metric=metric)
+        raise _no_curve(session, job, arm, metric)
     return curve
+
+
+def _no_curve(session: Session, job: str, arm: str, metric: str) -> Exception:
+    """Why a curve is not there, naming what is: the job, its arms or the arm's metrics."""
+    runs = dict(
+        session.execute(select(Run.arm, Run.id).where(Run.job_id == get_job(session, job).id)).all()
+    )
+    if arm not in runs:
+        return RunNotFound(job=job, arm=arm, known=known_names(runs, near=arm))
+    metrics = session.scalars(select(Curve.metric).where(Curve.run_id == runs[arm]))
+    return CurveNotFound(job=job, arm=arm, metric=metric, known=known_names(metrics, near=metric))

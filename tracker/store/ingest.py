@@ -26,7 +26,7 @@ from tracker.jobdir.limits import MAX_FILE_SIZE
 from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, read_job_arms, scan_job
 from tracker.jobdir.source import JobSource
 from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
-from tracker.store.catalog import TIME_KEY, delete_job_rows, parse_time, update_meta
+from tracker.store.catalog import checked_meta, delete_job_rows, update_meta
 from tracker.store.points import write_points
 
 
@@ -43,6 +43,7 @@ class IngestResult:
     # 200 steps replaced", "ref_s1: no data rows"; warnings, the job is stored
     warnings: list[str] = field(default_factory=list)
     meta_set: dict[str, str] = field(default_factory=dict)  # of an unchanged job
+    meta_kept: dict[str, str] = field(default_factory=dict)  # of a replaced job, not given anew
 
     def summary(self) -> str:
         if self.status == IngestStatus.UNCHANGED:
@@ -50,9 +51,10 @@ class IngestResult:
         if self.status == IngestStatus.METADATA_UPDATED:
             pairs = " ".join(f"{key}={value}" for key, value in self.meta_set.items())
             return f"{self.job}: identical content already ingested; metadata updated: {pairs}"
+        kept = " ".join(f"{key}={value}" for key, value in sorted(self.meta_kept.items()))
         return (
             f"{self.job}: {self.status} {self.probes} probes ({self.failed_probes} failed), "
-            f"{self.arms} arms, {self.points} points"
+            f"{self.arms} arms, {self.points} points" + (f"; metadata kept: {kept}" if kept else "")
         )
 
 
@@ -83,7 +85,7 @@ def write_job(
     once it is read; ``strict_steps`` refuses resumed runs, steps logged twice and an
     incomplete last line. The job's own metadata file (``job.json``) gives the keys ``meta``
     does not."""
-    check_meta(meta or {})
+    checked_meta(meta or {})
     scanned = scan_job(directory, name, max_file_size=max_file_size)
     read = partial(
         read_job_arms,
@@ -106,10 +108,10 @@ def store_job(
 ) -> WrittenJob:
     """Write a scanned job's rows; ``arms`` gives its parsed arms, asked for only when the
     job is not stored already with the same content."""
-    meta = {**scanned.meta, **(meta or {})}  # the job's own metadata file, under --meta
-    check_meta(meta)
+    meta = checked_meta({**scanned.meta, **(meta or {})})  # the job's own file, under --meta
     existing = session.scalars(select(Job).where(Job.name == scanned.name)).one_or_none()
     status = IngestStatus.INGESTED
+    kept: dict[str, str] = {}
     if existing is not None:
         if existing.content_digest == scanned.digest:  # metadata is not content
             changed = {k: v for k, v in update_meta(existing, meta).items() if v is not None}
@@ -118,13 +120,16 @@ def store_job(
             return WrittenJob(result)
         if not replace:
             raise JobExists(name=scanned.name)
+        # metadata is not content: a re-downloaded job keeps it, values given now win
+        kept = {m.key: m.value for m in existing.meta if m.key not in meta}
+        meta = {**kept, **meta}
     parsed = arms()
     if existing is not None:
         delete_job_rows(session, existing.id)
         session.expunge(existing)
         status = IngestStatus.REPLACED
     job = _insert_job(session, scanned, meta)
-    result = IngestResult(scanned.name, status, skipped=scanned.skipped)
+    result = IngestResult(scanned.name, status, skipped=scanned.skipped, meta_kept=kept)
     if scanned.probes:
         session.execute(insert(Probe), [{"job_id": job.id, **p.columns()} for p in scanned.probes])
     result.probes = len(scanned.probes)
@@ -135,12 +140,6 @@ def store_job(
         result.points += _insert_arm(session, job.id, arm, losses)
         result.arms += 1
     return WrittenJob(result, job.id, losses)
-
-
-def check_meta(meta: Mapping[str, str]) -> None:
-    """Refuse metadata the job cannot keep (a time that is not ISO 8601)."""
-    if TIME_KEY in meta:
-        parse_time(meta[TIME_KEY])
 
 
 def stored_digest(session: Session, name: str) -> str | None:

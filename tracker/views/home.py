@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.orm import Session
 
 from tracker.domain import Status
+from tracker.jsonio import format_time
 from tracker.queries.claims import claims
 from tracker.queries.derived import load_derived, load_summary
 from tracker.queries.selection import Selection, contents_and_meta, selected_jobs
@@ -55,7 +56,7 @@ def live_index(session: Session, exp: Expectations, job_href: Callable[[str], st
             JobRow(
                 name=name,
                 href=job_href(name),
-                time=time.strftime("%Y-%m-%d %H:%M"),
+                time=format_time(time),
                 tally=tally,
                 probes=listed[name]["probes"],
                 arms=listed[name]["arms"],

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from tracker.figures import memory_scaling, table4
 from tracker.figures.trajectories import trajectories_figure
+from tracker.jsonio import format_time
 from tracker.models import Run
 from tracker.queries.derived import load_summary
 from tracker.store.catalog import get_job
@@ -63,7 +64,7 @@ def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
     failed = int(probes.get_column("n_params").is_null().sum()) if probes.height else 0
     items = [
         ("job", job.name),
-        ("ingested", job.ingested_at.isoformat(timespec="seconds")),
+        ("ingested", format_time(job.ingested_at)),
         ("source", job.source_path),
         ("memory probes", f"{probes.height} ({failed} failed)"),
         ("training arms", ", ".join(arms) or "none"),

@@ -6,12 +6,14 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup, escape
 
 from tracker.analysis.verdict import FAIL, KNOWN, NA, PASS
 from tracker.domain import ClaimStatus, Status
+from tracker.jsonio import format_time
 
 if TYPE_CHECKING:
     from tracker.analysis.verdict import Verdict
@@ -63,6 +65,8 @@ def fmt_value(value: object) -> str:
         return "\u2014"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, datetime):
+        return format_time(value)  # one format everywhere: 2026-11-29T21:13:57Z
     if isinstance(value, float):
         if math.isnan(value):
             return "NaN"
