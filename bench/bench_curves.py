@@ -4,22 +4,21 @@
 
 Each figure is measured against a baseline in the same run:
 
-1. codecs: bytes/point and encode+decode time of candidate codecs on one generated loss curve
-   of STEPS points (full precision, and rounded to 4 decimals), each optional library
-   measured if installed (zstandard, numcodecs, blosc2, pyarrow);
-2. disk: bytes per point of the generator's 4 arms x STEPS x 3 metrics job after VACUUM,
+(The codecs the chunks could use are compared by ``bench/bench_codecs.py``.)
+
+1. disk: bytes per point of the generator's 4 arms x STEPS x 3 metrics job after VACUUM,
    SQLite file against the same job in the tracker of BASE (its ``point`` table); the same
    job with every value written with 4 decimals; PostgreSQL: ``pg_total_relation_size`` of
    the curve tables (TRACKER_TEST_POSTGRES_URL, if set);
-3. ingest: whole-process ``tracker ingest`` of that job, this tracker against BASE (the code
+2. ingest: whole-process ``tracker ingest`` of that job, this tracker against BASE (the code
    of that commit, ``git archive`` into a temporary folder, run by this interpreter with it
    first on ``sys.path``), best of 2 each, with each process's peak RSS (VmHWM);
-4. read: ``api.curve`` of a whole 1,000,000-step curve, this tracker against BASE, best of 3;
-5. zoom: a real ``tracker serve`` process on a curve of 10,000,000 steps: p50/p95 of 200
+3. read: ``api.curve`` of a whole 1,000,000-step curve, this tracker against BASE, best of 3;
+4. zoom: a real ``tracker serve`` process on a curve of 10,000,000 steps: p50/p95 of 200
    ``/api/curve`` requests for random 2,000-step windows (every raw point), against the same
    requests on a 100,000-step curve in the same server.
 
-BASE defaults to the commit where this branch left main (``git merge-base HEAD main``).
+BASE defaults to ``ROW_STORE``, the last commit that stored a row per point.
 """
 
 from __future__ import annotations
@@ -32,7 +31,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -44,9 +42,7 @@ from sqlalchemy.orm import Session
 
 from bench.bench_serve import Server, percentile
 from tracker.jobdir.sample import write_sample_job
-from tracker.jobdir.sample_arms import _loss_curve
 from tracker.models import Curve, Job, Run
-from tracker.store import codec
 from tracker.store.curves import find_curve, load_curves
 from tracker.store.db import open_database, write_session
 from tracker.store.ingest import curve_summary
@@ -55,7 +51,8 @@ from tracker.summary.downsample import minmax_indices
 
 REPO = Path(__file__).resolve().parent.parent
 POSTGRES_ENV = "TRACKER_TEST_POSTGRES_URL"
-PARTS = ("codecs", "disk", "ingest", "read", "zoom")
+PARTS = ("disk", "ingest", "read", "zoom")
+ROW_STORE = "94aaf18f577f19e7ac4b08f49711088d7b66d612"  # the last commit of the point table
 READ_STEPS = 1_000_000
 ZOOM_STEPS = 10_000_000
 ZOOM_BASELINE_STEPS = 100_000
@@ -88,109 +85,7 @@ print(min(times))
 """
 
 
-# -- 1. codecs ---------------------------------------------------------------------------------
-
-
-def split(values: np.ndarray) -> bytes:
-    return values.view(np.uint8).reshape(-1, 8).T.tobytes()
-
-
-def candidates() -> dict[str, Callable[[np.ndarray, np.ndarray], int]]:
-    """name -> bytes of (steps, values) encoded, decoded back and checked."""
-    import zstandard
-
-    found: dict[str, Callable[[np.ndarray, np.ndarray], int]] = {}
-
-    def tracker_codec(steps: np.ndarray, values: np.ndarray) -> int:
-        total = 0
-        for start in range(0, len(values), 16_384):
-            data = codec.encode(steps[start : start + 16_384], values[start : start + 16_384])
-            back = codec.decode(data)[1]
-            assert back.tobytes() == values[start : start + 16_384].tobytes()
-            total += len(data)
-        return total
-
-    def zstd_plain(steps: np.ndarray, values: np.ndarray) -> int:
-        data = zstandard.ZstdCompressor(level=3).compress(
-            np.diff(steps).tobytes() + values.tobytes()
-        )
-        zstandard.ZstdDecompressor().decompress(data)
-        return len(data)
-
-    def zstd_split(steps: np.ndarray, values: np.ndarray) -> int:
-        body = split(np.diff(steps)) + split(values)
-        data = zstandard.ZstdCompressor(level=3).compress(body)
-        zstandard.ZstdDecompressor().decompress(data)
-        return len(data)
-
-    found["tracker (zstd 3, split, scaled decimals)"] = tracker_codec
-    found["zstandard 3, no split"] = zstd_plain
-    found["zstandard 3, byte-stream split"] = zstd_split
-    try:
-        from numcodecs import Blosc
-
-        blosc = Blosc(cname="zstd", clevel=3, shuffle=Blosc.SHUFFLE)
-
-        def numcodecs_blosc(steps: np.ndarray, values: np.ndarray) -> int:
-            data = [blosc.encode(np.diff(steps)), blosc.encode(values)]
-            blosc.decode(data[1])
-            return sum(len(d) for d in data)
-
-        found["numcodecs Blosc(zstd 3, shuffle)"] = numcodecs_blosc
-    except ImportError:
-        pass
-    try:
-        import blosc2
-
-        def blosc2_zstd(steps: np.ndarray, values: np.ndarray) -> int:
-            params = {"codec": blosc2.Codec.ZSTD, "clevel": 3, "filters": [blosc2.Filter.SHUFFLE]}
-            data = [blosc2.compress2(np.diff(steps), **params), blosc2.compress2(values, **params)]
-            blosc2.decompress2(data[1])
-            return sum(len(d) for d in data)
-
-        found["blosc2 (zstd 3, shuffle)"] = blosc2_zstd
-    except ImportError:
-        pass
-    try:
-        import io
-
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        def parquet_split(steps: np.ndarray, values: np.ndarray) -> int:
-            sink = io.BytesIO()
-            table = pa.table({"step": steps, "value": values})
-            pq.write_table(
-                table,
-                sink,
-                compression="zstd",
-                use_dictionary=False,
-                column_encoding={"step": "DELTA_BINARY_PACKED", "value": "BYTE_STREAM_SPLIT"},
-            )
-            pq.read_table(io.BytesIO(sink.getvalue()))
-            return len(sink.getvalue())
-
-        found["pyarrow Parquet (delta, byte-stream split, zstd)"] = parquet_split
-    except ImportError:
-        pass
-    return found
-
-
-def bench_codecs(steps: int) -> None:
-    loss = _loss_curve(0, "ref", 0, steps)
-    curves = {"full precision": loss, "4 decimals": np.round(loss, 4)}
-    step = np.arange(steps, dtype=np.int64)
-    print(f"\n## codecs: one loss curve of {steps:,} points (bytes/point, encode+decode)")
-    for name, encode in candidates().items():
-        cells = []
-        for label, values in curves.items():
-            start = time.perf_counter()
-            size = encode(step, values)
-            cells.append(f"{label} {size / steps:5.2f} B/pt {time.perf_counter() - start:6.3f} s")
-        print(f"  {name:48} " + "   ".join(cells))
-
-
-# -- 2.-4. the job, this tracker and BASE ----------------------------------------------------
+# -- 1.-3. the job, this tracker and BASE ----------------------------------------------------
 
 
 def base_checkout(commit: str, work: Path) -> Path:
@@ -412,20 +307,10 @@ def main() -> None:
     parser.add_argument("--parts", default=",".join(PARTS))
     args = parser.parse_args()
     parts = set(args.parts.split(","))
-    commit = (
-        args.base
-        or subprocess.run(
-            ["git", "-C", str(REPO), "merge-base", "HEAD", "main"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-    )
+    commit = args.base or ROW_STORE
     print(f"base: {commit[:10]}")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        if "codecs" in parts:
-            bench_codecs(args.steps)
         base = base_checkout(commit, work) if parts & {"disk", "ingest", "read"} else None
         if base is not None and parts & {"disk", "ingest"}:
             bench_job(args.steps, base, work, parts)

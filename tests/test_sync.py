@@ -242,7 +242,7 @@ def test_watch_ingests_a_job_when_it_finishes_until_interrupted(
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=SAFETY_NET_S)
     assert process.returncode == 130
-    assert err.endswith("interrupted: every job told above as ingested is stored\n")
+    assert err.endswith("interrupted: job0 stored\n")
     assert stored_names(engine) == ["job0"]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from typing import Annotated, Any
 
 import typer
@@ -12,8 +13,6 @@ from tracker.cli.base import app
 from tracker.cli.base import parse_meta as _parse_meta
 from tracker.cli.base import state as _state
 from tracker.errors import TrackerError
-
-INTERRUPTED = 130  # the shell's code for a command stopped by Ctrl-C
 
 
 def parse_storage_options(items: list[str]) -> dict[str, Any]:
@@ -73,7 +72,8 @@ def sync(
 
     Example: tracker sync hf://buckets/ORG/flashoptim-repro/ --watch 300
     """
-    from tracker.services.sync import SyncOptions, sync_prefix
+    from tracker.services.interrupts import Tally, telling_interrupts
+    from tracker.services.sync import SyncOptions, job_stored, sync_prefix
 
     options = SyncOptions(
         meta=_parse_meta(meta or []),
@@ -82,10 +82,11 @@ def sync(
         storage_options=parse_storage_options(storage_option or []),
     )
     engine = _state(ctx).engine(may_create_file=not dry_run)
-    try:
+    tally = Tally([], landed=partial(job_stored, engine))
+    with telling_interrupts(tally):  # Ctrl-C: one line naming the jobs stored and not
         while True:
             try:
-                report = sync_prefix(engine, prefix, options, _tell)
+                report = sync_prefix(engine, prefix, options, _tell, tally)
             except TrackerError as exc:
                 if watch is None:
                     raise
@@ -95,9 +96,6 @@ def sync(
             if watch is None:
                 break
             time.sleep(watch)
-    except KeyboardInterrupt:
-        typer.echo("interrupted: every job told above as ingested is stored", err=True)
-        raise typer.Exit(INTERRUPTED) from None
     if report.failed:
         raise typer.Exit(1)
 

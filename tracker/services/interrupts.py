@@ -32,6 +32,10 @@ class Tally:
         self.done: list[str] = []
         self.refused: list[str] = []
 
+    def add(self, name: str) -> None:
+        """A name to store, found as the command goes (a sync finds its jobs one by one)."""
+        self.pending.append(name)
+
     def stored(self, name: str) -> None:
         self._take(name)
         self.done.append(name)

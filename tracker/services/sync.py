@@ -32,6 +32,7 @@ from tracker.jobdir.reader import PROBE_FILE, scan_job, validate_job_name
 from tracker.jobdir.source import JobSource, Listing, open_source
 from tracker.models import Job
 from tracker.services.ingest import IngestResult, ingest_job
+from tracker.services.interrupts import Tally
 from tracker.store import db
 from tracker.store.ingest import set_file_versions, stored_listings
 
@@ -125,10 +126,14 @@ def sync_prefix(
     prefix: str | Path,
     options: SyncOptions,
     on_job: Callable[[SyncedJob], None] | None = None,
+    tally: Tally | None = None,
 ) -> SyncReport:
     """Find the job directories under ``prefix`` (a path or an fsspec URL) and ingest the
     finished ones that are not stored, each in its own transaction; ``on_job`` is told of
-    each job as it is done. A prefix that cannot be listed is one ``TrackerError``."""
+    each job as it is done, ``tally`` of each job written (for the line an interrupt ends
+    with: ``tracker.services.interrupts``). A prefix that cannot be listed is one
+    ``TrackerError``."""
+    tally = tally or Tally([])
     source = open_source(prefix, options.storage_options)
     found = [d for d in source.walk() if content_files(d.listing())]
     with db.write_session(engine) as session:
@@ -141,11 +146,18 @@ def sync_prefix(
             problem = f"{directory}: the job name {directory.name!r} is also that of {first}"
             job = SyncedJob(directory.location, SyncStatus.FAILED, problem)
         else:
-            job = _sync_job(engine, directory, stored, options)
+            job = _sync_job(engine, directory, stored, options, tally)
         report.jobs.append(job)
         if on_job is not None:
             on_job(job)
     return report
+
+
+def job_stored(engine: Engine, name: str) -> bool:
+    """Whether a job ``name`` is in the database (after an interrupt: did the job in flight
+    land? A replaced job counts as stored either way)."""
+    with Session(engine) as session:
+        return session.scalar(select(Job.id).where(Job.name == name)) is not None
 
 
 def _sync_job(
@@ -153,6 +165,7 @@ def _sync_job(
     directory: JobSource,
     stored: Mapping[str, Mapping[str, tuple[int, str | None]]],
     options: SyncOptions,
+    tally: Tally,
 ) -> SyncedJob:
     where = directory.location
     reason = waiting_for(directory.listing())
@@ -165,12 +178,16 @@ def _sync_job(
             return SyncedJob(where, SyncStatus.UNCHANGED)
         if options.dry_run:
             return _dry_run(engine, directory, name, stored)
+        tally.add(name)
         result = db.in_write_transaction(
             engine, lambda session: _ingest(session, directory, listed, options)
         )
+        tally.stored(name)
     except JobExists:
+        tally.not_stored(directory.name)
         return SyncedJob(where, SyncStatus.CHANGED, "files changed since ingest; --replace")
     except TrackerError as exc:
+        tally.not_stored(directory.name)
         message = str(exc)
         detail = message if message.startswith(f"{where}: ") else f"{where}: {message}"
         return SyncedJob(where, SyncStatus.FAILED, detail)

@@ -12,8 +12,8 @@ from sqlalchemy.orm import Session
 from tracker.domain import LOSS
 from tracker.errors import CurveNotFound, RunNotFound, known_names
 from tracker.models import Curve, CurveChunk, Job, Run
-from tracker.store.catalog import get_job
 from tracker.store import codec
+from tracker.store.catalog import get_job
 from tracker.store.points import ChunkRow
 
 SCHEMA = {"curve_id": pl.Int64, "step": pl.Int64, "value": pl.Float64}
