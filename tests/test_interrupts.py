@@ -9,6 +9,9 @@ without the driver's own log lines before it.
 
 from __future__ import annotations
 
+import os
+import pty
+import re
 import signal
 import subprocess
 import sys
@@ -98,16 +101,49 @@ def test_a_signal_after_the_first_job_says_it_is_stored_and_the_others_not(
     assert all(points == 4 * 3 * STEPS for points in held.values()), held  # whole jobs only
 
 
+ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # what a terminal is told to draw the bar
+
+
+def read_screen(screen: int, until: bytes | None = None) -> bytes:
+    """What the process wrote to its terminal: up to ``until``, or all of it (until closed)."""
+    seen = b""
+    while until is None or until not in seen:
+        try:
+            chunk = os.read(screen, 4096)
+        except OSError:  # EIO: the process closed the terminal
+            chunk = b""
+        if not chunk:
+            assert until is None, seen
+            return seen
+        seen += chunk
+    return seen
+
+
 @pytest.mark.parametrize("signum", SIGNALS, ids=["SIGINT", "SIGTERM"])
 def test_a_signal_before_any_job_is_stored_says_none_is(
     db_url: str, job_dirs: list[Path], signum: signal.Signals
 ) -> None:
-    process = start("--db", db_url, "ingest", *map(str, job_dirs))
-    assert process.stderr is not None
-    drawn = process.stderr.readline()  # the event: the progress bar, before job0 is read
-    assert drawn.strip() == "ingesting", drawn
-    process.send_signal(signum)
-    last, held = assert_interrupted(process, db_url)
+    screen, terminal = pty.openpty()  # stderr on a terminal, where the progress bar is drawn
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tracker", "--db", db_url, "ingest", *map(str, job_dirs)],
+        stdout=subprocess.PIPE,
+        stderr=terminal,
+        text=True,
+    )
+    os.close(terminal)
+    try:
+        drawn = read_screen(screen, until=b"ingesting")  # the event: the bar, before job0 is read
+        process.send_signal(signum)
+        drawn += read_screen(screen)
+    finally:
+        os.close(screen)
+    out, _ = process.communicate(timeout=SAFETY_NET_S)
+    assert process.returncode == 130, out
+    text = ESCAPE.sub("", drawn.decode(errors="replace"))
+    assert "Traceback" not in text, text
+    held = stored_jobs(db_url)
+    last = [line for line in re.split(r"[\r\n]+", text) if line.strip()][-1].strip()
+    assert last == expected_line(list(held)), text
     assert "job2" not in held and last.endswith("job2 not stored"), last
 
 
@@ -167,7 +203,7 @@ HOLD_KEY = 0x6832_3161
 
 @pytest.fixture
 def copy_blocked(db_url: str) -> Iterator[str]:
-    """A trigger on ``point`` that waits for an advisory lock this fixture holds: the
+    """A trigger on ``curve_chunk`` that waits for an advisory lock this fixture holds: the
     server stops reading the COPY's rows, so the client is caught in the middle of sending.
     Yields the database URL (PostgreSQL only)."""
     if not db_url.startswith("postgresql"):
@@ -186,7 +222,7 @@ def copy_blocked(db_url: str) -> Iterator[str]:
         )
         connection.execute(
             text(
-                f'CREATE TRIGGER hold BEFORE INSERT ON "{schema}".point '
+                f'CREATE TRIGGER hold BEFORE INSERT ON "{schema}".curve_chunk '
                 f'FOR EACH ROW EXECUTE FUNCTION "{schema}".hold()'
             )
         )

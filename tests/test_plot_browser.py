@@ -81,11 +81,13 @@ def test_plot_view_survives_a_reload(browser: Any, server: str, cli: Cli) -> Non
     assert page.locator("#runs-plot-figure").is_hidden()
     for run in CHOSEN:
         page.check(f"#runs input[name=run][value='{run}']")
-    page.wait_for_function(
-        "document.getElementById('runs-plot').dataset.traces === '3'"
-        " && document.getElementById('runs-plot').dataset.loading === 'false'",
+    # drawn below the table, as the link opens them (a selector, not wait_for_function: the
+    # page's CSP forbids the eval that one uses)
+    page.wait_for_selector(
+        "#runs-plot[data-traces='3'][data-loading='false']",
+        state="attached",
         timeout=SAFETY_S * 1000,
-    )  # drawn below the table, as the link opens them
+    )
     below = page.evaluate("document.getElementById('runs-plot').data.map(t => t.name)")
     assert below == list(CHOSEN)
     page.click("#plot-link")

@@ -25,6 +25,7 @@ from fastapi.testclient import TestClient
 from tests.conftest import Cli
 from tracker.jobdir.sample import write_sample_job
 from tracker.server import create_app
+from tracker.store.db import HEAD
 
 SAFETY_S = 300  # only a net under a hang; no verdict depends on it
 
@@ -89,7 +90,7 @@ READS = [
     (("sql", "SELECT name FROM job", "--format", "csv"), "name\njob1\n"),
     (("claims", "--format", "csv"), "claim,"),
     (("compare", "job1", "job1"), "0 regressions from job1 to job1"),
-    (("db", "current"), "revision 0004, head 0004: up to date"),
+    (("db", "current"), f"revision {HEAD}, head {HEAD}: up to date"),
 ]
 
 
@@ -107,7 +108,7 @@ def test_a_report_reads_from_read_only_media(on_media: Cli, tmp_path: Path) -> N
 
 
 def test_a_write_on_read_only_media_is_one_line(on_media: Cli) -> None:
-    result = on_media("delete", "job1", ok=False)
+    result = on_media("delete", "job1", "--yes", ok=False)
     assert result.exit_code == 1
     assert result.stderr == (
         "Error: database error: attempt to write a readonly database; "

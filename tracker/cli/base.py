@@ -11,6 +11,7 @@ import inspect
 import logging
 import re
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -63,10 +64,10 @@ class ErrorReportingGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except Interrupted as exc:
-            typer.echo(str(exc), err=True)
+            _last_line(str(exc))
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except KeyboardInterrupt:
-            typer.echo("interrupted", err=True)
+            _last_line("interrupted")
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except TrackerError as exc:
             typer.echo(f"Error: {exc}", err=True)
@@ -77,6 +78,13 @@ class ErrorReportingGroup(TyperGroup):
         finally:
             if before is not None:  # a process running commands in turn (tests) keeps its own
                 signal.signal(signal.SIGTERM, before)
+
+
+def _last_line(message: str) -> None:
+    """An interrupted command's line on stderr; on a terminal, from the start of a cleared
+    line, so that it is not glued to a progress bar drawn there."""
+    clear = "\r\033[K" if sys.stderr.isatty() else ""
+    typer.echo(f"{clear}{message}", err=True)
 
 
 def _unwrap_help(command: Any) -> None:
