@@ -23,21 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/s3_server.py
 
+from bench.bench_ingest import MEASURE_CHILD
 from tests.s3_server import S3Server
 from tracker.jobdir.sample import write_sample_job
 from tracker.store.db import open_database
-
-MEASURE_CHILD = """
-import sys
-from tracker.cli import main
-sys.argv = ["tracker", *sys.argv[1:]]
-try:
-    main()
-except SystemExit as done:
-    assert not done.code, done.code
-status = open("/proc/self/status").read()
-print(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM")))
-"""
 
 
 def tracker(work: Path, *args: str) -> tuple[float, float, str]:

@@ -38,6 +38,7 @@ import re
 import statistics
 import subprocess
 import sys
+import sysconfig
 import threading
 import time
 from collections import defaultdict
@@ -145,12 +146,22 @@ def build(url: str, jobs: int) -> float:
 
 
 class Server:
-    """A ``tracker serve`` process on a free loopback port, ready once it says so."""
+    """A ``tracker serve`` process on a free loopback port, ready once it says so; of the
+    sources in ``before`` (another commit's tree), if given."""
 
-    def __init__(self, url: str) -> None:
-        command = [sys.executable, "-m", "tracker", "--db", url, "serve", "--port", "0"]
+    def __init__(self, url: str, before: Path | None = None) -> None:
+        env, python, cwd = dict(os.environ), [sys.executable], None
+        if before is not None:  # without site's hooks, which import this tree's tracker
+            env["PYTHONPATH"] = f"{before}{os.pathsep}{sysconfig.get_paths()['purelib']}"
+            python, cwd = [sys.executable, "-S"], before
+        command = [*python, "-m", "tracker", "--db", url, "serve", "--port", "0"]
         self.process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+            command,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=cwd,
         )
         assert self.process.stderr is not None
         for line in self.process.stderr:

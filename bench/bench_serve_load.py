@@ -25,19 +25,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import statistics
-import subprocess
-import sys
-import sysconfig
-import threading
 import time
 from pathlib import Path
 
 import httpx
 
-from bench.bench_serve import CACHE, RUNNING, percentile
+from bench import bench_serve
+from bench.bench_serve import CACHE, percentile
 from tracker.jobdir.sample import write_sample_job
 from tracker.services.ingest import ingest_job
 from tracker.store.db import in_write_transaction, open_database
@@ -62,37 +58,8 @@ def build() -> str:
     return url
 
 
-class Server:
-    """A ``tracker serve`` process (of the sources in ``before``, if given) on a free port."""
-
-    def __init__(self, url: str, before: Path | None) -> None:
-        env, python, cwd = dict(os.environ), [sys.executable], None
-        if before is not None:  # without site's hooks, which import this tree's tracker
-            env["PYTHONPATH"] = f"{before}{os.pathsep}{sysconfig.get_paths()['purelib']}"
-            python, cwd = [sys.executable, "-S"], before
-        command = [*python, "-m", "tracker", "--db", url, "serve", "--port", "0"]
-        self.process = subprocess.Popen(
-            command,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=cwd,
-        )
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            found = RUNNING.search(line)
-            if found:
-                self.base = found.group(1)
-                break
-        else:
-            sys.exit("the server ended before listening")
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self) -> None:
-        assert self.process.stderr is not None
-        for _line in self.process.stderr:
-            pass
+class Server(bench_serve.Server):
+    """``bench_serve``'s server, with its memory now and at its peak."""
 
     def memory_mb(self) -> tuple[float, float]:
         """Resident memory now and at its peak (VmRSS, VmHWM)."""
