@@ -8,6 +8,7 @@ import ``tracker.api`` when they run, so ``tracker --help`` starts fast.
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import re
 import signal
@@ -271,3 +272,30 @@ def where_pairs(where: list[str] | None) -> tuple[tuple[str, str], ...]:
         return parse_where(where)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--where") from None
+
+
+def parse_storage_options(items: list[str]) -> dict[str, Any]:
+    """``--storage-option KEY=VALUE`` items; a value that reads as JSON (``true``, ``3``,
+    ``{"region_name": "eu-west-1"}``) is passed as that, any other as text."""
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.isidentifier():
+            raise typer.BadParameter(
+                f"expected KEY=VALUE, got {key!r}=...", param_hint="--storage-option"
+            )  # never the value: it may be a secret
+        try:
+            options[key] = json.loads(value)
+        except ValueError:
+            options[key] = value
+    return options
+
+
+StorageOptions = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--storage-option",
+        help="Option of the URL's filesystem KEY=VALUE (e.g. endpoint_url=..., anon=true); "
+        "repeatable. Credentials otherwise come from the standard places.",
+    ),
+]

@@ -8,11 +8,10 @@ from typing import Annotated, Any
 
 import typer
 
-from tracker.cli.base import app
+from tracker.cli.base import StorageOptions, app, parse_storage_options
 from tracker.cli.base import parse_meta as _parse_meta
 from tracker.cli.base import parse_size as _parse_size
 from tracker.cli.base import state as _state
-from tracker.cli.sync import StorageOptions, parse_storage_options
 from tracker.domain import DEFAULT_ARM_MODEL
 from tracker.jobdir.limits import MAX_FILE_SIZE, size_text
 

@@ -2,44 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import time
 from functools import partial
 from typing import Annotated, Any
 
 import typer
 
-from tracker.cli.base import app
+from tracker.cli.base import StorageOptions, app, parse_storage_options
 from tracker.cli.base import parse_meta as _parse_meta
 from tracker.cli.base import state as _state
 from tracker.errors import TrackerError
-
-
-def parse_storage_options(items: list[str]) -> dict[str, Any]:
-    """``--storage-option KEY=VALUE`` items; a value that reads as JSON (``true``, ``3``,
-    ``{"region_name": "eu-west-1"}``) is passed as that, any other as text."""
-    options: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.isidentifier():
-            raise typer.BadParameter(
-                f"expected KEY=VALUE, got {key!r}=...", param_hint="--storage-option"
-            )  # never the value: it may be a secret
-        try:
-            options[key] = json.loads(value)
-        except ValueError:
-            options[key] = value
-    return options
-
-
-StorageOptions = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--storage-option",
-        help="Option of the URL's filesystem KEY=VALUE (e.g. endpoint_url=..., anon=true); "
-        "repeatable. Credentials otherwise come from the standard places.",
-    ),
-]
 
 
 @app.command()
