@@ -24,6 +24,9 @@ def listening_socket(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM)
     # as uvicorn does: a restarted server may take a port whose old connections linger
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # answers go out at once: accepted connections inherit it, and without it a keep-alive
+    # client's second request waits ~40 ms (Nagle's algorithm against its delayed ACK)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host.strip("[]"), port))
     except OSError as exc:
