@@ -159,15 +159,29 @@ def bpp_across_jobs(
     if off:
         traces.append(_off_total_rings(off, times, exp.memory.bpp_tolerance))
     notes = wrap_lines(_bpp_notes(rows, exp, choice), NOTE_WIDTH)
+    yaxis = axis(title=dict(text="measured bytes / parameter"), rangemode="tozero")
+    return _over_time(title, BPP_HEIGHT, traces, yaxis, references, notes)
+
+
+def _over_time(
+    title: str,
+    height: int,
+    traces: list[dict[str, Any]],
+    yaxis: dict[str, Any],
+    references: Sequence[tuple[dict[str, Any], dict[str, Any]]],
+    notes: list[str],
+) -> dict[str, Any]:
+    """A cross-job figure against the jobs' times: ``references`` as (line, label) pairs, the
+    notes under the plot, the bottom margin made room for them."""
     return figure(
         data=traces,
         layout=layout(
             title,
-            BPP_HEIGHT,
+            height,
             margin=dict(l=70, r=60, t=100, b=max(120, 66 + 14 * len(notes))),
             hovermode="closest",
             xaxis=time_axis(),
-            yaxis=axis(title=dict(text="measured bytes / parameter"), rangemode="tozero"),
+            yaxis=yaxis,
             shapes=[shape for shape, _ in references],
             annotations=[label for _, label in references] + [footnote_lines(notes, -52)],
         ),
@@ -271,19 +285,8 @@ def val_loss_across_jobs(runs: pl.DataFrame, jobs: Sequence[Job], exp: Expectati
         for mean, spread in zip(means, std, strict=True):
             span += [mean - spread, mean + spread]
     notes = wrap_lines(_val_notes(runs, banded), NOTE_WIDTH)
-    return figure(
-        data=traces,
-        layout=layout(
-            title,
-            VAL_HEIGHT,
-            margin=dict(l=70, r=60, t=100, b=max(120, 66 + 14 * len(notes))),
-            hovermode="closest",
-            xaxis=time_axis(),
-            yaxis=axis(title=dict(text="validation loss"), tickformat=".3f", range=_padded(span)),
-            shapes=[shape for shape, _ in references],
-            annotations=[label for _, label in references] + [footnote_lines(notes, -52)],
-        ),
-    )
+    yaxis = axis(title=dict(text="validation loss"), tickformat=".3f", range=_padded(span))
+    return _over_time(title, VAL_HEIGHT, traces, yaxis, references, notes)
 
 
 def _val_series(
