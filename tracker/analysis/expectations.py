@@ -153,8 +153,8 @@ def _expectations(doc: ExpectationsFile, source: str) -> Expectations:
         paper_steps=tr.val_loss.paper_steps,
         val_loss=MappingProxyType(dict(tr.val_loss.model_extra or {})),
     )
-    claims = ClaimsExpectations(**cl.model_dump())
-    gate = GateExpectations(**ga.model_dump())
+    claims = ClaimsExpectations(**dict(cl))  # not model_dump(): see parse_probe_record
+    gate = GateExpectations(**dict(ga))
     return Expectations(memory, training, claims, gate, source)
 
 

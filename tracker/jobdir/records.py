@@ -232,7 +232,9 @@ def parse_probe_record(record: Any, origin: str) -> ProbeRecord:
         raise BadInput(path=origin, problem=_first_problem(exc, FAILURE_COLUMNS)) from None
     known = set(model.model_fields)
     extra = {key: value for key, value in record.items() if key not in known}
-    return ProbeRecord(origin=origin, extra=extra, **probe.model_dump())
+    # the fields as validated, not model_dump(): a serializer calls back into Python, and a
+    # Ctrl-C landing there would come out as a PydanticSerializationError
+    return ProbeRecord(origin=origin, extra=extra, **dict(probe))
 
 
 def parse_arm_summary(summary: Any, where: str, seed: int) -> tuple[ArmSummary, dict[str, Any]]:
