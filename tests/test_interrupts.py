@@ -138,8 +138,8 @@ def test_a_signal_before_any_job_is_stored_says_none_is(
     finally:
         os.close(screen)
     out, _ = process.communicate(timeout=SAFETY_NET_S)
-    assert process.returncode == 130, out
     text = ESCAPE.sub("", drawn.decode(errors="replace"))
+    assert process.returncode == 130, out + text
     assert "Traceback" not in text, text
     held = stored_jobs(db_url)
     last = [line for line in re.split(r"[\r\n]+", text) if line.strip()][-1].strip()

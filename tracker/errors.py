@@ -252,3 +252,18 @@ class Interrupted(KeyboardInterrupt):
             if names
         ]
         return cls("; ".join(parts) or "nothing stored", stored, not_stored)
+
+
+def raised_by_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` stands for a Ctrl-C: a library that calls back into Python wraps the
+    KeyboardInterrupt raised there in its own error (pydantic's serializers), and cleanup
+    failing while one unwinds raises another (SQLAlchemy's asserts on a half-closed
+    transaction). Either way the interrupt is in its chain."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False

@@ -24,7 +24,7 @@ import typer
 from typer.core import TyperGroup
 
 from tracker.config import DATABASE_URL_ENV, database_url
-from tracker.errors import Interrupted, TrackerError
+from tracker.errors import Interrupted, TrackerError, raised_by_interrupt
 from tracker.jobdir.jobmeta import META_KEY
 from tracker.output import Format
 
@@ -67,14 +67,16 @@ class ErrorReportingGroup(TyperGroup):
         except Interrupted as exc:
             _last_line(str(exc))
             raise typer.Exit(EXIT_INTERRUPTED) from None
-        except KeyboardInterrupt:
-            _last_line("interrupted")
-            raise typer.Exit(EXIT_INTERRUPTED) from None
-        except TrackerError as exc:
-            typer.echo(f"Error: {exc}", err=True)
-            raise typer.Exit(1) from None
-        except DBAPIError as exc:  # reads: a damaged file, a server gone away
-            typer.echo(f"Error: database error: {first_line(exc)}", err=True)
+        except BaseException as exc:
+            if raised_by_interrupt(exc):  # a Ctrl-C, or an error a library raised for one
+                _last_line("interrupted")
+                raise typer.Exit(EXIT_INTERRUPTED) from None
+            if isinstance(exc, TrackerError):
+                typer.echo(f"Error: {exc}", err=True)
+            elif isinstance(exc, DBAPIError):  # reads: a damaged file, a server gone away
+                typer.echo(f"Error: database error: {first_line(exc)}", err=True)
+            else:
+                raise
             raise typer.Exit(1) from None
         finally:
             if before is not None:  # a process running commands in turn (tests) keeps its own

@@ -17,7 +17,7 @@ from tracker.cli.base import (
     state,
     where_pairs,
 )
-from tracker.errors import Interrupted
+from tracker.errors import Interrupted, raised_by_interrupt
 
 
 @app.command()
@@ -69,7 +69,9 @@ def report(
             force=force,
             prune=prune,
         )
-    except KeyboardInterrupt:  # each file is written whole (or not), the index and manifest last
+    except BaseException as exc:  # each file is written whole (or not), the index and manifest last
+        if not raised_by_interrupt(exc):
+            raise
         raise Interrupted(
             f"{out / 'index.html'} and its manifest not updated; job pages written so far are "
             "kept and rendered again by the next run"

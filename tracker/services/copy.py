@@ -10,7 +10,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tracker.services.derived import store_packaged_derived
-from tracker.services.interrupts import Tally, telling_interrupts
+from tracker.services.interrupts import Tally, session_after_interrupt, telling_interrupts
 from tracker.store.copy import CopiedJob, copy_job_rows, job_names
 from tracker.store.db import in_write_transaction, open_database
 from tracker.store.ingest import stored_digest
@@ -28,7 +28,7 @@ def copy_job(source: Session, destination: Session, name: str) -> CopiedJob:
 
 def _landed(target: Engine, digests: dict[str, str], name: str) -> bool:
     """Whether the destination holds the job ``name`` with the source's content."""
-    with Session(target) as destination:
+    with session_after_interrupt(target) as destination:
         return stored_digest(destination, name) == digests[name]
 
 

@@ -22,14 +22,14 @@ from sqlalchemy import Engine, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from tracker.errors import DatabaseFailed, JobExists, NotADemoJob, TrackerError
+from tracker.errors import DatabaseFailed, JobExists, NotADemoJob, TrackerError, raised_by_interrupt
 from tracker.jobdir.limits import MAX_FILE_SIZE
 from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, curve_bytes, read_job_arms, scan_job
 from tracker.jobdir.sample import DEMO_META
 from tracker.jobdir.source import JobSource, open_source
 from tracker.models import Job
 from tracker.services.derived import store_packaged_derived
-from tracker.services.interrupts import Tally, telling_interrupts
+from tracker.services.interrupts import Tally, session_after_interrupt, telling_interrupts
 from tracker.store import db
 from tracker.store.catalog import checked_meta
 from tracker.store.ingest import (
@@ -213,7 +213,7 @@ def _landed(engine: Engine, scanned: dict[str, JobDirectory], name: str) -> bool
     job = scanned.get(name)
     if job is None:
         return False
-    with Session(engine) as session:
+    with session_after_interrupt(engine) as session:
         return stored_digest(session, job.name) == job.digest
 
 
@@ -254,6 +254,8 @@ def ingest_directories(
                     engine, partial(_store, scanned=job, arms=arms, options=options)
                 )
             except TrackerError as exc:
+                if raised_by_interrupt(exc):  # e.g. a transaction failing as it unwinds
+                    raise
                 tally.not_stored(name)
                 progress.job_failed(
                     _failure(source if isinstance(source, JobSource) else directory, exc)

@@ -19,7 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
-from tracker.errors import Interrupted
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from tracker.errors import Interrupted, raised_by_interrupt
 
 
 class Tally:
@@ -66,10 +69,20 @@ class Tally:
 
 @contextmanager
 def telling_interrupts(tally: Tally) -> Iterator[Tally]:
-    """An interrupt in the block becomes ``Interrupted``, naming what ``tally`` knows."""
+    """An interrupt in the block (or an error it caused) becomes ``Interrupted``, naming
+    what ``tally`` knows."""
     try:
         yield tally
     except Interrupted:
         raise
-    except KeyboardInterrupt:
+    except BaseException as exc:
+        if not raised_by_interrupt(exc):
+            raise
         raise tally.interrupted() from None
+
+
+def session_after_interrupt(engine: Engine) -> Session:
+    """A session on a new connection, for a ``landed`` question: the interrupt may have left
+    a pooled connection in the middle of a command."""
+    engine.dispose()
+    return Session(engine)

@@ -27,12 +27,12 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from tracker.domain import DEFAULT_ARM_MODEL, ArmName, IngestStatus
-from tracker.errors import JobExists, TrackerError
+from tracker.errors import JobExists, TrackerError, raised_by_interrupt
 from tracker.jobdir.reader import PROBE_FILE, scan_job, validate_job_name
 from tracker.jobdir.source import JobSource, Listing, open_source
 from tracker.models import Job
 from tracker.services.ingest import IngestResult, ingest_job
-from tracker.services.interrupts import Tally
+from tracker.services.interrupts import Tally, session_after_interrupt
 from tracker.store import db
 from tracker.store.ingest import set_file_versions, stored_listings
 
@@ -156,7 +156,7 @@ def sync_prefix(
 def job_stored(engine: Engine, name: str) -> bool:
     """Whether a job ``name`` is in the database (after an interrupt: did the job in flight
     land? A replaced job counts as stored either way)."""
-    with Session(engine) as session:
+    with session_after_interrupt(engine) as session:
         return session.scalar(select(Job.id).where(Job.name == name)) is not None
 
 
@@ -187,6 +187,8 @@ def _sync_job(
         tally.not_stored(directory.name)
         return SyncedJob(where, SyncStatus.CHANGED, "files changed since ingest; --replace")
     except TrackerError as exc:
+        if raised_by_interrupt(exc):  # e.g. a transaction failing as it unwinds
+            raise
         tally.not_stored(directory.name)
         message = str(exc)
         detail = message if message.startswith(f"{where}: ") else f"{where}: {message}"

@@ -1,0 +1,208 @@
+"""A Ctrl-C may land between any two steps of Python: the tests put one at each of them.
+
+Python runs a signal's handler between two bytecodes of the main thread, in whatever code
+runs there: the tracker's, a library's, or a Python function a library calls back. Wherever
+it lands, it must come out as a KeyboardInterrupt (and, from ``ingest``, as ``Interrupted``
+naming what is stored), never as another error a library raised for it: pydantic wraps one
+raised in its serializer callbacks, SQLAlchemy asserts when one lands while a transaction
+closes. Here a trace function raises the KeyboardInterrupt at a chosen step, so that every
+step is reached by construction, not by sending a signal at some moment.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from types import CodeType, FrameType
+from typing import Any
+
+from sqlalchemy import event, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from tracker.errors import Interrupted
+from tracker.jobdir.records import parse_arm_summary, parse_probe_record
+from tracker.jobdir.sample import write_sample_job
+from tracker.models import Job
+from tracker.services.ingest import IngestOptions, IngestReport, ingest_directories
+from tracker.store.catalog import delete_job
+
+from .stored import stored_points
+
+PROBE = {
+    "model": "gpt2_124m",
+    "variant": "flash",
+    "n_params": 124_439_808,
+    "bpp_params": 2.0,
+    "bpp_state": 5.0,
+    "bpp_grads": 2.0,
+    "bpp_params_state_grads": 9.0,
+    "peak_steady": 3_500_000_000,
+    "gpu": "A10G",
+}
+SAFETY_NET_S = 120  # only for a lock an interrupted run left held: no verdict depends on it
+SUMMARY = {"model": "gpt2_124m", "seed": 0, "val_loss": 3.3, "final_loss": 3.2, "extra": 1}
+
+
+class Landed:
+    """Where the KeyboardInterrupt was raised, and whether Python swallowed it there (in a
+    ``__del__`` or weakref callback, as it would swallow a signal's)."""
+
+    def __init__(self) -> None:
+        self.fired = False
+        self.swallowed = False
+
+
+@contextmanager
+def interrupt_at(hit: Callable[[FrameType, str], bool], *, lines: bool = False) -> Iterator[Landed]:
+    """A KeyboardInterrupt raised at the first trace event ``hit`` accepts: calls only, or
+    (``lines``) each line too."""
+    landed = Landed()
+
+    def trace(frame: FrameType, event: str, _arg: Any) -> Any:
+        if not landed.fired and hit(frame, event):
+            landed.fired = True
+            sys.settrace(None)
+            raise KeyboardInterrupt
+        return trace if lines else None
+
+    def unraisable(report: Any) -> None:
+        landed.swallowed = landed.swallowed or report.exc_type is KeyboardInterrupt
+
+    before = sys.unraisablehook
+    sys.unraisablehook = unraisable
+    sys.settrace(trace)
+    try:
+        yield landed
+    finally:
+        sys.settrace(None)
+        sys.unraisablehook = before
+
+
+def at_step(n: int) -> Callable[[FrameType, str], bool]:
+    """The ``n``-th call or line event from now (1-based)."""
+    seen = [0]
+
+    def hit(_frame: FrameType, event: str) -> bool:
+        seen[0] += event in ("call", "line")
+        return seen[0] == n
+
+    return hit
+
+
+def every_step_interrupts(work: Callable[[], object]) -> int:
+    """``work`` run once per step it takes, interrupted at that step; each must raise a
+    KeyboardInterrupt. Returns the number of steps."""
+    n = 0
+    while True:
+        n += 1
+        try:
+            with interrupt_at(at_step(n), lines=True) as landed:
+                work()
+        except KeyboardInterrupt:
+            continue
+        if not landed.fired:  # past its last step
+            return n - 1
+        assert landed.swallowed, f"step {n}: the interrupt vanished"
+
+
+def test_a_probe_record_interrupted_at_any_step_raises_keyboard_interrupt() -> None:
+    steps = every_step_interrupts(lambda: parse_probe_record(dict(PROBE), "mem_sweep.json"))
+    assert steps > 100, steps  # validation and the record built from it, all reached
+
+
+def test_an_arm_summary_interrupted_at_any_step_raises_keyboard_interrupt() -> None:
+    steps = every_step_interrupts(lambda: parse_arm_summary(dict(SUMMARY), "ref_s0.json", 0))
+    assert steps > 30, steps
+
+
+def test_every_function_of_an_ingest_interrupted_at_its_first_call_leaves_whole_jobs(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """An ingest of one job, once per function it calls, interrupted at that function's first
+    call: the job is stored whole or not at all, and ``Interrupted`` says which."""
+    if engine.dialect.name == "postgresql":  # a lock left held fails the test, never hangs it
+        event.listen(engine, "connect", _lock_timeout)
+    directory = write_sample_job(tmp_path / "job", steps=20)
+    ingest = partial(ingest_directories, engine, [directory], IngestOptions())
+    ingest()
+    whole = _stored(engine)
+    _delete(engine)
+    functions = _functions_called(ingest)
+    _delete(engine)
+    gc.freeze()  # each run's collection looks at what the runs made, not at every module
+    try:
+        reached = sum(_interrupted_at_first_call(code, ingest, engine, whole) for code in functions)
+    finally:
+        gc.unfreeze()
+    assert reached > 0.9 * len(functions), (reached, len(functions))
+
+
+def _interrupted_at_first_call(
+    code: CodeType, ingest: Callable[[], IngestReport], engine: Engine, whole: dict[str, int]
+) -> bool:
+    """One ingest interrupted at the first call of ``code``, checked; whether it was reached."""
+    told: list[str] | None = None  # what the interrupt said is stored
+    try:
+        with interrupt_at(lambda frame, _event: frame.f_code is code) as landed:
+            report = ingest()
+    except KeyboardInterrupt as interrupt:
+        # before the job's name is known, plain: "interrupted", nothing stored
+        told = interrupt.stored if isinstance(interrupt, Interrupted) else []
+    _release(engine)  # past the except block: its traceback no longer holds them
+    if told is None:
+        assert not report.failed, code
+        assert not landed.fired or landed.swallowed, f"{code}: the interrupt vanished"
+    else:
+        held = _stored(engine)
+        assert held in ({}, whole), code
+        assert told == (["job"] if held else []), (code, told)
+    _delete(engine)
+    return landed.fired
+
+
+def _lock_timeout(connection: Any, _record: Any) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET lock_timeout = '{SAFETY_NET_S}s'")
+    connection.commit()
+
+
+def _functions_called(work: Callable[[], object]) -> list[CodeType]:
+    """Every function ``work`` calls, in the order of their first calls."""
+    called: dict[CodeType, None] = {}
+
+    def trace(frame: FrameType, event: str, _arg: Any) -> None:
+        if event == "call":
+            called.setdefault(frame.f_code)
+
+    sys.settrace(trace)
+    try:
+        work()
+    finally:
+        sys.settrace(None)
+    return list(called)
+
+
+def _stored(engine: Engine) -> dict[str, int]:
+    """The stored jobs, each with its points."""
+    with Session(engine) as session:
+        points = stored_points(session)
+        names = session.scalars(select(Job.name)).all()
+    return {name: points.filter(job=name).height for name in names}
+
+
+def _release(engine: Engine) -> None:
+    """The connections an interrupt left checked out closed, as the process's exit would:
+    else the next run waits for the write lock one of them holds."""
+    gc.collect()  # their finalizers roll them back (fast: what came before is frozen)
+    engine.dispose()
+
+
+def _delete(engine: Engine) -> None:
+    with Session(engine) as session, session.begin():
+        if session.scalar(select(Job.id).where(Job.name == "job")) is not None:
+            delete_job(session, "job")
