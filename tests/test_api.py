@@ -242,6 +242,7 @@ def test_every_readme_python_example_runs(
         directory = write_sample_job(tmp_path / name, steps=STEPS, **spec)
         cli("ingest", str(directory), *(f"--meta={item}" for item in meta))
     monkeypatch.setenv(DATABASE_URL_ENV, reader_url)
+    monkeypatch.chdir(tmp_path)  # what an example writes (export's points/) lands here
     namespace: dict[str, Any] = {}
     lines = readme_python_examples()
     assert len(lines) >= 10
