@@ -6,11 +6,6 @@ every wait is for an event (a line, a page load, a drawn plot, an answer), never
 
 from __future__ import annotations
 
-import queue
-import re
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,11 +13,11 @@ from typing import Any
 import pytest
 
 from tests.conftest import Cli
+from tests.live_server import running_server
 from tests.test_report_browser import Watch, browser  # noqa: F401 (the fixture)
 from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_sample_job
 
-RUNNING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:\d+)")
-SAFETY_S = 180  # only a net under a server that never starts; no verdict depends on it
+SAFETY_S = 180  # only a net under a page that never draws; no verdict depends on it
 LONG_STEPS = 20_000
 WINDOW = 2000  # points the explorer asks for
 
@@ -35,33 +30,8 @@ def server(cli: Cli, tmp_path: Path) -> Iterator[str]:
         cli("ingest", str(jobs[name]), *meta)
     long = write_sample_job(tmp_path / "long", steps=LONG_STEPS, arms=("ref_s0",))
     cli("ingest", str(long), "--meta", "time=2026-11-20T09:00:00Z")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tracker", "--db", cli.url, "serve", "--port", "0"],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines: queue.Queue[str] = queue.Queue()
-
-    def read() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            lines.put(line)
-        lines.put("")  # the process ended
-
-    threading.Thread(target=read, daemon=True).start()
-    seen = []
-    try:
-        while True:
-            line = lines.get(timeout=SAFETY_S)
-            seen.append(line)
-            assert line, f"the server ended before listening: {''.join(seen)}"
-            found = RUNNING.search(line)
-            if found:
-                yield found.group(1)
-                break
-    finally:
-        process.terminate()
-        process.wait(timeout=SAFETY_S)
+    with running_server(cli.url) as base:
+        yield base
 
 
 def open_page(browser: Any, base: str, watch: Watch) -> Any:  # noqa: F811

@@ -5,26 +5,24 @@ concurrent work). Every wait is for an event, never for a time."""
 from __future__ import annotations
 
 import os
-import queue
-import re
 import socket
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from fastapi.testclient import TestClient
 
+from tests.live_server import running_server
 from tracker.jobdir.sample import write_sample_job
 from tracker.server import create_app
 from tracker.server.security import SECURITY_HEADERS
 
 SAFETY_S = 300  # only a net under a hang; no verdict depends on it
-RUNNING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:(\d+))")
 GONE = (
     "database file {path} is gone (removed or moved away); pages answer again once a tracker "
     "database is back at that path"
@@ -83,38 +81,12 @@ def test_a_database_moved_over_the_served_one_is_served(
     assert curve.status_code == 200 and curve.json()["total"] == 30
 
 
-@contextmanager
-def running_server(url: str) -> Iterator[int]:
-    """A real ``tracker serve`` on a free port; yields the port once uvicorn says so."""
-    command = [sys.executable, "-m", "tracker", "--db", url, "serve", "--port", "0"]
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
-    lines: queue.Queue[str] = queue.Queue()
-
-    def read() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            lines.put(line)
-        lines.put("")  # the process ended
-
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        while True:
-            line = lines.get(timeout=SAFETY_S)
-            assert line, "the server ended before listening"
-            found = RUNNING.search(line)
-            if found:
-                yield int(found.group(2))
-                return
-    finally:
-        process.terminate()
-        process.wait(timeout=SAFETY_S)
-
-
 def test_uvicorns_own_400_carries_the_security_headers(tmp_path: Path) -> None:
     """A request uvicorn cannot parse is answered before any application sees it."""
     path = tmp_path / "tracker.db"
     ingest(f"sqlite:///{path}", write_sample_job(tmp_path / "job1", steps=10))
-    with running_server(f"sqlite:///{path}") as port:
+    with running_server(f"sqlite:///{path}") as base:
+        port = urlsplit(base).port
         sock = socket.create_connection(("127.0.0.1", port), timeout=SAFETY_S)
         with sock:
             sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
