@@ -46,6 +46,13 @@ def start(*args: str) -> subprocess.Popen[str]:
     )
 
 
+def ingest_all(url: str, directories: list[Path]) -> None:
+    """The jobs stored beforehand, uninterrupted."""
+    command = [sys.executable, "-m", "tracker", "--db", url, "ingest", *map(str, directories)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=SAFETY_NET_S)
+    assert done.returncode == 0, done.stderr
+
+
 POINTS_OF_JOB = text(
     "SELECT coalesce(sum(curve_chunk.n_points), 0) FROM curve_chunk"
     " JOIN curve ON curve.id = curve_chunk.curve_id "
@@ -151,13 +158,7 @@ def test_a_signal_during_a_copy_names_the_jobs_the_destination_holds(
     db_url: str, job_dirs: list[Path], tmp_path: Path
 ) -> None:
     source = f"sqlite:///{tmp_path / 'source.db'}"
-    done = subprocess.run(
-        [sys.executable, "-m", "tracker", "--db", source, "ingest", *map(str, job_dirs)],
-        capture_output=True,
-        text=True,
-        timeout=SAFETY_NET_S,
-    )
-    assert done.returncode == 0, done.stderr
+    ingest_all(source, job_dirs)
     open_database(db_url).dispose()
     process = start("db", "copy", source, db_url)
     assert process.stdout is not None
@@ -173,13 +174,7 @@ def test_a_signal_during_a_report_says_the_index_was_not_updated(
 ) -> None:
     root = tmp_path / "jobs"
     dirs = [write_sample_job(root / f"r{i}", seed=i, steps=3000) for i in range(6)]
-    done = subprocess.run(
-        [sys.executable, "-m", "tracker", "--db", db_url, "ingest", *map(str, dirs)],
-        capture_output=True,
-        text=True,
-        timeout=SAFETY_NET_S,
-    )
-    assert done.returncode == 0, done.stderr
+    ingest_all(db_url, dirs)
     out = tmp_path / "report"
     process = start("--db", db_url, "report", "--out", str(out))
     while not any(out.glob("*/index.html")):  # the event: a first job page is written
