@@ -1,27 +1,48 @@
-# The two commands of the README's quick start. Each sets up .venv on first use.
+# The two commands of the README's quick start. Each sets up .venv on first use, from the lock.
 VENV ?= .venv
 BIN := $(VENV)/bin
+LOCK := requirements.lock
+UV_VERSION := 0.13.9
 
-.PHONY: demo test check bench
+.PHONY: demo test check lock bench
 
-$(BIN)/tracker: pyproject.toml
-	python3 -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+# uv installs the locked set in seconds; where uv cannot be installed or fails, pip installs the
+# same pins (a fully pinned set gives pip's resolver nothing to backtrack through).
+define install
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --constraint $(LOCK) $(1) \
+		|| $(BIN)/python -m pip install --quiet --constraint $(LOCK) $(1)
+endef
+
+# What the demo needs: the package and its dependencies, not the test extras.
+$(VENV)/.installed-demo: pyproject.toml $(LOCK)
+	test -x $(BIN)/python || python3 -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION) \
+		|| echo "uv could not be installed; pip installs from $(LOCK) instead"
+	$(call install,-e .)
 	touch $@
 
-demo: $(BIN)/tracker
+# The test extras, added to the same venv.
+$(VENV)/.installed-test: $(VENV)/.installed-demo
+	$(call install,-e '.[test]')
+	touch $@
+
+demo: $(VENV)/.installed-demo
 	$(BIN)/tracker demo
 
-test: $(BIN)/tracker
+test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -n auto  # one worker per core; no test depends on speed or order
 
-check: $(BIN)/tracker
+check: $(VENV)/.installed-test
 	$(BIN)/ruff check tracker
 	$(BIN)/ruff format --check tracker
 	$(BIN)/mypy tracker
 
-bench: $(BIN)/tracker
+# Refresh the lock after editing pyproject.toml's dependencies (kept pins stay where they still
+# fit; add --upgrade to move every pin to the newest release).
+lock: $(VENV)/.installed-demo
+	$(BIN)/uv pip compile --quiet --universal --all-extras pyproject.toml -o $(LOCK)
+
+bench: $(VENV)/.installed-test
 	$(BIN)/python bench/bench_ingest.py
 	$(BIN)/python bench/bench_report.py
 	$(BIN)/python bench/bench_claims.py

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import polars as pl
 import pytest
@@ -81,10 +81,7 @@ def test_an_unknown_job_or_value_is_an_error_and_writes_nothing(
     assert not out.exists()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("duckdb") is None, reason="duckdb is not installed")
 def test_duckdb_reads_the_dataset(two_jobs: Cli, tmp_path: Path) -> None:
-    import duckdb
-
     out = tmp_path / "points"
     two_jobs("export", str(out))
     rows = duckdb.sql(
