@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 LOCK := requirements.lock
 UV_VERSION := 0.13.9
 
-.PHONY: demo test check lock bench
+.PHONY: demo test check lock cli-docs bench
 
 # uv installs the locked set in seconds; where uv cannot be installed or fails, pip installs the
 # same pins (a fully pinned set gives pip's resolver nothing to backtrack through).
@@ -32,10 +32,18 @@ demo: $(VENV)/.installed-demo
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -n auto  # one worker per core; no test depends on speed or order
 
+# docs/cli.md is typer's own help, generated; a help text changed without `make cli-docs` fails here.
+CLI_DOCS = $(BIN)/typer tracker.cli utils docs --name tracker --title "tracker: command reference"
+
 check: $(VENV)/.installed-test
 	$(BIN)/ruff check tracker
 	$(BIN)/ruff format --check tracker
 	$(BIN)/mypy tracker
+	$(CLI_DOCS) --output $(VENV)/cli.md >/dev/null
+	diff -u docs/cli.md $(VENV)/cli.md || (echo "docs/cli.md is out of date: run make cli-docs"; exit 1)
+
+cli-docs: $(VENV)/.installed-demo
+	$(CLI_DOCS) --output docs/cli.md
 
 # Refresh the lock after editing pyproject.toml's dependencies (kept pins stay where they still
 # fit; add --upgrade to move every pin to the newest release).
