@@ -45,7 +45,7 @@ from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, Job, Run
 from tracker.store.curves import find_curve, load_curves
 from tracker.store.db import open_database, write_session
-from tracker.store.ingest import curve_summary
+from tracker.store.job_rows import curve_summary
 from tracker.store.points import write_points
 from tracker.summary.downsample import minmax_indices
 

@@ -13,7 +13,7 @@ from tracker.services.derived import store_packaged_derived
 from tracker.services.interrupts import Tally, session_after_interrupt, telling_interrupts
 from tracker.store.copy import CopiedJob, copy_job_rows, job_names
 from tracker.store.db import in_write_transaction, open_database
-from tracker.store.ingest import stored_digest
+from tracker.store.job_rows import stored_digest
 
 __all__ = ["CopiedJob", "copy_job", "copy_jobs", "job_names"]
 

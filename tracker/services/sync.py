@@ -34,7 +34,7 @@ from tracker.models import Job
 from tracker.services.ingest import IngestResult, ingest_job
 from tracker.services.interrupts import Tally, session_after_interrupt
 from tracker.store import db
-from tracker.store.ingest import set_file_versions, stored_listings
+from tracker.store.job_rows import set_file_versions, stored_listings
 
 
 class SyncStatus(StrEnum):
