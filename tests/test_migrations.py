@@ -21,7 +21,7 @@ from tests.stored import stored_points
 from tracker.errors import NotATrackerDatabase, UnknownRevision
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Base, Run
-from tracker.services.derived import rederive
+from tracker.services.rederive import rederive
 from tracker.store.db import (
     HEAD,
     REVISIONS,

@@ -23,7 +23,7 @@ from tracker.analysis.smoothing import smooth
 from tracker.analysis.training import DELTA_KEY
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
-from tracker.queries.derived import load_summary
+from tracker.queries.job_analysis import load_summary
 from tracker.summary import version
 from tracker.summary.build import derive
 from tracker.summary.model import EMA_DELTA, Summary

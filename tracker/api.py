@@ -55,14 +55,14 @@ from tracker.queries.export import export_curves
 from tracker.queries.selection import Selection
 from tracker.report import Report, generate_report
 from tracker.services.copy import copy_jobs
-from tracker.services.derived import Rederived
-from tracker.services.derived import rederive as _rederive
 from tracker.services.ingest import (
     IngestOptions,
     IngestResult,
     ingest_demo_jobs,
     ingest_directory,
 )
+from tracker.services.rederive import Rederived
+from tracker.services.rederive import rederive as _rederive
 from tracker.services.sync import SyncedJob, SyncOptions, SyncReport, sync_prefix
 from tracker.store.db import Upgrade, create_tracker_engine, refuse_missing_file, upgrade_database
 from tracker.store.readonly import STATEMENT_TIMEOUT_S

@@ -217,7 +217,7 @@ class CurveChunk(Base):
 class JobVerdict(Base):
     """A job's verdicts as its analysis found them, kept so cross-job claims and gates never
     re-read points. ``expectations`` is the digest of what they were judged against (see
-    tracker.store.derived); other expectations are analysed afresh and not stored."""
+    tracker.store.kept_rows); other expectations are analysed afresh and not stored."""
 
     __tablename__ = "job_verdict"
 

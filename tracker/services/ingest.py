@@ -2,7 +2,7 @@
 
 This module owns the pipeline: ``_scan`` reads a job directory (``tracker.jobdir``) and
 gives how to parse its arms; ``_store`` hands both to the store (``store_job``), which
-writes them as given, then writes the job's kept rows (``tracker.services.derived``), in the
+writes them as given, then writes the job's kept rows (``tracker.services.rederive``), in the
 caller's transaction, so an error anywhere leaves no trace of the job. ``ingest_job`` is one
 job in the caller's transaction; ``ingest_directory`` one directory (a path or a URL) read
 and checked whole before its own write transaction starts (the write lock is held only to
@@ -32,8 +32,8 @@ from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, curve_bytes, read
 from tracker.jobdir.sample import DEMO_META
 from tracker.jobdir.source import JobSource, open_source
 from tracker.models import Job
-from tracker.services.derived import store_packaged_derived
 from tracker.services.interrupts import Tally, session_after_interrupt, telling_interrupts
+from tracker.services.rederive import store_packaged_derived
 from tracker.store import db
 from tracker.store.catalog import checked_meta
 from tracker.store.job_rows import WrittenJob, store_job, stored_digest

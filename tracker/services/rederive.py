@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session
 from tracker.analysis.expectations import Expectations, load_expectations
 from tracker.models import Job
 from tracker.store import db
-from tracker.store.derived import jobs_without_rows, write_derived
 from tracker.store.jobdata import load_job_data
+from tracker.store.kept_rows import jobs_without_rows, write_derived
 from tracker.summary.build import derive, summarize
 from tracker.summary.version import expectations_digest
 
