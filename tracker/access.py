@@ -25,19 +25,11 @@ from tracker.domain import JOB_SORT_KEYS
 from tracker.models import Job
 from tracker.store import catalog
 from tracker.store.catalog import meta_text, parse_time, parse_where
-from tracker.store.db import (
-    HEAD,
-    ON_LOCK_WAIT,
-    check_schema,
-    create_tracker_engine,
-    first_line,
-    in_write_transaction,
-    open_database,
-    read_only_url,
-    reads_only_as_immutable,
-    refuse_missing_file,
-)
+from tracker.store.engine import ON_LOCK_WAIT, create_tracker_engine, first_line
 from tracker.store.readonly import STATEMENT_TIMEOUT_S, SqlResult, run_readonly_sql
+from tracker.store.schema import HEAD, check_schema, open_database
+from tracker.store.sqlite_files import read_only_url, reads_only_as_immutable, refuse_missing_file
+from tracker.store.transactions import in_write_transaction
 
 Database = str | Engine | None
 Row = catalog.Row
@@ -143,7 +135,7 @@ def with_session(db: Database, work: Callable[[Session], T]) -> T:
 
 
 def in_write(db: Database, work: Callable[[Session], T]) -> T:
-    """Run ``work`` in one write transaction on ``db`` (``store.db.in_write_transaction``)."""
+    """Run ``work`` in one write transaction on ``db`` (``in_write_transaction``)."""
     engine = db if isinstance(db, Engine) else connect(db)
     try:
         return in_write_transaction(engine, work)

@@ -64,8 +64,10 @@ from tracker.services.ingest import (
 from tracker.services.rederive import Rederived
 from tracker.services.rederive import rederive as _rederive
 from tracker.services.sync import SyncedJob, SyncOptions, SyncReport, sync_prefix
-from tracker.store.db import Upgrade, create_tracker_engine, refuse_missing_file, upgrade_database
+from tracker.store.engine import create_tracker_engine
 from tracker.store.readonly import STATEMENT_TIMEOUT_S
+from tracker.store.schema import Upgrade, upgrade_database
+from tracker.store.sqlite_files import refuse_missing_file
 
 Where = Mapping[str, str] | Iterable[tuple[str, str]] | None  # pairs: a key may repeat
 

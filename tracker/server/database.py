@@ -23,14 +23,10 @@ from typing import Any
 from sqlalchemy import Engine, event, make_url
 
 from tracker.errors import DatabaseGone, DatabaseUnavailable
-from tracker.store.db import (
-    create_tracker_engine,
-    read_only_url,
-    reads_only_as_immutable,
-    require_head,
-    sqlite_file,
-)
+from tracker.store.engine import create_tracker_engine
 from tracker.store.readonly import SQLITE_READS, sqlite_authorizer
+from tracker.store.schema import require_head
+from tracker.store.sqlite_files import read_only_url, reads_only_as_immutable, sqlite_file
 
 STATEMENT_TIMEOUT_MS = 60_000
 # Routes run in anyio's worker threads, at most 40 at once, each with a session: a pool as

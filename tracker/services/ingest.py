@@ -34,8 +34,9 @@ from tracker.jobdir.source import JobSource, open_source
 from tracker.models import Job
 from tracker.services.interrupts import Tally, session_after_interrupt, telling_interrupts
 from tracker.services.rederive import store_packaged_derived
-from tracker.store import db
+from tracker.store import transactions
 from tracker.store.catalog import checked_meta
+from tracker.store.engine import first_line
 from tracker.store.job_rows import WrittenJob, store_job, stored_digest
 
 __all__ = [
@@ -180,7 +181,7 @@ def ingest_demo_jobs(
     """The demo's sample jobs, each with its demo metadata, one transaction per job."""
     for directory in directories:
         ingest = partial(ingest_demo_job, directory=directory, meta=DEMO_META[directory.name])
-        on_job(db.in_write_transaction(engine, ingest))
+        on_job(transactions.in_write_transaction(engine, ingest))
 
 
 class IngestProgress:
@@ -243,7 +244,7 @@ def _read(
         with Session(engine) as session:
             unchanged = stored_digest(session, scanned.name) == scanned.digest
     except DBAPIError as exc:  # as the write transaction would say it
-        raise DatabaseFailed(reason=db.first_line(exc)) from None
+        raise DatabaseFailed(reason=first_line(exc)) from None
     if unchanged:
         return scanned, read
     arms = read()
@@ -260,7 +261,9 @@ def ingest_directory(
     write transaction starts; what fails is raised."""
     source = open_source(directory, options.storage_options)
     job, arms = _read(engine, source, options, progress or IngestProgress())
-    return db.in_write_transaction(engine, partial(_store, scanned=job, arms=arms, options=options))
+    return transactions.in_write_transaction(
+        engine, partial(_store, scanned=job, arms=arms, options=options)
+    )
 
 
 def _landed(engine: Engine, scanned: dict[str, JobDirectory], name: str) -> bool:
@@ -305,7 +308,7 @@ def ingest_directories(
                     raise source
                 job, arms = _read(engine, source, options, progress)
                 scanned[name] = job
-                result = db.in_write_transaction(
+                result = transactions.in_write_transaction(
                     engine, partial(_store, scanned=job, arms=arms, options=options)
                 )
             except TrackerError as exc:

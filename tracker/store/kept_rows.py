@@ -6,7 +6,7 @@ job's pages its analysis, drawn trajectories and smoothed curves, all of which t
 curve point to compute. ``tracker.services.rederive`` computes them once, when a job is
 ingested or copied (and for jobs stored before, with ``tracker db rederive``), against the
 packaged expectations, and stores them here under the digest of those expectations and of
-the analysis' version (``tracker.summary.version``). This module only writes and reads those
+the analysis code (``tracker.summary.version``). This module only writes and reads those
 rows; it runs no analysis. ``tracker.queries.job_analysis`` reads them, analysing a job that has
 none for the expectations asked for from its points, so a read-only database serves every
 request.

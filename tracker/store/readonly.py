@@ -19,12 +19,8 @@ from typing import Any
 from sqlalchemy import make_url
 
 from tracker.errors import SqlRefused
-from tracker.store.db import (
-    create_tracker_engine,
-    first_line,
-    read_only_uri,
-    reads_only_as_immutable,
-)
+from tracker.store.engine import create_tracker_engine, first_line
+from tracker.store.sqlite_files import read_only_uri, reads_only_as_immutable
 
 STATEMENT_TIMEOUT_S = 60.0
 QUERY_CANCELED = "57014"  # PostgreSQL's SQLSTATE for a statement stopped by statement_timeout
