@@ -9,7 +9,6 @@ which keep every value's bits.
 
 from __future__ import annotations
 
-import json
 import math
 from datetime import datetime
 from typing import Any
@@ -29,6 +28,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
+
+from tracker.jsonio import from_stored_json, to_stored_json
 
 
 class _UnprocessedFloat(Float[float]):
@@ -66,10 +67,10 @@ class JSONDocument(TypeDecorator[dict[str, Any]]):
     cache_ok = True
 
     def process_bind_param(self, value: dict[str, Any] | None, dialect: Dialect) -> str | None:
-        return None if value is None else json.dumps(value, sort_keys=True)
+        return None if value is None else to_stored_json(value, sort_keys=True)
 
     def process_result_value(self, value: str | None, dialect: Dialect) -> dict[str, Any] | None:
-        return None if value is None else json.loads(value)
+        return None if value is None else from_stored_json(value)
 
 
 class Base(DeclarativeBase):
