@@ -20,13 +20,13 @@ from typing import TypeVar
 from sqlalchemy import Engine, func, make_url, select
 from sqlalchemy.orm import Session
 
-from tracker.config import database_url
+from tracker.config import STATEMENT_TIMEOUT_S, database_url
 from tracker.domain import JOB_SORT_KEYS
 from tracker.models import Job
 from tracker.store import catalog
 from tracker.store.catalog import meta_text, parse_time, parse_where
 from tracker.store.engine import ON_LOCK_WAIT, create_tracker_engine, first_line
-from tracker.store.readonly import STATEMENT_TIMEOUT_S, SqlResult, run_readonly_sql
+from tracker.store.readonly import SqlResult, run_readonly_sql
 from tracker.store.schema import HEAD, check_schema, open_database
 from tracker.store.sqlite_files import read_only_url, reads_only_as_immutable, refuse_missing_file
 from tracker.store.transactions import in_write_transaction

@@ -43,7 +43,7 @@ from tracker.access import (
     with_session,
 )
 from tracker.analysis.expectations import load_expectations
-from tracker.config import database_url
+from tracker.config import STATEMENT_TIMEOUT_S, database_url
 from tracker.domain import DEFAULT_ARM_MODEL, LOSS
 from tracker.jobdir.limits import MAX_FILE_SIZE
 from tracker.jobdir.sample import write_demo_jobs, write_demo_seed_jobs
@@ -65,7 +65,6 @@ from tracker.services.rederive import Rederived
 from tracker.services.rederive import rederive as _rederive
 from tracker.services.sync import SyncedJob, SyncOptions, SyncReport, sync_prefix
 from tracker.store.engine import create_tracker_engine
-from tracker.store.readonly import STATEMENT_TIMEOUT_S
 from tracker.store.schema import Upgrade, upgrade_database
 from tracker.store.sqlite_files import refuse_missing_file
 
