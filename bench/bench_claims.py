@@ -35,7 +35,8 @@ from tracker.queries.claims import claims
 from tracker.queries.selection import Selection
 from tracker.services.ingest import ingest_job
 from tracker.store.curves import load_curves
-from tracker.store.db import in_write_transaction, open_database
+from tracker.store.schema import open_database
+from tracker.store.transactions import in_write_transaction
 
 TARGET_S = 3.0
 DEFAULT_DB = Path(tempfile.gettempdir()) / "bench-claims"

@@ -44,9 +44,10 @@ from bench.bench_serve import Server, percentile
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, Job, Run
 from tracker.store.curves import find_curve, load_curves
-from tracker.store.db import open_database, write_session
-from tracker.store.ingest import curve_summary
+from tracker.store.job_rows import curve_summary
 from tracker.store.points import write_points
+from tracker.store.schema import open_database
+from tracker.store.transactions import write_session
 from tracker.summary.downsample import minmax_indices
 
 REPO = Path(__file__).resolve().parent.parent

@@ -27,7 +27,8 @@ import polars as pl
 from tracker.jobdir.reader import parse_curve_csv
 from tracker.jobdir.sample import write_sample_job
 from tracker.services.ingest import ingest_job
-from tracker.store.db import open_database, write_session
+from tracker.store.schema import open_database
+from tracker.store.transactions import write_session
 
 RAW_TABLE = (
     "CREATE TABLE raw_point (curve_id INTEGER, step BIGINT, value FLOAT, "

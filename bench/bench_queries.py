@@ -32,8 +32,9 @@ from tracker.jobdir.sample import write_sample_job
 from tracker.queries import tables
 from tracker.queries.selection import Selection
 from tracker.services.ingest import ingest_job
-from tracker.store.db import open_database, write_session
 from tracker.store.points import INSERT_SQLITE, chunk_rows
+from tracker.store.schema import open_database
+from tracker.store.transactions import write_session
 
 TEMPLATE_STEPS = 50
 BYTES_PER_POINT = 22  # an upper bound: a point as a row took 22, in a chunk it takes 1-8

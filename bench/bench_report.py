@@ -35,7 +35,8 @@ from tracker.jobdir.sample import write_sample_job
 from tracker.queries.selection import Selection
 from tracker.report import write_report
 from tracker.services.ingest import ingest_job
-from tracker.store.db import open_database, write_session
+from tracker.store.schema import open_database
+from tracker.store.transactions import write_session
 
 DEFAULT_REFERENCE = REPO.parent / "shared" / "reference" / "analyze_job2.py"
 JOB = "job2"

@@ -46,8 +46,9 @@ from tracker.models import Job
 from tracker.services.ingest import ingest_job
 from tracker.store import codec
 from tracker.store.catalog import delete_job
-from tracker.store.db import open_database, write_session
 from tracker.store.points import INSERT_SQLITE, chunk_rows
+from tracker.store.schema import open_database
+from tracker.store.transactions import write_session
 
 CHROMIUM = Path("/usr/bin/chromium")
 TEMPLATES = 8

@@ -54,7 +54,8 @@ from sqlalchemy.orm import Session
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
 from tracker.services.ingest import ingest_job
-from tracker.store.db import in_write_transaction, open_database
+from tracker.store.schema import open_database
+from tracker.store.transactions import in_write_transaction
 
 CACHE = Path.home() / ".cache" / "tracker-bench"
 POSTGRES_ENV = "TRACKER_TEST_POSTGRES_URL"

@@ -36,7 +36,8 @@ from bench import bench_serve
 from bench.bench_serve import CACHE, percentile
 from tracker.jobdir.sample import write_sample_job
 from tracker.services.ingest import ingest_job
-from tracker.store.db import in_write_transaction, open_database
+from tracker.store.schema import open_database
+from tracker.store.transactions import in_write_transaction
 
 STEPS = 500_000
 MIN_WIDTH = 100_000

@@ -21,7 +21,7 @@ from sqlalchemy import Engine, create_engine, make_url, text
 from typer.testing import CliRunner
 
 from tracker.cli import app
-from tracker.store.db import open_database
+from tracker.store.schema import open_database
 
 POSTGRES_ENV = "TRACKER_TEST_POSTGRES_URL"
 IN_CI = os.environ.get("CI") == "true"

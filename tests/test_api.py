@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
+import shutil
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -17,8 +18,9 @@ from sqlalchemy import Engine, text
 from tests.conftest import Cli
 from tracker import api
 from tracker.config import DATABASE_URL_ENV
-from tracker.errors import JobNotFound, SqlRefused, UnknownArm, UnknownMetric
+from tracker.errors import JobExists, JobNotFound, SqlRefused, UnknownArm, UnknownMetric
 from tracker.jobdir.sample import write_sample_job
+from tracker.summary import version
 
 STEPS = 30
 JOBS: dict[str, tuple[dict[str, Any], list[str]]] = {
@@ -256,3 +258,67 @@ def test_every_readme_python_example_runs(
         result = eval(code, namespace)
         assert isinstance(result, pl.DataFrame) and result.height > 0, line
     namespace["db"].dispose()
+
+
+def test_storing_from_python_ingests_syncs_rederives_and_upgrades(
+    db_url: str, tmp_path: Path
+) -> None:
+    """A notebook stores as the commands do: ``api.upgrade`` migrates an empty database,
+    ``api.ingest`` one directory (metadata given, an unchanged one told so, a name taken
+    refused), ``api.sync`` what is left under the prefix, ``api.rederive`` finds nothing
+    to refill."""
+    told: list[str] = []
+    upgraded = api.upgrade(db_url, on_migrated=lambda done: told.append(done.summary()))
+    assert told == [upgraded.summary()] == [f"upgraded empty database -> {api.HEAD}"]
+    jobs = tmp_path / "jobs"
+    first = write_sample_job(jobs / "j1", seed=0, steps=STEPS)
+    result = api.ingest(db_url, first, meta={"gpu": "A10G"})
+    assert (result.job, result.status, result.arms) == ("j1", "ingested", 4)
+    assert result.points > 0 and result.probes > result.failed_probes
+    assert api.ingest(db_url, first).summary() == (
+        "j1: unchanged, already ingested with identical content"
+    )
+    other = write_sample_job(tmp_path / "other", seed=5, steps=STEPS)
+    with pytest.raises(JobExists) as refused:
+        api.ingest(db_url, other, name="j1")
+    assert str(refused.value) == (
+        "job 'j1' already exists with different content; use --replace to swap it"
+    )
+    write_sample_job(jobs / "j2", seed=1, steps=STEPS)
+    seen: list[str] = []
+    synced = api.sync(db_url, jobs, on_job=lambda job: seen.append(job.location))
+    assert synced.summary() == "2 found: 1 ingested, 1 unchanged, 0 failed"
+    assert sorted(Path(location).name for location in seen) == ["j1", "j2"]
+    assert api.job_meta(db_url, "j1") == {"gpu": "A10G"}
+    assert api.rederive(db_url).summary() == "0 jobs rederived, 2 already up to date"
+    assert api.upgrade(db_url).summary() == f"already at {api.HEAD}"
+
+
+def test_changed_analysis_code_makes_rederive_refill_every_job(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kept rows are keyed by the digest of the analysis code: the same code refills
+    no job, another (an edited analysis) every one of them, once."""
+    for seed in range(3):
+        api.ingest(db_url, write_sample_job(tmp_path / f"j{seed}", seed=seed, steps=STEPS))
+    unchanged = api.rederive(db_url)
+    assert (unchanged.jobs, unchanged.refilled) == (3, [])
+    monkeypatch.setattr(version, "CODE_DIGEST", "an edited analysis")
+    refilled: list[str] = []
+    changed = api.rederive(db_url, on_job=refilled.append)
+    assert (changed.jobs, changed.refilled, refilled) == (3, ["j0", "j1", "j2"], refilled)
+    assert api.rederive(db_url).refilled == []
+
+
+def test_the_code_digest_follows_every_source_file(tmp_path: Path) -> None:
+    """Any edit of a source file of the analysis or the summary, or a new one, is another
+    digest; the same files are the same digest, wherever they are."""
+    for package in version.CODE_PACKAGES:
+        shutil.copytree(version.PACKAGE / package, tmp_path / package)
+    assert version.code_digest(tmp_path) == version.code_digest() == version.CODE_DIGEST
+    verdict = tmp_path / "analysis" / "verdict.py"
+    verdict.write_text(verdict.read_text() + "\n# a comment is a change too\n")
+    edited = version.code_digest(tmp_path)
+    assert edited != version.CODE_DIGEST
+    (tmp_path / "summary" / "new_part.py").write_text("")
+    assert version.code_digest(tmp_path) not in (edited, version.CODE_DIGEST)

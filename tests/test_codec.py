@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 from tracker.models import Curve, CurveChunk, Job, Run
 from tracker.store import codec
 from tracker.store.curves import load_curves
-from tracker.store.db import write_session
 from tracker.store.points import CHUNK_POINTS, write_points
+from tracker.store.transactions import write_session
 
 MIGRATION = Path(__file__).parent.parent / "migrations" / "versions" / "0007_curve_chunks.py"
 SPECIAL = [

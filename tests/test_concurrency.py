@@ -19,7 +19,8 @@ from sqlalchemy.orm import Session
 from tests.stored import stored_points
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
-from tracker.store.db import HEAD, check_schema, create_tracker_engine, open_database, upgrade
+from tracker.store.engine import create_tracker_engine
+from tracker.store.schema import HEAD, check_schema, open_database, upgrade
 
 STEPS = 3000
 

@@ -43,8 +43,9 @@ from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, CurveChunk, Job, JobMeta, Probe, Run, SourceFile
 from tracker.services.ingest import ingest_job
 from tracker.store.catalog import as_utc, delete_job
-from tracker.store.db import in_write_transaction, open_database
 from tracker.store.points import CHUNK_POINTS
+from tracker.store.schema import open_database
+from tracker.store.transactions import in_write_transaction
 
 TABLES = (Job, JobMeta, SourceFile, Probe, Run, Curve, CurveChunk)
 ARMS = 4

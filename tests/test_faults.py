@@ -28,14 +28,16 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 from typer.testing import CliRunner
 
-import tracker.store.db as db
+import tracker.store.engine as engine_settings
+import tracker.store.transactions as transactions
 from tests.stored import stored_points
 from tracker.cli import app
 from tracker.errors import DatabaseBusy, TrackerError
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, CurveChunk, Job, JobMeta, Probe, Run, SourceFile
 from tracker.services.ingest import ingest_job
-from tracker.store.db import in_write_transaction, open_database
+from tracker.store.schema import open_database
+from tracker.store.transactions import in_write_transaction
 
 SMALL_STEPS = 50
 BIG_STEPS = 75_000  # 900,000 points: 1.5 MB of chunks, 9.7 MB of CSV (no progress bar)
@@ -294,7 +296,9 @@ def busy_message(url: str, seconds: int) -> str:
 def test_library_gives_up_on_a_lock_held_too_long_and_writes_nothing(
     db_path: Path, jobs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(db, "SQLITE_BUSY_TIMEOUT_MS", 200)  # read by each new connection
+    monkeypatch.setattr(
+        engine_settings, "SQLITE_BUSY_TIMEOUT_MS", 200
+    )  # read by each new connection
     url = f"sqlite:///{db_path}"
     engine = open_database(url)
     empty = state(url)
@@ -323,8 +327,10 @@ def test_cli_gives_up_on_a_lock_held_too_long_in_one_line(
     open_database(url).dispose()
     runner = CliRunner()
     with monkeypatch.context() as patch:
-        patch.setattr(db, "SQLITE_BUSY_TIMEOUT_MS", 200)
-        patch.setattr(db, "in_write_transaction", partial(in_write_transaction, patience_s=1))
+        patch.setattr(engine_settings, "SQLITE_BUSY_TIMEOUT_MS", 200)
+        patch.setattr(
+            transactions, "in_write_transaction", partial(in_write_transaction, patience_s=1)
+        )
         with write_lock_held(db_path):
             result = runner.invoke(app, ["--db", url, "ingest", str(jobs["first"])])
     assert isinstance(result.exception, SystemExit), result.exception

@@ -53,7 +53,8 @@ DETAIL = """() => Array.from(document.querySelectorAll('table.claims td.detail')
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A report of 14 small jobs (a page's test: SQLite only, built once)."""
     from tracker.services.ingest import ingest_job
-    from tracker.store.db import open_database, write_session
+    from tracker.store.schema import open_database
+    from tracker.store.transactions import write_session
 
     root = tmp_path_factory.mktemp("home")
     engine = open_database(f"sqlite:///{root / 'home.db'}")

@@ -16,7 +16,7 @@ from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, CurveChunk, Job, JobMeta, Probe, Run, SourceFile
 from tracker.services.ingest import ingest_job
 from tracker.store.curves import find_curve, load_curves
-from tracker.store.db import write_session
+from tracker.store.transactions import write_session
 
 STEPS = 200
 

@@ -31,7 +31,7 @@ from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
 from tracker.services.ingest import IngestOptions, IngestReport, ingest_directories
 from tracker.store.catalog import delete_job
-from tracker.store.db import open_database
+from tracker.store.schema import open_database
 
 from .stored import stored_points
 

@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 from tracker.errors import Interrupted
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
-from tracker.store.db import open_database
+from tracker.store.schema import open_database
 
 JOBS = ("job0", "job1", "job2")
 STEPS = 60_000  # 720,000 points a job: the next job is still being read or written

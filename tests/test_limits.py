@@ -30,7 +30,7 @@ from tracker.jobdir.limits import CSV_FIELD_MAX, METRIC_COLUMNS_MAX, PROBE_RECOR
 from tracker.jobdir.reader import parse_curve_csv, parse_probe_file, read_curve_csv
 from tracker.jobdir.sample import write_sample_job
 from tracker.services.ingest import ingest_job
-from tracker.store.db import in_write_transaction
+from tracker.store.transactions import in_write_transaction
 
 MIB = 1024 * 1024
 

@@ -40,7 +40,8 @@ from tracker.jobdir.records import CONTROL_CHARS, FLOAT_FIELDS, INT_LIMIT, NAME_
 from tracker.jobdir.sample import MODELS, VARIANTS, write_sample_job
 from tracker.models import Curve, CurveChunk, Job, JobMeta, Probe, Run, SourceFile
 from tracker.store.catalog import delete_job
-from tracker.store.db import in_write_transaction, open_database
+from tracker.store.schema import open_database
+from tracker.store.transactions import in_write_transaction
 
 PanicException = pl.exceptions.PanicException  # a Rust panic: a BaseException, not an Exception
 CSV_NAME = "ref_s1.csv"

@@ -25,7 +25,7 @@ from fastapi.testclient import TestClient
 from tests.conftest import Cli
 from tracker.jobdir.sample import write_sample_job
 from tracker.server import create_app
-from tracker.store.db import HEAD
+from tracker.store.schema import HEAD
 
 SAFETY_S = 300  # only a net under a hang; no verdict depends on it
 

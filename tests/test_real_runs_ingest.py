@@ -25,7 +25,7 @@ from tracker.jobdir.logs import settle_steps
 from tracker.models import Curve, CurveChunk, Job, Probe, Run
 from tracker.services.ingest import ingest_job
 from tracker.store.curves import load_curves
-from tracker.store.db import in_write_transaction
+from tracker.store.transactions import in_write_transaction
 
 DATA = Path(__file__).parent / "data"
 HEADER = ("step", "loss", "lr", "step_ms")

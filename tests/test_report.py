@@ -40,8 +40,8 @@ from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_sample_job
 from tracker.queries.compare import compare_jobs
 from tracker.queries.selection import Selection
 from tracker.report import generate_report, write_report
-from tracker.store.db import open_database
 from tracker.store.jobdata import load_job_data
+from tracker.store.schema import open_database
 from tracker.summary.downsample import DEFAULT_MAX_POINTS, downsample, minmax_indices
 from tracker.summary.grid import GRID_POINTS, grid_curve
 from tracker.summary.trajectories import trajectory_drawing

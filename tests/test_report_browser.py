@@ -227,7 +227,8 @@ MANY = 300
 def many_jobs_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A report of 300 small jobs (a page's test, not a database's: SQLite only, built once)."""
     from tracker.services.ingest import ingest_job
-    from tracker.store.db import open_database, write_session
+    from tracker.store.schema import open_database
+    from tracker.store.transactions import write_session
 
     root = tmp_path_factory.mktemp("many")
     engine = open_database(f"sqlite:///{root / 'many.db'}")

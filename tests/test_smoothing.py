@@ -23,7 +23,7 @@ from tracker.analysis.smoothing import smooth
 from tracker.analysis.training import DELTA_KEY
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
-from tracker.queries.derived import load_summary
+from tracker.queries.job_analysis import load_summary
 from tracker.summary import version
 from tracker.summary.build import derive
 from tracker.summary.model import EMA_DELTA, Summary
@@ -235,14 +235,13 @@ def test_sparse_curve_smooths_like_the_dense_one(cli: Cli, engine: Engine, tmp_p
     assert float(left.y[-1]) == pytest.approx(ends["sparse"], rel=1e-6)
 
 
-def test_rows_of_the_previous_analysis_version_are_refilled(
+def test_rows_of_the_previous_analysis_code_are_refilled(
     cli: Cli, engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """ANALYSIS_VERSION 2 (this smoothing): rows stored by version 1 are ignored, then
-    refilled by ``db rederive`` with the numbers of ``smooth``."""
+    """Rows stored by other analysis code (another code digest) are ignored, then refilled
+    by ``db rederive`` with the numbers of ``smooth``."""
     job = write_sample_job(tmp_path / "old", seed=2, steps=200, probes=False)
-    assert version.ANALYSIS_VERSION == 2
-    monkeypatch.setattr(version, "ANALYSIS_VERSION", 1)
+    monkeypatch.setattr(version, "CODE_DIGEST", "the code before")
     cli("ingest", str(job))
     monkeypatch.undo()
     assert (

@@ -38,7 +38,7 @@ from tracker.analysis.stats import (
     welch_ttest,
 )
 from tracker.jobdir.sample import write_sample_job
-from tracker.store.db import open_database
+from tracker.store.schema import open_database
 
 BRENTQ_XTOL = 2e-12  # scipy.optimize.brentq's default, which binomtest's proportion_ci uses
 ALTERNATIVES: tuple[Alternative, ...] = ("two-sided", "less", "greater")
@@ -163,7 +163,7 @@ from sqlalchemy.orm import Session
 from tracker.analysis.expectations import load_expectations
 from tracker.queries.claims import claims
 from tracker.queries.selection import Selection
-from tracker.store.db import open_database
+from tracker.store.schema import open_database
 
 with Session(open_database(sys.argv[1])) as session:
     frame = claims(session, Selection(), load_expectations())

@@ -3,33 +3,33 @@ edits (rows and dicts, no polars), raw read-only SQL and the schema revision.
 
 The command line's light commands (``jobs``, ``show``, ``meta``, ``delete``, ``sql``,
 ``db current``) call these directly, so that they start without polars;
-``tracker.api`` exposes every one of them too.
+``tracker.api`` exposes every one of them too. The commands also open their engines here
+(``open_engine``, ``storing_engine``) and parse ``--where`` and ``--since`` with the
+catalog's own rules.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime
 from functools import partial
+from pathlib import Path
 from typing import TypeVar
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, func, make_url, select
 from sqlalchemy.orm import Session
 
-from tracker.config import database_url
+from tracker.config import STATEMENT_TIMEOUT_S, database_url
 from tracker.domain import JOB_SORT_KEYS
+from tracker.models import Job
 from tracker.store import catalog
-from tracker.store.db import (
-    HEAD,
-    check_schema,
-    create_tracker_engine,
-    in_write_transaction,
-    open_database,
-    read_only_url,
-    reads_only_as_immutable,
-    refuse_missing_file,
-)
-from tracker.store.readonly import STATEMENT_TIMEOUT_S, SqlResult, run_readonly_sql
+from tracker.store.catalog import meta_text, parse_time, parse_where
+from tracker.store.engine import ON_LOCK_WAIT, create_tracker_engine, first_line
+from tracker.store.readonly import SqlResult, run_readonly_sql
+from tracker.store.schema import HEAD, check_schema, open_database
+from tracker.store.sqlite_files import read_only_url, reads_only_as_immutable, refuse_missing_file
+from tracker.store.transactions import in_write_transaction
 
 Database = str | Engine | None
 Row = catalog.Row
@@ -42,12 +42,19 @@ __all__ = [
     "connect",
     "delete",
     "edit_meta",
+    "first_line",
     "in_write",
     "job_meta",
     "job_rows",
+    "meta_text",
+    "open_engine",
+    "parse_time",
+    "parse_where",
     "schema_revision",
     "show",
     "sql_result",
+    "storing_engine",
+    "using_engine",
     "with_session",
 ]
 
@@ -56,6 +63,64 @@ def connect(url: str | None = None) -> Engine:
     """An engine on a ready tracker database (migrated if empty); a missing SQLite file is
     refused, the API only reads."""
     return open_database(database_url(url), may_create_file=False)
+
+
+def open_engine(
+    url: str,
+    *,
+    may_create_file: bool = False,
+    on_lock_wait: Callable[[Engine], None] | None = None,
+) -> Engine:
+    """An engine on a ready tracker database for a command: only commands that store data
+    (ingest, sync, demo) may create a SQLite file; ``on_lock_wait`` is told, with the engine,
+    when a write has to queue behind another writer."""
+    engine = open_database(url, may_create_file=may_create_file)
+    if on_lock_wait is None:
+        return engine
+    return engine.execution_options(**{ON_LOCK_WAIT: partial(on_lock_wait, engine)})
+
+
+@contextmanager
+def using_engine(db: Database, *, may_create_file: bool = False) -> Iterator[Engine]:
+    """``db`` as an engine: an engine given is used as it is, one made here is disposed of
+    after."""
+    if isinstance(db, Engine):
+        yield db
+        return
+    engine = open_engine(database_url(db), may_create_file=may_create_file)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def storing_engine(
+    db: Database, on_lock_wait: Callable[[Engine], None] | None = None
+) -> Iterator[Engine]:
+    """The engine of a command that stores jobs (ingest): it may create the SQLite file,
+    and removes a file it created again if no job was stored in it, so that a failed
+    command with a mistyped ``--db`` leaves no empty database behind."""
+    if isinstance(db, Engine):
+        yield db
+        return
+    url = database_url(db)
+    parsed = make_url(url)
+    created = None
+    if parsed.get_backend_name() == "sqlite" and not parsed.query.get("uri"):
+        path = Path(parsed.database or "")
+        created = None if parsed.database in (None, "", ":memory:") or path.exists() else path
+    engine = open_engine(url, may_create_file=True, on_lock_wait=on_lock_wait)
+    try:
+        yield engine
+    finally:
+        if created is not None:
+            with engine.connect() as connection:
+                stored = connection.scalar(select(func.count()).select_from(Job))
+        engine.dispose()
+        if created is not None and not stored:
+            for suffix in ("", "-wal", "-shm"):
+                created.with_name(created.name + suffix).unlink(missing_ok=True)
 
 
 def with_session(db: Database, work: Callable[[Session], T]) -> T:
@@ -70,7 +135,7 @@ def with_session(db: Database, work: Callable[[Session], T]) -> T:
 
 
 def in_write(db: Database, work: Callable[[Session], T]) -> T:
-    """Run ``work`` in one write transaction on ``db`` (``store.db.in_write_transaction``)."""
+    """Run ``work`` in one write transaction on ``db`` (``in_write_transaction``)."""
     engine = db if isinstance(db, Engine) else connect(db)
     try:
         return in_write_transaction(engine, work)

@@ -7,17 +7,24 @@
 Every function takes the database as its first argument: a URL, an ``Engine`` from
 ``api.connect``, or None for ``TRACKER_DATABASE_URL`` / ``sqlite:///tracker.db`` (which
 ``jobs``, ``probes`` and ``runs`` also take when it is left out). The ``tracker`` command
-line is a shell over these functions: each command parses, calls one of them and prints.
+line is a shell over these functions: each command parses, calls one of them and prints;
+storing works from here too:
+
+    >>> api.ingest("sqlite:///study.db", "s3://bucket/job2", meta={"gpu": "A10G"})
+    >>> api.sync(None, "hf://buckets/ORG/flashoptim-repro/")
+    >>> api.upgrade(None)   # migrate, then refill the kept rows (api.rederive)
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import polars as pl
+from sqlalchemy import Engine
 
 from tracker.access import (
     HEAD,
@@ -31,10 +38,15 @@ from tracker.access import (
     schema_revision,
     show,
     sql_result,
+    storing_engine,
+    using_engine,
     with_session,
 )
 from tracker.analysis.expectations import load_expectations
-from tracker.domain import LOSS
+from tracker.config import STATEMENT_TIMEOUT_S, database_url
+from tracker.domain import DEFAULT_ARM_MODEL, LOSS
+from tracker.jobdir.limits import MAX_FILE_SIZE
+from tracker.jobdir.sample import write_demo_jobs, write_demo_seed_jobs
 from tracker.queries import claims as _claims
 from tracker.queries import compare as _compare
 from tracker.queries import tables
@@ -43,13 +55,25 @@ from tracker.queries.export import export_curves
 from tracker.queries.selection import Selection
 from tracker.report import Report, generate_report
 from tracker.services.copy import copy_jobs
-from tracker.store.readonly import STATEMENT_TIMEOUT_S
+from tracker.services.ingest import (
+    IngestOptions,
+    IngestResult,
+    ingest_demo_jobs,
+    ingest_directory,
+)
+from tracker.services.rederive import Rederived
+from tracker.services.rederive import rederive as _rederive
+from tracker.services.sync import SyncedJob, SyncOptions, SyncReport, sync_prefix
+from tracker.store.engine import create_tracker_engine
+from tracker.store.schema import Upgrade, upgrade_database
+from tracker.store.sqlite_files import refuse_missing_file
 
 Where = Mapping[str, str] | Iterable[tuple[str, str]] | None  # pairs: a key may repeat
 
 __all__ = [
     "HEAD",
     "Database",
+    "Demo",
     "Row",
     "Where",
     "claims",
@@ -59,19 +83,26 @@ __all__ = [
     "copy_jobs",
     "curve",
     "delete",
+    "demo",
+    "demo_jobs",
     "edit_meta",
     "export",
+    "ingest",
     "job_meta",
     "job_rows",
     "jobs",
     "probes",
+    "rederive",
     "report",
     "runs",
     "schema_revision",
+    "serve",
     "show",
     "sql",
     "sql_result",
+    "sync",
     "trend",
+    "upgrade",
 ]
 
 
@@ -236,3 +267,123 @@ def report(
     return with_session(
         db, lambda s: generate_report(s, out, exp, selection, force=force, prune=prune)
     )
+
+
+def ingest(
+    db: Database,
+    path_or_url: Path | str,
+    *,
+    name: str | None = None,
+    meta: Mapping[str, str] | None = None,
+    replace: bool = False,
+    arm_model: str = DEFAULT_ARM_MODEL,
+    strict_steps: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+    max_file_size: int = MAX_FILE_SIZE,
+) -> IngestResult:
+    """Store one job directory (a path or an fsspec URL: ``s3://``, ``hf://``...) as
+    ``tracker ingest`` does, in one write transaction; what fails is raised (a missing SQLite
+    file is created, and removed again if nothing was stored)."""
+    options = IngestOptions(
+        name=name,
+        meta=dict(meta or {}),
+        replace=replace,
+        arm_model=arm_model,
+        strict_steps=strict_steps,
+        storage_options=dict(storage_options or {}),
+        max_file_size=max_file_size,
+    )
+    with storing_engine(db) as engine:
+        return ingest_directory(engine, path_or_url, options)
+
+
+def sync(
+    db: Database,
+    prefix: Path | str,
+    *,
+    meta: Mapping[str, str] | None = None,
+    replace: bool = False,
+    dry_run: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+    on_job: Callable[[SyncedJob], None] | None = None,
+) -> SyncReport:
+    """Ingest every finished job directory under ``prefix`` that is not stored yet, one
+    transaction per job, as ``tracker sync`` does once; ``on_job`` is told of each job."""
+    options = SyncOptions(
+        meta=dict(meta or {}),
+        replace=replace,
+        dry_run=dry_run,
+        storage_options=dict(storage_options or {}),
+    )
+    with using_engine(db, may_create_file=not dry_run) as engine:
+        return sync_prefix(engine, prefix, options, on_job)
+
+
+def rederive(
+    db: Database,
+    *,
+    expectations: Path | None = None,
+    on_job: Callable[[str], None] | None = None,
+) -> Rederived:
+    """Refill the kept rows (verdicts, numbers, summary) of every job lacking them for the
+    expectations (packaged by default) and today's analysis code, one transaction per job."""
+    with using_engine(db) as engine:
+        return _rederive(engine, load_expectations(expectations), on_job)
+
+
+def upgrade(db: Database, *, on_migrated: Callable[[Upgrade], None] | None = None) -> Upgrade:
+    """Migrate the database's schema to ``HEAD`` (a SQLite file is copied aside first), then
+    refill the kept rows (``rederive``); ``on_migrated`` is told before the refill."""
+    engine = db if isinstance(db, Engine) else create_tracker_engine(database_url(db))
+    try:
+        done = upgrade_database(engine)
+        if on_migrated is not None:
+            on_migrated(done)
+        _rederive(engine)  # what old migrations backfilled: the same rows, by today's analysis
+        return done
+    finally:
+        if engine is not db:
+            engine.dispose()
+
+
+def demo_jobs(directory: Path, *, steps: int = 2000) -> list[Path]:
+    """Write the demo's sample job directories under ``directory``."""
+    return write_demo_jobs(directory, steps=steps) + write_demo_seed_jobs(directory, steps=steps)
+
+
+@dataclass
+class Demo:
+    """What ``demo`` did: each claim status with its count (most first), the report's index."""
+
+    statuses: list[tuple[str, int]]
+    index: Path
+
+
+def demo(
+    db: Database,
+    directories: list[Path],
+    *,
+    out: Path = Path("report"),
+    on_job: Callable[[IngestResult], None] | None = None,
+) -> Demo:
+    """Ingest the demo's sample jobs (``demo_jobs``), replacing an earlier demo's, and
+    write the report of every job under ``out``."""
+    with storing_engine(db) as engine:
+        ingest_demo_jobs(engine, directories, on_job or (lambda _result: None))
+        statuses = claims(engine)["status"].value_counts(sort=True)
+        index = report(engine, out).index
+    return Demo([(status, n) for status, n in statuses.iter_rows()], index)
+
+
+def serve(
+    db: Database, *, host: str = "127.0.0.1", port: int = 8765, token: str | None = None
+) -> None:
+    """Serve the workbench read-only on ``host:port`` until interrupted (``tracker serve``)."""
+    from tracker.server import create_app  # FastAPI and the server only for this
+    from tracker.server.listen import serve as listen
+    from tracker.server.security import check_host
+
+    url = db.url.render_as_string(False) if isinstance(db, Engine) else database_url(db)
+    check_host(host, token)
+    refuse_missing_file(create_tracker_engine(url))  # opened read-only, never created
+    listen(create_app(url, token), host, port)

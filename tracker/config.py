@@ -1,4 +1,5 @@
-"""Where the database lives: ``--db``, else ``TRACKER_DATABASE_URL``, else a local file."""
+"""Where the database lives: ``--db``, else ``TRACKER_DATABASE_URL``, else a local file; how
+long a read-only statement may run."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from tracker.errors import NotADatabaseUrl, UnsupportedDatabase
 
 DEFAULT_DATABASE_URL = "sqlite:///tracker.db"
 DATABASE_URL_ENV = "TRACKER_DATABASE_URL"
+# a statement of `tracker sql` or of a served request is stopped after this many seconds
+STATEMENT_TIMEOUT_S = 60.0
 
 
 # psycopg 3 is the tracker's PostgreSQL driver; SQLAlchemy's bare schemes mean psycopg2.

@@ -9,7 +9,6 @@ which keep every value's bits.
 
 from __future__ import annotations
 
-import json
 import math
 from datetime import datetime
 from typing import Any
@@ -29,6 +28,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
+
+from tracker.jsonio import from_stored_json, to_stored_json
 
 
 class _UnprocessedFloat(Float[float]):
@@ -66,10 +67,10 @@ class JSONDocument(TypeDecorator[dict[str, Any]]):
     cache_ok = True
 
     def process_bind_param(self, value: dict[str, Any] | None, dialect: Dialect) -> str | None:
-        return None if value is None else json.dumps(value, sort_keys=True)
+        return None if value is None else to_stored_json(value, sort_keys=True)
 
     def process_result_value(self, value: str | None, dialect: Dialect) -> dict[str, Any] | None:
-        return None if value is None else json.loads(value)
+        return None if value is None else from_stored_json(value)
 
 
 class Base(DeclarativeBase):
@@ -217,7 +218,7 @@ class CurveChunk(Base):
 class JobVerdict(Base):
     """A job's verdicts as its analysis found them, kept so cross-job claims and gates never
     re-read points. ``expectations`` is the digest of what they were judged against (see
-    tracker.store.derived); other expectations are analysed afresh and not stored."""
+    tracker.store.kept_rows); other expectations are analysed afresh and not stored."""
 
     __tablename__ = "job_verdict"
 

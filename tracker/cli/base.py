@@ -14,9 +14,6 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,8 +21,8 @@ import typer
 from typer.core import TyperGroup
 
 from tracker.config import DATABASE_URL_ENV, database_url
+from tracker.domain import META_KEY
 from tracker.errors import Interrupted, TrackerError, raised_by_interrupt
-from tracker.jobdir.jobmeta import META_KEY
 from tracker.output import Format
 
 SIZE = re.compile(r"(\d{1,15})\s*((?:[KMGT]i?B)?)", re.IGNORECASE)
@@ -58,7 +55,7 @@ class ErrorReportingGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         from sqlalchemy.exc import DBAPIError
 
-        from tracker.store.db import first_line
+        from tracker.access import first_line
 
         main = threading.current_thread() is threading.main_thread()
         before = signal.signal(signal.SIGTERM, _interrupt) if main else None
@@ -152,36 +149,17 @@ class State:
 
     def engine(self, *, may_create_file: bool = False) -> Any:
         """Only the commands that store data (ingest, demo) may create a SQLite file."""
-        from tracker.store.db import ON_LOCK_WAIT, open_database
+        from tracker import access
 
-        engine = open_database(self.url, may_create_file=may_create_file)
-        return engine.execution_options(**{ON_LOCK_WAIT: partial(_tell_waiting, engine)})
+        return access.open_engine(
+            self.url, may_create_file=may_create_file, on_lock_wait=_tell_waiting
+        )
 
-    @contextmanager
-    def storing_engine(self) -> Iterator[Any]:
-        """The engine of a command that stores jobs (ingest): it may create the SQLite file,
-        and removes a file it created again if no job was stored in it, so that a failed
-        command with a mistyped ``--db`` leaves no empty database behind."""
-        from sqlalchemy import func, make_url, select
+    def storing_engine(self) -> Any:
+        """The engine of a command that stores jobs (``access.storing_engine``)."""
+        from tracker import access
 
-        from tracker.models import Job
-
-        url = make_url(self.url)
-        created = None
-        if url.get_backend_name() == "sqlite" and not url.query.get("uri"):
-            path = Path(url.database or "")
-            created = None if url.database in (None, "", ":memory:") or path.exists() else path
-        engine = self.engine(may_create_file=True)
-        try:
-            yield engine
-        finally:
-            if created is not None:
-                with engine.connect() as connection:
-                    stored = connection.scalar(select(func.count()).select_from(Job))
-            engine.dispose()
-            if created is not None and not stored:
-                for suffix in ("", "-wal", "-shm"):
-                    created.with_name(created.name + suffix).unlink(missing_ok=True)
+        return access.storing_engine(self.url, on_lock_wait=_tell_waiting)
 
 
 def _tell_waiting(engine: Any) -> None:
@@ -246,7 +224,7 @@ def parse_meta(items: list[str], param_hint: str = "--meta") -> dict[str, str]:
 
 def parse_since(since: str | None) -> Any:
     """``--since`` as a datetime in UTC (None: every job), checked before the database opens."""
-    from tracker.store.catalog import parse_time
+    from tracker.access import parse_time
 
     try:
         return None if since is None else parse_time(since)
@@ -268,7 +246,7 @@ def _key_problem(key: str) -> str:
 
 def where_pairs(where: list[str] | None) -> tuple[tuple[str, str], ...]:
     """``--where`` items as (key, value) pairs, checked before the database is opened."""
-    from tracker.store.catalog import parse_where
+    from tracker.access import parse_where
 
     try:
         return parse_where(where)

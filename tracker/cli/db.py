@@ -48,12 +48,9 @@ def db_upgrade(ctx: typer.Context) -> None:
 
     Example: tracker --db sqlite:///study.db db upgrade
     """
-    from tracker.services.derived import rederive
-    from tracker.store.db import create_tracker_engine, upgrade_database
+    from tracker import api
 
-    engine = create_tracker_engine(_state(ctx).url)
-    typer.echo(upgrade_database(engine).summary())
-    rederive(engine)  # what old migrations backfilled: the same rows, by today's analysis
+    api.upgrade(_state(ctx).url, on_migrated=lambda done: typer.echo(done.summary()))
 
 
 @db_app.command("rederive")
@@ -63,10 +60,10 @@ def db_rederive(ctx: typer.Context) -> None:
 
     Example: tracker db rederive
     """
-    from tracker.services.derived import rederive
+    from tracker import api
 
     engine = _state(ctx).engine(may_create_file=False)
-    typer.echo(rederive(engine, on_job=lambda name: typer.echo(f"{name}: rederived")).summary())
+    typer.echo(api.rederive(engine, on_job=lambda name: typer.echo(f"{name}: rederived")).summary())
 
 
 @db_app.command("current")

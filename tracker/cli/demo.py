@@ -24,25 +24,15 @@ def demo(
 
     Example: tracker demo --steps 5000
     """
-    from sqlalchemy.orm import Session
-
-    from tracker.analysis.expectations import load_expectations
-    from tracker.jobdir.sample import write_demo_jobs, write_demo_seed_jobs
-    from tracker.queries.claims import claims as judge
-    from tracker.queries.selection import Selection
-    from tracker.report import write_report
-    from tracker.services.ingest import ingest_demo_jobs
+    from tracker import api
 
     engine = _state(ctx).engine(may_create_file=True)
-    directories = write_demo_jobs(directory, steps=steps)
-    directories += write_demo_seed_jobs(directory, steps=steps)
+    directories = api.demo_jobs(directory, steps=steps)
     typer.echo(f"wrote {len(directories)} sample jobs under {directory}/")
-    ingest_demo_jobs(engine, directories, lambda result: typer.echo(result.summary()))
+    done = api.demo(
+        engine, directories, out=out, on_job=lambda result: typer.echo(result.summary())
+    )
     typer.echo(f"database: {_state(ctx).url}")
-    exp = load_expectations()
-    with Session(engine) as session:
-        statuses = judge(session, Selection(), exp)["status"].value_counts(sort=True)
-        index = write_report(session, out, exp)
-    counts = ", ".join(f"{n} {status}" for status, n in statuses.iter_rows())
+    counts = ", ".join(f"{n} {status}" for status, n in done.statuses)
     typer.echo(f"claims: {counts} (see `tracker claims`)")
-    typer.echo(f"report: {index.resolve()}")
+    typer.echo(f"report: {done.index.resolve()}")

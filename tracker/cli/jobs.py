@@ -52,12 +52,11 @@ def jobs(
     Example: tracker jobs --where gpu=A10G --sort -time --limit 5
     """
     from tracker import access
-    from tracker.store.catalog import meta_text
 
     pairs, start = where_pairs(where), parse_since(since)
     rows = access.job_rows(state(ctx).url, where=pairs, since=start, sort=sort, limit=limit)
     if fmt is not Format.json:
-        rows = [{**row, "meta": meta_text(row["meta"])} for row in rows]
+        rows = [{**row, "meta": access.meta_text(row["meta"])} for row in rows]
     print_rows(rows, fmt)
 
 

@@ -22,6 +22,7 @@ from tracker.cli.base import (
     where_pairs,
 )
 from tracker.cli.output import print_frame, print_rows
+from tracker.config import STATEMENT_TIMEOUT_S
 from tracker.domain import LOSS, ClaimStatus
 from tracker.output import Format
 
@@ -273,7 +274,7 @@ def sql(
             metavar="SECONDS",
             help="Stop the statement after this long, on SQLite as on PostgreSQL.",
         ),
-    ] = 60.0,  # readonly.STATEMENT_TIMEOUT_S, not imported here: sql starts without SQLAlchemy
+    ] = STATEMENT_TIMEOUT_S,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Run one read-only SQL statement against the database (writes are refused by it).

@@ -102,12 +102,7 @@ def serve(
 
     Example: tracker serve --host 0.0.0.0 --port 8765 --token "$(cat ~/.tracker-token)"
     """
-    from tracker.server import create_app
-    from tracker.server.listen import serve as serve_app
-    from tracker.server.security import check_host
-    from tracker.store.db import create_tracker_engine, refuse_missing_file
+    from tracker import api
 
-    check_host(host, token)
-    refuse_missing_file(create_tracker_engine(state(ctx).url))  # as every reading command
     # opened read-only (never created or migrated), the schema checked before listening
-    serve_app(create_app(state(ctx).url, token), host, port)
+    api.serve(state(ctx).url, host=host, port=port, token=token)

@@ -2,37 +2,20 @@
 
 Figures are plain plotly.js figure dicts (``{"data": [...], "layout": {...}}``), not
 ``plotly.graph_objects``: building and validating graph objects cost more than the rest of a
-job's report, and importing them another 0.2 s per process. ``figure_json`` writes them.
+job's report, and importing them another 0.2 s per process. ``tracker.jsonio.to_figure_json``
+writes them.
 """
 
 from __future__ import annotations
 
-import base64
 import html
-import json
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
-import numpy as np
-
-from tracker.jsonio import null_non_finite
 from tracker.summary.arms import split_arm
 
 # A figure as plotly.js takes it: "data" (list of trace dicts) and "layout" (a dict).
 Figure = dict[str, Any]
-# numpy dtypes plotly.js reads from base64 ("bdata"); others are converted to float64
-TYPED_ARRAYS = {
-    "float64": "f8",
-    "float32": "f4",
-    "int32": "i4",
-    "int16": "i2",
-    "int8": "i1",
-    "uint32": "u4",
-    "uint16": "u2",
-    "uint8": "u1",
-}
-
 INK, MUTED, GRID, SURF = "#0b0b0b", "#898781", "#e1e0d9", "#fcfcfb"
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 
@@ -353,37 +336,6 @@ def scatter(**settings: Any) -> dict[str, Any]:
 
 def bar(**settings: Any) -> dict[str, Any]:
     return {"type": "bar", **settings}
-
-
-def _typed_array(value: Any) -> Any:
-    """numpy arrays as plotly.js typed arrays (base64), other numpy values as Python's,
-    datetimes as ISO 8601."""
-    if isinstance(value, np.ndarray):
-        if value.dtype.name not in TYPED_ARRAYS:
-            value = value.astype(np.float64)
-        array = np.ascontiguousarray(value)
-        return {
-            "dtype": TYPED_ARRAYS[array.dtype.name],
-            "bdata": base64.b64encode(array.tobytes()).decode(),
-        }
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, datetime):  # job times: plotly.js reads ISO 8601 as dates
-        return value.isoformat()
-    raise TypeError(f"cannot write {type(value).__name__} into a figure")
-
-
-def figure_json(fig: Figure) -> str:
-    """``fig`` as compact strict JSON that is safe inside an HTML ``<script>`` element.
-
-    numpy arrays are written as plotly.js typed arrays (binary, base64), NaN and +-inf in
-    lists as ``null``, and ``<`` / ``>`` as ``\\u`` escapes, so no text can end the element.
-    """
-    try:
-        text = json.dumps(fig, default=_typed_array, separators=(",", ":"), allow_nan=False)
-    except ValueError:
-        text = json.dumps(null_non_finite(fig), default=_typed_array, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e")
 
 
 def footnote_lines(lines: Sequence[str], shift: int = -62) -> dict[str, Any]:

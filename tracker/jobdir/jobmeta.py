@@ -3,20 +3,19 @@
 The file is one flat JSON object whose values are strings or numbers, e.g.
 ``{"gpu": "H100", "flashoptim": "0.1.4", "time": "2026-10-15T09:00Z", "world_size": 8}``;
 ingest takes its keys as the job's metadata (``--meta`` wins). Metadata is not content: the
-file is not part of the job's content digest. Light (no polars): the CLI checks ``--meta`` keys
-with ``META_KEY`` before it imports the library.
+file is not part of the job's content digest. A key is spelled as ``tracker.domain.META_KEY``
+says, as the CLI checks ``--meta`` keys before it imports the library.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 
+from tracker.domain import META_KEY
 from tracker.errors import BadInput
 
 META_FILES = ("job.json", "meta.json")
-META_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,99}")
 META_VALUE_MAX = 1000
 
 

@@ -1,7 +1,7 @@
 """Claims across jobs: each job's stored verdicts and derived numbers, judged together.
 
 Reads summary rows only (runs, metadata and the per-job rows kept at ingest, see
-tracker.store.derived), never curve points, unless a job lacks rows for the expectations
+tracker.store.kept_rows), never curve points, unless a job lacks rows for the expectations
 given; it never writes, so it works on a database opened read-only.
 """
 
@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis.claims import COLUMNS, judge_claims
 from tracker.models import Job, JobMeta, Run
-from tracker.queries.derived import load_verdict_rows
+from tracker.queries.job_analysis import load_verdict_rows
 from tracker.queries.selection import Selection, selected_jobs
 from tracker.store.frames import query_frame
 from tracker.summary.model import NUMBERS

@@ -38,7 +38,7 @@ from tracker.analysis.stats import t_quantile
 from tracker.analysis.verdict import FAIL, NA, PASS, Verdict
 from tracker.domain import ArmName, Change
 from tracker.models import Job
-from tracker.queries.derived import load_verdict_rows
+from tracker.queries.job_analysis import load_verdict_rows
 from tracker.store.jobdata import load_job_data
 from tracker.summary.model import SEED_NOISE
 

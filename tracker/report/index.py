@@ -15,7 +15,7 @@ from tracker.analysis.verdict import Verdict
 from tracker.domain import Status
 from tracker.jsonio import format_time, to_json
 from tracker.queries.claims import claims
-from tracker.queries.derived import load_derived
+from tracker.queries.job_analysis import load_derived
 from tracker.queries.selection import Selection
 from tracker.report.files import CLAIMS, INDEX, PLOTLY_JS, plotly_js, write_if_changed, write_text
 from tracker.summary.grid import GridCurve

@@ -17,7 +17,7 @@ from tracker.analysis.expectations import Expectations
 from tracker.analysis.verdict import verdicts_document
 from tracker.jsonio import to_json
 from tracker.report.files import INDEX, PLOTLY_JS, write_text
-from tracker.store.db import open_database
+from tracker.store.schema import open_database
 from tracker.views.job import job_content
 from tracker.views.pages import figure_page, job_page
 

@@ -45,7 +45,7 @@ from tracker.server.routers import (
     trend,
 )
 from tracker.server.security import SECURITY_HEADERS, SecurityMiddleware, one_line_error
-from tracker.store.db import first_line
+from tracker.store.engine import first_line
 
 NOT_FOUND = (JobNotFound, CurveNotFound)
 # The database itself failing: 503, which monitoring reads as an outage. Every other expected

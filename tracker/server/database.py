@@ -1,14 +1,9 @@
-"""The server's database connection: read-only by the database's own means.
-
-SQLite: the file is opened with ``mode=ro`` and the authorizer of ``tracker sql`` allows
-reading (plus BEGIN/COMMIT, so a request reads one snapshot, and the schema's
-pragmas) and nothing else. PostgreSQL:
-every session starts with ``default_transaction_read_only``, so any write is refused by the
-server itself. No endpoint writes; these guards make a bug that tried fail loudly.
+"""The server's database connection: read-only by the database's own means
+(``tracker.store.readonly.read_only_engine``). No endpoint writes; those guards make a bug
+that tried fail loudly.
 
 A SQLite file replaced or removed while serving is noticed by the next request
-(``ServedDatabase``). A request reads one snapshot on both: on PostgreSQL its transactions
-are ``REPEATABLE READ`` (a read-only one never fails to serialize), so the cache key a
+(``ServedDatabase``). A request reads one snapshot on both backends, so the cache key a
 request reads and the result it caches under that key come from the same state of the
 database.
 """
@@ -16,65 +11,17 @@ database.
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
-from typing import Any
 
-from sqlalchemy import Engine, event, make_url
+from sqlalchemy import Engine
 
 from tracker.errors import DatabaseGone, DatabaseUnavailable
-from tracker.store.db import (
-    create_tracker_engine,
-    read_only_url,
-    reads_only_as_immutable,
-    require_head,
-    sqlite_file,
-)
-from tracker.store.readonly import SQLITE_READS, sqlite_authorizer
+from tracker.store.readonly import read_only_engine
+from tracker.store.sqlite_files import sqlite_file
 
-STATEMENT_TIMEOUT_MS = 60_000
 # Routes run in anyio's worker threads, at most 40 at once, each with a session: a pool as
 # large, so that requests queued behind one heavy computation never time out on the pool.
 REQUEST_THREADS = 40
-# Reading the schema (the revision check) asks these pragmas; they only describe tables.
-SCHEMA_PRAGMAS = frozenset({"table_info", "table_xinfo", "table_list", "index_list"})
-_reads = sqlite_authorizer(SQLITE_READS | {sqlite3.SQLITE_TRANSACTION})
-
-
-def _authorize(action: int, arg1: str | None, arg2: str | None, *rest: object) -> int:
-    if action == sqlite3.SQLITE_PRAGMA:
-        return sqlite3.SQLITE_OK if arg1 in SCHEMA_PRAGMAS else sqlite3.SQLITE_DENY
-    return _reads(action, arg1, arg2, *rest)
-
-
-def _read_only_url(url: str) -> str:
-    if make_url(url).get_backend_name() != "sqlite":
-        return url
-    return read_only_url(url, immutable=reads_only_as_immutable(url))
-
-
-def open_read_only(url: str) -> Engine:
-    """An engine that can only read the tracker database at ``url`` (at the newest schema);
-    a SQLite file on read-only media is read immutable."""
-    engine = create_tracker_engine(_read_only_url(url), pool_size=REQUEST_THREADS)
-    if engine.dialect.name == "sqlite":
-
-        @event.listens_for(engine, "connect")
-        def guard_sqlite(dbapi_connection: Any, _record: Any) -> None:
-            dbapi_connection.set_authorizer(_authorize)
-
-    else:
-
-        @event.listens_for(engine, "connect")
-        def guard_postgres(dbapi_connection: Any, _record: Any) -> None:
-            with dbapi_connection.cursor() as cursor:
-                cursor.execute("SET SESSION default_transaction_read_only = on")
-                cursor.execute("SET SESSION default_transaction_isolation = 'repeatable read'")
-                cursor.execute(f"SET SESSION statement_timeout = {STATEMENT_TIMEOUT_MS}")
-            dbapi_connection.commit()
-
-    require_head(engine, url, create=False)
-    return engine
 
 
 class ServedDatabase:
@@ -98,14 +45,14 @@ class ServedDatabase:
 
     def _open(self) -> None:
         if self.path is None:
-            self._engine = open_read_only(self.url)
+            self._engine = read_only_engine(self.url, pool_size=REQUEST_THREADS)
             return
         try:
             held = os.open(self.path, os.O_RDONLY)
         except OSError as exc:
             raise DatabaseUnavailable(url=self.url, reason=exc.strerror or str(exc)) from None
         try:
-            engine = open_read_only(self.url)
+            engine = read_only_engine(self.url, pool_size=REQUEST_THREADS)
         except BaseException:
             os.close(held)
             raise

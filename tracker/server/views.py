@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from tracker.analysis.job import JobAnalysis
 from tracker.models import Job, JobMeta
 from tracker.queries.compare import Comparison, compare_verdicts, kept_verdicts
-from tracker.queries.derived import load_summary
+from tracker.queries.job_analysis import load_summary
 from tracker.store import catalog
 from tracker.store.catalog import get_job
 from tracker.views.job import JobContent, job_content

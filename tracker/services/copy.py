@@ -9,11 +9,12 @@ from functools import partial
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from tracker.services.derived import store_packaged_derived
 from tracker.services.interrupts import Tally, session_after_interrupt, telling_interrupts
+from tracker.services.rederive import store_packaged_derived
 from tracker.store.copy import CopiedJob, copy_job_rows, job_names
-from tracker.store.db import in_write_transaction, open_database
-from tracker.store.ingest import stored_digest
+from tracker.store.job_rows import stored_digest
+from tracker.store.schema import open_database
+from tracker.store.transactions import in_write_transaction
 
 __all__ = ["CopiedJob", "copy_job", "copy_jobs", "job_names"]
 

@@ -1,12 +1,15 @@
-"""Ingesting job directories: scan -> rows -> summary -> persist, one transaction per job.
+"""Ingesting job directories: read -> rows -> summary -> persist, one transaction per job.
 
-``ingest_job`` writes one job's rows (``tracker.store.ingest.write_job``) and then its derived
-rows (``tracker.services.derived``) in the caller's transaction, so an error anywhere leaves
-no trace of the job. ``ingest_directories`` is the ``tracker ingest`` command's work: several
-directories, each read and checked whole before its own write transaction starts (the write
-lock is held only to write), a failing one reported and the others still stored; the caller
-draws progress from the ``IngestProgress`` it passes. An interrupt (Ctrl-C, SIGTERM) ends it
-with an ``Interrupted`` naming the jobs stored and those not (``tracker.services.interrupts``).
+This module owns the pipeline: ``_scan`` reads a job directory (``tracker.jobdir``) and
+gives how to parse its arms; ``_store`` hands both to the store (``store_job``), which
+writes them as given, then writes the job's kept rows (``tracker.services.rederive``), in the
+caller's transaction, so an error anywhere leaves no trace of the job. ``ingest_job`` is one
+job in the caller's transaction; ``ingest_directory`` one directory (a path or a URL) read
+and checked whole before its own write transaction starts (the write lock is held only to
+write); ``ingest_directories`` the ``tracker ingest`` command's work: several of them, a
+failing one reported and the others still stored, progress drawn from the
+``IngestProgress`` the caller passes. An interrupt (Ctrl-C, SIGTERM) ends it with an
+``Interrupted`` naming the jobs stored and those not (``tracker.services.interrupts``).
 """
 
 from __future__ import annotations
@@ -22,24 +25,19 @@ from sqlalchemy import Engine, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from tracker.domain import DEFAULT_ARM_MODEL, IngestStatus
 from tracker.errors import DatabaseFailed, JobExists, NotADemoJob, TrackerError, raised_by_interrupt
 from tracker.jobdir.limits import MAX_FILE_SIZE
 from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, curve_bytes, read_job_arms, scan_job
 from tracker.jobdir.sample import DEMO_META
 from tracker.jobdir.source import JobSource, open_source
 from tracker.models import Job
-from tracker.services.derived import store_packaged_derived
 from tracker.services.interrupts import Tally, session_after_interrupt, telling_interrupts
-from tracker.store import db
+from tracker.services.rederive import store_packaged_derived
+from tracker.store import transactions
 from tracker.store.catalog import checked_meta
-from tracker.store.ingest import (
-    DEFAULT_ARM_MODEL,
-    IngestResult,
-    WrittenJob,
-    store_job,
-    stored_digest,
-    write_job,
-)
+from tracker.store.engine import first_line
+from tracker.store.job_rows import WrittenJob, store_job, stored_digest
 
 __all__ = [
     "IngestOptions",
@@ -49,8 +47,98 @@ __all__ = [
     "ingest_demo_job",
     "ingest_demo_jobs",
     "ingest_directories",
+    "ingest_directory",
     "ingest_job",
 ]
+
+
+@dataclass
+class IngestResult:
+    """What ingesting one job directory did: its job's name, the outcome, what was written."""
+
+    job: str
+    status: IngestStatus
+    probes: int = 0
+    failed_probes: int = 0
+    arms: int = 0
+    points: int = 0
+    skipped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what reading the arms settled
+    meta_set: dict[str, str] = field(default_factory=dict)  # of an unchanged job
+    meta_kept: dict[str, str] = field(default_factory=dict)  # of a replaced job, not given anew
+
+    @classmethod
+    def of(cls, scanned: JobDirectory, written: WrittenJob) -> IngestResult:
+        return cls(
+            scanned.name,
+            written.status,
+            written.probes,
+            written.failed_probes,
+            written.arms,
+            written.points,
+            scanned.skipped,
+            written.warnings,
+            written.meta_set,
+            written.meta_kept,
+        )
+
+    def summary(self) -> str:
+        if self.status == IngestStatus.UNCHANGED:
+            return f"{self.job}: unchanged, already ingested with identical content"
+        if self.status == IngestStatus.METADATA_UPDATED:
+            pairs = " ".join(f"{key}={value}" for key, value in self.meta_set.items())
+            return f"{self.job}: identical content already ingested; metadata updated: {pairs}"
+        kept = " ".join(f"{key}={value}" for key, value in sorted(self.meta_kept.items()))
+        return (
+            f"{self.job}: {self.status} {self.probes} probes ({self.failed_probes} failed), "
+            f"{self.arms} arms, {self.points} points" + (f"; metadata kept: {kept}" if kept else "")
+        )
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """How each directory is stored (see ``ingest_job``)."""
+
+    name: str | None = None
+    meta: Mapping[str, str] = field(default_factory=dict)
+    replace: bool = False
+    arm_model: str = DEFAULT_ARM_MODEL
+    strict_steps: bool = False
+    # for URLs, to their filesystem (credentials among them: never shown, never stored)
+    storage_options: Mapping[str, Any] = field(default_factory=dict)
+    max_file_size: int = MAX_FILE_SIZE
+
+
+def _scan(
+    directory: Path | JobSource,
+    options: IngestOptions,
+    on_arm: Callable[[ArmFiles], None] | None = None,
+) -> tuple[JobDirectory, Callable[[], list[Arm]]]:
+    """A directory scanned, and how to parse and check its arms (not done yet)."""
+    checked_meta(options.meta)  # refused before anything is read
+    scanned = scan_job(directory, options.name, max_file_size=options.max_file_size)
+    read = partial(
+        read_job_arms,
+        scanned,
+        options.arm_model,
+        strict_steps=options.strict_steps,
+        max_file_size=options.max_file_size,
+        on_arm=on_arm,
+    )
+    return scanned, read
+
+
+def _store(
+    session: Session,
+    scanned: JobDirectory,
+    arms: Callable[[], Sequence[Arm]],
+    options: IngestOptions,
+) -> IngestResult:
+    """The scanned job's rows and then its kept rows, in the caller's transaction."""
+    written = store_job(session, scanned, arms, meta=options.meta, replace=options.replace)
+    if written.job_id is not None:
+        store_packaged_derived(session, written.job_id, written.losses)
+    return IngestResult.of(scanned, written)
 
 
 def ingest_job(
@@ -65,27 +153,15 @@ def ingest_job(
     strict_steps: bool = False,
     max_file_size: int = MAX_FILE_SIZE,
 ) -> IngestResult:
-    """Store one job directory and its derived rows, in the caller's transaction. ``on_arm``
+    """Store one job directory and its kept rows, in the caller's transaction. ``on_arm``
     is told of each arm once it is read; ``strict_steps`` refuses what real logs hold
-    (a resumed run, a step logged twice, an incomplete last line) instead of settling it."""
-    written = write_job(
-        session,
-        directory,
-        name=name,
-        meta=meta,
-        replace=replace,
-        arm_model=arm_model,
-        on_arm=on_arm,
-        strict_steps=strict_steps,
-        max_file_size=max_file_size,
+    (a resumed run, a step logged twice, an incomplete last line) instead of settling it.
+    The job's own metadata file (``job.json``) gives the keys ``meta`` does not."""
+    options = IngestOptions(
+        name, meta or {}, replace, arm_model, strict_steps, max_file_size=max_file_size
     )
-    return _with_derived(session, written)
-
-
-def _with_derived(session: Session, written: WrittenJob) -> IngestResult:
-    if written.job_id is not None:
-        store_packaged_derived(session, written.job_id, written.losses)
-    return written.result
+    scanned, arms = _scan(directory, options, on_arm)
+    return _store(session, scanned, arms, options)
 
 
 def ingest_demo_job(session: Session, directory: Path, meta: Mapping[str, str]) -> IngestResult:
@@ -105,21 +181,7 @@ def ingest_demo_jobs(
     """The demo's sample jobs, each with its demo metadata, one transaction per job."""
     for directory in directories:
         ingest = partial(ingest_demo_job, directory=directory, meta=DEMO_META[directory.name])
-        on_job(db.in_write_transaction(engine, ingest))
-
-
-@dataclass(frozen=True)
-class IngestOptions:
-    """How ``tracker ingest`` stores each directory (see ``ingest_job``)."""
-
-    name: str | None = None
-    meta: Mapping[str, str] = field(default_factory=dict)
-    replace: bool = False
-    arm_model: str = DEFAULT_ARM_MODEL
-    strict_steps: bool = False
-    # for URLs, to their filesystem (credentials among them: never shown, never stored)
-    storage_options: Mapping[str, Any] = field(default_factory=dict)
-    max_file_size: int = MAX_FILE_SIZE
+        on_job(transactions.in_write_transaction(engine, ingest))
 
 
 class IngestProgress:
@@ -177,35 +239,31 @@ def _read(
     """A directory scanned, and its arms parsed and checked, all before any write lock;
     the arms of a job already stored with this content are not parsed (unless another
     writer replaces it meanwhile: then the write transaction parses them)."""
-    checked_meta(options.meta)  # refused before anything is read
-    scanned = scan_job(directory, options.name, max_file_size=options.max_file_size)
-    read = partial(
-        read_job_arms,
-        scanned,
-        options.arm_model,
-        strict_steps=options.strict_steps,
-        max_file_size=options.max_file_size,
-        on_arm=lambda arm: progress.arm_written(arm.csv_path.size),
-    )
+    scanned, read = _scan(directory, options, lambda arm: progress.arm_written(arm.csv_path.size))
     try:
         with Session(engine) as session:
             unchanged = stored_digest(session, scanned.name) == scanned.digest
     except DBAPIError as exc:  # as the write transaction would say it
-        raise DatabaseFailed(reason=db.first_line(exc)) from None
+        raise DatabaseFailed(reason=first_line(exc)) from None
     if unchanged:
         return scanned, read
     arms = read()
     return scanned, lambda: arms
 
 
-def _store(
-    session: Session,
-    scanned: JobDirectory,
-    arms: Callable[[], list[Arm]],
+def ingest_directory(
+    engine: Engine,
+    directory: Path | str,
     options: IngestOptions,
+    progress: IngestProgress | None = None,
 ) -> IngestResult:
-    written = store_job(session, scanned, arms, meta=options.meta, replace=options.replace)
-    return _with_derived(session, written)
+    """Store one directory (a path or an fsspec URL), read and checked whole before its own
+    write transaction starts; what fails is raised."""
+    source = open_source(directory, options.storage_options)
+    job, arms = _read(engine, source, options, progress or IngestProgress())
+    return transactions.in_write_transaction(
+        engine, partial(_store, scanned=job, arms=arms, options=options)
+    )
 
 
 def _landed(engine: Engine, scanned: dict[str, JobDirectory], name: str) -> bool:
@@ -250,7 +308,7 @@ def ingest_directories(
                     raise source
                 job, arms = _read(engine, source, options, progress)
                 scanned[name] = job
-                result = db.in_write_transaction(
+                result = transactions.in_write_transaction(
                     engine, partial(_store, scanned=job, arms=arms, options=options)
                 )
             except TrackerError as exc:

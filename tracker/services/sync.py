@@ -33,8 +33,8 @@ from tracker.jobdir.source import JobSource, Listing, open_source
 from tracker.models import Job
 from tracker.services.ingest import IngestResult, ingest_job
 from tracker.services.interrupts import Tally, session_after_interrupt
-from tracker.store import db
-from tracker.store.ingest import set_file_versions, stored_listings
+from tracker.store import transactions
+from tracker.store.job_rows import set_file_versions, stored_listings
 
 
 class SyncStatus(StrEnum):
@@ -136,7 +136,7 @@ def sync_prefix(
     tally = tally or Tally([])
     source = open_source(prefix, options.storage_options)
     found = [d for d in source.walk() if content_files(d.listing())]
-    with db.write_session(engine) as session:
+    with transactions.write_session(engine) as session:
         stored = stored_listings(session)
     first_of: dict[str, JobSource] = {}
     report = SyncReport(str(prefix))
@@ -179,7 +179,7 @@ def _sync_job(
         if options.dry_run:
             return _dry_run(engine, directory, name, stored)
         tally.add(name)
-        result = db.in_write_transaction(
+        result = transactions.in_write_transaction(
             engine, lambda session: _ingest(session, directory, listed, options)
         )
         tally.stored(name)
@@ -225,7 +225,7 @@ def _dry_run(
     if name not in stored:
         return SyncedJob(directory.location, SyncStatus.INGESTED, "dry run: would ingest")
     digest = scan_job(directory).digest
-    with db.write_session(engine) as session:
+    with transactions.write_session(engine) as session:
         same = session.scalar(select(Job.content_digest).where(Job.name == name)) == digest
     status = SyncStatus.UNCHANGED if same else SyncStatus.CHANGED
     return SyncedJob(directory.location, status, "dry run")

@@ -16,7 +16,7 @@ from sqlalchemy import Connection
 
 from tracker.errors import DatabaseFailed
 from tracker.store import codec
-from tracker.store.db import first_line
+from tracker.store.engine import first_line
 
 # A 2,000-step zoom touches one or two chunks; larger chunks barely compress better (6.18 vs
 # 6.20 bytes/point at 4,096) and would decode more than a zoom shows.

@@ -1,10 +1,17 @@
-"""``tracker sql``: one statement, read-only, enforced by the database connection itself.
+"""Reading only, enforced by the database connection itself: ``tracker sql``'s one statement
+(``run_readonly_sql``) and the server's engine (``read_only_engine``), both stopped after
+``STATEMENT_TIMEOUT_S``.
 
-SQLite: the file is opened read-only (``mode=ro``) and an authorizer allows reading and
-nothing else, so ATTACH, PRAGMA writes and ``load_extension`` are refused by SQLite.
-PostgreSQL: a READ ONLY transaction, a single statement (a prepared statement cannot hold
-two), the privileges of ``pg_read_all_data`` where the role may take them, rolled back; and
-never as a superuser, who could undo all of that from within the statement.
+``tracker sql``: SQLite: the file is opened read-only (``mode=ro``) and an authorizer allows
+reading and nothing else, so ATTACH, PRAGMA writes and ``load_extension`` are refused by
+SQLite. PostgreSQL: a READ ONLY transaction, a single statement (a prepared statement cannot
+hold two), the privileges of ``pg_read_all_data`` where the role may take them, rolled back;
+and never as a superuser, who could undo all of that from within the statement.
+
+The server's engine: SQLite: ``mode=ro`` and the same authorizer, allowing also BEGIN/COMMIT
+(so a request reads one snapshot) and the schema's pragmas. PostgreSQL: every session starts
+with ``default_transaction_read_only``, so any write is refused by the server itself, and its
+transactions are ``REPEATABLE READ`` (a read-only one never fails to serialize).
 """
 
 from __future__ import annotations
@@ -16,17 +23,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import make_url
+from sqlalchemy import Engine, event, make_url
 
+from tracker.config import STATEMENT_TIMEOUT_S
 from tracker.errors import SqlRefused
-from tracker.store.db import (
-    create_tracker_engine,
-    first_line,
-    read_only_uri,
-    reads_only_as_immutable,
-)
+from tracker.store.engine import create_tracker_engine, first_line
+from tracker.store.schema import require_head
+from tracker.store.sqlite_files import read_only_uri, read_only_url, reads_only_as_immutable
 
-STATEMENT_TIMEOUT_S = 60.0
 QUERY_CANCELED = "57014"  # PostgreSQL's SQLSTATE for a statement stopped by statement_timeout
 # SQLite asks the progress handler every this many virtual machine steps (~0.1 ms of work).
 PROGRESS_STEPS = 10_000
@@ -86,6 +90,43 @@ def sqlite_authorizer(allowed: frozenset[int]) -> Callable[..., int]:
 
 
 _sqlite_authorizer = sqlite_authorizer(SQLITE_READS)
+# Reading the schema (the revision check) asks these pragmas; they only describe tables.
+SCHEMA_PRAGMAS = frozenset({"table_info", "table_xinfo", "table_list", "index_list"})
+_engine_reads = sqlite_authorizer(SQLITE_READS | {sqlite3.SQLITE_TRANSACTION})
+
+
+def _engine_authorizer(action: int, arg1: str | None, arg2: str | None, *rest: object) -> int:
+    if action == sqlite3.SQLITE_PRAGMA:
+        return sqlite3.SQLITE_OK if arg1 in SCHEMA_PRAGMAS else sqlite3.SQLITE_DENY
+    return _engine_reads(action, arg1, arg2, *rest)
+
+
+def read_only_engine(url: str, **options: Any) -> Engine:
+    """An engine that can only read the tracker database at ``url`` (at the newest schema),
+    each statement stopped after ``STATEMENT_TIMEOUT_S``; a SQLite file on read-only media is
+    read immutable. ``options`` go to SQLAlchemy (the pool's size)."""
+    sqlite = make_url(url).get_backend_name() == "sqlite"
+    opened = read_only_url(url, immutable=reads_only_as_immutable(url)) if sqlite else url
+    engine = create_tracker_engine(opened, **options)
+    if engine.dialect.name == "sqlite":
+
+        @event.listens_for(engine, "connect")
+        def guard_sqlite(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.set_authorizer(_engine_authorizer)
+
+    else:
+        milliseconds = round(STATEMENT_TIMEOUT_S * 1000)
+
+        @event.listens_for(engine, "connect")
+        def guard_postgres(dbapi_connection: Any, _record: Any) -> None:
+            with dbapi_connection.cursor() as cursor:
+                cursor.execute("SET SESSION default_transaction_read_only = on")
+                cursor.execute("SET SESSION default_transaction_isolation = 'repeatable read'")
+                cursor.execute(f"SET SESSION statement_timeout = {milliseconds}")
+            dbapi_connection.commit()
+
+    require_head(engine, url, create=False)
+    return engine
 
 
 def _over_time(timeout_s: float) -> SqlRefused:

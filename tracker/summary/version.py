@@ -1,24 +1,42 @@
-"""What a job's stored rows were judged against: the expectations' values and the analysis'
-version, as one digest."""
+"""What a job's stored rows were judged against: the expectations' values and the code that
+judged them (the analysis and the summary), as one digest.
+
+The code's part is a hash of the source files of ``tracker.analysis`` and ``tracker.summary``,
+taken once at import: any change of them, a new verdict or a changed number, makes every
+stored row stale, so that stored rows of older code are ignored (analysed afresh on every
+read) until ``tracker db rederive`` (or ``tracker db upgrade``) refills them. No version
+number is kept by hand.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
 
-# Bump when a change of the analysis changes a verdict, a number or a summary for the same
-# data and expectations: stored rows of an older version are then ignored (analysed afresh
-# on every read) until `tracker db rederive` (or `tracker db upgrade`) refills them.
-ANALYSIS_VERSION = 2  # 2: the tracking check and the figures smooth with ``smooth``; KNOWN and
-# the per-job validation-loss checks
+PACKAGE = Path(__file__).resolve().parent.parent
+CODE_PACKAGES = ("analysis", "summary")
+
+
+def code_digest(root: Path = PACKAGE, packages: tuple[str, ...] = CODE_PACKAGES) -> str:
+    """A hash of the Python source files under ``root``'s ``packages``, by relative path."""
+    sha = hashlib.sha256()
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            sha.update(path.relative_to(root).as_posix().encode("utf-8") + b"\0")
+            sha.update(path.read_bytes() + b"\0")
+    return sha.hexdigest()
+
+
+CODE_DIGEST = code_digest()
 
 
 def expectations_digest(exp: Expectations) -> str:
     """What stored rows were judged against: the expectations' values (not their file
-    name) and the analysis version."""
-    text = f"{ANALYSIS_VERSION}\n{dataclasses.replace(exp, source='')!r}"
+    name) and the code of the analysis."""
+    text = f"{CODE_DIGEST}\n{dataclasses.replace(exp, source='')!r}"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

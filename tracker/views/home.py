@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from tracker.domain import Status
 from tracker.jsonio import format_time
 from tracker.queries.claims import claims
-from tracker.queries.derived import load_derived, load_summary
+from tracker.queries.job_analysis import load_derived, load_summary
 from tracker.queries.selection import Selection, contents_and_meta, selected_jobs
 from tracker.store.catalog import list_jobs
 from tracker.views.across_jobs import cross_job_view

@@ -13,7 +13,7 @@ from tracker.figures import memory_scaling, table4
 from tracker.figures.trajectories import trajectories_figure
 from tracker.jsonio import format_time
 from tracker.models import Run
-from tracker.queries.derived import load_summary
+from tracker.queries.job_analysis import load_summary
 from tracker.store.catalog import get_job
 from tracker.store.jobdata import RUN_ORDER, load_probes
 from tracker.views.pages import JobFigure, JobView, figure_slot
@@ -42,7 +42,7 @@ class JobContent:
 
 
 def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
-    """One job's pages from its stored summary (tracker.store.derived) and probes; a job
+    """One job's pages from its stored summary (tracker.store.kept_rows) and probes; a job
     without a summary for ``exp`` is analysed from its points."""
     job = get_job(session, name)
     summary = load_summary(session, job.id, exp)

@@ -2,7 +2,7 @@
 
 Templates live in ``templates/`` (see ``tracker.views.templates``) and escape every value
 they are given. A figure is embedded as JSON in a ``<script type="application/json">``
-element (``figure_json`` writes ``<`` and ``>`` as ``\\u`` escapes, so no text can end it)
+element (``to_figure_json`` writes ``<`` and ``>`` as ``\\u`` escapes, so no text can end it)
 and drawn by one small script with the plotly.js the page links by a relative path.
 The report writes these pages to files; the server renders the same ones with its own links.
 """
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup
 
 from tracker.domain import Status
-from tracker.figures.style import figure_json
+from tracker.jsonio import to_figure_json
 from tracker.views.templates import environment
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def figure_slot(fig: Figure, key: str, title: str, height: int) -> FigureSlot:
         # the note was escaped for plotly; the template escapes it again itself
         note = html.unescape(texts[0]) if texts else "nothing to draw"
         return FigureSlot(key=key, title=title, json=None, height=height, note=note)
-    return FigureSlot(key=key, title=title, json=Markup(figure_json(fig)), height=height)
+    return FigureSlot(key=key, title=title, json=Markup(to_figure_json(fig)), height=height)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,6 @@
-"""Writing a job directory's rows (job, metadata, files, probes, runs, curves, points),
-inside the caller's transaction. Its derived rows are not written here:
-``tracker.services.ingest`` reads the job, writes its rows with ``store_job``, then the
-derived rows.
+"""Writing a job's rows (job, metadata, files, probes, runs, curves, points), as given,
+inside the caller's transaction: ``tracker.services.ingest`` reads the job directory and
+hands its scan and its parsed arms to ``store_job``, then writes the kept rows.
 
 The caller owns the transaction (one per job), so an error anywhere, even in the last file
 read, leaves no trace of the job; ``--replace`` deletes the old job in the same transaction,
@@ -13,89 +12,39 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from tracker.domain import DEFAULT_ARM_MODEL, LOSS, IngestStatus
+from tracker.domain import LOSS, IngestStatus
 from tracker.errors import JobExists
-from tracker.jobdir.limits import MAX_FILE_SIZE
-from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, read_job_arms, scan_job
-from tracker.jobdir.source import JobSource
 from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
 from tracker.store.catalog import checked_meta, delete_job_rows, update_meta
 from tracker.store.points import write_points
 
+if TYPE_CHECKING:
+    from tracker.jobdir.reader import Arm, JobDirectory
+
 
 @dataclass
-class IngestResult:
-    job: str
+class WrittenJob:
+    """What ``store_job`` wrote: how much, the new job's id and its loss curves (as stored)
+    for its kept rows; no id when the content was already stored."""
+
     status: IngestStatus
+    job_id: int | None = None
+    losses: dict[str, pl.DataFrame] = field(default_factory=dict)
     probes: int = 0
     failed_probes: int = 0
     arms: int = 0
     points: int = 0
-    skipped: list[str] = field(default_factory=list)
     # what reading the arms settled or found, one per note: "flash_s0: resumed at step 1500,
     # 200 steps replaced", "ref_s1: no data rows"; warnings, the job is stored
     warnings: list[str] = field(default_factory=list)
     meta_set: dict[str, str] = field(default_factory=dict)  # of an unchanged job
     meta_kept: dict[str, str] = field(default_factory=dict)  # of a replaced job, not given anew
-
-    def summary(self) -> str:
-        if self.status == IngestStatus.UNCHANGED:
-            return f"{self.job}: unchanged, already ingested with identical content"
-        if self.status == IngestStatus.METADATA_UPDATED:
-            pairs = " ".join(f"{key}={value}" for key, value in self.meta_set.items())
-            return f"{self.job}: identical content already ingested; metadata updated: {pairs}"
-        kept = " ".join(f"{key}={value}" for key, value in sorted(self.meta_kept.items()))
-        return (
-            f"{self.job}: {self.status} {self.probes} probes ({self.failed_probes} failed), "
-            f"{self.arms} arms, {self.points} points" + (f"; metadata kept: {kept}" if kept else "")
-        )
-
-
-@dataclass
-class WrittenJob:
-    """What ``write_job`` wrote: its result, and the new job's id and loss curves (as stored)
-    for its derived rows; no id when the content was already stored."""
-
-    result: IngestResult
-    job_id: int | None = None
-    losses: dict[str, pl.DataFrame] = field(default_factory=dict)
-
-
-def write_job(
-    session: Session,
-    directory: Path | JobSource,
-    *,
-    name: str | None = None,
-    meta: Mapping[str, str] | None = None,
-    replace: bool = False,
-    arm_model: str = DEFAULT_ARM_MODEL,
-    on_arm: Callable[[ArmFiles], None] | None = None,
-    strict_steps: bool = False,
-    max_file_size: int = MAX_FILE_SIZE,
-) -> WrittenJob:
-    """Read one job directory and write its rows, all in the caller's transaction (the
-    command line reads first, then writes: ``store_job``). ``on_arm`` is told of each arm
-    once it is read; ``strict_steps`` refuses resumed runs, steps logged twice and an
-    incomplete last line. The job's own metadata file (``job.json``) gives the keys ``meta``
-    does not."""
-    checked_meta(meta or {})
-    scanned = scan_job(directory, name, max_file_size=max_file_size)
-    read = partial(
-        read_job_arms,
-        scanned,
-        arm_model,
-        strict_steps=strict_steps,
-        max_file_size=max_file_size,
-        on_arm=on_arm,
-    )
-    return store_job(session, scanned, read, meta=meta, replace=replace)
 
 
 def store_job(
@@ -107,7 +56,8 @@ def store_job(
     replace: bool = False,
 ) -> WrittenJob:
     """Write a scanned job's rows; ``arms`` gives its parsed arms, asked for only when the
-    job is not stored already with the same content."""
+    job is not stored already with the same content. The job's own metadata file
+    (``job.json``, in the scan) gives the keys ``meta`` does not."""
     meta = checked_meta({**scanned.meta, **(meta or {})})  # the job's own file, under --meta
     existing = session.scalars(select(Job).where(Job.name == scanned.name)).one_or_none()
     status = IngestStatus.INGESTED
@@ -116,8 +66,7 @@ def store_job(
         if existing.content_digest == scanned.digest:  # metadata is not content
             changed = {k: v for k, v in update_meta(existing, meta).items() if v is not None}
             status = IngestStatus.METADATA_UPDATED if changed else IngestStatus.UNCHANGED
-            result = IngestResult(scanned.name, status, skipped=scanned.skipped, meta_set=changed)
-            return WrittenJob(result)
+            return WrittenJob(status, meta_set=changed)
         if not replace:
             raise JobExists(name=scanned.name)
         # metadata is not content: a re-downloaded job keeps it, values given now win
@@ -129,17 +78,16 @@ def store_job(
         session.expunge(existing)
         status = IngestStatus.REPLACED
     job = _insert_job(session, scanned, meta)
-    result = IngestResult(scanned.name, status, skipped=scanned.skipped, meta_kept=kept)
+    written = WrittenJob(status, job.id, meta_kept=kept)
     if scanned.probes:
         session.execute(insert(Probe), [{"job_id": job.id, **p.columns()} for p in scanned.probes])
-    result.probes = len(scanned.probes)
-    result.failed_probes = sum(p.n_params is None for p in scanned.probes)
-    losses: dict[str, pl.DataFrame] = {}  # the derived rows need them; no reading back
-    for arm in parsed:
-        result.warnings.extend(f"{arm.name}: {note}" for note in arm.notes)
-        result.points += _insert_arm(session, job.id, arm, losses)
-        result.arms += 1
-    return WrittenJob(result, job.id, losses)
+    written.probes = len(scanned.probes)
+    written.failed_probes = sum(p.n_params is None for p in scanned.probes)
+    for arm in parsed:  # the loss curves are kept for the kept rows: no reading back
+        written.warnings.extend(f"{arm.name}: {note}" for note in arm.notes)
+        written.points += _insert_arm(session, job.id, arm, written.losses)
+        written.arms += 1
+    return written
 
 
 def stored_digest(session: Session, name: str) -> str | None:

@@ -17,9 +17,9 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import Expectations, load_expectations
 from tracker.models import Job
-from tracker.store import db
-from tracker.store.derived import jobs_without_rows, write_derived
+from tracker.store import transactions
 from tracker.store.jobdata import load_job_data
+from tracker.store.kept_rows import jobs_without_rows, write_derived
 from tracker.summary.build import derive, summarize
 from tracker.summary.version import expectations_digest
 
@@ -84,7 +84,7 @@ def rederive(
         missing = jobs_without_rows(session, expectations_digest(exp))
         done = Rederived(session.scalar(select(func.count()).select_from(Job)) or 0)
     for job_id, name in missing:
-        if db.in_write_transaction(engine, partial(_refill, job_id=job_id, exp=exp)):
+        if transactions.in_write_transaction(engine, partial(_refill, job_id=job_id, exp=exp)):
             done.refilled.append(name)
             if on_job is not None:
                 on_job(name)

@@ -1,5 +1,5 @@
 """A job's derived rows as the pages, claims and the gate read them: the stored ones
-(``tracker.store.derived``), else made from the job's points on the spot (nothing is written,
+(``tracker.store.kept_rows``), else made from the job's points on the spot (nothing is written,
 so a read-only database serves every request)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from sqlalchemy.orm import Session
 from tracker.analysis.expectations import Expectations
 from tracker.analysis.verdict import Verdict
 from tracker.models import Job
-from tracker.store.derived import VerdictRow, stored_rows, stored_summary, verdict_row
 from tracker.store.jobdata import load_job_data
+from tracker.store.kept_rows import VerdictRow, stored_rows, stored_summary, verdict_row
 from tracker.summary.build import derive, summarize
 from tracker.summary.model import Derived, Summary
 from tracker.summary.version import expectations_digest
