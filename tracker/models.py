@@ -246,11 +246,12 @@ class JobNumber(Base):
 
 class JobSummary(Base):
     """What a job's pages show that takes every point to make (its analysis, the drawn
-    trajectories, the smoothed curves on a grid), as one JSON document, kept so that reports
-    and the server never re-read points. ``expectations`` as for ``JobVerdict``."""
+    trajectories of a long job, the smoothed curves on a grid), as compressed bytes
+    (``tracker.summary.model``), kept so that reports and the server never re-read a long
+    job's points. ``expectations`` as for ``JobVerdict``."""
 
     __tablename__ = "job_summary"
 
     job_id: Mapped[int] = mapped_column(ForeignKey("job.id", ondelete="CASCADE"), primary_key=True)
     expectations: Mapped[str] = mapped_column(String(64), primary_key=True)
-    document: Mapped[str] = mapped_column(Text)
+    data: Mapped[bytes] = mapped_column(LargeBinary)

@@ -14,6 +14,7 @@ from tracker.store.derived import VerdictRow, stored_rows, stored_summary, verdi
 from tracker.store.jobdata import load_job_data
 from tracker.summary.build import derive, summarize
 from tracker.summary.model import Derived, Summary
+from tracker.summary.trajectories import trajectory_drawing
 from tracker.summary.version import expectations_digest
 
 
@@ -58,10 +59,18 @@ def load_verdict_rows(
 
 
 def load_summary(session: Session, job_id: int, exp: Expectations) -> Summary:
-    """A job's summary for ``exp``: the stored one, else made from its points."""
-    document = stored_summary(session, job_id, expectations_digest(exp))
-    if document is not None:
-        return Summary.from_json(document)
+    """A job's summary for ``exp``: the stored one, else made from its points. A short
+    job's drawn trajectories are made from its loss curves when first asked for, in
+    ``session``."""
+    data = stored_summary(session, job_id, expectations_digest(exp))
+    if data is None:
+        return summarize(load_job_data(session, _name(session, job_id)), exp)
+    return Summary.from_stored(
+        data, lambda: trajectory_drawing(load_job_data(session, _name(session, job_id)).curves, exp)
+    )
+
+
+def _name(session: Session, job_id: int) -> str:
     name = session.scalar(select(Job.name).where(Job.id == job_id))
     assert name is not None
-    return summarize(load_job_data(session, name), exp)
+    return name

@@ -1,5 +1,5 @@
-"""Per-job derived rows: a job's verdicts, the numbers behind them and its summary document,
-persisted and read as given.
+"""Per-job derived rows: a job's verdicts, the numbers behind them and its stored summary
+(bytes, ``tracker.summary.model``), persisted and read as given.
 
 Cross-job claims and the regression gate need every job's verdicts and its EMA deltas, and a
 job's pages its analysis, drawn trajectories and smoothed curves, all of which take every
@@ -46,7 +46,7 @@ def write_derived(
     digest: str,
     verdicts: Sequence[Verdict],
     numbers: Mapping[str, float | None],
-    document: str,
+    summary: bytes,
 ) -> None:
     """Replace a job's derived rows (of every digest) by these, in the caller's transaction."""
     for table in (JobVerdict, JobNumber, JobSummary):
@@ -76,7 +76,7 @@ def write_derived(
         ],
     )
     session.execute(
-        insert(JobSummary), [{"job_id": job_id, "expectations": digest, "document": document}]
+        insert(JobSummary), [{"job_id": job_id, "expectations": digest, "data": summary}]
     )
 
 
@@ -103,13 +103,14 @@ def stored_rows(
     return numbers, list(plain_rows(session, query))
 
 
-def stored_summary(session: Session, job_id: int, digest: str) -> str | None:
-    """A job's summary document stored for ``digest``, if any."""
-    return session.scalar(
-        select(JobSummary.document).where(
+def stored_summary(session: Session, job_id: int, digest: str) -> bytes | None:
+    """A job's summary stored for ``digest``, if any."""
+    data = session.scalar(
+        select(JobSummary.data).where(
             JobSummary.job_id == job_id, JobSummary.expectations == digest
         )
     )
+    return None if data is None else bytes(data)
 
 
 def jobs_without_rows(session: Session, digest: str) -> list[tuple[int, str]]:
