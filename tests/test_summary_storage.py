@@ -49,6 +49,24 @@ def stored(engine: Engine) -> dict[str, bytes]:
         return {name: bytes(data) for name, data in session.execute(query)}
 
 
+VERDICT = 'job_id, position, "check", subject, measured, expected, tolerance, status, detail'
+
+
+def verdict_rows(engine: Engine, *more: str) -> list[tuple[object, ...]]:
+    columns = ", ".join((VERDICT, *more))
+    with engine.connect() as connection:
+        query = text(f"SELECT {columns} FROM job_verdict ORDER BY job_id, position")
+        return [tuple(repr(value) for value in row) for row in connection.execute(query)]
+
+
+def verdict_ddl(engine: Engine) -> str:
+    if engine.dialect.name != "sqlite":
+        return ""
+    with engine.connect() as connection:
+        query = text("SELECT sql FROM sqlite_master WHERE name = 'job_verdict'")
+        return str(connection.execute(query).scalar())
+
+
 def json_text(data: bytes) -> str:
     return zstandard.ZstdDecompressor().decompress(data[1:]).decode("utf-8")
 
@@ -98,9 +116,13 @@ def test_the_migrations_copy_of_the_format_writes_the_same_bytes(
 def test_0008_converts_summaries_and_its_downgrade_restores_them(
     short_and_long: Cli, engine: Engine
 ) -> None:
-    at_head = stored(engine)
+    at_head, verdicts = stored(engine), verdict_rows(engine)
     drawn = {name: s.trajectories.to_json() for name, s in summaries(engine).items()}
+    assert engine.dialect.name != "sqlite" or "WITHOUT ROWID" in verdict_ddl(engine)
     downgrade(engine, "0007")
+    digest = expectations_digest(load_expectations())
+    assert verdict_rows(engine, "expectations") == [(*row, repr(digest)) for row in verdicts]
+    assert "WITHOUT ROWID" not in verdict_ddl(engine)
     with engine.connect() as connection:
         documents = dict(
             connection.execute(
@@ -116,10 +138,10 @@ def test_0008_converts_summaries_and_its_downgrade_restores_them(
         job_id = connection.execute(text("SELECT id FROM job WHERE name = 'short'")).scalar()
         connection.execute(
             text("INSERT INTO job_summary (job_id, expectations, document) VALUES (:j, :e, :d)"),
-            {"j": job_id, "e": expectations_digest(load_expectations()), "d": json.dumps(old)},
+            {"j": job_id, "e": digest, "d": json.dumps(old)},
         )
     upgrade(engine)
-    assert stored(engine) == at_head
+    assert stored(engine) == at_head and verdict_rows(engine) == verdicts
     assert rederive(engine).refilled == []
     downgrade(engine, "0007")
     upgrade(engine)

@@ -1,4 +1,5 @@
-"""job_summary: the kept summary as compressed bytes, a short job's drawn lines left out
+"""job_summary as compressed bytes, a short job's drawn lines left out; job_verdict keyed
+by job and position, without a rowid on SQLite
 
 Revision ID: 0008
 Revises: 0007
@@ -10,6 +11,11 @@ set to null for a job of at most ``DRAWN_KEPT_ABOVE`` loss values, whose pages d
 its points. The downgrade writes the JSON text back; a summary whose lines were left out
 cannot be made without the analysis, so its row is deleted: the tracker of 0007 summarises
 such a job from its points when shown, and ``tracker db rederive`` refills the row.
+
+``job_verdict`` loses its ``expectations`` column (64 characters on each of a job's ~100
+rows): a job's verdicts are those of the digest of its ``job_number`` rows, written with
+them. Verdict rows of any other digest, which no tracker reads, are dropped; the downgrade
+gives each row its job's digest back.
 
 An old revision never runs today's code: the format (``tracker.summary.model``, format 1) is
 copied here, and a test checks that both write the same bytes.
@@ -29,7 +35,7 @@ depends_on: str | Sequence[str] | None = None
 
 STORED_FORMAT = 1
 DRAWN_KEPT_ABOVE = 100_000
-LEVEL = 9
+LEVEL = 19
 
 summary = sa.table(
     "job_summary",
@@ -70,6 +76,67 @@ def _one(column: sa.ColumnClause[object], job_id: int, digest: str) -> object:
 
 
 def upgrade() -> None:
+    _compact_summaries()
+    connection = op.get_bind()
+    connection.execute(
+        sa.text(
+            "DELETE FROM job_verdict WHERE NOT EXISTS (SELECT 1 FROM job_number n "
+            "WHERE n.job_id = job_verdict.job_id AND n.expectations = job_verdict.expectations)"
+        )
+    )
+    if connection.dialect.name == "sqlite":
+        with op.batch_alter_table(
+            "job_verdict", recreate="always", table_kwargs={"sqlite_with_rowid": False}
+        ) as batch:
+            batch.drop_column("expectations")
+    else:
+        op.drop_constraint("job_verdict_pkey", "job_verdict", type_="primary")
+        op.drop_column("job_verdict", "expectations")
+        op.create_primary_key("job_verdict_pkey", "job_verdict", ["job_id", "position"])
+
+
+def downgrade() -> None:
+    connection = op.get_bind()
+    op.add_column("job_verdict", sa.Column("expectations", sa.String(64), nullable=True))
+    connection.execute(
+        sa.text(
+            "UPDATE job_verdict SET expectations = (SELECT min(n.expectations) FROM job_number n "
+            "WHERE n.job_id = job_verdict.job_id)"
+        )
+    )
+    connection.execute(sa.text("DELETE FROM job_verdict WHERE expectations IS NULL"))
+    if connection.dialect.name == "sqlite":  # as 0003 made it, with a rowid
+        with op.batch_alter_table("job_verdict", recreate="always", copy_from=_verdicts_0003()):
+            pass
+    else:
+        op.drop_constraint("job_verdict_pkey", "job_verdict", type_="primary")
+        op.alter_column("job_verdict", "expectations", nullable=False)
+        op.create_primary_key(
+            "job_verdict_pkey", "job_verdict", ["job_id", "expectations", "position"]
+        )
+    _restore_summaries()
+
+
+def _verdicts_0003() -> sa.Table:
+    return sa.Table(
+        "job_verdict",
+        sa.MetaData(),
+        sa.Column("job_id", sa.Integer(), nullable=False),
+        sa.Column("expectations", sa.String(length=64), nullable=False),
+        sa.Column("position", sa.Integer(), nullable=False),
+        sa.Column("check", sa.String(length=100), nullable=False),
+        sa.Column("subject", sa.String(length=300), nullable=False),
+        sa.Column("measured", sa.Float(), nullable=True),
+        sa.Column("expected", sa.Float(), nullable=True),
+        sa.Column("tolerance", sa.Float(), nullable=True),
+        sa.Column("status", sa.String(length=8), nullable=False),
+        sa.Column("detail", sa.Text(), nullable=False),
+        sa.ForeignKeyConstraint(["job_id"], ["job.id"], ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("job_id", "expectations", "position"),
+    )
+
+
+def _compact_summaries() -> None:
     with op.batch_alter_table("job_summary") as batch:
         batch.add_column(sa.Column("data", sa.LargeBinary(), nullable=True))
     connection = op.get_bind()
@@ -85,7 +152,7 @@ def upgrade() -> None:
         batch.alter_column("data", existing_type=sa.LargeBinary(), nullable=False)
 
 
-def downgrade() -> None:
+def _restore_summaries() -> None:
     with op.batch_alter_table("job_summary") as batch:
         batch.add_column(sa.Column("document", sa.Text(), nullable=True))
     connection = op.get_bind()

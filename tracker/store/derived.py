@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from sqlalchemy import delete, insert, or_, select
+from sqlalchemy import Select, delete, insert, or_, select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.verdict import Verdict
@@ -54,7 +54,6 @@ def write_derived(
     verdict_rows = [
         {
             "job_id": job_id,
-            "expectations": digest,
             "position": position,
             "check": v.check,
             "subject": v.subject,
@@ -97,10 +96,15 @@ def stored_rows(
     query = (
         select(JobVerdict.job_id, *columns, JobVerdict.tolerance, JobVerdict.status)
         .add_columns(JobVerdict.detail)
-        .where(JobVerdict.job_id.in_(list(numbers)), JobVerdict.expectations == digest)
+        .where(JobVerdict.job_id.in_(list(numbers)))  # judged against ``digest``, as those
         .order_by(JobVerdict.job_id, JobVerdict.position)
     )
     return numbers, list(plain_rows(session, query))
+
+
+def judged_against(digest: str) -> Select[int]:
+    """The ids of the jobs whose stored rows (verdicts among them) are for ``digest``."""
+    return select(JobNumber.job_id).distinct().where(JobNumber.expectations == digest)
 
 
 def stored_summary(session: Session, job_id: int, digest: str) -> bytes | None:

@@ -1,0 +1,187 @@
+"""Many short jobs: bytes per stored point of the whole database file, and the cold report,
+``claims`` and job pages, this tracker against BASE in the same run.
+
+    python bench/bench_summary_size.py [--jobs 300] [--steps 5000] [--base COMMIT] [--pages 20]
+
+The workload: JOBS sample jobs (``tracker.jobdir.sample``, a seed each: 4 arms x STEPS steps
+logging loss, lr and step_ms, and the memory probes), written once and ingested by each
+tracker into a SQLite file of its own, job by job as ``tracker ingest`` does. BASE's tree is a
+``git worktree`` of that commit in a temporary folder, run by this interpreter with it first on
+``sys.path`` (and without site's hooks, which would import this checkout). Then, for each:
+
+1. size: the file after VACUUM over the points stored (sum of ``curve.n_points``), and the
+   bytes of ``job_summary`` (SQLite's ``dbstat``);
+2. report: ``tracker report --force`` into an empty folder, in a fresh process (best of 2);
+3. claims: ``tracker claims``, in a fresh process (best of 2);
+4. job pages: a fresh server (``create_app``, in-process client) asked for the pages of
+   PAGES jobs, each its first visit: median and total.
+
+Times are of the work inside each process (after its imports). Run both trees on the same
+machine in the same run: only the ratios are comparable across machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from bench import REPO, compile_tracker
+from tracker.jobdir.sample import write_sample_job
+
+BASE = "4665314"  # the last commit storing the summary as JSON text
+CHILD = r"""
+import json, sys, time
+from pathlib import Path
+part, url = sys.argv[1], sys.argv[2]
+if part == "build":
+    from tracker.services.ingest import ingest_job
+    from tracker.store.db import open_database, write_session
+    engine = open_database(url)
+    start = time.perf_counter()
+    for i, job in enumerate(sorted(Path(sys.argv[3]).iterdir())):
+        meta = {"time": f"2026-01-{1 + i // 24:02d}T{i % 24:02d}:00:00Z", "gpu": "A10G"}
+        with write_session(engine) as session, session.begin():
+            ingest_job(session, job, name=job.name, meta=meta)
+    print(time.perf_counter() - start)
+elif part == "pages":
+    from fastapi.testclient import TestClient
+    from tracker.server import create_app
+    times = []
+    with TestClient(create_app(url), base_url="http://127.0.0.1:8765") as client:
+        for name in sys.argv[3:]:
+            start = time.perf_counter()
+            response = client.get(f"/jobs/{name}/")
+            times.append(time.perf_counter() - start)
+            assert response.status_code == 200, response.text
+    print(json.dumps(times))
+else:
+    from tracker.cli import main
+    sys.argv = ["tracker", "--db", url, *sys.argv[3:]]
+    start = time.perf_counter()
+    try:
+        main()
+    except SystemExit as done:
+        assert not done.code, done.code
+    print(time.perf_counter() - start, file=sys.stderr)
+"""
+
+
+@contextmanager
+def base_tree(commit: str) -> Iterator[Path]:
+    """``commit``'s tree, checked out in a temporary folder for the duration."""
+    folder = Path(tempfile.mkdtemp(prefix="bench-base-"))
+    tree = folder / "tree"
+    subprocess.run(
+        ["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(tree), commit], check=True
+    )
+    try:
+        yield tree
+    finally:
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=True
+        )
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def child(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The child script run by ``tree``'s tracker."""
+    env = {"PYTHONPATH": f"{tree}:{sysconfig.get_paths()['purelib']}", "PATH": "/usr/bin:/bin"}
+    return subprocess.run(
+        [sys.executable, "-S", "-c", CHILD, *args],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+
+def size(path: Path) -> tuple[float, int, int]:
+    """The file's bytes per stored point after VACUUM, its points and ``job_summary``'s bytes."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("VACUUM")
+    points = db.execute("SELECT sum(n_points) FROM curve").fetchone()[0]
+    summary = db.execute(
+        "SELECT sum(pgsize) FROM dbstat WHERE name LIKE '%job_summary%'"
+    ).fetchone()[0]
+    db.close()
+    return path.stat().st_size / points, points, summary
+
+
+def measure(tree: Path, label: str, jobs: Path, work: Path, pages: list[str]) -> dict[str, float]:
+    path = work / f"{label}.db"
+    url = f"sqlite:///{path}"
+    print(f"{label}: ingesting {len(list(jobs.iterdir()))} jobs ...", flush=True)
+    built = float(child(tree, "build", url, str(jobs)).stdout)
+    per_point, points, summary = size(path)
+    print(f"  ingest {built:.1f} s; {per_point:.3f} B/point over {points:,} points", flush=True)
+
+    def best(*args: str) -> float:
+        times = []
+        for _ in range(2):
+            out = work / f"{label}-report"
+            shutil.rmtree(out, ignore_errors=True)
+            done = child(tree, "cli", url, *(a.replace("OUT", str(out)) for a in args))
+            times.append(float(done.stderr.strip().splitlines()[-1]))
+        return min(times)
+
+    report = best("report", "--out", "OUT", "--force")
+    claims = best("claims")
+    times = json.loads(child(tree, "pages", url, *pages).stdout)
+    result = {
+        "bytes_per_point": per_point,
+        "file_mb": path.stat().st_size / 1e6,
+        "summary_mb": summary / 1e6,
+        "ingest_s": built,
+        "report_s": report,
+        "claims_s": claims,
+        "page_median_ms": 1e3 * statistics.median(times),
+        "pages_s": sum(times),
+    }
+    print("  " + ", ".join(f"{k} {v:.3f}" for k, v in result.items()), flush=True)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--jobs", type=int, default=300)
+    parser.add_argument("--steps", type=int, default=5000)
+    parser.add_argument("--base", default=BASE)
+    parser.add_argument("--pages", type=int, default=20)
+    parser.add_argument("--only", choices=("both", "this", "base"), default="both")
+    args = parser.parse_args()
+    compile_tracker()
+    with tempfile.TemporaryDirectory(prefix="bench-summary-") as scratch:
+        work = Path(scratch)
+        jobs = work / "jobs"
+        for i in range(args.jobs):
+            write_sample_job(jobs / f"job{i + 1:04d}", seed=i, steps=args.steps)
+        step = max(1, args.jobs // args.pages)
+        pages = [f"job{i + 1:04d}" for i in range(0, args.jobs, step)][: args.pages]
+        results = {}
+        if args.only in ("both", "this"):
+            results["this"] = measure(REPO, "this", jobs, work, pages)
+        if args.only in ("both", "base"):
+            with base_tree(args.base) as tree:
+                results["base"] = measure(tree, "base", jobs, work, pages)
+    if len(results) == 2:
+        workload = f"{args.jobs} jobs x 4 arms x {args.steps} steps x 3 columns"
+        print(f"\n| {workload} | base {args.base} | this | ratio |")
+        print("|---|---|---|---|")
+        for key in results["this"]:
+            a, b = results["base"][key], results["this"][key]
+            print(f"| {key} | {a:.3f} | {b:.3f} | {b / a:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
