@@ -96,14 +96,16 @@ def base_tree(commit: str) -> Iterator[Path]:
 def child(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The child script run by ``tree``'s tracker."""
     env = {"PYTHONPATH": f"{tree}:{sysconfig.get_paths()['purelib']}", "PATH": "/usr/bin:/bin"}
-    return subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-S", "-c", CHILD, *args],
         cwd=tree,
         env=env,
         capture_output=True,
         text=True,
-        check=True,
     )
+    if done.returncode:
+        sys.exit(f"{tree}: {' '.join(args[:1] + args[2:])} failed:\n{done.stderr}")
+    return done
 
 
 def size(path: Path) -> tuple[float, int, int]:

@@ -3,10 +3,8 @@ when a page asks, a long job's are kept; revision 0008 converts stored summaries
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import zstandard
@@ -14,6 +12,7 @@ from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
+from tests.migration_code import migration_module
 from tracker.analysis.expectations import load_expectations
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job, JobSummary
@@ -23,16 +22,7 @@ from tracker.store.db import downgrade, upgrade
 from tracker.summary.model import DRAWN_KEPT_ABOVE, Summary, UnknownSummaryFormat
 from tracker.summary.version import expectations_digest
 
-MIGRATION = Path(__file__).parent.parent / "migrations" / "versions" / "0008_compact_job_summary.py"
 LONG_STEPS = DRAWN_KEPT_ABOVE + 1  # one arm: its drawn lines are kept
-
-
-def migration() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("migration_0008", MIGRATION)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture
@@ -106,7 +96,7 @@ def test_a_summary_of_an_unknown_format_is_refused(short_and_long: Cli, engine: 
 def test_the_migrations_copy_of_the_format_writes_the_same_bytes(
     short_and_long: Cli, engine: Engine
 ) -> None:
-    step = migration()
+    step = migration_module("0008_compact_job_summary.py")
     for name, summary in summaries(engine).items():
         doc = json.loads(json_text(summary.to_stored()))
         doc["trajectories"] = summary.trajectories.to_json()  # as 0007's document held them
