@@ -10,14 +10,15 @@ tracker into a SQLite file of its own, job by job as ``tracker ingest`` does. BA
 ``sys.path`` (and without site's hooks, which would import this checkout). Then, for each:
 
 1. size: the file after VACUUM over the points stored (sum of ``curve.n_points``), and the
-   bytes of ``job_summary`` (SQLite's ``dbstat``);
-2. report: ``tracker report --force`` into an empty folder, in a fresh process (best of 2);
-3. claims: ``tracker claims``, in a fresh process (best of 2);
+   bytes of ``job_summary`` (SQLite's ``dbstat``); the ingest's time;
+2. report: ``tracker report --force`` into an empty folder, in a fresh process;
+3. claims: ``tracker claims``, in a fresh process;
 4. job pages: a fresh server (``create_app``, in-process client) asked for the pages of
    PAGES jobs, each its first visit: median and total.
 
-Times are of the work inside each process (after its imports). Run both trees on the same
-machine in the same run: only the ratios are comparable across machines.
+2-4 run ROUNDS times, the two trees in turn; each figure is the best of its rounds (per page
+for the pages). Times are of the work inside each process (after its imports): only the
+ratios are comparable across machines.
 """
 
 from __future__ import annotations
@@ -120,38 +121,32 @@ def size(path: Path) -> tuple[float, int, int]:
     return path.stat().st_size / points, points, summary
 
 
-def measure(tree: Path, label: str, jobs: Path, work: Path, pages: list[str]) -> dict[str, float]:
+def build(tree: Path, label: str, jobs: Path, work: Path) -> tuple[str, dict[str, float]]:
+    """``tree``'s database of the workload: its URL, its ingest time and its size."""
     path = work / f"{label}.db"
     url = f"sqlite:///{path}"
     print(f"{label}: ingesting {len(list(jobs.iterdir()))} jobs ...", flush=True)
     built = float(child(tree, "build", url, str(jobs)).stdout)
     per_point, points, summary = size(path)
     print(f"  ingest {built:.1f} s; {per_point:.3f} B/point over {points:,} points", flush=True)
-
-    def best(*args: str) -> float:
-        times = []
-        for _ in range(2):
-            out = work / f"{label}-report"
-            shutil.rmtree(out, ignore_errors=True)
-            done = child(tree, "cli", url, *(a.replace("OUT", str(out)) for a in args))
-            times.append(float(done.stderr.strip().splitlines()[-1]))
-        return min(times)
-
-    report = best("report", "--out", "OUT", "--force")
-    claims = best("claims")
-    times = json.loads(child(tree, "pages", url, *pages).stdout)
-    result = {
+    return url, {
         "bytes_per_point": per_point,
         "file_mb": path.stat().st_size / 1e6,
         "summary_mb": summary / 1e6,
         "ingest_s": built,
-        "report_s": report,
-        "claims_s": claims,
-        "page_median_ms": 1e3 * statistics.median(times),
-        "pages_s": sum(times),
     }
-    print("  " + ", ".join(f"{k} {v:.3f}" for k, v in result.items()), flush=True)
-    return result
+
+
+def timed(tree: Path, url: str, out: Path, pages: list[str]) -> dict[str, list[float]]:
+    """One round of the cold report, ``claims`` and the job pages, each in a fresh process."""
+    shutil.rmtree(out, ignore_errors=True)
+    report = child(tree, "cli", url, "report", "--out", str(out), "--force")
+    claims = child(tree, "cli", url, "claims")
+    return {
+        "report_s": [float(report.stderr.strip().splitlines()[-1])],
+        "claims_s": [float(claims.stderr.strip().splitlines()[-1])],
+        "pages": json.loads(child(tree, "pages", url, *pages).stdout),
+    }
 
 
 def main() -> None:
@@ -160,29 +155,43 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5000)
     parser.add_argument("--base", default=BASE)
     parser.add_argument("--pages", type=int, default=20)
-    parser.add_argument("--only", choices=("both", "this", "base"), default="both")
+    parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     compile_tracker()
-    with tempfile.TemporaryDirectory(prefix="bench-summary-") as scratch:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-summary-") as scratch,
+        base_tree(args.base) as base,
+    ):
         work = Path(scratch)
         jobs = work / "jobs"
         for i in range(args.jobs):
             write_sample_job(jobs / f"job{i + 1:04d}", seed=i, steps=args.steps)
         step = max(1, args.jobs // args.pages)
         pages = [f"job{i + 1:04d}" for i in range(0, args.jobs, step)][: args.pages]
-        results = {}
-        if args.only in ("both", "this"):
-            results["this"] = measure(REPO, "this", jobs, work, pages)
-        if args.only in ("both", "base"):
-            with base_tree(args.base) as tree:
-                results["base"] = measure(tree, "base", jobs, work, pages)
-    if len(results) == 2:
-        workload = f"{args.jobs} jobs x 4 arms x {args.steps} steps x 3 columns"
-        print(f"\n| {workload} | base {args.base} | this | ratio |")
-        print("|---|---|---|---|")
-        for key in results["this"]:
-            a, b = results["base"][key], results["this"][key]
-            print(f"| {key} | {a:.3f} | {b:.3f} | {b / a:.2f} |")
+        trees = {"base": base, "this": REPO}
+        built = {label: build(tree, label, jobs, work) for label, tree in trees.items()}
+        rounds: dict[str, list[dict[str, list[float]]]] = {label: [] for label in trees}
+        for n in range(args.rounds):  # the two trees in turn: both see the same machine
+            for label, tree in trees.items():
+                rounds[label].append(timed(tree, built[label][0], work / "report", pages))
+                print(f"round {n + 1}, {label}: {rounds[label][-1]}", flush=True)
+    results = {}
+    for label in trees:
+        each = rounds[label]
+        page_times = [min(r["pages"][i] for r in each) for i in range(len(pages))]
+        results[label] = {
+            **built[label][1],
+            "report_s": min(r["report_s"][0] for r in each),
+            "claims_s": min(r["claims_s"][0] for r in each),
+            "page_median_ms": 1e3 * statistics.median(page_times),
+            "pages_s": sum(page_times),
+        }
+    workload = f"{args.jobs} jobs x 4 arms x {args.steps} steps x 3 columns"
+    print(f"\n| {workload} | base {args.base} | this | ratio |")
+    print("|---|---|---|---|")
+    for key in results["this"]:
+        a, b = results["base"][key], results["this"][key]
+        print(f"| {key} | {a:.3f} | {b:.3f} | {b / a:.2f} |")
 
 
 if __name__ == "__main__":

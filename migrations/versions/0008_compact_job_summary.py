@@ -35,7 +35,7 @@ depends_on: str | Sequence[str] | None = None
 
 STORED_FORMAT = 1
 DRAWN_KEPT_ABOVE = 100_000
-LEVEL = 19
+LEVEL = 9
 
 summary = sa.table(
     "job_summary",

@@ -30,7 +30,7 @@ NUMBERS = (EMA_DELTA, SEED_NOISE, DIVERGED_AT)
 
 STORED_FORMAT = 1  # the first byte of a stored summary; a later form takes another
 DRAWN_KEPT_ABOVE = 100_000  # loss values (all arms): decoding and smoothing them takes ~10 ms
-LEVEL = 19  # zstandard: a summary is written once per job (~20 ms) and read on every page
+LEVEL = 9  # zstandard: 7% smaller than its default for ~3 ms a job (19: 5% more, 100 ms)
 _compressor = zstandard.ZstdCompressor(level=LEVEL)
 _decompressor = zstandard.ZstdDecompressor()
 
