@@ -96,7 +96,7 @@ def stored_rows(
     query = (
         select(JobVerdict.job_id, *columns, JobVerdict.tolerance, JobVerdict.status)
         .add_columns(JobVerdict.detail)
-        .where(JobVerdict.job_id.in_(list(numbers)))  # judged against ``digest``, as those
+        .where(JobVerdict.job_id.in_(list(numbers)))  # written with those numbers: for ``digest``
         .order_by(JobVerdict.job_id, JobVerdict.position)
     )
     return numbers, list(plain_rows(session, query))
