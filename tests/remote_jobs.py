@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import zstandard
 from sqlalchemy import Engine, text
 
 # each query selects one job's rows (:name); the columns that differ by ingest are dropped
@@ -37,7 +38,8 @@ def job_rows(engine: Engine, name: str) -> dict[str, list[tuple[str, ...]]]:
         for table, query in JOB_ROWS.items():
             result = connection.execute(text(query), {"name": name}).mappings()
             rows[table] = sorted(
-                tuple(repr(value) for key, value in row.items() if key not in IDS) for row in result
+                tuple(repr(readable(table, v)) for key, v in row.items() if key not in IDS)
+                for row in result
             )
     rows["job_summary"] = [
         tuple(value.replace(name, "<job>") for value in row) for row in rows["job_summary"]
@@ -60,5 +62,13 @@ def stored_text(engine: Engine) -> str:
     parts: list[Any] = []
     with engine.connect() as connection:
         for table in tables:
-            parts.extend(connection.execute(text(f"SELECT * FROM {table}")).all())
+            for row in connection.execute(text(f"SELECT * FROM {table}")):
+                parts.append(tuple(readable(table, value) for value in row))
     return repr(parts)
+
+
+def readable(table: str, value: Any) -> Any:
+    """A stored summary (compressed bytes) as its JSON text; any other value as it is."""
+    if table == "job_summary" and isinstance(value, bytes | memoryview):
+        return zstandard.ZstdDecompressor().decompress(bytes(value)[1:]).decode("utf-8")
+    return value

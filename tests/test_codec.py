@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import struct
 from datetime import UTC, datetime
-from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import polars as pl
@@ -16,13 +13,13 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
+from tests.migration_code import migration_module
 from tracker.models import Curve, CurveChunk, Job, Run
 from tracker.store import codec
 from tracker.store.curves import load_curves
 from tracker.store.points import CHUNK_POINTS, write_points
 from tracker.store.transactions import write_session
 
-MIGRATION = Path(__file__).parent.parent / "migrations" / "versions" / "0007_curve_chunks.py"
 SPECIAL = [
     0.0,
     -0.0,
@@ -47,14 +44,6 @@ decimal = st.integers(-(10**7), 10**7).flatmap(
 
 def bits(array: np.ndarray) -> list[int]:
     return np.asarray(array, dtype=np.float64).view(np.uint64).tolist()
-
-
-def the_migration() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("migration_0007", MIGRATION)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @st.composite
@@ -110,7 +99,7 @@ def test_a_chunk_of_a_newer_format_is_refused() -> None:
 def test_the_migration_writes_and_reads_format_1_as_the_codec_does(
     curve: tuple[list, list],
 ) -> None:
-    migration = the_migration()
+    migration = migration_module("0007_curve_chunks.py")
     steps, vals = np.array(curve[0], dtype=np.int64), np.array(curve[1], dtype=np.float64)
     assert migration.encode(steps, vals) == codec.encode(steps, vals)
     decoded_steps, decoded = migration.decode(codec.encode(steps, vals))

@@ -185,13 +185,30 @@ def curve(
     metric: str = LOSS,
     ema: float | None = None,
     every: int = 1,
+    start: int | None = None,
+    end: int | None = None,
+    points: int | None = None,
 ) -> pl.DataFrame:
-    """The points of arms' curves (``ema`` adds a smoothed column)."""
+    """The points of arms' curves (``ema`` adds a smoothed column); with ``start`` / ``end``
+    only those steps, read from the chunks that hold them; with ``points`` each curve
+    min/max-downsampled to at most that many, as ``/api/curve`` answers:
+
+        >>> api.curve(None, "ref_s0", job="job2", start=10_000, end=12_000, points=500)
+    """
     selection = _selection(job, None, None, None, None)
     arms = (arm,) if isinstance(arm, str) else tuple(arm)
     return with_session(
         db,
-        lambda s: tables.curve(s, selection, arms, metric=metric, ema_alpha=ema, every=every),
+        lambda s: tables.curve(
+            s,
+            selection,
+            arms,
+            metric=metric,
+            ema_alpha=ema,
+            every=every,
+            window=(start, end),
+            points=points,
+        ),
     )
 
 

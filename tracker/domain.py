@@ -31,6 +31,7 @@ JOB_SORT_KEYS = ("job", "time", "ingested_at", "probes", "failed_probes", "arms"
 LOSS = "loss"  # the curve metric the analysis, the figures and the summaries use
 DEFAULT_ARM_MODEL = "gpt-124m"  # the model of an arm whose summary JSON names none
 META_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,99}")  # a metadata key: --meta, job.json
+MIN_WINDOW_POINTS = 10  # a curve window's fewest points: two min/max buckets of five
 
 # <variant>_s<seed>: the variant starts with a letter or digit, the seed has 1 to 9 digits
 _ARM_NAME = re.compile(r"(?P<variant>[A-Za-z0-9][A-Za-z0-9._-]*)_s(?P<seed>[0-9]{1,9})")

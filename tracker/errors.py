@@ -209,6 +209,14 @@ class BadPlot(TrackerError):
     """plot: {problem}"""
 
 
+class WindowReversed(TrackerError):
+    """start must not exceed end (start {start}, end {end})"""
+
+
+class TooFewPoints(TrackerError):
+    """points must be at least {least}, got {points}"""
+
+
 class RunNotFound(CurveNotFound):
     """job {job!r} has no arm {arm!r}; its arms: {known}"""
 

@@ -217,13 +217,16 @@ class CurveChunk(Base):
 
 class JobVerdict(Base):
     """A job's verdicts as its analysis found them, kept so cross-job claims and gates never
-    re-read points. ``expectations`` is the digest of what they were judged against (see
-    tracker.store.kept_rows); other expectations are analysed afresh and not stored."""
+    re-read points. They were judged against the expectations of the job's ``JobNumber``
+    rows (a job's derived rows are written together, for one digest: tracker.store.kept_rows);
+    other expectations are analysed afresh and not stored. Keyed by the job and the
+    position alone, and on SQLite without a rowid: a job has about a hundred verdicts, which
+    should not cost more than its points."""
 
     __tablename__ = "job_verdict"
+    __table_args__ = {"sqlite_with_rowid": False}
 
     job_id: Mapped[int] = mapped_column(ForeignKey("job.id", ondelete="CASCADE"), primary_key=True)
-    expectations: Mapped[str] = mapped_column(String(64), primary_key=True)
     position: Mapped[int] = mapped_column(Integer, primary_key=True)
     check: Mapped[str] = mapped_column(String(100))
     subject: Mapped[str] = mapped_column(String(300))
@@ -247,11 +250,12 @@ class JobNumber(Base):
 
 class JobSummary(Base):
     """What a job's pages show that takes every point to make (its analysis, the drawn
-    trajectories, the smoothed curves on a grid), as one JSON document, kept so that reports
-    and the server never re-read points. ``expectations`` as for ``JobVerdict``."""
+    trajectories of a long job, the smoothed curves on a grid), as compressed bytes
+    (``tracker.summary.model``), kept so that reports and the server never re-read a long
+    job's points. ``expectations``: the digest of what it was judged against."""
 
     __tablename__ = "job_summary"
 
     job_id: Mapped[int] = mapped_column(ForeignKey("job.id", ondelete="CASCADE"), primary_key=True)
     expectations: Mapped[str] = mapped_column(String(64), primary_key=True)
-    document: Mapped[str] = mapped_column(Text)
+    data: Mapped[bytes] = mapped_column(LargeBinary)

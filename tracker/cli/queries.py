@@ -23,7 +23,7 @@ from tracker.cli.base import (
 )
 from tracker.cli.output import print_frame, print_rows
 from tracker.config import STATEMENT_TIMEOUT_S
-from tracker.domain import LOSS, ClaimStatus
+from tracker.domain import LOSS, MIN_WINDOW_POINTS, ClaimStatus
 from tracker.output import Format
 
 
@@ -100,17 +100,36 @@ def query_curve(
         typer.Option(max=1.0, help="Add an EMA column with this alpha (0 < ALPHA <= 1)."),
     ] = None,
     every: Annotated[int, typer.Option(min=1, help="Keep every N-th point and the last.")] = 1,
+    start: Annotated[int | None, typer.Option(help="First step shown (default: first).")] = None,
+    end: Annotated[int | None, typer.Option(help="Last step shown (default: last).")] = None,
+    points: Annotated[
+        int | None,
+        typer.Option(
+            min=MIN_WINDOW_POINTS, help="At most N points per curve (min/max downsampled)."
+        ),
+    ] = None,
     fmt: FormatOption = Format.table,
 ) -> None:
-    """Points of one or more arms' curves.
+    """Points of one or more arms' curves; --start/--end read only the chunks holding those
+    steps, --points downsamples each curve as the curve explorer does.
 
-    Example: tracker query curve --job job2 --arm ref_s0 --ema 0.02 --every 100 --format csv
+    Example: tracker query curve --job job2 --arm ref_s0 --start 1000 --end 5000 --points 200
     """
     from tracker import api
 
     if ema is not None and ema <= 0:
         raise typer.BadParameter("must be greater than 0", param_hint="--ema")
-    frame = api.curve(state(ctx).url, arm, job=job, metric=metric, ema=ema, every=every)
+    frame = api.curve(
+        state(ctx).url,
+        arm,
+        job=job,
+        metric=metric,
+        ema=ema,
+        every=every,
+        start=start,
+        end=end,
+        points=points,
+    )
     print_frame(frame, fmt)
 
 

@@ -4,16 +4,19 @@ so a read-only database serves every request)."""
 
 from __future__ import annotations
 
+import polars as pl
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import Expectations
 from tracker.analysis.verdict import Verdict
 from tracker.models import Job
+from tracker.store.curves import arm_points
 from tracker.store.jobdata import load_job_data
 from tracker.store.kept_rows import VerdictRow, stored_rows, stored_summary, verdict_row
 from tracker.summary.build import derive, summarize
 from tracker.summary.model import Derived, Summary
+from tracker.summary.trajectories import TrajectoryDrawing, trajectory_drawing
 from tracker.summary.version import expectations_digest
 
 
@@ -58,10 +61,25 @@ def load_verdict_rows(
 
 
 def load_summary(session: Session, job_id: int, exp: Expectations) -> Summary:
-    """A job's summary for ``exp``: the stored one, else made from its points."""
-    document = stored_summary(session, job_id, expectations_digest(exp))
-    if document is not None:
-        return Summary.from_json(document)
+    """A job's summary for ``exp``: the stored one, else made from its points. A short
+    job's drawn trajectories are made from its loss curves when first asked for, in
+    ``session``."""
+    data = stored_summary(session, job_id, expectations_digest(exp))
+    if data is None:
+        return summarize(load_job_data(session, _name(session, job_id)), exp)
+    return Summary.from_stored(data, lambda: _drawn(session, job_id, exp))
+
+
+def _drawn(session: Session, job_id: int, exp: Expectations) -> TrajectoryDrawing:
+    """A job's trajectories figure's lines from its loss curves (read alone: no probes)."""
+    frames = {
+        arm: pl.DataFrame({"step": step, "value": value})
+        for arm, (step, value) in arm_points(session, job_id).items()
+    }
+    return trajectory_drawing(frames, exp)
+
+
+def _name(session: Session, job_id: int) -> str:
     name = session.scalar(select(Job.name).where(Job.id == job_id))
     assert name is not None
-    return summarize(load_job_data(session, name), exp)
+    return name

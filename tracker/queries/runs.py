@@ -22,6 +22,7 @@ from tracker.models import JobVerdict
 from tracker.queries.selection import Selection, contents_and_meta, selected_jobs
 from tracker.queries.tables import arm_rows, with_jobs
 from tracker.store.frames import query_frame
+from tracker.store.kept_rows import judged_against
 
 STATUSES = tuple(str(status) for status in Status)  # a count column per verdict status
 RUN_COLUMNS = (
@@ -75,7 +76,7 @@ def _verdict_counts(session: Session, job_ids: list[int], digest: str) -> pl.Dat
     ``digest`` has no row: its counts are null, not zero)."""
     query = (
         select(JobVerdict.job_id, JobVerdict.status, func.count().label("n"))
-        .where(JobVerdict.job_id.in_(job_ids), JobVerdict.expectations == digest)
+        .where(JobVerdict.job_id.in_(job_ids), JobVerdict.job_id.in_(judged_against(digest)))
         .group_by(JobVerdict.job_id, JobVerdict.status)
     )
     counts = query_frame(session, query)

@@ -15,7 +15,7 @@ from tracker.domain import LOSS
 from tracker.errors import UnknownArm, UnknownMetric, did_you_mean, known_names
 from tracker.models import Curve, Probe, Run
 from tracker.queries.selection import Selection, selected_jobs
-from tracker.store.curves import read_curve
+from tracker.queries.window import check_window, kept, read_window
 from tracker.store.frames import query_frame
 
 PROBE_METRICS = (
@@ -183,11 +183,19 @@ def curve(
     metric: str = LOSS,
     ema_alpha: float | None = None,
     every: int = 1,
+    window: tuple[int | None, int | None] = (None, None),
+    points: int | None = None,
 ) -> pl.DataFrame:
     """Points of the chosen arms of the chosen jobs: ``job``, ``arm``, ``step``, ``value``
     (and ``ema``: ``smooth``, per step, NaN at a non-finite value and resuming after it,
     debiased, computed over the full series before thinning to every N-th point; the last
-    point is always kept, so a thinned curve still ends where the run ended)."""
+    point is always kept, so a thinned curve still ends where the run ended).
+
+    ``window``: only the steps from its first to its last (None: the curve's own), read
+    from the chunks that hold them (with ``ema_alpha``, from the curve's first step: the
+    EMA needs every point before); ``points``: each curve min/max-downsampled to at most
+    that many, as ``/api/curve`` does (``tracker.queries.window``)."""
+    check_window(*window, points)
     jobs = selected_jobs(session, selection)
     job_ids = jobs["job_id"].to_list()
     known_arms = set(session.scalars(select(Run.arm).distinct().where(Run.job_id.in_(job_ids))))
@@ -214,19 +222,20 @@ def curve(
     columns = {"step": pl.Int64, "value": pl.Float64}
     if ema_alpha is not None:
         columns["ema"] = pl.Float64
+    curves = {
+        c.id: c for c in session.scalars(select(Curve).where(Curve.id.in_(found["curve_id"])))
+    }
     parts = []
     # one curve at a time, its points labelled by literal columns: no join of every point
     for label, curve_id in zip(labels.iter_rows(), found["curve_id"], strict=True):
-        step, value = read_curve(session, curve_id)
-        if not len(step):
+        read = _curve_points(session, curves[curve_id], ema_alpha, window, points)
+        if not len(read["step"]):
             continue
-        points = {"step": step, "value": value}
-        if ema_alpha is not None:
-            points["ema"] = smooth(step, value, ema_alpha)
         if every > 1:
-            keep = np.unique(np.append(np.arange(0, len(step), every), len(step) - 1))
-            points = {name: array[keep] for name, array in points.items()}
-        frame = pl.DataFrame(points, schema=columns)
+            n = len(read["step"])
+            keep = np.unique(np.append(np.arange(0, n, every), n - 1))
+            read = {name: array[keep] for name, array in read.items()}
+        frame = pl.DataFrame(read, schema=columns)
         parts.append(
             frame.select(
                 *(
@@ -238,3 +247,21 @@ def curve(
         )
     empty = pl.DataFrame(schema={**labels.schema, **columns})
     return pl.concat(parts) if parts else empty
+
+
+def _curve_points(
+    session: Session,
+    curve: Curve,
+    ema_alpha: float | None,
+    window: tuple[int | None, int | None],
+    points: int | None,
+) -> dict[str, np.ndarray]:
+    """One curve's ``step`` and ``value`` in ``window`` (and its ``ema``), at most ``points``."""
+    if ema_alpha is None:
+        read = read_window(session, curve, *window, points)
+        return {"step": read.step, "value": read.value}
+    whole = read_window(session, curve, None, window[1], None)
+    ema = smooth(whole.step, whole.value, ema_alpha)
+    inside = np.flatnonzero(whole.step >= (window[0] if window[0] is not None else -np.inf))
+    keep = inside[kept(whole.value[inside], points)]
+    return {"step": whole.step[keep], "value": whole.value[keep], "ema": ema[keep]}

@@ -41,7 +41,7 @@ def store_derived(
     summary = summarize(load_job_data(session, name, curves=losses), exp)
     derived = derive(summary, exp)
     digest = expectations_digest(exp)
-    write_derived(session, job_id, digest, derived.verdicts, derived.numbers, summary.to_json())
+    write_derived(session, job_id, digest, derived.verdicts, derived.numbers, summary.to_stored())
 
 
 def store_packaged_derived(

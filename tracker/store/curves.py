@@ -41,6 +41,30 @@ def read_curve(
     return step[low:high], value[low:high]
 
 
+def arm_points(
+    session: Session, job_id: int, metric: str = LOSS
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each arm's ``metric`` curve of a job, steps and values as ``read_curve`` gives them,
+    by arm name: its chunks read in one query (an arm without points has empty arrays)."""
+    query = (
+        select(Run.arm, CurveChunk.data)
+        .join(Curve, Curve.run_id == Run.id)
+        .outerjoin(CurveChunk, CurveChunk.curve_id == Curve.id)
+        .where(Run.job_id == job_id, Curve.metric == metric)
+        .order_by(Run.arm, CurveChunk.first_step)
+    )
+    chunks: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    for arm, data in session.connection().execute(query):
+        chunks.setdefault(arm, []).extend([] if data is None else [codec.decode(data)])
+    return {
+        arm: (
+            np.concatenate([step for step, _ in parts] or [np.empty(0, np.int64)]),
+            np.concatenate([value for _, value in parts] or [np.empty(0, np.float64)]),
+        )
+        for arm, parts in chunks.items()
+    }
+
+
 def load_curves(
     session: Session, curve_ids: list[int], steps: tuple[int, int] | None = None
 ) -> pl.DataFrame:

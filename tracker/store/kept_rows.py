@@ -1,5 +1,5 @@
-"""Per-job derived rows: a job's verdicts, the numbers behind them and its summary document,
-persisted and read as given.
+"""Per-job derived rows: a job's verdicts, the numbers behind them and its stored summary
+(bytes, ``tracker.summary.model``), persisted and read as given.
 
 Cross-job claims and the regression gate need every job's verdicts and its EMA deltas, and a
 job's pages its analysis, drawn trajectories and smoothed curves, all of which take every
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from sqlalchemy import delete, insert, or_, select
+from sqlalchemy import Select, delete, insert, or_, select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.verdict import Verdict
@@ -46,7 +46,7 @@ def write_derived(
     digest: str,
     verdicts: Sequence[Verdict],
     numbers: Mapping[str, float | None],
-    document: str,
+    summary: bytes,
 ) -> None:
     """Replace a job's derived rows (of every digest) by these, in the caller's transaction."""
     for table in (JobVerdict, JobNumber, JobSummary):
@@ -54,7 +54,6 @@ def write_derived(
     verdict_rows = [
         {
             "job_id": job_id,
-            "expectations": digest,
             "position": position,
             "check": v.check,
             "subject": v.subject,
@@ -76,7 +75,7 @@ def write_derived(
         ],
     )
     session.execute(
-        insert(JobSummary), [{"job_id": job_id, "expectations": digest, "document": document}]
+        insert(JobSummary), [{"job_id": job_id, "expectations": digest, "data": summary}]
     )
 
 
@@ -97,19 +96,25 @@ def stored_rows(
     query = (
         select(JobVerdict.job_id, *columns, JobVerdict.tolerance, JobVerdict.status)
         .add_columns(JobVerdict.detail)
-        .where(JobVerdict.job_id.in_(list(numbers)), JobVerdict.expectations == digest)
+        .where(JobVerdict.job_id.in_(list(numbers)))  # written with those numbers: for ``digest``
         .order_by(JobVerdict.job_id, JobVerdict.position)
     )
     return numbers, list(plain_rows(session, query))
 
 
-def stored_summary(session: Session, job_id: int, digest: str) -> str | None:
-    """A job's summary document stored for ``digest``, if any."""
-    return session.scalar(
-        select(JobSummary.document).where(
+def judged_against(digest: str) -> Select[int]:
+    """The ids of the jobs whose stored rows (verdicts among them) are for ``digest``."""
+    return select(JobNumber.job_id).distinct().where(JobNumber.expectations == digest)
+
+
+def stored_summary(session: Session, job_id: int, digest: str) -> bytes | None:
+    """A job's summary stored for ``digest``, if any."""
+    data = session.scalar(
+        select(JobSummary.data).where(
             JobSummary.job_id == job_id, JobSummary.expectations == digest
         )
     )
+    return None if data is None else bytes(data)
 
 
 def jobs_without_rows(session: Session, digest: str) -> list[tuple[int, str]]:

@@ -1,7 +1,8 @@
 """A job's kept summary: what its pages draw that takes every curve point to make.
 
 Built once from a job's data at ingest (``tracker.summary.build.summarize``), stored as one
-JSON document (``tracker.summary.model``), read back by the pages. A pure layer: below
+compressed JSON document (``tracker.summary.model``; a short job's drawn lines are made from
+its points when a page asks), read back by the pages. A pure layer: below
 ``tracker.figures`` (which draws these numbers), importing no figures and no database code.
 
 - ``arrays``: arrays kept in JSON (base64), and the late-steps zoom of drawn curves

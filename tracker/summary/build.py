@@ -32,9 +32,10 @@ def summarize(data: JobData, exp: Expectations) -> Summary:
         )
         for arm, frame in data.curves.items()
     }
+    drawing = trajectory_drawing(data.curves, exp, smoothed=smoothed)
     return Summary(
         analyze_job(data, exp, smoothed),
-        trajectory_drawing(data.curves, exp, smoothed=smoothed),
+        lambda: drawing,
         curves,
         sum(frame.height for frame in data.curves.values()),
     )

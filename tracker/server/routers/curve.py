@@ -1,24 +1,24 @@
 """``/curve``: the curve explorer. The page draws a min/max-downsampled curve; zooming asks
-``/api/curve`` for the visible step range, read alone (one or two chunks, found through their
-(curve_id, first_step) key), so a window of fewer steps than ``points`` shows every raw
-point."""
+``/api/curve`` for the visible step range, read alone (``tracker.queries.window``: one or two
+chunks), so a window of fewer steps than ``points`` shows every raw point."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
-from tracker.domain import LOSS
+from tracker.domain import LOSS, MIN_WINDOW_POINTS
+from tracker.queries.window import check_window, read_window
 from tracker.server.deps import Served, ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page
 from tracker.server.schemas import CurveWindow
 from tracker.server.views import job_digest
 from tracker.store.catalog import job_curves
-from tracker.store.curves import find_curve, load_curves
-from tracker.summary.downsample import DEFAULT_MAX_POINTS, minmax_indices
+from tracker.store.curves import find_curve
+from tracker.summary.downsample import DEFAULT_MAX_POINTS
 
 router = APIRouter(tags=["curve"])
 JobName = Annotated[str, Query(description="Job name.")]
@@ -29,7 +29,7 @@ End = Annotated[int | None, Query(description="Last step of the window (default:
 Points = Annotated[
     int,
     Query(
-        ge=10,
+        ge=MIN_WINDOW_POINTS,
         le=DEFAULT_MAX_POINTS,  # the bound of /api/plot too: an answer stays small
         description="At most this many points (min/max downsampled).",
     ),
@@ -46,8 +46,7 @@ def curve_window(
     points: int,
 ) -> dict[str, Any]:
     """The points of one curve between two steps, downsampled to at most ``points``."""
-    if steps[0] is not None and steps[1] is not None and steps[0] > steps[1]:
-        raise HTTPException(status_code=422, detail="start must not exceed end")
+    check_window(*steps, points)
     digest = job_digest(session, job)
     curve = find_curve(session, job, arm, metric)
     summary = {
@@ -58,25 +57,16 @@ def curve_window(
         "last_step": curve.last_step,
         "total": curve.n_points,
     }
-    if curve.first_step is None or curve.last_step is None:
-        return {**summary, "start": None, "end": None, "in_window": 0, "raw": True}
-    start = curve.first_step if steps[0] is None else steps[0]
-    end = curve.last_step if steps[1] is None else steps[1]
 
     def window() -> dict[str, Any]:
-        frame = load_curves(session, [curve.id], (start, end))
-        keep = minmax_indices(frame.get_column("value").to_numpy(), points)
-        return {
-            "start": start,
-            "end": end,
-            "in_window": frame.height,
-            "raw": len(keep) == frame.height,
-            "step": frame.get_column("step").gather(keep).to_list(),
-            "value": frame.get_column("value").gather(keep).to_list(),
-        }
+        read = read_window(session, curve, *steps, points)
+        answer = {"start": read.start, "end": read.end, "in_window": read.in_window}
+        if read.start is None:
+            return {**answer, "raw": True}
+        return {**answer, "raw": read.raw, "step": read.step.tolist(), "value": read.value.tolist()}
 
     # kept by range: the explorer's first view (the whole curve) and every zoom asked again
-    return {**summary, **served.curves.get((digest, arm, metric, start, end, points), window)}
+    return {**summary, **served.curves.get((digest, arm, metric, *steps, points), window)}
 
 
 @router.get("/curve", response_class=HTMLResponse, include_in_schema=False)

@@ -1,0 +1,139 @@
+"""The kept summary as compressed bytes: a short job's drawn lines are made from its points
+when a page asks, a long job's are kept; revision 0008 converts stored summaries both ways."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import zstandard
+from sqlalchemy import Engine, select, text
+from sqlalchemy.orm import Session
+
+from tests.conftest import Cli
+from tests.migration_code import migration_module
+from tracker.analysis.expectations import load_expectations
+from tracker.jobdir.sample import write_sample_job
+from tracker.models import Job, JobSummary
+from tracker.queries.job_analysis import load_summary
+from tracker.services.rederive import rederive
+from tracker.store.schema import downgrade, upgrade
+from tracker.summary.model import DRAWN_KEPT_ABOVE, Summary, UnknownSummaryFormat
+from tracker.summary.version import expectations_digest
+
+LONG_STEPS = DRAWN_KEPT_ABOVE + 1  # one arm: its drawn lines are kept
+
+
+@pytest.fixture
+def short_and_long(cli: Cli, tmp_path: Path) -> Cli:
+    cli("ingest", str(write_sample_job(tmp_path / "short", steps=3000)))  # downsampled lines
+    long_job = write_sample_job(tmp_path / "long", steps=LONG_STEPS, arms=("ref_s0",))
+    cli("ingest", str(long_job))
+    return cli
+
+
+def stored(engine: Engine) -> dict[str, bytes]:
+    query = select(Job.name, JobSummary.data).join(JobSummary, JobSummary.job_id == Job.id)
+    with Session(engine) as session:
+        return {name: bytes(data) for name, data in session.execute(query)}
+
+
+VERDICT = 'job_id, position, "check", subject, measured, expected, tolerance, status, detail'
+
+
+def verdict_rows(engine: Engine, *more: str) -> list[tuple[object, ...]]:
+    columns = ", ".join((VERDICT, *more))
+    with engine.connect() as connection:
+        query = text(f"SELECT {columns} FROM job_verdict ORDER BY job_id, position")
+        return [tuple(repr(value) for value in row) for row in connection.execute(query)]
+
+
+def verdict_ddl(engine: Engine) -> str:
+    if engine.dialect.name != "sqlite":
+        return ""
+    with engine.connect() as connection:
+        query = text("SELECT sql FROM sqlite_master WHERE name = 'job_verdict'")
+        return str(connection.execute(query).scalar())
+
+
+def json_text(data: bytes) -> str:
+    return zstandard.ZstdDecompressor().decompress(data[1:]).decode("utf-8")
+
+
+def summaries(engine: Engine) -> dict[str, Summary]:
+    """Each job's summary as the pages read it, its drawn lines drawn."""
+    exp = load_expectations()
+    with Session(engine) as session:
+        found = {}
+        for job_id, name in session.execute(select(Job.id, Job.name)):
+            found[name] = load_summary(session, job_id, exp)
+            assert found[name].trajectories.lines  # drawn (or read) while the session is open
+        return found
+
+
+def test_only_a_long_jobs_lines_are_kept_and_both_read_back_as_built(
+    short_and_long: Cli, engine: Engine
+) -> None:
+    kept = {
+        name: json.loads(json_text(data))["trajectories"] for name, data in stored(engine).items()
+    }
+    assert kept["short"] is None and kept["long"]["total"] == LONG_STEPS
+    read = summaries(engine)
+    with engine.begin() as connection:  # as for other expectations: made from the points
+        assert connection.execute(text("DELETE FROM job_summary")).rowcount == 2
+    for name, from_points in summaries(engine).items():
+        assert read[name].trajectories.to_json() == from_points.trajectories.to_json()
+        assert read[name].to_stored() == from_points.to_stored()
+
+
+def test_a_summary_of_an_unknown_format_is_refused(short_and_long: Cli, engine: Engine) -> None:
+    data = stored(engine)["short"]
+    with pytest.raises(UnknownSummaryFormat, match="unknown format b'\\\\x02'"):
+        Summary.from_stored(b"\x02" + data[1:], lambda: pytest.fail("not drawn"))
+
+
+def test_the_migrations_copy_of_the_format_writes_the_same_bytes(
+    short_and_long: Cli, engine: Engine
+) -> None:
+    step = migration_module("0008_compact_job_summary.py")
+    for name, summary in summaries(engine).items():
+        doc = json.loads(json_text(summary.to_stored()))
+        doc["trajectories"] = summary.trajectories.to_json()  # as 0007's document held them
+        assert step.compact(json.dumps(doc)) == stored(engine)[name], name
+
+
+def test_0008_converts_summaries_and_its_downgrade_restores_them(
+    short_and_long: Cli, engine: Engine
+) -> None:
+    at_head, verdicts = stored(engine), verdict_rows(engine)
+    drawn = {name: s.trajectories.to_json() for name, s in summaries(engine).items()}
+    assert engine.dialect.name != "sqlite" or "WITHOUT ROWID" in verdict_ddl(engine)
+    downgrade(engine, "0007")
+    digest = expectations_digest(load_expectations())
+    assert verdict_rows(engine, "expectations") == [(*row, repr(digest)) for row in verdicts]
+    assert "WITHOUT ROWID" not in verdict_ddl(engine)
+    with engine.connect() as connection:
+        documents = dict(
+            connection.execute(
+                text("SELECT j.name, s.document FROM job_summary s JOIN job j ON j.id = s.job_id")
+            ).all()
+        )
+    # the long job's document as 0007 wrote it; the short one's lines need the analysis:
+    # its row is gone, and the tracker of 0007 summarises that job from its points
+    assert documents == {"long": json_text(at_head["long"])}
+    old = json.loads(json_text(at_head["short"]))
+    old["trajectories"] = drawn["short"]  # a short job's document as 0007 wrote it
+    with engine.begin() as connection:
+        job_id = connection.execute(text("SELECT id FROM job WHERE name = 'short'")).scalar()
+        connection.execute(
+            text("INSERT INTO job_summary (job_id, expectations, document) VALUES (:j, :e, :d)"),
+            {"j": job_id, "e": digest, "d": json.dumps(old)},
+        )
+    upgrade(engine)
+    assert stored(engine) == at_head and verdict_rows(engine) == verdicts
+    assert rederive(engine).refilled == []
+    downgrade(engine, "0007")
+    upgrade(engine)
+    assert rederive(engine).refilled == ["short"]
+    assert stored(engine) == at_head

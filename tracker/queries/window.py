@@ -1,0 +1,63 @@
+"""A window of one curve: its points between two steps, read alone (only the chunks that hold
+them) and min/max-downsampled beyond a number of points. ``/api/curve``, ``api.curve`` and
+``tracker query curve --start/--end/--points`` all read windows through ``read_window``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from tracker.domain import MIN_WINDOW_POINTS
+from tracker.errors import TooFewPoints, WindowReversed
+from tracker.models import Curve
+from tracker.store.curves import read_curve
+from tracker.summary.downsample import minmax_indices
+
+
+@dataclass(frozen=True)
+class Window:
+    """The points of a curve from ``start`` to ``end`` (both included; None for a curve
+    without points): ``in_window`` of them, at most ``points`` kept."""
+
+    start: int | None
+    end: int | None
+    in_window: int
+    step: np.ndarray  # int64
+    value: np.ndarray  # float64
+
+    @property
+    def raw(self) -> bool:
+        """Every point of the window is kept."""
+        return len(self.step) == self.in_window
+
+
+def check_window(start: int | None, end: int | None, points: int | None) -> None:
+    """Raise the error of a window no curve has: ``start`` after ``end``, too few points."""
+    if start is not None and end is not None and start > end:
+        raise WindowReversed(start=start, end=end)
+    if points is not None and points < MIN_WINDOW_POINTS:
+        raise TooFewPoints(least=MIN_WINDOW_POINTS, points=points)
+
+
+def kept(value: np.ndarray, points: int | None) -> np.ndarray:
+    """The indices of the points a window keeps: all, or ``minmax_indices`` beyond ``points``."""
+    return np.arange(len(value)) if points is None else minmax_indices(value, points)
+
+
+def read_window(
+    session: Session, curve: Curve, start: int | None, end: int | None, points: int | None
+) -> Window:
+    """``curve``'s points from ``start`` to ``end`` (default: its first and last step), read
+    from the chunks that hold them alone, min/max-downsampled to at most ``points`` (None:
+    every point)."""
+    check_window(start, end, points)
+    if curve.first_step is None or curve.last_step is None:
+        empty = np.empty(0, np.int64)
+        return Window(None, None, 0, empty, empty.astype(np.float64))
+    low = curve.first_step if start is None else start
+    high = curve.last_step if end is None else end
+    step, value = read_curve(session, curve.id, (low, high))
+    keep = kept(value, points)
+    return Window(low, high, len(step), step[keep], value[keep])
