@@ -23,6 +23,7 @@ from sqlalchemy import select, tuple_
 from sqlalchemy.orm import Session
 
 from tracker.analysis.smoothing import smooth
+from tracker.elapsed import ELAPSED_METRICS, MS_SUFFIX, STEP_MS
 from tracker.errors import BadPlot, RunNotFound, UnknownMetaKey, UnknownMetric, known_names
 from tracker.models import Curve, Job, JobMeta, Run
 from tracker.queries.walltime import TIME_SOURCES, elapsed_seconds, time_source, times_at
@@ -201,7 +202,8 @@ def _time_sources(session: Session, found: Sequence[tuple[Run, Job, Curve]]) -> 
     every such run."""
     rows = session.scalars(
         select(Curve).where(
-            Curve.run_id.in_({run.id for run, _, _ in found}), Curve.metric.in_(TIME_SOURCES)
+            Curve.run_id.in_({run.id for run, _, _ in found}),
+            Curve.metric.in_(ELAPSED_METRICS + (STEP_MS,)) | Curve.metric.endswith(MS_SUFFIX),
         )
     )
     by_run: dict[int, dict[str, Curve]] = {}

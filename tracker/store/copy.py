@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
+from tracker.models import Curve, Job, JobMeta, Probe, Run, RunNoteRow, SourceFile
 from tracker.store.catalog import update_meta
 from tracker.store.curves import stored_chunks
 from tracker.store.points import write_chunks
@@ -25,6 +25,7 @@ from tracker.store.points import write_chunks
 PROBE_FIELDS = [c.key for c in Probe.__table__.columns if c.key not in ("id", "job_id")]
 RUN_FIELDS = [c.key for c in Run.__table__.columns if c.key not in ("id", "job_id")]
 CURVE_FIELDS = [c.key for c in Curve.__table__.columns if c.key not in ("id", "run_id")]
+NOTE_FIELDS = [c.key for c in RunNoteRow.__table__.columns if c.key != "run_id"]
 
 
 @dataclass
@@ -87,6 +88,9 @@ def copy_job_rows(source: Session, destination: Session, name: str) -> CopiedJob
         run_id = destination.execute(
             insert(Run).returning(Run.id), {"job_id": copy.id, **_row(run, RUN_FIELDS)}
         ).scalar_one()
+        if run.notes:
+            notes = [{"run_id": run_id, **_row(note, NOTE_FIELDS)} for note in run.notes]
+            destination.execute(insert(RunNoteRow), notes)
         for curve in run.curves:
             curve_id = destination.execute(
                 insert(Curve).returning(Curve.id), {"run_id": run_id, **_row(curve, CURVE_FIELDS)}

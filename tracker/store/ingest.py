@@ -25,7 +25,8 @@ from tracker.errors import JobExists
 from tracker.jobdir.limits import MAX_FILE_SIZE
 from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, read_job_arms, scan_job
 from tracker.jobdir.source import JobSource
-from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
+from tracker.models import Curve, Job, JobMeta, Probe, Run, RunNoteRow, SourceFile
+from tracker.notes import FINDINGS
 from tracker.store.catalog import checked_meta, delete_job_rows, update_meta
 from tracker.store.points import write_points
 
@@ -136,7 +137,8 @@ def store_job(
     result.failed_probes = sum(p.n_params is None for p in scanned.probes)
     losses: dict[str, pl.DataFrame] = {}  # the derived rows need them; no reading back
     for arm in parsed:
-        result.warnings.extend(f"{arm.name}: {note}" for note in arm.notes)
+        said = (note for note in arm.notes if note.kind not in FINDINGS)
+        result.warnings.extend(f"{arm.name}: {note}" for note in said)
         result.points += _insert_arm(session, job.id, arm, losses)
         result.arms += 1
     return WrittenJob(result, job.id, losses)
@@ -180,6 +182,9 @@ def _insert_arm(session: Session, job_id: int, arm: Arm, losses: dict[str, pl.Da
             "extra": arm.extra,
         },
     ).scalar_one()
+    if arm.notes:
+        rows = [{"run_id": run_id, "position": i, **n.as_dict()} for i, n in enumerate(arm.notes)]
+        session.execute(insert(RunNoteRow), rows)
     written = 0
     steps = arm.curves.get_column("step")
     for values in arm.curves.get_columns()[1:]:
