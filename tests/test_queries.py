@@ -78,7 +78,9 @@ RUN_COLUMNS = [
     "min_loss",
     "last_loss",
     "points",
+    "nonfinite",
     "diverged",
+    "notes",
 ]
 AGGREGATE_COLUMNS = [
     "job",

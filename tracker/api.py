@@ -34,6 +34,7 @@ from tracker.access import (
     with_session,
 )
 from tracker.analysis.expectations import load_expectations
+from tracker.conditions import Condition, as_conditions
 from tracker.domain import LOSS
 from tracker.queries import claims as _claims
 from tracker.queries import compare as _compare
@@ -45,7 +46,8 @@ from tracker.report import Report, generate_report
 from tracker.services.copy import copy_jobs
 from tracker.store.readonly import STATEMENT_TIMEOUT_S
 
-Where = Mapping[str, str] | Iterable[tuple[str, str]] | None  # pairs: a key may repeat
+# pairs (a key may repeat) or conditions: "val_loss<3.3", Condition("seed", "0", "!=")
+Where = Mapping[str, str] | Iterable[tuple[str, str] | str | Condition] | None
 
 __all__ = [
     "HEAD",
@@ -86,7 +88,7 @@ def _selection(
         return (value,) if isinstance(value, str) else tuple(value or ())
 
     pairs = tuple(where.items()) if isinstance(where, Mapping) else tuple(where or ())
-    return Selection(many(job), many(model), many(variant), pairs, many(group_by))
+    return Selection(many(job), many(model), many(variant), as_conditions(pairs), many(group_by))
 
 
 def jobs(db: Database = None) -> pl.DataFrame:

@@ -244,7 +244,6 @@ def read_curve_stream(
     return CurveFile(frame, notes)
 
 
-
 def check_file_size(filename: str, size: int, max_file_size: int) -> None:
     """Refuse a file past ``max_file_size`` by its size alone, before reading it."""
     if size > max_file_size:

@@ -203,7 +203,7 @@ def _time_sources(session: Session, found: Sequence[tuple[Run, Job, Curve]]) -> 
     rows = session.scalars(
         select(Curve).where(
             Curve.run_id.in_({run.id for run, _, _ in found}),
-            Curve.metric.in_(ELAPSED_METRICS + (STEP_MS,)) | Curve.metric.endswith(MS_SUFFIX),
+            Curve.metric.in_((*ELAPSED_METRICS, STEP_MS)) | Curve.metric.endswith(MS_SUFFIX),
         )
     )
     by_run: dict[int, dict[str, Curve]] = {}
