@@ -78,7 +78,7 @@ def parse_condition(item: str) -> Condition:
         or (match["op"] != "=" and not match["value"].strip())
     ):
         raise BadCondition(
-            f"expected KEY=VALUE or KEY OP VALUE, OP one of {' '.join(OPERATORS)}; got {item!r}"
+            f"expected KEY=VALUE or KEY OP VALUE (OP one of {' '.join(OPERATORS)}), got {item!r}"
         )
     op, value = match["op"], match["value"]
     return Condition(match["key"].strip(), value if op == "=" else value.strip(), op)

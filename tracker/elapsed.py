@@ -44,9 +44,11 @@ def continued(values: np.ndarray) -> np.ndarray:
     reached before it; non-finite values stay as they are."""
     out = values.astype(np.float64, copy=True)
     finite = np.flatnonzero(np.isfinite(values))
-    kept = out[finite]
-    for jump in np.flatnonzero(np.diff(values[finite]) < 0) + 1:  # a few, never one a line
-        kept[jump:] += kept[jump - 1]
+    raw = out[finite]
+    kept, offset = raw.copy(), 0.0
+    for jump in np.flatnonzero(np.diff(raw) < 0) + 1:  # a few, never one a line
+        offset += raw[jump - 1]  # the time reached, before this reset's own count
+        kept[jump:] = raw[jump:] + offset
     out[finite] = kept
     return out
 

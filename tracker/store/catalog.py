@@ -183,7 +183,9 @@ def select_jobs(
     check_meta_values(session, meta)
     rows = [row for row in list_jobs(session) if meta_holds(row["meta"], meta)]
     if on_runs:
-        names = dict(session.execute(select(Job.id, Job.name)).tuples().all())
+        names: dict[int, str] = {
+            job_id: name for job_id, name in session.execute(select(Job.id, Job.name))
+        }
         matched = matching_runs(session, list(names), on_runs).values()
         kept_names = {names[job_id] for job_id in matched}
         rows = [row for row in rows if row["job"] in kept_names]
