@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
 from tracker import api
+from tracker.analysis.smoothing import smooth, smooth_points
 from tracker.conditions import Condition, parse_condition
 from tracker.elapsed import continued, in_seconds, time_source
 from tracker.models import RunNoteRow
@@ -135,6 +136,13 @@ def test_the_runs_page_and_api_filter_and_show_notes(logs: Cli, db_url: str) -> 
             [7.5, 7.949, 8.247, 8.542, 8.842, 9.135, 9.436, 9.738, 10.041, 10.336, 10.63, 10.932]
         )
         assert np.all(np.diff(times) > 0)  # never drawn backwards
+        plot = "/api/plot?run=modded_nanogpt/ref_s0&metric=val_loss&smooth=0.9"
+        sparse = client.get(f"{plot}&smooth_by=point").json()["series"][0]
+        assert sparse["steps"] == [0, 125, 250]
+        values = np.array(sparse["values"])
+        np.testing.assert_allclose(sparse["smoothed"], smooth_points(values, 0.1), rtol=1e-12)
+        per_step = client.get(plot).json()["series"][0]["smoothed"]
+        np.testing.assert_allclose(per_step, smooth(np.array([0, 125, 250]), values, 0.1))
 
 
 def test_conditions_follow_their_operators() -> None:

@@ -267,6 +267,9 @@ class Plot(BaseModel):
     metric: str
     x: str = Field(description="The x axis: step or time.")
     smooth: float
+    smooth_by: str = Field(
+        "step", description="step: the EMA per step; point: per logged point (TensorBoard)."
+    )
     start: int | None
     end: int | None
     start_s: float | None = Field(description="With x=time: the window's first second.")
