@@ -127,7 +127,7 @@ def test_the_runs_page_and_api_filter_and_show_notes(logs: Cli, db_url: str) -> 
         arms = {a["arm"]: a["notes"] for a in client.get("/api/jobs/restarted").json()["arms"]}
         assert arms == {"flash_s0": RESTARTED.removeprefix("flash_s0: "), "ref_s0": ""}
         page = client.get("/runs?where=notes%3Dresumed").text
-        assert '<span class="badge"' in page and "resumed at step 1500, 200 steps replaced" in page
+        assert '<span class="note-badge"' in page and "resumed at step 1500, 200 steps replaced" in page
         job = client.get("/jobs/modded_nanogpt").text
         assert "flash_s0: loss not finite at steps 140-146 (7 points)" in job
         timed = client.get("/api/plot?run=modded_nanogpt/ref_s0&x=time&smooth=0").json()
