@@ -51,7 +51,8 @@ def test_notes_on_the_job_page_runs_table_and_plot(browser: Any, server: str) ->
     assert plot.is_visible() and plot.get_attribute("aria-disabled") == "true"
     page.locator("#runs input[name=run]").first.check()
     assert plot.get_attribute("aria-disabled") == "false"
-    right = "Array.from(document.querySelectorAll('#runs th')).map(th => th.getBoundingClientRect().right)"
+    right = "Array.from(document.querySelectorAll('#runs th'))"
+    right += ".map(th => th.getBoundingClientRect().right)"
     assert max(page.evaluate(right)) <= 1400  # no column cut off at 1,400 px
     page.fill("input[aria-label='where']", "notes=resumed")
     page.click("#runs-view button[type=submit]")
@@ -64,7 +65,8 @@ def test_notes_on_the_job_page_runs_table_and_plot(browser: Any, server: str) ->
     runs = "run=modded_nanogpt/flash_s0&run=modded_nanogpt/ref_s0"
     page.goto(f"{server}/plot?{runs}&smooth=0.6", wait_until="load")
     page.wait_for_selector("#plot[data-loading='false']", timeout=SAFETY_S * 1000)
-    shown = "Array.from(document.getElementById('plot').data).map(t => [t.name, t.mode, t.text || null])"
+    shown = "Array.from(document.getElementById('plot').data)"
+    shown += ".map(t => [t.name, t.mode, t.text || null])"
     traces = page.evaluate(shown)
     crosses = [t for t in traces if t[0].endswith("not finite")]
     assert crosses == [

@@ -127,7 +127,10 @@ def test_the_runs_page_and_api_filter_and_show_notes(logs: Cli, db_url: str) -> 
         arms = {a["arm"]: a["notes"] for a in client.get("/api/jobs/restarted").json()["arms"]}
         assert arms == {"flash_s0": RESTARTED.removeprefix("flash_s0: "), "ref_s0": ""}
         page = client.get("/runs?where=notes%3Dresumed").text
-        assert '<span class="note-badge"' in page and "resumed at step 1500, 200 steps replaced" in page
+        assert (
+            '<span class="note-badge"' in page
+            and "resumed at step 1500, 200 steps replaced" in page
+        )
         job = client.get("/jobs/modded_nanogpt").text
         assert "flash_s0: loss not finite at steps 140-146 (7 points)" in job
         timed = client.get("/api/plot?run=modded_nanogpt/ref_s0&x=time&smooth=0").json()
@@ -161,3 +164,12 @@ def test_elapsed_time_runs_forwards_and_milliseconds_are_time() -> None:
     values = np.array([5.0, 10.0, 1.0, np.nan, 3.0, 0.5, 2.0])
     np.testing.assert_array_equal(continued(values), [5, 10, 11, np.nan, 13, 13.5, 15])
     np.testing.assert_array_equal(in_seconds("train_time_ms", np.array([1000.0, 500.0])), [1, 1.5])
+
+
+def test_a_url_without_its_colon_is_no_local_path(cli: Cli) -> None:
+    result = cli("ingest", "s3//bucket/job1", ok=False)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "Error: s3//bucket/job1: not a local path but a misspelt URL; "
+        "did you mean s3://bucket/job1?\n",
+    )
