@@ -6,7 +6,7 @@ over as stored (still compressed, so every value's bits), through the same bulk 
 ingest. A job the destination already holds is skipped, so copying twice copies nothing new,
 except its metadata: metadata is not content, so values edited in the source since (``tracker
 meta``) are carried over, as ``ingest`` of identical content does with ``--meta``; keys only
-the destination has are kept.
+the destination has are kept, and said (a key set there, or one removed from the source since).
 """
 
 from __future__ import annotations
@@ -37,15 +37,21 @@ class CopiedJob:
     points: int = 0
     job_id: int | None = None  # in the destination, of a job copied
     meta_set: dict[str, str] = field(default_factory=dict)  # of an updated job
+    # keys the destination's job has and the source's not (set there, or removed here)
+    meta_only_there: dict[str, str] = field(default_factory=dict)
 
     def summary(self) -> str:
         if self.status == "copied":
             return f"{self.job}: copied, {self.points} points"
+        extra = ""
+        if self.meta_only_there:
+            pairs = " ".join(f"{k}={v}" for k, v in sorted(self.meta_only_there.items()))
+            extra = f"; only the destination has {pairs}"
         if self.status == "present":
-            return f"{self.job}: already in the destination"
+            return f"{self.job}: already in the destination{extra}"
         if self.status == "updated":
             pairs = " ".join(f"{key}={value}" for key, value in sorted(self.meta_set.items()))
-            return f"{self.job}: already in the destination; metadata updated: {pairs}"
+            return f"{self.job}: already in the destination; metadata updated: {pairs}{extra}"
         return (
             f"{self.job}: not copied, the destination has another job of this name; to copy "
             f"this one, delete that one first (tracker --db DST_URL delete {self.job})"
@@ -64,9 +70,12 @@ def copy_job_rows(source: Session, destination: Session, name: str) -> CopiedJob
     if present is not None:
         if present.content_digest != job.content_digest:
             return CopiedJob(name, "conflict")
-        changed = update_meta(present, {m.key: m.value for m in job.meta})
+        source_meta = {m.key: m.value for m in job.meta}
+        changed = update_meta(present, source_meta)
         meta_set = {key: value for key, value in changed.items() if value is not None}
-        return CopiedJob(name, "updated" if meta_set else "present", meta_set=meta_set)
+        there = {m.key: m.value for m in present.meta if m.key not in source_meta}
+        status = "updated" if meta_set else "present"
+        return CopiedJob(name, status, meta_set=meta_set, meta_only_there=there)
     copy = Job(
         name=job.name,
         source_path=job.source_path,
