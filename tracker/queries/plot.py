@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -203,12 +204,8 @@ def _whole(
     if alpha is None:
         return steps, values, None
     key = ("plot", job.content_digest, run.arm, curve.metric, alpha, by_point)
-
-    def compute() -> np.ndarray:
-        return _frozen(smooth_points(values, alpha) if by_point else smooth(steps, values, alpha))
-
-    smoothed = cache.get(key, compute)
-    return steps, values, smoothed
+    method = smooth_points if by_point else partial(smooth, steps)  # per point, or per step
+    return steps, values, cache.get(key, lambda: _frozen(method(values, alpha)))
 
 
 def _time_sources(session: Session, found: Sequence[tuple[Run, Job, Curve]]) -> list[Curve]:
@@ -349,7 +346,7 @@ def plot_series(session: Session, query: PlotQuery, cache: Cache | None = None) 
     wholes = []
     labelled = zip(found, _labels(session, found, keys), sources, strict=True)
     for (run, job, curve), labels, source in labelled:
-        by_point = query.smooth_by == "point"
+        by_point = query.smooth_by == "point"  # TensorBoard's smoothing
         steps, values, smoothed = _whole(session, cache, run, job, curve, alpha, by_point)
         times = None if source is None else _times(session, cache, run, job, curve, source)
         cut = _window(steps, times, query)
