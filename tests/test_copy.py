@@ -28,7 +28,8 @@ def test_copy_every_job_then_nothing_the_second_time(db_url: str, tmp_path: Path
     edited = local("db", "copy", local.url, db_url)
     assert edited.stdout.splitlines() == [
         "j1: already in the destination",
-        "j2: already in the destination; metadata updated: gpu=H100 note=rerun on H100",
+        "j2: already in the destination; metadata updated: gpu=H100 note=rerun on H100; "
+        "only the destination has owner=team",
         "0 jobs copied, 1 with metadata updated",
     ]
     assert Cli(db_url)("meta", "j2").stdout == "j2: gpu=H100 note=rerun on H100 owner=team\n"

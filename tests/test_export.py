@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -21,7 +22,8 @@ STEPS = 60
 
 @pytest.fixture
 def two_jobs(cli: Cli, tmp_path: Path) -> Cli:
-    cli("ingest", str(write_sample_job(tmp_path / "j1", steps=STEPS)), "--meta", "gpu=A10G")
+    first = write_sample_job(tmp_path / "j1", steps=STEPS)
+    cli("ingest", str(first), "--meta", "gpu=A10G", "--meta", "time=2026-11-01T10:00Z")
     second = write_sample_job(tmp_path / "j2", seed=1, steps=STEPS, arms=("ref_s0", "linear_s0"))
     cli("ingest", str(second), "--meta", "gpu=H100", "--meta", "step=odd")
     return cli
@@ -43,7 +45,19 @@ def test_every_point_is_exported_with_its_job_and_metadata(
     )
     dataset = read_dataset(out)
     # a metadata key named like a point column keeps its name behind "meta."
-    assert dataset.columns == ["arm", "metric", "step", "value", "gpu", "meta.step", "job"]
+    assert dataset.columns == [
+        *("arm", "model", "variant", "seed", "metric", "step", "value"),
+        *("gpu", "meta.step", "time", "job"),
+    ]
+    assert dataset.schema["time"] == pl.Datetime("us", "UTC")  # a timestamp, not text
+    assert dataset.filter(job="j1")["time"].unique().to_list() == [
+        datetime(2026, 11, 1, 10, tzinfo=UTC)
+    ]
+    runs = dataset.select("job", "arm", "model", "variant", "seed").unique().sort("job", "arm")
+    assert runs.rows()[:2] == [
+        ("j1", "flash_s0", "gpt-124m", "flash", 0),
+        ("j1", "linear_s0", "gpt-124m", "linear", 0),
+    ]
     with Session(engine) as session:
         stored = stored_points(session)
     assert dataset.height == stored.height == 18 * STEPS

@@ -78,7 +78,9 @@ RUN_COLUMNS = [
     "min_loss",
     "last_loss",
     "points",
+    "nonfinite",
     "diverged",
+    "notes",
 ]
 AGGREGATE_COLUMNS = [
     "job",
@@ -350,8 +352,26 @@ def expected_run(study: Study, job: str, arm: str) -> dict[str, Any]:
         "min_loss": min(finite),
         "last_loss": js(losses[-1]),
         "points": STEPS,
+        "nonfinite": len(losses) - len(finite),
         "diverged": info["diverged"],
+        "notes": nonfinite_notes(losses),
     }
+
+
+def nonfinite_notes(losses: list[float]) -> str:
+    """The notes ingest keeps on a loss curve's NaN or infinite stretches (steps from 0)."""
+    stretches: list[list[int]] = []
+    for step, value in enumerate(losses):
+        if not math.isfinite(value):
+            if stretches and stretches[-1][1] == step - 1:
+                stretches[-1][1] = step
+            else:
+                stretches.append([step, step])
+    return "; ".join(
+        f"loss not finite at {f'step {a}' if a == b else f'steps {a}-{b}'} "
+        f"({b - a + 1} point{'s' if b > a else ''})"
+        for a, b in stretches
+    )
 
 
 def test_runs_match_summaries_and_curves(study: Study) -> None:
@@ -603,7 +623,8 @@ def test_where_filters_jobs_by_metadata(study: Study) -> None:
     ]
     assert trend[1]["change"] == pytest.approx(means[1] - means[0], rel=1e-9)
     bad = study.cli("query", "probes", "--where", "gpu", ok=False)
-    assert bad.exit_code == 2 and "expected KEY=VALUE, got 'gpu'" in bad.stderr
+    words = " ".join(bad.stderr.replace("│", " ").split())
+    assert bad.exit_code == 2 and "(OP one of = != < <= > >=), got 'gpu'" in words
 
 
 def test_group_by_adds_a_metadata_column(study: Study) -> None:

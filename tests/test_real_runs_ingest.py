@@ -131,7 +131,7 @@ def test_an_incomplete_last_line_is_dropped(cli: Cli, engine: Engine) -> None:
     result = cli("ingest", str(DATA / "truncated_last_line"))
     assert result.stdout == (
         "truncated_last_line: ingested 25 probes (1 failed), 2 arms, 1797 points\n"
-        "  warning: ref_s0: incomplete last line 301 dropped\n"
+        "  warning: ref_s0: incomplete last line 301 (step 299) dropped\n"
     )
     loss = stored_curve(engine, "ref_s0")
     assert list(loss) == list(range(299))
@@ -189,7 +189,7 @@ def test_the_warnings_are_kept_on_the_result(engine: Engine) -> None:
     assert [result.warnings for result in results] == [
         ["flash_s0: resumed at step 1500, 200 steps replaced"],
         ["ref_s0: 2 duplicate steps, last value kept"],
-        ["ref_s0: incomplete last line 301 dropped"],
+        ["ref_s0: incomplete last line 301 (step 299) dropped"],
         [],
     ]
 
@@ -220,5 +220,14 @@ def test_settled_steps_follow_the_rule_line_by_line(rows: list[tuple[int, float 
     assert dict(zip(settled["step"], settled["loss"], strict=True)) == settled_line_by_line(rows)
     assert settled["step"].diff().drop_nulls().gt(0).all()
     steps = [s for s, _ in rows]
-    resumes = sum(b < a for a, b in itertools.pairwise(steps))
-    assert sum(note.startswith("resumed at step") for note in notes) == resumes
+    resumes, restarts, lowest = 0, 0, steps[0] if steps else 0
+    for a, b in itertools.pairwise(steps):
+        if b < a and b <= lowest:  # nothing logged before is kept: the run started again
+            restarts, lowest = restarts + 1, b
+        elif b < a:
+            resumes += 1
+    assert sum(note.kind == "resumed" for note in notes) == resumes
+    restarted = [note for note in notes if note.kind == "restarted"]
+    assert len(restarted) == (restarts > 0)
+    if restarts > 1:
+        assert f"from step {lowest} " in restarted[0].text

@@ -29,7 +29,7 @@ JOBS = {
 }
 ARMS = 4  # of every sample job
 BASE = ["job", "time", "arm", "model", "variant", "seed", "steps", "points", "final_loss"]
-BASE += ["min_loss", "last_loss", "nonfinite", "val_loss", "diverged"]
+BASE += ["min_loss", "last_loss", "nonfinite", "val_loss", "diverged", "notes"]
 BASE += ["PASS", "FAIL", "KNOWN", "N/A"]
 DATA = Path(__file__).parent / "data"
 

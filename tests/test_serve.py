@@ -287,7 +287,11 @@ ERRORS = [
     ("/api/trend", 422, "bad parameter 'metric': Field required"),
     ("/trend?metric=nope", 422, "Error: unknown metric 'nope'"),
     ("/api/trend?metric=val_loss&job=nope", 404, "no job named 'nope'"),
-    ("/api/claims?where=gpu", 422, "where: expected KEY=VALUE, got 'gpu'"),
+    (
+        "/api/claims?where=gpu",
+        422,
+        "where: expected KEY=VALUE or KEY OP VALUE (OP one of = != < <= > >=), got 'gpu'",
+    ),
     ("/claims?group_by=job", 422, "Error: cannot group by metadata 'job'"),
     ("/api/curve?job=j1&arm=nope", 404, "job 'j1' has no arm 'nope'; its arms: flash_s0, "),
     (

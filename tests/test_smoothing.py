@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
 from tracker.analysis.expectations import load_expectations
-from tracker.analysis.smoothing import smooth
+from tracker.analysis.smoothing import smooth, smooth_points
 from tracker.analysis.training import DELTA_KEY
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
@@ -251,3 +251,40 @@ def test_rows_of_the_previous_analysis_code_are_refilled(
     [verdict] = [v for v in summary.analysis.verdicts if v.check == "ema_delta_vs_seed_noise"]
     assert verdict.measured == summary.analysis.tracking["ema_delta"]
     assert cli("db", "rederive").stdout == "0 jobs rederived, 1 already up to date\n"
+
+
+def tensorboard(values: list[float], weight: float) -> list[float]:
+    """TensorBoard's smoothing as its scalar dashboard computes it (per point, debiased):
+    last = last * weight + (1 - weight) * x; smoothed = last / (1 - weight ** n), n the
+    finite points so far; a non-finite point is drawn as it is and leaves the state alone."""
+    out, last, n = [], 0.0, 0
+    for x in values:
+        if not math.isfinite(x):
+            out.append(math.nan)
+            continue
+        last = last * weight + (1 - weight) * x
+        n += 1
+        out.append(last / (1 - weight**n))
+    return out
+
+
+@given(
+    st.lists(st.floats(-1e6, 1e6) | st.just(math.nan), min_size=1, max_size=300),
+    st.floats(0.0, 0.99),
+)
+def test_smoothing_by_point_is_tensorboards(values: list[float], weight: float) -> None:
+    got = smooth_points(np.array(values), 1 - weight)
+    expected = np.array(tensorboard(values, weight))
+    scale = max(1.0, max((abs(v) for v in values if math.isfinite(v)), default=1.0))
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9 * scale)
+
+
+def test_a_sparse_curve_smooths_per_step_or_per_point() -> None:
+    steps = np.arange(0, 2000, 125, dtype=np.float64)  # eval every 125 steps
+    values = 3.0 + np.cos(steps / 300.0)
+    by_step = smooth(steps, values, 0.01)
+    by_point = smooth_points(values, 0.01)
+    np.testing.assert_allclose(by_step, direct(list(steps), list(values), 0.01), rtol=1e-12)
+    np.testing.assert_allclose(by_point, tensorboard(list(values), 0.99), rtol=1e-12)
+    # per point, 0.99 keeps 99% of the mean each eval: far smoother than 0.99 ** 125 per step
+    assert np.abs(np.diff(by_point)).max() < np.abs(np.diff(by_step)).max() / 2

@@ -20,6 +20,7 @@ from typing import TypeVar
 from sqlalchemy import Engine, func, make_url, select
 from sqlalchemy.orm import Session
 
+from tracker.conditions import Condition
 from tracker.config import STATEMENT_TIMEOUT_S, database_url
 from tracker.domain import JOB_SORT_KEYS
 from tracker.models import Job
@@ -147,14 +148,15 @@ def in_write(db: Database, work: Callable[[Session], T]) -> T:
 def job_rows(
     db: Database = None,
     *,
-    where: Iterable[tuple[str, str]] = (),
+    where: Iterable[Condition | tuple[str, str]] = (),
     since: datetime | None = None,
     sort: str | None = None,
     limit: int | None = None,
 ) -> list[Row]:
     """Every job with its counts and metadata, in job order, as rows (``jobs`` as a frame):
-    only those with the ``where`` metadata, at or after ``since``; sorted by ``sort`` (one of
-    ``JOB_SORT_KEYS``, ``-KEY`` descending), the first ``limit`` of them."""
+    only those satisfying the ``where`` conditions (on metadata, or on a run's numbers), at or
+    after ``since``; sorted by ``sort`` (one of ``JOB_SORT_KEYS``, ``-KEY`` descending), the
+    first ``limit`` of them."""
     rows = with_session(db, partial(catalog.select_jobs, where=tuple(where), since=since))
     if sort is not None:
         key = sort.removeprefix("-")

@@ -43,6 +43,7 @@ from tracker.access import (
     with_session,
 )
 from tracker.analysis.expectations import load_expectations
+from tracker.conditions import Condition, as_conditions
 from tracker.config import STATEMENT_TIMEOUT_S, database_url
 from tracker.domain import DEFAULT_ARM_MODEL, LOSS
 from tracker.jobdir.limits import MAX_FILE_SIZE
@@ -68,7 +69,8 @@ from tracker.store.engine import create_tracker_engine
 from tracker.store.schema import Upgrade, upgrade_database
 from tracker.store.sqlite_files import refuse_missing_file
 
-Where = Mapping[str, str] | Iterable[tuple[str, str]] | None  # pairs: a key may repeat
+# pairs (a key may repeat) or conditions: "val_loss<3.3", Condition("seed", "0", "!=")
+Where = Mapping[str, str] | Iterable[tuple[str, str] | str | Condition] | None
 
 __all__ = [
     "HEAD",
@@ -117,7 +119,7 @@ def _selection(
         return (value,) if isinstance(value, str) else tuple(value or ())
 
     pairs = tuple(where.items()) if isinstance(where, Mapping) else tuple(where or ())
-    return Selection(many(job), many(model), many(variant), pairs, many(group_by))
+    return Selection(many(job), many(model), many(variant), as_conditions(pairs), many(group_by))
 
 
 def jobs(db: Database = None) -> pl.DataFrame:

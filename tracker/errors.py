@@ -238,6 +238,10 @@ class UnknownProtocol(TrackerError):
     """{url}: {reason}"""
 
 
+class MisspelledURL(TrackerError):
+    """{location}: not a local path but a misspelt URL; did you mean {url}?"""
+
+
 class StorageFailed(TrackerError):
     """{url}: {reason}; nothing was stored"""
 

@@ -173,6 +173,23 @@ class Run(Base):
     curves: Mapped[list[Curve]] = relationship(
         back_populates="run", cascade="all, delete-orphan", passive_deletes=True
     )
+    notes: Mapped[list[RunNoteRow]] = relationship(
+        cascade="all, delete-orphan", passive_deletes=True, order_by="RunNoteRow.position"
+    )
+
+
+class RunNoteRow(Base):
+    """One note on a run: what ingest settled or found in its files (``tracker.notes``)."""
+
+    __tablename__ = "run_note"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(40))
+    text: Mapped[str] = mapped_column(Text)
+    first_step: Mapped[int | None] = mapped_column(BigInteger)
+    last_step: Mapped[int | None] = mapped_column(BigInteger)
+    count: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class Curve(Base):

@@ -74,3 +74,16 @@ def smooth(steps: np.ndarray, values: np.ndarray, alpha: float) -> np.ndarray:
         carried, carried_at, start = mean[end - 1], at[end - 1], end
     out[finite] = mean / -np.expm1(-rate * (at - at[0] + 1.0))
     return out
+
+
+def smooth_points(values: np.ndarray, alpha: float) -> np.ndarray:
+    """TensorBoard's smoothing: the debiased EMA per *point*, not per step.
+
+    Each finite value updates ``last = (1 - alpha) * last + alpha * x`` and is smoothed to
+    ``last / (1 - (1 - alpha) ** n)``, n the finite values so far; a non-finite value is NaN
+    in the result and leaves the state alone. A curve logged every 125 steps is then smoothed
+    125 times harder than per step (``smooth``): what TensorBoard draws for the same weight.
+    It is ``smooth`` over the finite values' ranks, whose gaps are all one.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    return smooth(np.cumsum(np.isfinite(values)), values, alpha)

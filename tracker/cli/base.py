@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from tracker.conditions import Condition
 from tracker.config import DATABASE_URL_ENV, database_url
 from tracker.domain import META_KEY
 from tracker.errors import Interrupted, TrackerError, raised_by_interrupt
@@ -122,7 +123,12 @@ VariantFilter = Annotated[
 ]
 WhereFilter = Annotated[
     list[str] | None,
-    typer.Option("--where", metavar="KEY=VALUE", help="Only jobs with this metadata; repeatable."),
+    typer.Option(
+        "--where",
+        metavar="KEY=VALUE",
+        help="Only jobs with this metadata, or runs with this number (val_loss<3.3, "
+        "nonfinite>0, notes=resumed; = != < <= > >=); repeatable.",
+    ),
 ]
 GroupBy = Annotated[
     list[str] | None,
@@ -244,8 +250,8 @@ def _key_problem(key: str) -> str:
     return f"it has {len(key)} characters"
 
 
-def where_pairs(where: list[str] | None) -> tuple[tuple[str, str], ...]:
-    """``--where`` items as (key, value) pairs, checked before the database is opened."""
+def where_pairs(where: list[str] | None) -> tuple[Condition, ...]:
+    """``--where`` items as conditions, checked before the database is opened."""
     from tracker.access import parse_where
 
     try:

@@ -32,6 +32,8 @@ from tracker.jobdir.limits import (
 )
 from tracker.jobdir.logs import check_quoted_field_counts, settle_steps, wrong_field_count
 from tracker.jobdir.records import name_problem
+from tracker.jobdir.series import CUT_SHOWN, incomplete_note, series_notes
+from tracker.notes import NoteKind, RunNote
 
 BOM = codecs.BOM_UTF8
 NEWLINE, COMMA, QUOTE, SPACE = ord("\n"), ord(","), ord('"'), ord(" ")
@@ -46,7 +48,7 @@ class CurveFile:
     """An arm's CSV as stored (one row per step) and what reading it changed or found."""
 
     curves: pl.DataFrame
-    notes: list[str]
+    notes: list[RunNote]
 
 
 @dataclass
@@ -221,11 +223,12 @@ def read_curve_stream(
         text.write(block)
         at += len(block)
     lines.finish()
-    notes: list[str] = []
+    notes: list[RunNote] = []
     cut = _quoted_cut(filename, text, lines) if lines.quoted else lines.short
     if cut is not None:  # a job killed mid-write: its last line is lost, not wrong
+        with text.getbuffer() as view:
+            notes.append(incomplete_note(cut[0], bytes(view[cut[2] : cut[2] + CUT_SHOWN]), header))
         text.truncate(cut[2])
-        notes.append(f"incomplete last line {cut[0]} dropped")
     parsed = _parse(filename, text, header)
     if strict_steps:
         change = parsed.frame["step"].diff()
@@ -235,8 +238,9 @@ def read_curve_stream(
     else:
         frame, settled = settle_steps(parsed.frame)
         notes.extend(settled)
+    notes.extend(series_notes(frame))
     if frame.height == 0:
-        notes.append("no data rows")
+        notes.append(RunNote(NoteKind.NO_DATA, "no data rows"))
     return CurveFile(frame, notes)
 
 

@@ -8,7 +8,9 @@ checkpoint, and (as W&B's resume does) the later values replace the earlier ones
 step on. The same step twice in a row (a validation line logged at a training line's step) is
 one step: per column the last value that is not missing wins, so a later empty cell does not
 erase an earlier value. ``settle_steps`` gives one row per step, steps strictly increasing,
-and notes that say what was replaced or merged.
+and notes that say what was replaced or merged. A file holding several runs started again
+from its first step (a job relaunched from scratch) says so once, with how often and how many
+steps of the earlier runs were dropped.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 import polars as pl
 
 from tracker.errors import BadInput
+from tracker.notes import NoteKind, RunNote
 
 
 @dataclass
@@ -40,8 +43,8 @@ def _distinct(sorted_steps: np.ndarray) -> int:
     return int(np.count_nonzero(np.diff(sorted_steps))) + 1 if sorted_steps.size else 0
 
 
-def _resume(steps: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """Which rows survive every resume, and one note per resume.
+def _resume(steps: np.ndarray) -> tuple[np.ndarray, list[RunNote]]:
+    """Which rows survive every resume, and the notes: one per resume, one for all restarts.
 
     The rows kept are always in step order, so a resume at step r cuts a tail off them: the
     loop runs once per stretch (a few per real run), never once per line.
@@ -49,9 +52,10 @@ def _resume(steps: np.ndarray) -> tuple[np.ndarray, list[str]]:
     starts = np.flatnonzero(np.diff(steps) < 0) + 1
     bounds = [0, *starts.tolist(), steps.size]
     kept: list[_Kept] = []
-    notes: list[str] = []
+    notes: list[RunNote] = []
+    restarts, dropped, restarted_at = 0, 0, 0
     for start, end in pairwise(bounds):
-        resumed_at = steps[start]
+        resumed_at = int(steps[start])
         replaced = 0
         while kept and steps[kept[-1].start] >= resumed_at:
             last = kept.pop()
@@ -61,26 +65,47 @@ def _resume(steps: np.ndarray) -> tuple[np.ndarray, list[str]]:
             cut = int(np.searchsorted(tail, resumed_at, side="left"))
             replaced += _distinct(tail[cut:])
             kept[-1].length = cut
-        if start > 0:
-            notes.append(f"resumed at step {resumed_at}, {plural(replaced, 'step')} replaced")
+        if start > 0 and not kept:  # nothing earlier is left: the run started again
+            restarts, dropped, restarted_at = restarts + 1, dropped + replaced, resumed_at
+        elif start > 0:
+            text = f"resumed at step {resumed_at}, {plural(replaced, 'step')} replaced"
+            notes.append(RunNote(NoteKind.RESUMED, text, resumed_at, count=replaced))
         kept.append(_Kept(start, end - start))
+    if restarts:
+        text = (
+            f"restarted from step {restarted_at} {_times(restarts)}: the last run kept, "
+            f"{plural(dropped, 'earlier step')} dropped"
+        )
+        notes.insert(0, RunNote(NoteKind.RESTARTED, text, restarted_at, count=dropped))
     mask = np.zeros(steps.size, dtype=bool)
     for stretch in kept:
         mask[stretch.start : stretch.start + stretch.length] = True
     return mask, notes
 
 
-def settle_steps(curves: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+_TIMES = {1: "once", 2: "twice"}
+_NUMBERS = ("three", "four", "five", "six", "seven", "eight", "nine")
+
+
+def _times(count: int) -> str:
+    if count in _TIMES:
+        return _TIMES[count]
+    return f"{_NUMBERS[count - 3] if count - 3 < len(_NUMBERS) else count} times"
+
+
+def settle_steps(curves: pl.DataFrame) -> tuple[pl.DataFrame, list[RunNote]]:
     """``curves`` (column ``step`` first, in file order) with one row per step, increasing."""
     steps = curves["step"].to_numpy()
-    notes: list[str] = []
+    notes: list[RunNote] = []
     if steps.size > 1 and bool((np.diff(steps) < 0).any()):
         mask, notes = _resume(steps)
         curves = curves.filter(pl.Series(mask))
     repeated = curves["step"].diff() == 0
     if repeated.any():
         twice = int(curves.filter(repeated)["step"].n_unique())
-        notes.append(f"{plural(twice, 'duplicate step')}, last value kept")
+        text = f"{plural(twice, 'duplicate step')}, last value kept"
+        first = int(curves.filter(repeated)["step"][0])
+        notes.append(RunNote(NoteKind.DUPLICATE_STEPS, text, first, count=twice))
         curves = _merge_repeated(curves, repeated.fill_null(False))
     return curves, notes
 

@@ -27,6 +27,7 @@ from tracker.jobdir.limits import MAX_FILE_SIZE, READ_BLOCK
 from tracker.jobdir.probes import read_json_stream, read_probe_stream
 from tracker.jobdir.records import ProbeRecord, parse_arm_summary
 from tracker.jobdir.source import JobSource, ListedFile, LocalSource
+from tracker.notes import NoteKind, RunNote
 
 PROBE_FILE = "mem_sweep.json"
 JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -60,7 +61,7 @@ class Arm:
     diverged: bool | None
     extra: dict[str, Any]
     curves: pl.DataFrame  # "step" (Int64) and one Float64 column per metric
-    notes: list[str] = field(default_factory=list)  # warnings: "resumed at step 1500, ..."
+    notes: list[RunNote] = field(default_factory=list)  # "resumed at step 1500, ..."
 
 
 @dataclass
@@ -226,7 +227,7 @@ def read_arm(
         )
     notes = curve_file.notes
     if "val_loss" not in document:  # null is a value: a diverged run has none to give
-        notes.append("summary has no val_loss")
+        notes.append(RunNote(NoteKind.NO_VAL_LOSS, "summary has no val_loss"))
     return Arm(
         name=arm.name,
         model=default_model if summary.model is None else summary.model,

@@ -27,6 +27,7 @@ from typing import IO, Any
 from tracker.errors import (
     BadInput,
     MissingExtra,
+    MisspelledURL,
     NoSuchDirectory,
     NotADirectory,
     StorageFailed,
@@ -306,6 +307,10 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else ""
 
 
+# a protocol fsspec knows followed by "//" or ":/" but not "://": a slip, not a directory
+MISSING_COLON = re.compile(r"(?P<scheme>s3|gs|gcs|hf|az|abfs|memory|https?)(?::/(?!/)|//)")
+
+
 def is_url(location: str | Path) -> bool:
     return isinstance(location, str) and "://" in location
 
@@ -316,6 +321,10 @@ def open_source(
     """The job directory at a local path or an fsspec URL (``s3://``, ``gs://``, ``hf://``,
     ``memory://``, ``file://``); ``storage_options`` go to the URL's filesystem."""
     if not is_url(location):
+        slip = MISSING_COLON.match(str(location))
+        if slip is not None and not Path(location).exists():  # s3//bucket: s3://bucket meant
+            url = f"{slip['scheme']}://{str(location)[slip.end() :]}"
+            raise MisspelledURL(location=str(location), url=url)
         return LocalSource(Path(location))
     url = str(location)
     protocol = url.split("://", 1)[0].lower()

@@ -3,8 +3,9 @@
 The points themselves are compressed chunks that only the tracker reads; this writes them out
 as plain rows that DuckDB, polars or Spark read directly (also from object storage): one file
 per job, ``DIR/job=NAME/curves.parquet`` (hive partitioning: the job is the folder), with the
-columns ``arm``, ``metric``, ``step``, ``value`` and one text column per metadata key of any
-selected job (null where a job lacks it), so every file has the same schema. A job's file is
+columns ``arm``, ``model``, ``variant``, ``seed``, ``metric``, ``step``, ``value`` and one
+column per metadata key of any selected job (null where a job lacks it), so every file has the
+same schema: text, but for ``time``, a timestamp (UTC) that engines compare as one. A job's file is
 written whole or not at all (a temporary file renamed), one job in memory at a time.
 """
 
@@ -22,7 +23,8 @@ from tracker.queries.selection import Selection, selected_jobs
 from tracker.store.curves import load_curves
 
 FILE_NAME = "curves.parquet"
-POINT_COLUMNS = ("arm", "metric", "step", "value")
+POINT_COLUMNS = ("arm", "model", "variant", "seed", "metric", "step", "value")
+TIME_KEY = "time"  # the metadata that orders jobs: a timestamp in the files
 
 
 def meta_column(key: str) -> str:
@@ -37,23 +39,37 @@ def job_points(
     """Every point of one job: ``arm``, ``metric``, ``step``, ``value`` and the ``meta``
     columns, by arm, metric and step; and how many curves the job has."""
     curves = session.execute(
-        select(Curve.id, Run.arm, Curve.metric)
+        select(Curve.id, Run.arm, Run.model, Run.variant, Run.seed, Curve.metric)
         .join(Run, Run.id == Curve.run_id)
         .where(Run.job_id == job_id)
         .order_by(Run.arm, Curve.metric)
     ).all()
     names = pl.DataFrame(
-        [(curve_id, arm, metric) for curve_id, arm, metric in curves],
-        schema={"curve_id": pl.Int64, "arm": pl.String, "metric": pl.String},
+        [tuple(curve) for curve in curves],
+        schema={
+            "curve_id": pl.Int64,
+            "arm": pl.String,
+            "model": pl.String,
+            "variant": pl.String,
+            "seed": pl.Int64,
+            "metric": pl.String,
+        },
         orient="row",
     )
-    points = load_curves(session, [curve_id for curve_id, _, _ in curves])
+    points = load_curves(session, [curve[0] for curve in curves])
     frame = (
         names.join(points, on="curve_id", maintain_order="left")
         .select(*POINT_COLUMNS)
-        .with_columns(pl.lit(v, pl.String).alias(meta_column(key)) for key, v in meta.items())
+        .with_columns(_meta_value(key, v).alias(meta_column(key)) for key, v in meta.items())
     )
     return frame, len(curves)
+
+
+def _meta_value(key: str, value: str | None) -> pl.Expr:
+    text = pl.lit(value, pl.String)
+    if key != TIME_KEY:
+        return text
+    return text.str.to_datetime("%Y-%m-%dT%H:%M:%SZ", time_unit="us", time_zone="UTC")
 
 
 def export_curves(session: Session, selection: Selection, directory: Path) -> pl.DataFrame:

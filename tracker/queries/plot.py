@@ -16,13 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from sqlalchemy import select, tuple_
 from sqlalchemy.orm import Session
 
-from tracker.analysis.smoothing import smooth
+from tracker.analysis.smoothing import smooth, smooth_points
+from tracker.elapsed import ELAPSED_METRICS, MS_SUFFIX, STEP_MS
 from tracker.errors import BadPlot, RunNotFound, UnknownMetaKey, UnknownMetric, known_names
 from tracker.models import Curve, Job, JobMeta, Run
 from tracker.queries.walltime import TIME_SOURCES, elapsed_seconds, time_source, times_at
@@ -34,6 +36,7 @@ MAX_RUNS = 50  # runs per plot: each is a whole curve held in memory and a trace
 MAX_POINTS = 2000  # points per series in an answer: a window of at most this many is raw
 RUN_FIELDS = ("job", "arm", "model", "variant", "seed")  # colour/group keys besides metadata
 X_AXES = ("step", "time")
+SMOOTH_BY = ("step", "point")  # per step (gaps weigh), or per logged point as TensorBoard
 T = TypeVar("T")
 
 
@@ -65,6 +68,7 @@ class PlotQuery:
     x: str = "step"
     start_s: float | None = None
     end_s: float | None = None
+    smooth_by: str = "step"  # "point": TensorBoard's EMA per logged point (smooth_points)
 
 
 @dataclass
@@ -103,6 +107,8 @@ def _check(query: PlotQuery) -> None:
         raise BadPlot(problem="start_s must not exceed end_s")
     if not 0.0 <= query.smooth < 1.0:
         raise BadPlot(problem=f"smooth {query.smooth} is not in [0, 1)")
+    if query.smooth_by not in SMOOTH_BY:
+        raise BadPlot(problem=f"smooth_by {query.smooth_by!r} is not one of: step, point")
 
 
 Found = tuple[Run, Job, dict[str, Curve]]  # a chosen run, its job, its curves by metric
@@ -186,14 +192,20 @@ def _points(
 
 
 def _whole(
-    session: Session, cache: Cache, run: Run, job: Job, curve: Curve, alpha: float | None
+    session: Session,
+    cache: Cache,
+    run: Run,
+    job: Job,
+    curve: Curve,
+    alpha: float | None,
+    by_point: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     steps, values = _points(session, cache, job, run, curve)
     if alpha is None:
         return steps, values, None
-    key = ("plot", job.content_digest, run.arm, curve.metric, alpha)
-    smoothed = cache.get(key, lambda: _frozen(smooth(steps, values, alpha)))
-    return steps, values, smoothed
+    key = ("plot", job.content_digest, run.arm, curve.metric, alpha, by_point)
+    method = smooth_points if by_point else partial(smooth, steps)  # per point, or per step
+    return steps, values, cache.get(key, lambda: _frozen(method(values, alpha)))
 
 
 def _time_sources(session: Session, found: Sequence[tuple[Run, Job, Curve]]) -> list[Curve]:
@@ -201,7 +213,8 @@ def _time_sources(session: Session, found: Sequence[tuple[Run, Job, Curve]]) -> 
     every such run."""
     rows = session.scalars(
         select(Curve).where(
-            Curve.run_id.in_({run.id for run, _, _ in found}), Curve.metric.in_(TIME_SOURCES)
+            Curve.run_id.in_({run.id for run, _, _ in found}),
+            Curve.metric.in_((*ELAPSED_METRICS, STEP_MS)) | Curve.metric.endswith(MS_SUFFIX),
         )
     )
     by_run: dict[int, dict[str, Curve]] = {}
@@ -333,7 +346,8 @@ def plot_series(session: Session, query: PlotQuery, cache: Cache | None = None) 
     wholes = []
     labelled = zip(found, _labels(session, found, keys), sources, strict=True)
     for (run, job, curve), labels, source in labelled:
-        steps, values, smoothed = _whole(session, cache, run, job, curve, alpha)
+        by_point = query.smooth_by == "point"  # TensorBoard's smoothing
+        steps, values, smoothed = _whole(session, cache, run, job, curve, alpha, by_point)
         times = None if source is None else _times(session, cache, run, job, curve, source)
         cut = _window(steps, times, query)
         wholes.append(Whole(labels, steps, values, smoothed, times, cut))
@@ -341,6 +355,7 @@ def plot_series(session: Session, query: PlotQuery, cache: Cache | None = None) 
         "metric": query.metric,
         "x": query.x,
         "smooth": query.smooth,
+        "smooth_by": query.smooth_by,
         "start": query.start,
         "end": query.end,
         "start_s": query.start_s,

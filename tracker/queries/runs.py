@@ -40,10 +40,11 @@ RUN_COLUMNS = (
     "nonfinite",
     "val_loss",
     "diverged",
+    "notes",
     *STATUSES,
 )
 META_PREFIX = "meta."  # a metadata key named as a column above is shown as meta.KEY
-TEXT_COLUMNS = ("job", "arm", "model", "variant")  # what ``q`` searches, with metadata
+TEXT_COLUMNS = ("job", "arm", "model", "variant", "notes")  # what ``q`` searches, with metadata
 
 
 @dataclass(frozen=True)

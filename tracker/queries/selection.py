@@ -14,6 +14,7 @@ import polars as pl
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tracker.conditions import Condition, as_conditions
 from tracker.errors import (
     GroupKeyClash,
     NoJobSince,
@@ -25,7 +26,14 @@ from tracker.errors import (
 )
 from tracker.jsonio import format_time
 from tracker.models import Job, JobMeta, Probe, Run
-from tracker.store.catalog import check_meta_keys, check_meta_values, job_time, parse_where
+from tracker.store.catalog import (
+    check_meta_keys,
+    check_meta_values,
+    job_time,
+    meta_holds,
+    parse_where,
+)
+from tracker.store.runfilter import matching_runs, meta_conditions, run_conditions
 
 
 @dataclass(frozen=True)
@@ -33,9 +41,13 @@ class Selection:
     jobs: tuple[str, ...] = ()
     models: tuple[str, ...] = ()
     variants: tuple[str, ...] = ()
-    where: tuple[tuple[str, str], ...] = ()
+    # conditions on metadata and on runs (tracker.store.runfilter); (key, value) pairs are "="
+    where: tuple[Condition, ...] = ()
     group_by: tuple[str, ...] = field(default=())
     since: datetime | None = None  # only jobs whose time is at or after this one
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "where", as_conditions(self.where))
 
     @classmethod
     def from_filters(
@@ -46,8 +58,8 @@ class Selection:
         where: Iterable[str] | None = None,
         group_by: Iterable[str] | None = None,
     ) -> Selection:
-        """The filters as users type them (``where`` as KEY=VALUE items, for the command line
-        and the server); a ``ValueError`` names an item without ``=``."""
+        """The filters as users type them (``where`` as KEY=VALUE or KEY OP VALUE items, for the
+        command line and the server); a ``ValueError`` names the operators."""
         return cls(
             jobs=tuple(job or ()),
             models=tuple(model or ()),
@@ -89,6 +101,8 @@ TABLE_COLUMNS = frozenset(
         "last_loss",
         "diverged",
         "any_diverged",
+        "nonfinite",
+        "notes",
         "val_loss_mean",
         "final_loss_mean",
         "min_loss_mean",
@@ -101,7 +115,7 @@ TABLE_COLUMNS = frozenset(
 
 def _check_values(session: Session, selection: Selection) -> None:
     """A model, variant or metadata value that no job has is an error naming the known ones."""
-    check_meta_values(session, selection.where)
+    check_meta_values(session, meta_conditions(selection.where))
     for what, wanted, probe_column, run_column in (
         ("model", selection.models, Probe.model, Run.model),
         ("variant", selection.variants, Probe.variant, Run.variant),
@@ -120,7 +134,8 @@ def _check_keys(session: Session, selection: Selection) -> None:
     for key in selection.group_by:
         if key in TABLE_COLUMNS:
             raise GroupKeyClash(key=key)
-    check_meta_keys(session, [*(key for key, _ in selection.where), *selection.group_by])
+    meta_keys = [c.key for c in meta_conditions(selection.where)]
+    check_meta_keys(session, [*meta_keys, *selection.group_by])
 
 
 def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
@@ -142,10 +157,12 @@ def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
         select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(ids))
     ):
         meta.setdefault(job_id, {})[key] = value
+    on_meta, on_runs = meta_conditions(selection.where), run_conditions(selection.where)
+    with_runs = set(matching_runs(session, ids, on_runs).values()) if on_runs else set(ids)
     rows, latest = [], None
     for job_id, name, ingested_at in jobs:
         own = meta.get(job_id, {})
-        if any(own.get(key) != value for key, value in selection.where):
+        if job_id not in with_runs or not meta_holds(own, on_meta):
             continue
         time = job_time(own, ingested_at)
         if latest is None or time > latest[0]:

@@ -17,6 +17,8 @@ from tracker.models import Curve, Probe, Run
 from tracker.queries.selection import Selection, selected_jobs
 from tracker.queries.window import check_window, kept, read_window
 from tracker.store.frames import query_frame
+from tracker.store.notes import notes_text, run_notes
+from tracker.store.runfilter import matching_runs, run_conditions
 
 PROBE_METRICS = (
     "n_params",
@@ -28,6 +30,7 @@ PROBE_METRICS = (
     "peak_bpp",
 )
 ORDER = "#order"  # a column name no metadata key can take (see --group-by)
+RUN_ID = "#run"
 RUN_METRICS = ("val_loss", "final_loss", "min_loss", "last_loss", "points")
 
 
@@ -85,11 +88,12 @@ def probes(
 
 
 def arm_rows(session: Session, selection: Selection, job_ids: list[int]) -> pl.DataFrame:
-    """One row per arm of the jobs ``job_ids`` (``job_id`` first) that the selection's models
-    and variants keep: its summary and its loss curve's (steps: the last step; points;
-    nonfinite: its NaN and infinite points)."""
+    """One row per arm of the jobs ``job_ids`` (``job_id`` first) that the selection's models,
+    variants and conditions on runs keep: its summary and its loss curve's (steps: the last
+    step; points; nonfinite: its NaN and infinite points), and its notes in one line."""
     query = _filtered(
         select(
+            Run.id.label(RUN_ID),
             Run.job_id,
             Run.arm,
             Run.model,
@@ -110,7 +114,13 @@ def arm_rows(session: Session, selection: Selection, job_ids: list[int]) -> pl.D
         selection,
         job_ids,
     )
-    return query_frame(session, query).with_columns(pl.col("points", "nonfinite").fill_null(0))
+    on_runs = run_conditions(selection.where)
+    if on_runs:
+        query = query.where(Run.id.in_(list(matching_runs(session, job_ids, on_runs))))
+    frame = query_frame(session, query).with_columns(pl.col("points", "nonfinite").fill_null(0))
+    notes = run_notes(session, frame[RUN_ID].to_list())
+    texts = [notes_text(notes.get(run_id, [])) for run_id in frame[RUN_ID]]
+    return frame.with_columns(notes=pl.Series(texts, dtype=pl.String)).drop(RUN_ID)
 
 
 def runs(
@@ -128,7 +138,9 @@ def runs(
     table = with_jobs(jobs, arm_rows(session, selection, jobs["job_id"].to_list()))
     keys = ["job", "time", *selection.group_by, "model", "variant"]
     if not aggregate_seeds:
-        return table.select(*keys, "arm", "seed", *RUN_METRICS[:-1], "points", "diverged")
+        return table.select(
+            *keys, "arm", "seed", *RUN_METRICS[:-1], "points", "nonfinite", "diverged", "notes"
+        )
     metrics = ("val_loss", "final_loss", "min_loss")
     pooled = []
     if selection.group_by:

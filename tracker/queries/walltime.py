@@ -1,8 +1,10 @@
 """Wall time as the plot's x: the seconds since a run started, at each step of a curve, where
 the run's metrics give it.
 
-The rule, per run: a metric of elapsed seconds it logs itself (``wall_time``, ``elapsed`` or
-``time``, the first of them it has) is read as logged; else ``step_ms`` (each step's duration
+The rule, per run: a metric of elapsed time it logs itself (``wall_time``, ``elapsed`` or
+``time`` in seconds, the first of them it has, else a ``*_ms`` one such as ``train_time_ms``
+in milliseconds) is read as logged, run forwards over a timer reset (``tracker.elapsed``);
+else ``step_ms`` (each step's duration
 in milliseconds, as the study's CSVs log it) is summed up over the stored (settled) steps and
 turned into seconds, each logged duration standing for the steps since the previous logged one
 (so a run logging every 10th step is not ten times fast), the first for its own step only: the
@@ -14,25 +16,18 @@ not drawn). A run with neither has no wall time.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-
 import numpy as np
 
-ELAPSED_METRICS = ("wall_time", "elapsed", "time")  # seconds since the run started
-STEP_MS = "step_ms"  # one step's duration, in milliseconds
-TIME_SOURCES = (*ELAPSED_METRICS, STEP_MS)  # in order of preference
+from tracker.elapsed import STEP_MS, TIME_SOURCES, in_seconds, time_source
 
-
-def time_source(metrics: Collection[str]) -> str | None:
-    """The metric a run's wall time is read from, of the run's ``metrics``; None without."""
-    return next((metric for metric in TIME_SOURCES if metric in metrics), None)
+__all__ = ["TIME_SOURCES", "elapsed_seconds", "time_source", "times_at"]
 
 
 def elapsed_seconds(source: str, steps: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Seconds since the start at each of the source curve's ``steps`` (NaN where a logged
     elapsed time is not finite)."""
     if source != STEP_MS:
-        return np.where(np.isfinite(values), values, np.nan).astype(np.float64)
+        return in_seconds(source, values)
     if steps.size == 0:
         return np.empty(0, np.float64)
     covered = np.diff(steps, prepend=steps[0] - 1)  # steps each logged duration stands for

@@ -76,7 +76,11 @@ def get_selection(
         list[str] | None, Query(description="Only this variant; repeatable.")
     ] = None,
     where: Annotated[
-        list[str] | None, Query(description="KEY=VALUE: only jobs with this metadata.")
+        list[str] | None,
+        Query(
+            description="KEY=VALUE: only jobs with this metadata; or KEY OP VALUE with OP one "
+            "of = != < <= > >=, on metadata or a run's numbers (val_loss<3.3, notes=resumed)."
+        ),
     ] = None,
     group_by: Annotated[
         list[str] | None, Query(description="Add this metadata as a column; repeatable.")
@@ -84,7 +88,8 @@ def get_selection(
 ) -> Selection:
     """The jobs a cross-job query looks at, from the same filters as the CLI's queries."""
     try:
-        return Selection.from_filters(job, model, variant, where, group_by)
+        given = [item for item in where or () if item.strip()]  # a form's empty field
+        return Selection.from_filters(job, model, variant, given, group_by)
     except ValueError as exc:
         raise HTTPException(status_code=422, detail=f"where: {exc}") from None
 

@@ -55,6 +55,12 @@ class ArmRow(BaseModel):
     val_loss: Number
     final_loss: Number
     diverged: bool | None
+    notes: str = Field(
+        "",
+        description="What ingest settled or found in the arm's files, '; '-separated: "
+        "a resume, restarts, steps logged twice, a cut last line, non-finite stretches, a timer "
+        "reset.",
+    )
 
 
 class CurveRow(BaseModel):
@@ -205,6 +211,12 @@ class RunTableRow(BaseModel):
     nonfinite: int | None = Field(None, description="Loss points that are NaN or infinite.")
     val_loss: Number = None
     diverged: bool | None = None
+    notes: str | None = Field(
+        "",
+        description="What ingest settled or found in the arm's files, '; '-separated: "
+        "a resume, restarts, steps logged twice, a cut last line, non-finite stretches, a timer "
+        "reset.",
+    )
 
 
 class RunsTable(BaseModel):
@@ -255,6 +267,9 @@ class Plot(BaseModel):
     metric: str
     x: str = Field(description="The x axis: step or time.")
     smooth: float
+    smooth_by: str = Field(
+        "step", description="step: the EMA per step; point: per logged point (TensorBoard)."
+    )
     start: int | None
     end: int | None
     start_s: float | None = Field(description="With x=time: the window's first second.")

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from tracker.conditions import Condition, as_conditions, parse_condition
 from tracker.domain import LOSS
 from tracker.errors import (
     BadTime,
@@ -24,6 +25,8 @@ from tracker.errors import (
 )
 from tracker.jsonio import format_time
 from tracker.models import Curve, Job, JobMeta, Probe, Run
+from tracker.store.notes import notes_text, run_notes
+from tracker.store.runfilter import matching_runs, meta_conditions, run_conditions
 
 Row = dict[str, Any]
 TIME_KEY = "time"  # metadata that orders jobs in queries, instead of the ingest time
@@ -125,16 +128,15 @@ def list_jobs(session: Session) -> list[Row]:
     return listed
 
 
-def parse_where(items: Iterable[str] | None) -> tuple[tuple[str, str], ...]:
-    """Metadata filters as users type them, KEY=VALUE items, as (key, value) pairs; a
-    ``ValueError`` names an item without ``=``."""
-    pairs = []
+def parse_where(items: Iterable[str] | None) -> tuple[Condition, ...]:
+    """Conditions as users type them (``KEY=VALUE``, ``val_loss<3.3``: ``tracker.conditions``);
+    a ``ValueError`` names the operators. A ``time`` is compared as stored."""
+    conditions = []
     for item in items or ():
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"expected KEY=VALUE, got {item!r}")
-        pairs.append((key, checked_meta({key: value})[key]))  # a time as stored
-    return tuple(pairs)
+        condition = parse_condition(item)
+        value = checked_meta({condition.key: condition.value})[condition.key]
+        conditions.append(Condition(condition.key, value, condition.op))
+    return tuple(conditions)
 
 
 def check_meta_keys(session: Session, keys: Iterable[str]) -> None:
@@ -147,9 +149,13 @@ def check_meta_keys(session: Session, keys: Iterable[str]) -> None:
                 raise UnknownMetaKey(key=key, known=known_names(known, near=key))
 
 
-def check_meta_values(session: Session, where: Iterable[tuple[str, str]]) -> None:
-    """A ``--where`` value no job has is an error naming the known ones (and a case slip)."""
-    for key, value in where:
+def check_meta_values(session: Session, where: Iterable[Condition]) -> None:
+    """A ``--where`` value no job has is an error naming the known ones (and a case slip);
+    only for ``=``: an order or ``!=`` may hold for values no job has."""
+    for condition in where:
+        if condition.op != "=":
+            continue
+        key, value = condition.key, condition.value
         known = set(session.scalars(select(JobMeta.value).distinct().where(JobMeta.key == key)))
         if value not in known:
             shown = f"{key}={{}}"
@@ -157,16 +163,32 @@ def check_meta_values(session: Session, where: Iterable[tuple[str, str]]) -> Non
             raise UnknownValue(what=f"{key}={value}", known=known_names(known), hint=hint)
 
 
+def meta_holds(meta: Mapping[str, str], where: Iterable[Condition]) -> bool:
+    """Whether a job's metadata satisfies every (metadata) condition."""
+    return all(condition.holds(meta.get(condition.key)) for condition in where)
+
+
 def select_jobs(
-    session: Session, where: Iterable[tuple[str, str]] = (), since: datetime | None = None
+    session: Session,
+    where: Iterable[Condition | tuple[str, str]] = (),
+    since: datetime | None = None,
 ) -> list[Row]:
-    """The rows of ``list_jobs`` with every ``where`` metadata pair, at or after ``since``;
-    a key or value no job has, or a ``since`` after every such job, is an error, as in the
-    queries (``tracker.queries.selection``)."""
-    pairs = list(where)
-    check_meta_keys(session, [key for key, _ in pairs])
-    check_meta_values(session, pairs)
-    rows = [row for row in list_jobs(session) if all(row["meta"].get(k) == v for k, v in pairs)]
+    """The rows of ``list_jobs`` satisfying every ``where`` condition (on metadata or on runs:
+    ``tracker.store.runfilter``), at or after ``since``; a key or value no job has, or a
+    ``since`` after every such job, is an error, as in the queries
+    (``tracker.queries.selection``)."""
+    conditions = as_conditions(where)
+    meta, on_runs = meta_conditions(conditions), run_conditions(conditions)
+    check_meta_keys(session, [c.key for c in meta])
+    check_meta_values(session, meta)
+    rows = [row for row in list_jobs(session) if meta_holds(row["meta"], meta)]
+    if on_runs:
+        names: dict[int, str] = {
+            job_id: name for job_id, name in session.execute(select(Job.id, Job.name))
+        }
+        matched = matching_runs(session, list(names), on_runs).values()
+        kept_names = {names[job_id] for job_id in matched}
+        rows = [row for row in rows if row["job"] in kept_names]
     kept = [row for row in rows if since is None or row["time"] >= since]
     if since is not None and rows and not kept:
         latest = rows[-1]  # job order is time order
@@ -224,6 +246,7 @@ def job_arms(session: Session, name: str) -> list[Row]:
         .where(Run.job_id == job.id)
         .order_by(Run.variant, Run.seed)
     ).all()
+    notes = run_notes(session, [run.id for run, *_ in rows])
     return [
         {
             "arm": run.arm,
@@ -236,6 +259,7 @@ def job_arms(session: Session, name: str) -> list[Row]:
             "val_loss": run.val_loss,
             "final_loss": run.final_loss,
             "diverged": run.diverged,
+            "notes": notes_text(notes.get(run.id, [])),
         }
         for run, n_points, last, low in rows
     ]

@@ -6,7 +6,7 @@ over as stored (still compressed, so every value's bits), through the same bulk 
 ingest. A job the destination already holds is skipped, so copying twice copies nothing new,
 except its metadata: metadata is not content, so values edited in the source since (``tracker
 meta``) are carried over, as ``ingest`` of identical content does with ``--meta``; keys only
-the destination has are kept.
+the destination has are kept, and said (a key set there, or one removed from the source since).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
+from tracker.models import Curve, Job, JobMeta, Probe, Run, RunNoteRow, SourceFile
 from tracker.store.catalog import update_meta
 from tracker.store.curves import stored_chunks
 from tracker.store.points import write_chunks
@@ -25,6 +25,7 @@ from tracker.store.points import write_chunks
 PROBE_FIELDS = [c.key for c in Probe.__table__.columns if c.key not in ("id", "job_id")]
 RUN_FIELDS = [c.key for c in Run.__table__.columns if c.key not in ("id", "job_id")]
 CURVE_FIELDS = [c.key for c in Curve.__table__.columns if c.key not in ("id", "run_id")]
+NOTE_FIELDS = [c.key for c in RunNoteRow.__table__.columns if c.key != "run_id"]
 
 
 @dataclass
@@ -36,15 +37,21 @@ class CopiedJob:
     points: int = 0
     job_id: int | None = None  # in the destination, of a job copied
     meta_set: dict[str, str] = field(default_factory=dict)  # of an updated job
+    # keys the destination's job has and the source's not (set there, or removed here)
+    meta_only_there: dict[str, str] = field(default_factory=dict)
 
     def summary(self) -> str:
         if self.status == "copied":
             return f"{self.job}: copied, {self.points} points"
+        extra = ""
+        if self.meta_only_there:
+            pairs = " ".join(f"{k}={v}" for k, v in sorted(self.meta_only_there.items()))
+            extra = f"; only the destination has {pairs}"
         if self.status == "present":
-            return f"{self.job}: already in the destination"
+            return f"{self.job}: already in the destination{extra}"
         if self.status == "updated":
             pairs = " ".join(f"{key}={value}" for key, value in sorted(self.meta_set.items()))
-            return f"{self.job}: already in the destination; metadata updated: {pairs}"
+            return f"{self.job}: already in the destination; metadata updated: {pairs}{extra}"
         return (
             f"{self.job}: not copied, the destination has another job of this name; to copy "
             f"this one, delete that one first (tracker --db DST_URL delete {self.job})"
@@ -63,9 +70,12 @@ def copy_job_rows(source: Session, destination: Session, name: str) -> CopiedJob
     if present is not None:
         if present.content_digest != job.content_digest:
             return CopiedJob(name, "conflict")
-        changed = update_meta(present, {m.key: m.value for m in job.meta})
+        source_meta = {m.key: m.value for m in job.meta}
+        changed = update_meta(present, source_meta)
         meta_set = {key: value for key, value in changed.items() if value is not None}
-        return CopiedJob(name, "updated" if meta_set else "present", meta_set=meta_set)
+        there = {m.key: m.value for m in present.meta if m.key not in source_meta}
+        status = "updated" if meta_set else "present"
+        return CopiedJob(name, status, meta_set=meta_set, meta_only_there=there)
     copy = Job(
         name=job.name,
         source_path=job.source_path,
@@ -87,6 +97,9 @@ def copy_job_rows(source: Session, destination: Session, name: str) -> CopiedJob
         run_id = destination.execute(
             insert(Run).returning(Run.id), {"job_id": copy.id, **_row(run, RUN_FIELDS)}
         ).scalar_one()
+        if run.notes:
+            notes = [{"run_id": run_id, **_row(note, NOTE_FIELDS)} for note in run.notes]
+            destination.execute(insert(RunNoteRow), notes)
         for curve in run.curves:
             curve_id = destination.execute(
                 insert(Curve).returning(Curve.id), {"run_id": run_id, **_row(curve, CURVE_FIELDS)}

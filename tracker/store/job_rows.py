@@ -20,7 +20,8 @@ from sqlalchemy.orm import Session
 
 from tracker.domain import LOSS, IngestStatus
 from tracker.errors import JobExists
-from tracker.models import Curve, Job, JobMeta, Probe, Run, SourceFile
+from tracker.models import Curve, Job, JobMeta, Probe, Run, RunNoteRow, SourceFile
+from tracker.notes import FINDINGS
 from tracker.store.catalog import checked_meta, delete_job_rows, update_meta
 from tracker.store.points import write_points
 
@@ -84,7 +85,8 @@ def store_job(
     written.probes = len(scanned.probes)
     written.failed_probes = sum(p.n_params is None for p in scanned.probes)
     for arm in parsed:  # the loss curves are kept for the kept rows: no reading back
-        written.warnings.extend(f"{arm.name}: {note}" for note in arm.notes)
+        said = (note for note in arm.notes if note.kind not in FINDINGS)
+        written.warnings.extend(f"{arm.name}: {note}" for note in said)
         written.points += _insert_arm(session, job.id, arm, written.losses)
         written.arms += 1
     return written
@@ -128,6 +130,9 @@ def _insert_arm(session: Session, job_id: int, arm: Arm, losses: dict[str, pl.Da
             "extra": arm.extra,
         },
     ).scalar_one()
+    if arm.notes:
+        rows = [{"run_id": run_id, "position": i, **n.as_dict()} for i, n in enumerate(arm.notes)]
+        session.execute(insert(RunNoteRow), rows)
     written = 0
     steps = arm.curves.get_column("step")
     for values in arm.curves.get_columns()[1:]:

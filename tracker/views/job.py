@@ -16,6 +16,7 @@ from tracker.models import Run
 from tracker.queries.job_analysis import load_summary
 from tracker.store.catalog import get_job
 from tracker.store.jobdata import RUN_ORDER, load_probes
+from tracker.store.notes import run_notes
 from tracker.views.pages import JobFigure, JobView, figure_slot
 from tracker.views.values import counts, failures_first
 
@@ -48,7 +49,10 @@ def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
     summary = load_summary(session, job.id, exp)
     analysis = summary.analysis
     probes = load_probes(session, job.id)
-    arms = list(session.scalars(select(Run.arm).where(Run.job_id == job.id).order_by(*RUN_ORDER)))
+    runs = session.execute(
+        select(Run.id, Run.arm).where(Run.job_id == job.id).order_by(*RUN_ORDER)
+    ).all()
+    arms = [arm for _, arm in runs]
     meta = {item.key: item.value for item in job.meta}
     gpu = meta.get("gpu")
     figures = {
@@ -61,6 +65,8 @@ def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
         notes.append("no memory probes in this job: no memory figure and no Table 4 figure")
     if not arms:
         notes.append("no training arms in this job: no trajectories figure")
+    kept = run_notes(session, [run_id for run_id, _ in runs])
+    notes += [f"{arm}: {note}" for run_id, arm in runs for note in kept.get(run_id, [])]
     failed = int(probes.get_column("n_params").is_null().sum()) if probes.height else 0
     items = [
         ("job", job.name),

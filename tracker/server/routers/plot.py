@@ -50,6 +50,14 @@ X = Annotated[
         "wall_time, elapsed or time metric, else the sum of step_ms; every run needs one).",
     ),
 ]
+SmoothBy = Annotated[
+    str,
+    Query(
+        pattern="^(step|point)$",
+        description="step: the EMA per step, so a curve logged every 125 steps smooths as "
+        "if logged every step; point: TensorBoard's, per logged point.",
+    ),
+]
 StartS = Annotated[float | None, Query(description="With x=time: first second of the window.")]
 EndS = Annotated[float | None, Query(description="With x=time: last second of the window.")]
 
@@ -73,11 +81,22 @@ def _query(
     x: X = "step",
     start_s: StartS = None,
     end_s: EndS = None,
+    smooth_by: SmoothBy = "step",
 ) -> PlotQuery:
     runs = tuple(parse_run(text) for text in run or ())
     keys = (color or None, group or None)
     return PlotQuery(
-        runs, metric, smooth, start, end, *keys, band, x=x, start_s=start_s, end_s=end_s
+        runs,
+        metric,
+        smooth,
+        start,
+        end,
+        *keys,
+        band,
+        x=x,
+        start_s=start_s,
+        end_s=end_s,
+        smooth_by=smooth_by,
     )
 
 
@@ -122,12 +141,15 @@ def api_plot(
     x: X = "step",
     start_s: StartS = None,
     end_s: EndS = None,
+    smooth_by: SmoothBy = "step",
 ) -> PlotJSON:
     """One series per run: the steps from ``start`` to ``end``, raw and smoothed values
     (the whole curve smoothed, then cut), every raw point when the window holds at most
     2,000, else min/max downsampled; with ``group`` each group's mean (and ``band``); with
     ``x=time`` each point's wall time too, and ``start_s``/``end_s`` a window of seconds."""
-    query = _query(run, metric, smooth, start, end, color, group, band, x, start_s, end_s)
+    query = _query(
+        run, metric, smooth, start, end, color, group, band, x, start_s, end_s, smooth_by
+    )
     return PlotJSON({**_plot(served, session, query), "y": y})
 
 
@@ -143,10 +165,13 @@ def api_plot_csv(
     x: X = "step",
     start_s: StartS = None,
     end_s: EndS = None,
+    smooth_by: SmoothBy = "step",
 ) -> Response:
     """What ``/api/plot`` draws as CSV: job, arm, metric, step, (with x=time) time, value,
     smoothed."""
-    query = _query(run, metric, smooth, start, end, x=x, start_s=start_s, end_s=end_s)
+    query = _query(
+        run, metric, smooth, start, end, x=x, start_s=start_s, end_s=end_s, smooth_by=smooth_by
+    )
     columns = ["job", "arm", "metric", "step", *(["time"] if x == "time" else []), "value"]
     columns.append("smoothed")
     text = render(plot_rows(_plot(served, session, query)), Format.csv, columns)

@@ -24,6 +24,7 @@ from tracker.summary.version import expectations_digest
 
 router = APIRouter(tags=["runs"])
 PAGE_SIZE = 100
+COMPACT_TIME = "%Y-%m-%d %H:%M"  # the page's: to the minute, UTC (the JSON's to the second)
 MAX_PAGE = 10_000
 # what a view refuses: a 422 naming the known columns, statuses or keys
 BAD_VIEW = (UnknownColumn, UnknownStatus, UnknownMetaKey)
@@ -118,11 +119,11 @@ def api_runs_csv(
     return _csv(_page(served, session, selection, view, (0, None)).rows)
 
 
-def _readable_times(frame: pl.DataFrame) -> pl.DataFrame:
+def _readable_times(frame: pl.DataFrame, form: str = "%Y-%m-%dT%H:%M:%SZ") -> pl.DataFrame:
     """Times as everywhere else in the tracker: ISO 8601 in UTC to the second."""
     if "time" not in frame.columns:
         return frame
-    return frame.with_columns(pl.col("time").dt.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return frame.with_columns(pl.col("time").dt.strftime(form))
 
 
 def _link(request: Request, **changes: Any) -> str:
@@ -154,7 +155,7 @@ def runs_table_page(
         request,
         "server/runs.html",
         found=found,
-        table=rows(_readable_times(found.rows)),
+        table=rows(_readable_times(found.rows, COMPACT_TIME)),
         columns=found.rows.columns,
         every=every,
         view=view,

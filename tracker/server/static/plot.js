@@ -9,6 +9,7 @@
   var controls = {
     metric: document.getElementById("plot-metric"),
     smooth: document.getElementById("plot-smooth"),
+    smoothBy: document.getElementById("plot-smooth-by"),
     log: document.getElementById("plot-log"),
     x: document.getElementById("plot-x"), // only when every run has a wall time
     color: document.getElementById("plot-color"),
@@ -22,6 +23,7 @@
     if (view.get("metric")) controls.metric.value = view.get("metric");
     controls.smooth.value = view.get("smooth") || "0";
     document.getElementById("plot-smooth-value").textContent = controls.smooth.value;
+    controls.smoothBy.value = view.get("smooth_by") || "step";
     controls.log.checked = view.get("y") === "log";
     if (controls.x) controls.x.value = view.get("x") || "step";
     controls.color.value = view.get("color") || "";
@@ -111,6 +113,10 @@
       document.getElementById("plot-smooth-value").textContent = controls.smooth.value;
     });
     controls.smooth.addEventListener("change", function () { set("smooth", controls.smooth.value); load(); });
+    controls.smoothBy.addEventListener("change", function () {
+      set("smooth_by", controls.smoothBy.value === "point" ? "point" : "");
+      load();
+    });
     controls.log.addEventListener("change", function () { set("y", controls.log.checked ? "log" : ""); load(); });
     if (controls.x) {
       controls.x.addEventListener("change", function () {

@@ -21,26 +21,60 @@
 
   function timed(answer) { return answer.x === "time"; }
 
+  // a value JSON could not give as a number ("NaN", "Infinity", "-Infinity") is not finite
+  function finite(value) { return typeof value === "number" && isFinite(value); }
+
+  // a curve logged every N > 1 steps (eval every 125) is drawn with its points marked
+  function sparse(steps) {
+    if (steps.length < 2) return true;
+    return (steps[steps.length - 1] - steps[0]) / (steps.length - 1) > 1.5;
+  }
+
+  // where the curve is not finite: a cross at the last finite value before each stretch,
+  // its hover text the stretch's steps (the line itself has a gap there)
+  function nonFinite(s, x, c, name) {
+    var xs = [], ys = [], texts = [], last = null, i = 0;
+    while (i < s.values.length) {
+      if (finite(s.values[i])) { last = s.values[i]; i += 1; continue; }
+      var first = i;
+      while (i < s.values.length && !finite(s.values[i])) i += 1;
+      xs.push(x[first]);
+      ys.push(last);
+      texts.push(name + ": " + s.metric + " " + s.values[first] + " at steps " + s.steps[first] + "-" + s.steps[i - 1]);
+    }
+    if (!xs.length) return null;
+    return { x: xs, y: ys, type: "scatter", mode: "markers", name: name + " not finite",
+      legendgroup: name, showlegend: false, text: texts, hoverinfo: "text",
+      marker: { symbol: "x", size: 10, color: c, line: { width: 2, color: c } } };
+  }
+
   function runTraces(answer, colour) {
-    var traces = [];
-    answer.series.forEach(function (s) {
+    var traces = [], marks = [], count = answer.series.length;
+    answer.series.forEach(function (s, index) {
       var x = timed(answer) ? s.times : s.steps;
       var name = s.job + "/" + s.arm;
       var c = colour(s.color === null ? name : s.color);
       var label = esc(s.color === null ? name : name + " (" + s.color + ")");
+      // overlaid runs: the first drawn widest, each later one narrower on top, all a little
+      // transparent, so that a run under another still shows at its edges
+      var width = count > 1 ? 2.6 - 1.4 * index / (count - 1) : 1.6;
+      var mode = sparse(s.steps) ? "lines+markers" : "lines";
       traces.push({
-        x: x, y: s.values, type: "scatter", mode: "lines", name: label,
-        legendgroup: name, connectgaps: false, line: { width: 1, color: c },
-        opacity: s.smoothed ? 0.25 : 1, showlegend: !s.smoothed, hoverinfo: s.smoothed ? "skip" : "all",
+        x: x, y: s.values, type: "scatter", mode: s.smoothed ? "lines" : mode, name: label,
+        legendgroup: name, connectgaps: false, line: { width: s.smoothed ? 1 : width, color: c },
+        marker: { size: 5 }, opacity: s.smoothed ? 0.25 : 0.85, showlegend: !s.smoothed,
+        hoverinfo: s.smoothed ? "skip" : "all",
       });
       if (s.smoothed) {
         traces.push({
-          x: x, y: s.smoothed, type: "scatter", mode: "lines", name: label,
-          legendgroup: name, connectgaps: false, line: { width: 1.6, color: c },
+          x: x, y: s.smoothed, type: "scatter", mode: mode, name: label, opacity: 0.85,
+          legendgroup: name, connectgaps: false, line: { width: width, color: c }, marker: { size: 5 },
         });
       }
+      var bad = nonFinite(s, x, c, name);
+      if (bad) marks.push(bad);
     });
-    return traces;
+    return traces.concat(marks);
   }
 
   function groupTraces(answer, colour) {

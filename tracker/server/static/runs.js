@@ -35,7 +35,8 @@
     var query = runs.concat(["metric=loss"]).join("&");
     var ticket = ++latest;
     link.href = "/plot?" + query;
-    link.hidden = runs.length === 0;
+    link.hidden = false; // a button, greyed until runs are ticked
+    link.setAttribute("aria-disabled", String(runs.length === 0));
     figure.hidden = runs.length === 0;
     count.textContent = runs.length ? runs.length + " selected" : "tick runs to plot them together";
     if (runs.length) draw(query, ticket);
