@@ -114,6 +114,14 @@ class CurveNotFound(TrackerError):
     """job {job!r} has no curve {metric!r} for arm {arm!r}; its metrics: {known}"""
 
 
+class DamagedCurve(TrackerError):
+    """stored curve {job}/{arm} {metric} steps {first}-{last} is damaged ({reason}); re-ingest the job from its files"""
+
+
+class DamagedSummary(TrackerError):
+    """stored summary of job {job} is damaged ({reason}); re-ingest the job from its files"""
+
+
 class BadExpectations(TrackerError):
     """{path}: {problem}"""
 
