@@ -21,8 +21,8 @@ from tests.stored import stored_points
 from tracker.errors import NotATrackerDatabase, UnknownRevision
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Base, Run
-from tracker.store import codec
 from tracker.services.derived import rederive
+from tracker.store import codec
 from tracker.store.db import (
     HEAD,
     REVISIONS,
@@ -187,7 +187,9 @@ def full_snapshot(engine: Engine, leave_out: set[str] | None = None) -> Snapshot
 
 def unchecked_points(connection: Connection) -> list[tuple[int, int, float]]:
     """Every point of chunks stored without a checksum, decoded as they are."""
-    stored = connection.execute(text("SELECT curve_id, data FROM curve_chunk ORDER BY curve_id, first_step"))
+    stored = connection.execute(
+        text("SELECT curve_id, data FROM curve_chunk ORDER BY curve_id, first_step")
+    )
     points = []
     for curve_id, data in stored.all():
         steps, values = codec.decode(bytes(data))

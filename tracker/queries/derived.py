@@ -14,6 +14,7 @@ from tracker.store.derived import VerdictRow, stored_rows, stored_summary, verdi
 from tracker.store.jobdata import load_job_data
 from tracker.summary.build import derive, summarize
 from tracker.summary.model import Derived, Summary
+from tracker.summary.stored import read_summary
 from tracker.summary.version import expectations_digest
 
 
@@ -60,8 +61,8 @@ def load_verdict_rows(
 def load_summary(session: Session, job_id: int, exp: Expectations) -> Summary:
     """A job's summary for ``exp``: the stored one, else made from its points."""
     document = stored_summary(session, job_id, expectations_digest(exp))
-    if document is not None:
-        return Summary.from_json(document)
     name = session.scalar(select(Job.name).where(Job.id == job_id))
     assert name is not None
+    if document is not None:
+        return read_summary(name, document)
     return summarize(load_job_data(session, name), exp)

@@ -17,9 +17,9 @@ import tracker
 from tracker.analysis.expectations import load_expectations
 from tracker.errors import (
     CurveNotFound,
-    DatabaseBusy,
     DamagedCurve,
     DamagedSummary,
+    DatabaseBusy,
     DatabaseFailed,
     DatabaseGone,
     DatabaseUnavailable,

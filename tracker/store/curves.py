@@ -6,7 +6,7 @@ naming the job, arm, metric and steps, never other numbers."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeVarTuple
 
 import numpy as np
 import polars as pl
@@ -20,6 +20,7 @@ from tracker.store import codec
 from tracker.store.catalog import get_job
 from tracker.store.points import ChunkRow
 
+Columns = TypeVarTuple("Columns")
 SCHEMA = {"curve_id": pl.Int64, "step": pl.Int64, "value": pl.Float64}
 
 
@@ -63,7 +64,9 @@ def load_curves(
     return pl.concat(parts) if parts else pl.DataFrame(schema=SCHEMA)
 
 
-def _overlapping(query: Select[Any], curve_id: int, steps: tuple[int, int]) -> Select[Any]:
+def _overlapping(
+    query: Select[*Columns], curve_id: int, steps: tuple[int, int]
+) -> Select[*Columns]:
     """Only the chunks holding steps from ``steps[0]`` to ``steps[1]``: those that start
     inside it, and the one before it that may reach into it (the last to start at or
     before the first step), both bounds on the key."""
