@@ -242,6 +242,10 @@ class StorageFailed(TrackerError):
     """{url}: {reason}; nothing was stored"""
 
 
+class StorageUnreadable(BadInput):
+    """{path}: cannot be read ({reason})"""
+
+
 class Interrupted(KeyboardInterrupt):
     """interrupted: {outcome}"""
 
