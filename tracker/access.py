@@ -29,7 +29,7 @@ from tracker.store.db import (
     reads_only_as_immutable,
     refuse_missing_file,
 )
-from tracker.store.readonly import STATEMENT_TIMEOUT_S, SqlResult, run_readonly_sql
+from tracker.store.readonly import DEFAULT_LIMITS, SqlLimits, SqlResult, run_readonly_sql
 
 Database = str | Engine | None
 Row = catalog.Row
@@ -134,15 +134,15 @@ def delete(db: Database, jobs: Iterable[str] | str) -> None:
     in_write(db, delete_all)
 
 
-def sql_result(db: Database, statement: str, timeout_s: float = STATEMENT_TIMEOUT_S) -> SqlResult:
-    """One read-only SQL statement's columns and rows, as the database gave them; a
-    statement still running after ``timeout_s`` seconds is stopped (``SqlRefused``)."""
+def sql_result(db: Database, statement: str, limits: SqlLimits = DEFAULT_LIMITS) -> SqlResult:
+    """One read-only SQL statement's columns and rows, as the database gave them; one past
+    ``limits`` (running time, rows, bytes) is stopped (``SqlRefused``)."""
     if isinstance(db, Engine):
         url = db.url.render_as_string(hide_password=False)
     else:
         url = database_url(db)
         connect(url).dispose()  # checks and, if empty, migrates the database first
-    return run_readonly_sql(url, statement, timeout_s)
+    return run_readonly_sql(url, statement, limits)
 
 
 def schema_revision(url: str | None = None) -> str | None:

@@ -43,7 +43,7 @@ from tracker.queries.export import export_curves
 from tracker.queries.selection import Selection
 from tracker.report import Report, generate_report
 from tracker.services.copy import copy_jobs
-from tracker.store.readonly import STATEMENT_TIMEOUT_S
+from tracker.store.readonly import MAX_BYTES, MAX_ROWS, STATEMENT_TIMEOUT_S, SqlLimits
 
 Where = Mapping[str, str] | Iterable[tuple[str, str]] | None  # pairs: a key may repeat
 
@@ -210,9 +210,16 @@ def claims(
     return with_session(db, lambda s: _claims.claims(s, selection, exp))
 
 
-def sql(db: Database, statement: str, timeout_s: float = STATEMENT_TIMEOUT_S) -> pl.DataFrame:
-    """One read-only SQL statement's result, stopped after ``timeout_s`` seconds."""
-    result = sql_result(db, statement, timeout_s)
+def sql(
+    db: Database,
+    statement: str,
+    timeout_s: float = STATEMENT_TIMEOUT_S,
+    max_rows: int = MAX_ROWS,
+    max_bytes: int = MAX_BYTES,
+) -> pl.DataFrame:
+    """One read-only SQL statement's result, stopped after ``timeout_s`` seconds or past
+    ``max_rows`` rows or ``max_bytes`` bytes of values."""
+    result = sql_result(db, statement, SqlLimits(timeout_s, max_rows, max_bytes))
     return pl.DataFrame(result.rows, schema=result.columns, orient="row")
 
 

@@ -10,6 +10,8 @@ import difflib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from tracker.masking import masked
+
 KNOWN_NAMES_SHOWN = 30
 
 
@@ -19,7 +21,7 @@ class TrackerError(Exception):
     def __init__(self, **fields: Any) -> None:
         self.fields = fields
         template = (self.__doc__ or "{message}").strip()
-        super().__init__(template.format(**fields))
+        super().__init__(masked(template.format(**fields)))  # no URL's credentials, ever
 
 
 class BadInput(TrackerError):

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from tracker.jsonio import format_time, to_api_json
+from tracker.masking import masked
 
 # control, format (U+202E turns text around), surrogate, private and unassigned characters,
 # and the line and paragraph separators: none may reach a terminal or a log as it is
@@ -26,6 +27,11 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(_escape(ch) if unicodedata.category(ch) in UNSHOWN else ch for ch in text)
+
+
+def shown(text: str) -> str:
+    """A line as a terminal or a log gets it: credentials masked, control characters escaped."""
+    return printable(masked(text))
 
 
 def _escape(ch: str) -> str:

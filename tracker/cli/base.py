@@ -26,7 +26,7 @@ from typer.core import TyperGroup
 from tracker.config import DATABASE_URL_ENV, database_url
 from tracker.errors import Interrupted, TrackerError, raised_by_interrupt
 from tracker.jobdir.jobmeta import META_KEY
-from tracker.output import Format, printable
+from tracker.output import Format, shown
 
 SIZE = re.compile(r"(\d{1,15})\s*((?:[KMGT]i?B)?)", re.IGNORECASE)
 SIZE_UNITS = (
@@ -72,7 +72,7 @@ class ErrorReportingGroup(TyperGroup):
                 _last_line("interrupted")
                 raise typer.Exit(EXIT_INTERRUPTED) from None
             if isinstance(exc, TrackerError):  # names in it may come from anywhere
-                typer.echo(f"Error: {printable(str(exc))}", err=True)
+                typer.echo(f"Error: {shown(str(exc))}", err=True)
             elif isinstance(exc, DBAPIError):  # reads: a damaged file, a server gone away
                 typer.echo(f"Error: database error: {first_line(exc)}", err=True)
             else:

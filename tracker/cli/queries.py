@@ -23,7 +23,7 @@ from tracker.cli.base import (
 )
 from tracker.cli.output import print_frame, print_rows
 from tracker.domain import LOSS, ClaimStatus
-from tracker.output import Format
+from tracker.output import Format, render
 
 
 @query_app.command("probes")
@@ -274,14 +274,26 @@ def sql(
             help="Stop the statement after this long, on SQLite as on PostgreSQL.",
         ),
     ] = 60.0,  # readonly.STATEMENT_TIMEOUT_S, not imported here: sql starts without SQLAlchemy
+    max_rows: Annotated[
+        int, typer.Option(min=1, metavar="N", help="Refuse a result of more rows.")
+    ] = 100_000,  # readonly.MAX_ROWS
+    max_bytes: Annotated[
+        int,
+        typer.Option(min=1, metavar="BYTES", help="Refuse a result whose values take more."),
+    ] = 64 * 1024 * 1024,  # readonly.MAX_BYTES
     fmt: FormatOption = Format.table,
 ) -> None:
     """Run one read-only SQL statement against the database (writes are refused by it).
+    The time limit covers fetching and rendering the result too; a result past --max-rows
+    or --max-bytes is refused with one line, never half printed.
 
     Example: tracker sql --timeout 10 "SELECT name, ingested_at FROM job ORDER BY ingested_at"
     """
     from tracker import access
+    from tracker.store.readonly import SqlLimits
 
     # the schema checked before reading
-    result = access.sql_result(state(ctx).url, statement, timeout)
-    print_rows(result.as_dicts(), fmt, result.columns)
+    result = access.sql_result(state(ctx).url, statement, SqlLimits(timeout, max_rows, max_bytes))
+    text = render(result.as_dicts(), fmt, result.columns)
+    result.check_time()
+    typer.echo(text)

@@ -34,6 +34,7 @@ from tracker.errors import (
     TrackerError,
     UnknownProtocol,
 )
+from tracker.masking import masked
 
 # the extra of pyproject.toml that installs each protocol's filesystem, and its package
 EXTRAS = {
@@ -355,4 +356,4 @@ def open_source(
         raise UnknownProtocol(url=url, reason=_redacted(_first_line(exc), secrets)) from None
     except TypeError as exc:  # a storage option the filesystem does not take
         raise UnknownProtocol(url=url, reason=f"storage options: {_first_line(exc)}") from None
-    return RemoteSource(fs, path, url, secrets)
+    return RemoteSource(fs, path, masked(url), secrets)  # shown and kept without credentials
