@@ -244,6 +244,10 @@ class StorageFailed(TrackerError):
     """{url}: {reason}; nothing was stored"""
 
 
+class ExportFailed(TrackerError):
+    """export to {directory} failed writing job {job} ({reason}); {written}, no partial file left"""
+
+
 class StorageUnreadable(BadInput):
     """{path}: cannot be read ({reason})"""
 
