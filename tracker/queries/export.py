@@ -75,7 +75,7 @@ def export_curves(session: Session, selection: Selection, directory: Path) -> pl
         frame, curves = job_points(session, job_id, {key: own.get(key) for key in keys})
         folder = directory / f"job={name}"
         partial = folder / f".{FILE_NAME}.tmp"
-        written = _written([row["job"] for row in done])
+        written = _written([str(row["job"]) for row in done])
         try:
             folder.mkdir(parents=True, exist_ok=True)
             frame.write_parquet(partial, compression="zstd", statistics=True)
