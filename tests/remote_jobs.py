@@ -28,7 +28,8 @@ JOB_ROWS = {
     "job_summary": "SELECT s.* FROM job_summary s JOIN job j ON j.id = s.job_id "
     "WHERE j.name = :name",
 }
-IDS = {"id", "job_id", "run_id", "curve_id"}
+# a chunk's checksum is seeded by its curve's id: it differs between two ingests as the id does
+IDS = {"id", "job_id", "run_id", "curve_id", "checksum"}
 
 
 def job_rows(engine: Engine, name: str) -> dict[str, list[tuple[str, ...]]]:

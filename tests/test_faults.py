@@ -398,3 +398,29 @@ def test_corrupted_pages_end_every_command_in_one_line(
             )
     assert not wrong, "\n".join(wrong)
     assert outcomes["delete"] == 1  # it must read every point page
+
+
+# -- export on a full disk -------------------------------------------------------------------
+
+
+def test_export_past_the_file_size_limit_leaves_no_partial_file_and_names_what_was_written(
+    db_path: Path, jobs: dict[str, Path], tmp_path: Path
+) -> None:
+    """The big job's file cannot be written (RLIMIT_FSIZE, as above); the small one before it
+    is, and is named; no temporary file is left behind."""
+    url = f"sqlite:///{db_path}"
+    for name in ("first", "big"):
+        assert run_cli(url, "ingest", str(jobs[name])).returncode == 0
+    out = tmp_path / "points"
+    small = run_cli(url, "export", str(out), "--job", "first")
+    limit = 256 * 1024  # room for the small job's file and SQLite's own, not the big one's
+    assert (out / "job=first" / "curves.parquet").stat().st_size < limit
+
+    def cap_file_size() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    assert small.returncode == 0, small.stderr
+    capped = run_cli(url, "export", str(out), preexec_fn=cap_file_size)
+    line = assert_one_error_line(capped, f"export to {out} failed writing job big (")
+    assert line.endswith("); written before it: first, no partial file left")
+    assert sorted(p.name for p in out.rglob("*")) == ["curves.parquet", "job=big", "job=first"]

@@ -13,7 +13,7 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, inspect, select, text
+from sqlalchemy import Connection, Engine, create_engine, inspect, select, text
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
@@ -22,6 +22,7 @@ from tracker.errors import NotATrackerDatabase, UnknownRevision
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Base, Run
 from tracker.services.rederive import rederive
+from tracker.store import codec
 from tracker.store.engine import create_tracker_engine
 from tracker.store.schema import (
     HEAD,
@@ -176,12 +177,26 @@ def full_snapshot(engine: Engine, leave_out: set[str] | None = None) -> Snapshot
         if "point" in inspect(connection).get_table_names():
             stored = connection.execute(text("SELECT * FROM point ORDER BY 1, 2")).all()
             points = [(c, s, math.nan if v is None else v) for c, s, v in stored]
+        elif "checksum" not in {c["name"] for c in inspect(connection).get_columns("curve_chunk")}:
+            points = unchecked_points(connection)  # before 0011: chunks without a checksum
         else:
             with Session(bind=connection) as session:
                 points = stored_points(session).select("curve_id", "step", "value").rows()
     point_rows = [(repr(c), repr(s), repr(float(v))) for c, s, v in points]
     snapshot["point"] = (["curve_id", "step", "value"], point_rows)
     return full_snapshot_of(snapshot, leave_out)
+
+
+def unchecked_points(connection: Connection) -> list[tuple[int, int, float]]:
+    """Every point of chunks stored without a checksum, decoded as they are."""
+    stored = connection.execute(
+        text("SELECT curve_id, data FROM curve_chunk ORDER BY curve_id, first_step")
+    )
+    points = []
+    for curve_id, data in stored.all():
+        steps, values = codec.decode(bytes(data))
+        points += [(curve_id, s, v) for s, v in zip(steps.tolist(), values.tolist(), strict=True)]
+    return points
 
 
 def full_snapshot_of(snapshot: Snapshot, leave_out: set[str] | None) -> Snapshot:

@@ -138,6 +138,17 @@ def test_columns_and_paging(client: TestClient) -> None:
     assert runs(client, "q=l4&limit=1")["total"] == 4
     assert client.get("/api/runs?columns=job,nope").status_code == 422
     assert client.get("/api/runs?limit=0").status_code == 422
+    every_view = ("/api/runs", "/api/runs.csv", "/runs")
+    for query, detail, paths in (
+        ("columns=job,job", "column 'job' is asked for twice", every_view),
+        ("columns=arm&columns=job,arm", "column 'arm' is asked for twice", every_view),
+        (f"offset={2**63}", "bad parameter 'offset': Input should be less than or equal to",
+         ("/api/runs", "/runs")),  # the CSV has every row, no offset
+    ):  # fmt: skip
+        for path in paths:
+            answer = client.get(f"{path}?{query}")
+            assert answer.status_code == 422, (path, query)
+            assert detail in answer.text
 
 
 def test_nonfinite_counts_the_loss_curves_nan_and_infinite_points(

@@ -21,7 +21,7 @@ import pytest
 from sqlalchemy import Engine, func, inspect, make_url, select
 from sqlalchemy.orm import Session
 
-from tests.conftest import Cli
+from tests.conftest import Cli, require
 from tests.stored import stored_points
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, CurveChunk, Job, JobMeta, Probe, Run, SourceFile
@@ -335,3 +335,53 @@ def test_the_time_limit_must_be_positive(loaded: Cli) -> None:
     result = loaded("sql", "--timeout", "0", "SELECT 1", ok=False)
     assert result.exit_code == 2
     assert "Invalid value for '--timeout'" in result.stderr
+
+
+ENDLESS_ROWS = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT x FROM n"
+
+
+def test_an_endless_result_is_refused_past_max_rows_in_one_line(loaded: Cli) -> None:
+    """Endless rows: refused at the cap, so they were fetched as they came, never all."""
+    assert refused(loaded("sql", "--max-rows", "1000", ENDLESS_ROWS, ok=False)) == (
+        "Error: sql: the result has more than 1000 rows (--max-rows)\n"
+    )
+    exact = loaded("sql", "--max-rows", "3", f"{ENDLESS_ROWS} LIMIT 3", "--format", "csv")
+    assert exact.stdout == "x\n1\n2\n3\n"
+
+
+def test_the_time_limit_covers_fetching_endless_rows(loaded: Cli) -> None:
+    result = loaded("sql", "--timeout", "0.5", "--max-rows", "1000000000", ENDLESS_ROWS, ok=False)
+    assert refused(result) == (
+        "Error: sql: the statement ran past the time limit of 0.5 s (--timeout)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["SELECT repeat('x', 5000) AS big", "SELECT name, repeat('y', 600) FROM job, generate_series"],
+    ids=["one value", "many rows"],
+)
+def test_a_result_past_max_bytes_is_refused_in_one_line(
+    loaded: Cli, db_url: str, statement: str
+) -> None:
+    if backend(db_url) == "sqlite":  # the same values, in SQLite's words
+        statement = statement.replace("repeat('x', 5000)", "hex(zeroblob(2500))")
+        statement = statement.replace(
+            "repeat('y', 600) FROM job, generate_series",
+            "hex(zeroblob(300)) FROM job, (WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT"
+            " x + 1 FROM n LIMIT 10) SELECT x FROM n)",
+        )
+    else:
+        statement = statement.replace("generate_series", "generate_series(1, 10)")
+    assert refused(loaded("sql", "--max-bytes", "4000", statement, ok=False)) == (
+        "Error: sql: the result is larger than 4000 bytes (--max-bytes)\n"
+    )
+    assert loaded("sql", "--max-bytes", "100000", statement, "--format", "csv").exit_code == 0
+
+
+def test_a_value_larger_than_max_bytes_is_not_made_on_sqlite(cli: Cli, db_url: str) -> None:
+    """SQLite refuses to make it at all: randomblob(900 MB) costs nothing."""
+    require(backend(db_url) == "sqlite", "SQLite's SQLITE_LIMIT_LENGTH")
+    assert refused(cli("sql", "SELECT randomblob(900000000)", ok=False)) == (
+        "Error: sql: the result is larger than 64 MiB (--max-bytes)\n"
+    )

@@ -21,13 +21,13 @@ from sqlalchemy import Engine, func, make_url, select
 from sqlalchemy.orm import Session
 
 from tracker.conditions import Condition
-from tracker.config import STATEMENT_TIMEOUT_S, database_url
+from tracker.config import database_url
 from tracker.domain import JOB_SORT_KEYS
 from tracker.models import Job
 from tracker.store import catalog
 from tracker.store.catalog import meta_text, parse_time, parse_where
 from tracker.store.engine import ON_LOCK_WAIT, create_tracker_engine, first_line
-from tracker.store.readonly import SqlResult, run_readonly_sql
+from tracker.store.readonly import DEFAULT_LIMITS, SqlLimits, SqlResult, run_readonly_sql
 from tracker.store.schema import HEAD, check_schema, open_database
 from tracker.store.sqlite_files import read_only_url, reads_only_as_immutable, refuse_missing_file
 from tracker.store.transactions import in_write_transaction
@@ -201,15 +201,15 @@ def delete(db: Database, jobs: Iterable[str] | str) -> None:
     in_write(db, delete_all)
 
 
-def sql_result(db: Database, statement: str, timeout_s: float = STATEMENT_TIMEOUT_S) -> SqlResult:
-    """One read-only SQL statement's columns and rows, as the database gave them; a
-    statement still running after ``timeout_s`` seconds is stopped (``SqlRefused``)."""
+def sql_result(db: Database, statement: str, limits: SqlLimits = DEFAULT_LIMITS) -> SqlResult:
+    """One read-only SQL statement's columns and rows, as the database gave them; one past
+    ``limits`` (running time, rows, bytes) is stopped (``SqlRefused``)."""
     if isinstance(db, Engine):
         url = db.url.render_as_string(hide_password=False)
     else:
         url = database_url(db)
         connect(url).dispose()  # checks and, if empty, migrates the database first
-    return run_readonly_sql(url, statement, timeout_s)
+    return run_readonly_sql(url, statement, limits)
 
 
 def schema_revision(url: str | None = None) -> str | None:

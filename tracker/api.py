@@ -44,7 +44,7 @@ from tracker.access import (
 )
 from tracker.analysis.expectations import load_expectations
 from tracker.conditions import Condition, as_conditions
-from tracker.config import STATEMENT_TIMEOUT_S, database_url
+from tracker.config import MAX_BYTES, MAX_ROWS, STATEMENT_TIMEOUT_S, database_url
 from tracker.domain import DEFAULT_ARM_MODEL, LOSS
 from tracker.jobdir.limits import MAX_FILE_SIZE
 from tracker.jobdir.sample import write_demo_jobs, write_demo_seed_jobs
@@ -66,6 +66,7 @@ from tracker.services.rederive import Rederived
 from tracker.services.rederive import rederive as _rederive
 from tracker.services.sync import SyncedJob, SyncOptions, SyncReport, sync_prefix
 from tracker.store.engine import create_tracker_engine
+from tracker.store.readonly import SqlLimits
 from tracker.store.schema import Upgrade, upgrade_database
 from tracker.store.sqlite_files import refuse_missing_file
 
@@ -260,9 +261,16 @@ def claims(
     return with_session(db, lambda s: _claims.claims(s, selection, exp))
 
 
-def sql(db: Database, statement: str, timeout_s: float = STATEMENT_TIMEOUT_S) -> pl.DataFrame:
-    """One read-only SQL statement's result, stopped after ``timeout_s`` seconds."""
-    result = sql_result(db, statement, timeout_s)
+def sql(
+    db: Database,
+    statement: str,
+    timeout_s: float = STATEMENT_TIMEOUT_S,
+    max_rows: int = MAX_ROWS,
+    max_bytes: int = MAX_BYTES,
+) -> pl.DataFrame:
+    """One read-only SQL statement's result, stopped after ``timeout_s`` seconds or past
+    ``max_rows`` rows or ``max_bytes`` bytes of values."""
+    result = sql_result(db, statement, SqlLimits(timeout_s, max_rows, max_bytes))
     return pl.DataFrame(result.rows, schema=result.columns, orient="row")
 
 

@@ -11,6 +11,9 @@ DEFAULT_DATABASE_URL = "sqlite:///tracker.db"
 DATABASE_URL_ENV = "TRACKER_DATABASE_URL"
 # a statement of `tracker sql` or of a served request is stopped after this many seconds
 STATEMENT_TIMEOUT_S = 60.0
+# what one `tracker sql` may read back: a terminal's or a script's worth; more is an export's job
+MAX_ROWS = 100_000
+MAX_BYTES = 64 * 1024 * 1024  # of the values, as text or bytes (a number counts 8)
 
 
 # psycopg 3 is the tracker's PostgreSQL driver; SQLAlchemy's bare schemes mean psycopg2.

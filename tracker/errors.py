@@ -10,6 +10,8 @@ import difflib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from tracker.masking import masked
+
 KNOWN_NAMES_SHOWN = 30
 
 
@@ -19,7 +21,7 @@ class TrackerError(Exception):
     def __init__(self, **fields: Any) -> None:
         self.fields = fields
         template = (self.__doc__ or "{message}").strip()
-        super().__init__(template.format(**fields))
+        super().__init__(masked(template.format(**fields)))  # no URL's credentials, ever
 
 
 class BadInput(TrackerError):
@@ -112,6 +114,14 @@ class ServerBusy(TrackerError):
 
 class CurveNotFound(TrackerError):
     """job {job!r} has no curve {metric!r} for arm {arm!r}; its metrics: {known}"""
+
+
+class DamagedCurve(TrackerError):
+    """stored curve {job}/{arm} {metric} steps {first}-{last} is damaged ({reason}); re-ingest the job from its files"""
+
+
+class DamagedSummary(TrackerError):
+    """stored summary of job {job} is damaged ({reason}); re-ingest the job from its files"""
 
 
 class BadExpectations(TrackerError):
@@ -244,6 +254,14 @@ class MisspelledURL(TrackerError):
 
 class StorageFailed(TrackerError):
     """{url}: {reason}; nothing was stored"""
+
+
+class ExportFailed(TrackerError):
+    """export to {directory} failed writing job {job} ({reason}); {written}, no partial file left"""
+
+
+class StorageUnreadable(BadInput):
+    """{path}: cannot be read ({reason})"""
 
 
 class Interrupted(KeyboardInterrupt):

@@ -217,7 +217,8 @@ class CurveChunk(Base):
     """Up to ``tracker.store.points.CHUNK_POINTS`` consecutive points of a curve, compressed
     (``tracker.store.codec``): a range read fetches only the chunks whose steps it needs,
     found through the key (``curve_id``, ``first_step``). ``min_value``/``max_value`` are over
-    the chunk's finite values (NULL when it has none)."""
+    the chunk's finite values (NULL when it has none); ``checksum`` is the codec's of ``data``
+    (checked on every read)."""
 
     __tablename__ = "curve_chunk"
 
@@ -230,6 +231,7 @@ class CurveChunk(Base):
     min_value: Mapped[float | None] = mapped_column(Float)
     max_value: Mapped[float | None] = mapped_column(Float)
     data: Mapped[bytes] = mapped_column(LargeBinary)
+    checksum: Mapped[int] = mapped_column(BigInteger)
 
 
 class JobVerdict(Base):

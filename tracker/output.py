@@ -8,11 +8,37 @@ from __future__ import annotations
 
 import csv
 import io
+import unicodedata
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 from tracker.jsonio import format_time, to_api_json
+from tracker.masking import masked
+
+# control, format (U+202E turns text around), surrogate, private and unassigned characters,
+# and the line and paragraph separators: none may reach a terminal or a log as it is
+UNSHOWN = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on written as its escape
+    (``\\x1b``, ``\\u202e``): names from a bucket can hold anything."""
+    if text.isprintable():
+        return text
+    return "".join(_escape(ch) if unicodedata.category(ch) in UNSHOWN else ch for ch in text)
+
+
+def shown(text: str) -> str:
+    """A line as a terminal or a log gets it: credentials masked, control characters escaped."""
+    return printable(masked(text))
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 class Format(StrEnum):

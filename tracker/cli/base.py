@@ -24,7 +24,7 @@ from tracker.conditions import Condition
 from tracker.config import DATABASE_URL_ENV, database_url
 from tracker.domain import META_KEY
 from tracker.errors import Interrupted, TrackerError, raised_by_interrupt
-from tracker.output import Format
+from tracker.output import Format, shown
 
 SIZE = re.compile(r"(\d{1,15})\s*((?:[KMGT]i?B)?)", re.IGNORECASE)
 SIZE_UNITS = (
@@ -69,8 +69,8 @@ class ErrorReportingGroup(TyperGroup):
             if raised_by_interrupt(exc):  # a Ctrl-C, or an error a library raised for one
                 _last_line("interrupted")
                 raise typer.Exit(EXIT_INTERRUPTED) from None
-            if isinstance(exc, TrackerError):
-                typer.echo(f"Error: {exc}", err=True)
+            if isinstance(exc, TrackerError):  # names in it may come from anywhere
+                typer.echo(f"Error: {shown(str(exc))}", err=True)
             elif isinstance(exc, DBAPIError):  # reads: a damaged file, a server gone away
                 typer.echo(f"Error: database error: {first_line(exc)}", err=True)
             else:

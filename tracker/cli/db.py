@@ -1,4 +1,5 @@
-"""``tracker db``: copy jobs between databases, migrate the schema, show its revision."""
+"""``tracker db``: copy jobs between databases, migrate the schema, show its revision, check
+the stored data."""
 
 from __future__ import annotations
 
@@ -64,6 +65,23 @@ def db_rederive(ctx: typer.Context) -> None:
 
     engine = _state(ctx).engine(may_create_file=False)
     typer.echo(api.rederive(engine, on_job=lambda name: typer.echo(f"{name}: rederived")).summary())
+
+
+@db_app.command("check")
+def db_check(ctx: typer.Context) -> None:
+    """Verify every stored curve chunk (checksum, point count, steps) and every kept summary;
+    print one line per damaged one and exit 1 if any (as SQLite's integrity_check).
+
+    Example: tracker db check
+    """
+    from tracker.services.check import check_database
+
+    checked = check_database(_state(ctx).engine(may_create_file=False))
+    for _job, line in checked.damage:
+        typer.echo(f"Error: {line}", err=True)
+    typer.echo(checked.summary())
+    if checked.damage:
+        raise typer.Exit(1)
 
 
 @db_app.command("current")

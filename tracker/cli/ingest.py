@@ -14,6 +14,7 @@ from tracker.cli.base import parse_size as _parse_size
 from tracker.cli.base import state as _state
 from tracker.domain import DEFAULT_ARM_MODEL
 from tracker.jobdir.limits import MAX_FILE_SIZE, size_text
+from tracker.output import shown
 
 PROGRESS_MIN_BYTES = 10_000_000
 
@@ -104,7 +105,7 @@ def _ingest_progress(stack: ExitStack, *, many: bool) -> Any:
         def say(self, line: str, err: bool = False) -> None:
             """A line of its own, not glued to the end of the drawn progress bar."""
             sys.stderr.write(self.clear_bar)
-            typer.echo(line, err=err)
+            typer.echo(shown(line), err=err)
 
         def arm_written(self, nbytes: int) -> None:
             if self.bar is not None:

@@ -22,9 +22,9 @@ from tracker.cli.base import (
     where_pairs,
 )
 from tracker.cli.output import print_frame, print_rows
-from tracker.config import STATEMENT_TIMEOUT_S
+from tracker.config import MAX_BYTES, MAX_ROWS, STATEMENT_TIMEOUT_S
 from tracker.domain import LOSS, MIN_WINDOW_POINTS, ClaimStatus
-from tracker.output import Format
+from tracker.output import Format, render
 
 
 @query_app.command("probes")
@@ -294,14 +294,26 @@ def sql(
             help="Stop the statement after this long, on SQLite as on PostgreSQL.",
         ),
     ] = STATEMENT_TIMEOUT_S,
+    max_rows: Annotated[
+        int, typer.Option(min=1, metavar="N", help="Refuse a result of more rows.")
+    ] = MAX_ROWS,
+    max_bytes: Annotated[
+        int,
+        typer.Option(min=1, metavar="BYTES", help="Refuse a result whose values take more."),
+    ] = MAX_BYTES,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Run one read-only SQL statement against the database (writes are refused by it).
+    The time limit covers fetching and rendering the result too; a result past --max-rows
+    or --max-bytes is refused with one line, never half printed.
 
     Example: tracker sql --timeout 10 "SELECT name, ingested_at FROM job ORDER BY ingested_at"
     """
     from tracker import access
+    from tracker.store.readonly import SqlLimits
 
     # the schema checked before reading
-    result = access.sql_result(state(ctx).url, statement, timeout)
-    print_rows(result.as_dicts(), fmt, result.columns)
+    result = access.sql_result(state(ctx).url, statement, SqlLimits(timeout, max_rows, max_bytes))
+    text = render(result.as_dicts(), fmt, result.columns)
+    result.check_time()
+    typer.echo(text)

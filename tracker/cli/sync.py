@@ -12,6 +12,7 @@ from tracker.cli.base import StorageOptions, app, parse_storage_options
 from tracker.cli.base import parse_meta as _parse_meta
 from tracker.cli.base import state as _state
 from tracker.errors import TrackerError
+from tracker.output import shown
 
 
 @app.command()
@@ -62,9 +63,9 @@ def sync(
             except TrackerError as exc:
                 if watch is None:
                     raise
-                typer.echo(f"Error: {exc}", err=True)  # a watch outlasts a network blip
+                typer.echo(f"Error: {shown(str(exc))}", err=True)  # a watch outlasts a blip
             else:
-                typer.echo(report.summary())
+                typer.echo(shown(report.summary()))
             if watch is None:
                 break
             time.sleep(watch)
@@ -77,6 +78,6 @@ def _tell(job: Any) -> None:
     from tracker.services.sync import SyncStatus
 
     if job.status == SyncStatus.FAILED:
-        typer.echo(f"Error: {job.detail}", err=True)
+        typer.echo(f"Error: {shown(job.detail)}", err=True)
     elif job.status != SyncStatus.UNCHANGED or job.detail:
-        typer.echo(job.line())
+        typer.echo(shown(job.line()))

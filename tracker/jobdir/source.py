@@ -13,10 +13,10 @@ credentials, ``HF_TOKEN``) and the caller's storage options; no message ever sho
 
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
 import re
-import shutil
 import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
@@ -31,9 +31,11 @@ from tracker.errors import (
     NoSuchDirectory,
     NotADirectory,
     StorageFailed,
+    StorageUnreadable,
     TrackerError,
     UnknownProtocol,
 )
+from tracker.masking import masked
 
 # the extra of pyproject.toml that installs each protocol's filesystem, and its package
 EXTRAS = {
@@ -211,8 +213,10 @@ class RemoteSource(JobSource):
         return ListedFile(self, name, int(entry.get("size") or 0), _version(entry))
 
     def open(self, file: ListedFile) -> IO[bytes]:
-        """Downloaded once, in blocks, to a temporary copy on disk: a scan hashes a file and
-        the ingest parses it later from that copy, which goes with the second open."""
+        """Downloaded once, in ranged GETs of ``COPY_BLOCK`` bytes, to a temporary copy on
+        disk: a scan hashes a file and the ingest parses it later from that copy, which goes
+        with the second open. The download stops as soon as more bytes arrive than the
+        listing gave (which ``--max-file-size`` was checked on), whatever the object holds."""
         kept = self._kept.pop(file.name, None)
         if kept is not None:  # the second and last open (the parse): the copy goes
             stream = kept.open("rb")
@@ -220,23 +224,26 @@ class RemoteSource(JobSource):
             return stream
         if self._spool is None:
             self._spool = tempfile.TemporaryDirectory(prefix="tracker-")  # removed when freed
-        copy = Path(self._spool.name, file.name)
+        # named by a digest: a key may be longer than a local file name may be
+        copy = Path(self._spool.name, hashlib.sha256(file.name.encode()).hexdigest())
         try:
             with (
                 self.fs.open(f"{self.path}/{file.name}", "rb", cache_type="none") as remote,
                 copy.open("wb") as local,
             ):
-                shutil.copyfileobj(remote, local, COPY_BLOCK)
+                size = _copy_at_most(remote, local, file.size + 1)
         except Exception as exc:  # whatever the filesystem raises: one line naming the file
             copy.unlink(missing_ok=True)
             reason = self._redact(_first_line(exc) or type(exc).__name__)
-            raise BadInput(path=file.name, problem=f"cannot be read ({reason})") from None
-        size = copy.stat().st_size
+            raise StorageUnreadable(path=file.name, reason=reason) from None
         if size != file.size:
             copy.unlink()
-            raise BadInput(
-                path=file.name, problem=f"truncated: {size} of its {file.size} bytes read"
+            problem = (
+                f"truncated: {size} of its {file.size} bytes read"
+                if size < file.size
+                else f"more than the {file.size} bytes listed arrived (rewritten while read?)"
             )
+            raise BadInput(path=file.name, problem=problem)
         self._kept[file.name] = copy
         return copy.open("rb")
 
@@ -295,6 +302,18 @@ def _redacted(text: str, secrets: frozenset[str]) -> str:
     return text
 
 
+def _copy_at_most(remote: IO[bytes], local: IO[bytes], limit: int) -> int:
+    """Copy blocks until ``limit`` bytes or the end; the bytes copied."""
+    copied = 0
+    while copied < limit:
+        block = remote.read(min(COPY_BLOCK, limit - copied))
+        if not block:
+            break
+        local.write(block)
+        copied += len(block)
+    return copied
+
+
 def _version(entry: Mapping[str, Any]) -> str | None:
     for key in (*VERSION_KEYS, *TIME_KEYS):
         if entry.get(key) not in (None, ""):
@@ -346,4 +365,4 @@ def open_source(
         raise UnknownProtocol(url=url, reason=_redacted(_first_line(exc), secrets)) from None
     except TypeError as exc:  # a storage option the filesystem does not take
         raise UnknownProtocol(url=url, reason=f"storage options: {_first_line(exc)}") from None
-    return RemoteSource(fs, path, url, secrets)
+    return RemoteSource(fs, path, masked(url), secrets)  # shown and kept without credentials

@@ -6,7 +6,8 @@ per job, ``DIR/job=NAME/curves.parquet`` (hive partitioning: the job is the fold
 columns ``arm``, ``model``, ``variant``, ``seed``, ``metric``, ``step``, ``value`` and one
 column per metadata key of any selected job (null where a job lacks it), so every file has the
 same schema: text, but for ``time``, a timestamp (UTC) that engines compare as one. A job's file is
-written whole or not at all (a temporary file renamed), one job in memory at a time.
+written whole or not at all (a temporary file renamed), one job in memory at a time: a full
+disk or an interrupt removes the temporary file and names the jobs written before it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import polars as pl
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tracker.errors import ExportFailed, Interrupted
 from tracker.models import Curve, JobMeta, Run
 from tracker.queries.selection import Selection, selected_jobs
 from tracker.store.curves import load_curves
@@ -83,16 +85,31 @@ def export_curves(session: Session, selection: Selection, directory: Path) -> pl
     ):
         meta.setdefault(job_id, {})[key] = value
     keys = sorted({key for own in meta.values() for key in own})
-    done = []
+    done: list[dict[str, object]] = []
     for job_id, name in zip(job_ids, jobs["job"], strict=True):
         own = meta.get(job_id, {})
         frame, curves = job_points(session, job_id, {key: own.get(key) for key in keys})
         folder = directory / f"job={name}"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / FILE_NAME
         partial = folder / f".{FILE_NAME}.tmp"
-        frame.write_parquet(partial, compression="zstd", statistics=True)
-        os.replace(partial, path)
-        done.append({"job": name, "curves": curves, "points": frame.height, "path": str(path)})
+        written = _written([str(row["job"]) for row in done])
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            frame.write_parquet(partial, compression="zstd", statistics=True)
+            os.replace(partial, folder / FILE_NAME)
+        except (OSError, pl.exceptions.PolarsError) as exc:  # a full disk, mostly
+            partial.unlink(missing_ok=True)
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ExportFailed(
+                directory=directory, job=name, reason=reason, written=written
+            ) from None
+        except KeyboardInterrupt:
+            partial.unlink(missing_ok=True)
+            raise Interrupted(f"{written}; job {name} and those after it not written") from None
+        path = str(folder / FILE_NAME)
+        done.append({"job": name, "curves": curves, "points": frame.height, "path": path})
     schema = {"job": pl.String, "curves": pl.Int64, "points": pl.Int64, "path": pl.String}
     return pl.DataFrame(done, schema=schema)
+
+
+def _written(jobs: list[str]) -> str:
+    return f"written before it: {', '.join(jobs)}" if jobs else "no job was written"

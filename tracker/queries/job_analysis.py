@@ -16,6 +16,7 @@ from tracker.store.jobdata import load_job_data
 from tracker.store.kept_rows import VerdictRow, stored_rows, stored_summary, verdict_row
 from tracker.summary.build import derive, summarize
 from tracker.summary.model import Derived, Summary
+from tracker.summary.stored import read_summary
 from tracker.summary.trajectories import TrajectoryDrawing, trajectory_drawing
 from tracker.summary.version import expectations_digest
 
@@ -67,7 +68,7 @@ def load_summary(session: Session, job_id: int, exp: Expectations) -> Summary:
     data = stored_summary(session, job_id, expectations_digest(exp))
     if data is None:
         return summarize(load_job_data(session, _name(session, job_id)), exp)
-    return Summary.from_stored(data, lambda: _drawn(session, job_id, exp))
+    return read_summary(_name(session, job_id), data, lambda: _drawn(session, job_id, exp))
 
 
 def _drawn(session: Session, job_id: int, exp: Expectations) -> TrajectoryDrawing:

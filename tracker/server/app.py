@@ -17,6 +17,8 @@ import tracker
 from tracker.analysis.expectations import load_expectations
 from tracker.errors import (
     CurveNotFound,
+    DamagedCurve,
+    DamagedSummary,
     DatabaseBusy,
     DatabaseFailed,
     DatabaseGone,
@@ -78,6 +80,8 @@ async def _tracker_error(request: Request, exc: Exception) -> Response:
         status, headers = 503, {"Retry-After": str(exc.fields["seconds"])}
     elif isinstance(exc, UNAVAILABLE):
         status = 503
+    elif isinstance(exc, DamagedCurve | DamagedSummary):
+        status = 500  # the stored data is wrong, not the request: the line says which
     else:
         status = 422
     return _error(request, status, str(exc), headers)

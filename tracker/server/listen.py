@@ -5,6 +5,7 @@ HTTP/1.1 protocol with the security headers on the one answer it gives by itself
 from __future__ import annotations
 
 import errno
+import logging
 import socket
 
 import h11
@@ -13,6 +14,7 @@ from fastapi import FastAPI
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from tracker.errors import CannotListen, PortInUse
+from tracker.masking import masked
 from tracker.server.security import SECURITY_HEADERS
 
 _GUARD_HEADERS = [(name.encode(), value.encode()) for name, value in SECURITY_HEADERS.items()]
@@ -71,4 +73,13 @@ def serve(app: FastAPI, host: str, port: int) -> None:
     """Serve ``app`` on ``host``:``port`` until interrupted; a port in use is ``PortInUse``."""
     sock = listening_socket(host, port)
     config = uvicorn.Config(app, host=host, port=port, log_level="info", http=GuardedH11Protocol)
+    logging.getLogger("uvicorn.access").addFilter(mask_access_line)  # after uvicorn's setup
     Server(config).run(sockets=[sock])
+
+
+def mask_access_line(record: logging.LogRecord) -> bool:
+    """An access line without the secrets of its query (``/login?token=***``): uvicorn logs
+    the path with its query as one of the record's arguments."""
+    if isinstance(record.args, tuple):
+        record.args = tuple(masked(a) if isinstance(a, str) else a for a in record.args)
+    return True

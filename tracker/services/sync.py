@@ -12,6 +12,11 @@ job's own write transaction: the same content digest is ``unchanged`` (the new v
 kept, so the next sync skips it again), another is ``changed`` and left alone unless
 ``replace``. Each job is its own transaction, so a killed sync resumes where it stopped, and
 two syncs at once never store a job twice (the job name is unique: the later one finds it).
+
+Whatever goes wrong with one job (a key too long for the local disk, an object that cannot be
+read, a bad name) is that job's one ``failed`` line, and the pass goes on; only a storage that
+stops answering (``UNREACHABLE_IN_A_ROW`` jobs in a row it could not read) ends the pass early,
+with one line, rather than costing one timeout per job left.
 """
 
 from __future__ import annotations
@@ -24,10 +29,17 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, select
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from tracker.domain import DEFAULT_ARM_MODEL, ArmName, IngestStatus
-from tracker.errors import JobExists, TrackerError, raised_by_interrupt
+from tracker.errors import (
+    JobExists,
+    StorageFailed,
+    StorageUnreadable,
+    TrackerError,
+    raised_by_interrupt,
+)
 from tracker.jobdir.reader import PROBE_FILE, scan_job, validate_job_name
 from tracker.jobdir.source import JobSource, Listing, open_source
 from tracker.models import Job
@@ -35,6 +47,8 @@ from tracker.services.ingest import IngestResult, ingest_job
 from tracker.services.interrupts import Tally, session_after_interrupt
 from tracker.store import transactions
 from tracker.store.job_rows import set_file_versions, stored_listings
+
+UNREACHABLE_IN_A_ROW = 3  # jobs in a row the storage could not give: it is down, stop the pass
 
 
 class SyncStatus(StrEnum):
@@ -63,6 +77,7 @@ class SyncedJob:
     status: SyncStatus
     detail: str = ""  # why it waits, what changed, the error
     result: IngestResult | None = None
+    unreachable: bool = False  # failed because the storage did not give its files
 
     def line(self) -> str:
         if self.result is not None and self.status != SyncStatus.UNCHANGED:
@@ -76,6 +91,7 @@ class SyncReport:
 
     prefix: str
     jobs: list[SyncedJob] = field(default_factory=list)
+    stopped: str = ""  # why the pass ended before the last job, if it did
 
     @property
     def failed(self) -> list[SyncedJob]:
@@ -92,7 +108,8 @@ class SyncReport:
         failed = f"{len(self.failed)} failed"
         if self.failed:
             failed += f" ({', '.join(job.location for job in self.failed)})"
-        return f"{len(self.jobs)} found: {', '.join([*parts, failed])}"
+        line = f"{len(self.jobs)} found: {', '.join([*parts, failed])}"
+        return f"{line}; {self.stopped}" if self.stopped else line
 
 
 def content_files(listing: Listing) -> dict[str, tuple[int, str | None]]:
@@ -140,7 +157,8 @@ def sync_prefix(
         stored = stored_listings(session)
     first_of: dict[str, JobSource] = {}
     report = SyncReport(str(prefix))
-    for directory in found:
+    in_a_row = 0
+    for done, directory in enumerate(found, 1):
         first = first_of.setdefault(directory.name, directory)
         if first is not directory:  # two directories, one job name: neither may shadow
             problem = f"{directory}: the job name {directory.name!r} is also that of {first}"
@@ -150,6 +168,13 @@ def sync_prefix(
         report.jobs.append(job)
         if on_job is not None:
             on_job(job)
+        in_a_row = in_a_row + 1 if job.unreachable else 0
+        if in_a_row == UNREACHABLE_IN_A_ROW and done < len(found):
+            report.stopped = (
+                f"stopped: the storage gave no files for {in_a_row} jobs in a row, "
+                f"{len(found) - done} jobs not tried"
+            )
+            break
     return report
 
 
@@ -186,18 +211,27 @@ def _sync_job(
     except JobExists:
         tally.not_stored(directory.name)
         return SyncedJob(where, SyncStatus.CHANGED, "files changed since ingest; --replace")
-    except TrackerError as exc:
+    except SQLAlchemyError:
+        raise  # the database, not this job: every later job would fail the same way
+    except Exception as exc:  # anything else is this job's failure only
         if raised_by_interrupt(exc):  # e.g. a transaction failing as it unwinds
             raise
         tally.not_stored(directory.name)
-        message = str(exc)
+        message = str(exc) if isinstance(exc, TrackerError) else _unexpected(exc)
         detail = message if message.startswith(f"{where}: ") else f"{where}: {message}"
-        return SyncedJob(where, SyncStatus.FAILED, detail)
+        unreachable = isinstance(exc, StorageUnreadable | StorageFailed)
+        return SyncedJob(where, SyncStatus.FAILED, detail, unreachable=unreachable)
     status = {
         IngestStatus.INGESTED: SyncStatus.INGESTED,
         IngestStatus.REPLACED: SyncStatus.REPLACED,
     }.get(result.status, SyncStatus.UNCHANGED)
     return SyncedJob(where, status, result=result)
+
+
+def _unexpected(exc: Exception) -> str:
+    """An error no reader foresaw, as one line: its kind and first line."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
 def _ingest(

@@ -15,6 +15,10 @@ compression: a float's sign and exponent bytes repeat from point to point and co
 when they stand together. A later codec gets another version byte; readers keep decoding
 this one, so stored chunks never need a rewrite.
 
+Every stored chunk carries a checksum (``checksum``: xxh3-64 of its bytes, seeded with its
+curve's id, so a chunk moved under another curve fails too); ``decode`` turns every damaged
+input (truncated, unknown version, an undecodable body) into ``BadChunk``, never other numbers.
+
 The migration that first wrote chunks (``migrations/versions/0007_curve_chunks.py``) keeps
 its own copy of version 1, as an old revision never runs today's code; a test checks that
 the two agree byte for byte.
@@ -25,6 +29,7 @@ from __future__ import annotations
 import struct
 
 import numpy as np
+import xxhash
 import zstandard
 
 VERSION = 1
@@ -38,8 +43,13 @@ _compressor = zstandard.ZstdCompressor(level=LEVEL)
 _decompressor = zstandard.ZstdDecompressor()
 
 
-class UnknownChunkVersion(ValueError):
-    """A chunk written by a newer tracker."""
+class BadChunk(ValueError):
+    """A chunk that cannot be what its row says: its message is the reason, in a few words."""
+
+
+def checksum(data: bytes, curve_id: int) -> int:
+    """The chunk's xxh3-64 as a signed 64-bit integer (what a BIGINT column holds)."""
+    return int.from_bytes(xxhash.xxh3_64_digest(data, seed=curve_id), "big", signed=True)
 
 
 def _split(column: np.ndarray) -> bytes:
@@ -94,12 +104,19 @@ def encode(steps: np.ndarray, values: np.ndarray) -> bytes:
 
 
 def decode(data: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """``(steps, values)`` of a chunk ``encode`` made."""
+    """``(steps, values)`` of a chunk ``encode`` made; ``BadChunk`` for anything else."""
+    if not data:
+        raise BadChunk("empty chunk")
     if data[0] != VERSION:
-        raise UnknownChunkVersion(f"curve chunk format {data[0]}, this tracker reads {VERSION}")
-    body = _decompressor.decompress(memoryview(data)[1:])
-    encoding, decimals, n = HEADER.unpack_from(body)
+        raise BadChunk(f"chunk format {data[0]}, this tracker reads {VERSION}")
+    try:
+        body = _decompressor.decompress(memoryview(data)[1:])
+        encoding, decimals, n = HEADER.unpack_from(body)
+    except (zstandard.ZstdError, struct.error):
+        raise BadChunk("truncated or undecodable") from None
     size = 8 * n
+    if len(body) != HEADER.size + 2 * size or encoding not in (FLOAT, SCALED):
+        raise BadChunk("truncated or undecodable")
     steps = np.cumsum(_join(body[HEADER.size : HEADER.size + size], n))
     column = _join(body[HEADER.size + size :], n)
     if encoding == SCALED:

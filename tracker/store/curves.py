@@ -1,8 +1,12 @@
-"""The one module that reads curve points: chunks (``curve_chunk``) decoded into polars frames."""
+"""The one module that reads curve points: chunks (``curve_chunk``) decoded into polars frames.
+
+Every chunk is checked as it is read: its checksum, then what its row says of it (point
+count, first and last step) against what it decodes to; any difference is ``DamagedCurve``,
+naming the job, arm, metric and steps, never other numbers."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeVarTuple
 
 import numpy as np
 import polars as pl
@@ -10,12 +14,13 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from tracker.domain import LOSS
-from tracker.errors import CurveNotFound, RunNotFound, known_names
+from tracker.errors import CurveNotFound, DamagedCurve, RunNotFound, known_names
 from tracker.models import Curve, CurveChunk, Job, Run
 from tracker.store import codec
 from tracker.store.catalog import get_job
 from tracker.store.points import ChunkRow
 
+Columns = TypeVarTuple("Columns")
 SCHEMA = {"curve_id": pl.Int64, "step": pl.Int64, "value": pl.Float64}
 
 
@@ -25,11 +30,11 @@ def read_curve(
     """One curve's steps (int64) and values (float64), in step order; with ``steps`` only
     those from the first to the last step given (both included), decoding only the chunks
     that hold them (found through the (curve_id, first_step) key)."""
-    query = select(CurveChunk.data).where(CurveChunk.curve_id == curve_id)
+    query = select(*CHECKED).where(CurveChunk.curve_id == curve_id)
     if steps is not None:
         query = _overlapping(query, curve_id, steps)
     rows = session.connection().execute(query.order_by(CurveChunk.first_step))
-    chunks = [codec.decode(data) for (data,) in rows]
+    chunks = [checked_decode(session, curve_id, *row) for row in rows]
     if not chunks:
         return np.empty(0, np.int64), np.empty(0, np.float64)
     step = np.concatenate([chunk[0] for chunk in chunks])
@@ -83,7 +88,9 @@ def load_curves(
     return pl.concat(parts) if parts else pl.DataFrame(schema=SCHEMA)
 
 
-def _overlapping(query: Select[Any], curve_id: int, steps: tuple[int, int]) -> Select[Any]:
+def _overlapping(
+    query: Select[*Columns], curve_id: int, steps: tuple[int, int]
+) -> Select[*Columns]:
     """Only the chunks holding steps from ``steps[0]`` to ``steps[1]``: those that start
     inside it, and the one before it that may reach into it (the last to start at or
     before the first step), both bounds on the key."""
@@ -98,24 +105,56 @@ def _overlapping(query: Select[Any], curve_id: int, steps: tuple[int, int]) -> S
     )
 
 
+CHECKED = (
+    CurveChunk.data,
+    CurveChunk.checksum,
+    CurveChunk.n_points,
+    CurveChunk.first_step,
+    CurveChunk.last_step,
+)
+
+
+def checked_decode(
+    session: Session, curve_id: int, data: bytes, checksum: int, n: int, first: int, last: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """A chunk's ``(steps, values)``, once it is checked against its row."""
+    try:
+        if codec.checksum(data, curve_id) != checksum:
+            raise codec.BadChunk("checksum mismatch")
+        steps, values = codec.decode(data)
+        if len(steps) != n or steps[0] != first or steps[-1] != last:
+            raise codec.BadChunk("its points differ from its row")
+        if len(steps) > 1 and not (np.diff(steps) > 0).all():
+            raise codec.BadChunk("its steps are out of order")
+    except codec.BadChunk as exc:
+        raise damaged(session, curve_id, first, last, str(exc)) from None
+    return steps, values
+
+
+def damaged(session: Session, curve_id: int, first: int, last: int, reason: str) -> DamagedCurve:
+    """The error naming a damaged chunk's job, arm and metric."""
+    job, arm, metric = session.execute(
+        select(Job.name, Run.arm, Curve.metric)
+        .join(Run, Run.job_id == Job.id)
+        .join(Curve, Curve.run_id == Run.id)
+        .where(Curve.id == curve_id)
+    ).one()
+    return DamagedCurve(job=job, arm=arm, metric=metric, first=first, last=last, reason=reason)
+
+
 def stored_chunks(session: Session, curve_id: int) -> list[ChunkRow]:
-    """A curve's chunks as stored, still encoded: what a copy writes elsewhere unchanged."""
+    """A curve's chunks as stored, still encoded, each checked first: what a copy writes
+    elsewhere unchanged (and ``tracker db check`` verifies)."""
     query = (
-        select(
-            CurveChunk.first_step,
-            CurveChunk.last_step,
-            CurveChunk.n_points,
-            CurveChunk.min_value,
-            CurveChunk.max_value,
-            CurveChunk.data,
-        )
+        select(CurveChunk.min_value, CurveChunk.max_value, *CHECKED)
         .where(CurveChunk.curve_id == curve_id)
         .order_by(CurveChunk.first_step)
     )
-    return [
-        (first, last, n, low, high, bytes(data))
-        for first, last, n, low, high, data in session.execute(query)
-    ]
+    rows = []
+    for low, high, data, checksum, n, first, last in session.execute(query):
+        checked_decode(session, curve_id, bytes(data), checksum, n, first, last)
+        rows.append((first, last, n, low, high, bytes(data)))
+    return rows
 
 
 def find_curve(session: Session, job: str, arm: str, metric: str = LOSS) -> Curve:

@@ -21,10 +21,10 @@ from tracker.store.engine import first_line
 # A 2,000-step zoom touches one or two chunks; larger chunks barely compress better (6.18 vs
 # 6.20 bytes/point at 4,096) and would decode more than a zoom shows.
 CHUNK_POINTS = 16_384
-COLUMNS = "curve_id, first_step, last_step, n_points, min_value, max_value, data"
-INSERT_SQLITE = f"INSERT INTO curve_chunk ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+COLUMNS = "curve_id, first_step, last_step, n_points, min_value, max_value, data, checksum"
+INSERT_SQLITE = f"INSERT INTO curve_chunk ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 COPY_POSTGRES = f"COPY curve_chunk ({COLUMNS}) FROM STDIN (FORMAT BINARY)"
-COPY_TYPES = ["int4", "int8", "int8", "int4", "float8", "float8", "bytea"]
+COPY_TYPES = ["int4", "int8", "int8", "int4", "float8", "float8", "bytea", "int8"]
 
 # (first_step, last_step, n_points, min_value, max_value, data): a stored chunk, without its curve
 ChunkRow = tuple[int, int, int, float | None, float | None, bytes]
@@ -54,7 +54,8 @@ def write_points(connection: Connection, curve_id: int, curve: pl.DataFrame) -> 
 
 
 def write_chunks(connection: Connection, curve_id: int, rows: Sequence[ChunkRow]) -> None:
-    """Store encoded chunks as those of ``curve_id`` (an ingest's, or a copy's as read)."""
+    """Store encoded chunks as those of ``curve_id`` (an ingest's, or a copy's as read and
+    checked), each with its checksum for that curve."""
     if not rows:
         return
     dbapi = connection.connection.driver_connection
@@ -63,7 +64,7 @@ def write_chunks(connection: Connection, curve_id: int, rows: Sequence[ChunkRow]
         if connection.dialect.name == "postgresql":
             _copy_postgres(dbapi, curve_id, rows)
         else:
-            dbapi.cursor().executemany(INSERT_SQLITE, ((curve_id, *row) for row in rows))
+            dbapi.cursor().executemany(INSERT_SQLITE, (_stored(curve_id, row) for row in rows))
     except connection.dialect.loaded_dbapi.Error as exc:  # the driver's own, past SQLAlchemy
         raise DatabaseFailed(reason=first_line(exc)) from None
 
@@ -72,4 +73,9 @@ def _copy_postgres(dbapi: Any, curve_id: int, rows: Sequence[ChunkRow]) -> None:
     with dbapi.cursor() as cursor, cursor.copy(COPY_POSTGRES) as copy:
         copy.set_types(COPY_TYPES)
         for row in rows:
-            copy.write_row((curve_id, *row))
+            copy.write_row(_stored(curve_id, row))
+
+
+def _stored(curve_id: int, row: ChunkRow) -> tuple[Any, ...]:
+    """A chunk's row as written: with its curve and its checksum (seeded by that curve)."""
+    return (curve_id, *row, codec.checksum(row[5], curve_id))

@@ -12,25 +12,32 @@ The server's engine: SQLite: ``mode=ro`` and the same authorizer, allowing also 
 (so a request reads one snapshot) and the schema's pragmas. PostgreSQL: every session starts
 with ``default_transaction_read_only``, so any write is refused by the server itself, and its
 transactions are ``REPEATABLE READ`` (a read-only one never fails to serialize).
+
+Bounded end to end, not just the statement: rows are fetched one by one (SQLite's cursor,
+PostgreSQL's single-row mode), counted against ``max_rows`` and ``max_bytes`` as they come
+and against the time limit, which the caller's rendering is held to too (``SqlResult.check_time``);
+SQLite refuses any value longer than ``max_bytes`` as it makes it (``SQLITE_LIMIT_LENGTH``).
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine, event, make_url
 
-from tracker.config import STATEMENT_TIMEOUT_S
+from tracker.config import MAX_BYTES, MAX_ROWS, STATEMENT_TIMEOUT_S
 from tracker.errors import SqlRefused
+from tracker.jobdir.limits import size_text
 from tracker.store.engine import create_tracker_engine, first_line
 from tracker.store.schema import require_head
 from tracker.store.sqlite_files import read_only_uri, read_only_url, reads_only_as_immutable
 
+PGRESULT_COMMAND_OK = 1  # libpq's PGRES_COMMAND_OK
 QUERY_CANCELED = "57014"  # PostgreSQL's SQLSTATE for a statement stopped by statement_timeout
 # SQLite asks the progress handler every this many virtual machine steps (~0.1 ms of work).
 PROGRESS_STEPS = 10_000
@@ -69,13 +76,58 @@ def _stored_time(raw: bytes) -> datetime | str:
 sqlite3.register_converter("DATETIME", _stored_time)
 
 
+@dataclass(frozen=True)
+class SqlLimits:
+    """How long, how many rows and how many bytes one ``tracker sql`` may take."""
+
+    timeout_s: float = STATEMENT_TIMEOUT_S
+    max_rows: int = MAX_ROWS
+    max_bytes: int = MAX_BYTES
+
+
+DEFAULT_LIMITS = SqlLimits()
+
+
 @dataclass
 class SqlResult:
     columns: list[str]
     rows: list[tuple[Any, ...]]
+    deadline: float = float("inf")  # time.monotonic() by which rendering it must be done
+    timeout_s: float = STATEMENT_TIMEOUT_S
 
     def as_dicts(self) -> list[dict[str, Any]]:
         return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+    def check_time(self) -> None:
+        """``SqlRefused`` once the time limit has passed (after rendering, before printing)."""
+        if time.monotonic() > self.deadline:
+            raise _over_time(self.timeout_s)
+
+
+def _size(value: object) -> int:
+    return len(value) if isinstance(value, str | bytes | bytearray | memoryview) else 8
+
+
+def _bounded(rows: Iterable[tuple[Any, ...]], limits: SqlLimits, deadline: float) -> list[Any]:
+    """The rows, taken one at a time, refused past any limit as soon as it is passed."""
+    taken: list[tuple[Any, ...]] = []
+    size = 0
+    for row in rows:
+        if len(taken) == limits.max_rows:
+            raise SqlRefused(reason=f"the result has more than {limits.max_rows} rows (--max-rows)")
+        size += sum(_size(value) for value in row)
+        if size > limits.max_bytes:
+            raise _too_large(limits)
+        if time.monotonic() > deadline:
+            raise _over_time(limits.timeout_s)
+        taken.append(tuple(row))
+    return taken
+
+
+def _too_large(limits: SqlLimits) -> SqlRefused:
+    return SqlRefused(
+        reason=f"the result is larger than {size_text(limits.max_bytes)} (--max-bytes)"
+    )
 
 
 def sqlite_authorizer(allowed: frozenset[int]) -> Callable[..., int]:
@@ -136,7 +188,7 @@ def _over_time(timeout_s: float) -> SqlRefused:
     )
 
 
-def _run_sqlite(url: str, sql: str, timeout_s: float) -> SqlResult:
+def _run_sqlite(url: str, sql: str, limits: SqlLimits) -> SqlResult:
     uri = read_only_uri(url, immutable=reads_only_as_immutable(url))
     try:
         connection = sqlite3.connect(uri, uri=True, detect_types=sqlite3.PARSE_DECLTYPES)
@@ -144,19 +196,25 @@ def _run_sqlite(url: str, sql: str, timeout_s: float) -> SqlResult:
         raise SqlRefused(reason=str(exc)) from None
     try:
         connection.set_authorizer(_sqlite_authorizer)
-        deadline = time.monotonic() + timeout_s
+        connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(1, limits.max_bytes))
+        deadline = time.monotonic() + limits.timeout_s
         # a true answer interrupts the statement: SQLite's stand-in for a statement_timeout
         connection.set_progress_handler(lambda: time.monotonic() > deadline, PROGRESS_STEPS)
         try:
             cursor = connection.execute(sql)
-            rows = cursor.fetchall()
+            rows = _bounded(cursor, limits, deadline)
         except sqlite3.OperationalError as exc:
             if str(exc) == "interrupted":
-                raise _over_time(timeout_s) from None
+                raise _over_time(limits.timeout_s) from None
+            raise SqlRefused(reason=_sqlite_reason(exc)) from None
+        except sqlite3.DataError as exc:  # a value past SQLITE_LIMIT_LENGTH
+            if "too big" in str(exc):
+                raise _too_large(limits) from None
             raise SqlRefused(reason=_sqlite_reason(exc)) from None
         except sqlite3.DatabaseError as exc:
             raise SqlRefused(reason=_sqlite_reason(exc)) from None
-        return SqlResult([d[0] for d in cursor.description or []], rows)
+        columns = [d[0] for d in cursor.description or []]
+        return SqlResult(columns, rows, deadline, limits.timeout_s)
     finally:
         connection.close()
 
@@ -176,7 +234,7 @@ def _sqlite_reason(exc: sqlite3.DatabaseError) -> str:
     return message
 
 
-def _run_postgres(url: str, sql: str, timeout_s: float) -> SqlResult:
+def _run_postgres(url: str, sql: str, limits: SqlLimits) -> SqlResult:
     engine = create_tracker_engine(url)
     try:
         with engine.connect() as connection:
@@ -193,7 +251,8 @@ def _run_postgres(url: str, sql: str, timeout_s: float) -> SqlResult:
                         reason=f"will not run as PostgreSQL superuser {user!r}: {SUPERUSER}"
                     )
                 cursor.execute("BEGIN READ ONLY")
-                milliseconds = max(1, round(timeout_s * 1000))  # 0 would mean no limit
+                deadline = time.monotonic() + limits.timeout_s
+                milliseconds = max(1, round(limits.timeout_s * 1000))  # 0 would mean no limit
                 cursor.execute(f"SET LOCAL statement_timeout = {milliseconds}")
                 cursor.execute(  # a role that may read everything and nothing more
                     "SELECT 1 FROM pg_roles WHERE rolname = 'pg_read_all_data' "
@@ -201,19 +260,33 @@ def _run_postgres(url: str, sql: str, timeout_s: float) -> SqlResult:
                 )
                 if cursor.fetchone() is not None:
                     cursor.execute("SET LOCAL ROLE pg_read_all_data")
+                # single-row mode, one statement (as a prepared one): rows as they come
+                stream = cursor.stream(sql)
                 try:
-                    cursor.execute(sql, prepare=True)
-                    rows = cursor.fetchall() if cursor.description else []
-                    columns = [d.name for d in cursor.description or []]
+                    rows = _bounded(stream, limits, deadline)
+                    columns = [d.name for d in cursor.description or []] or _described(dbapi, sql)
+                except SqlRefused:
+                    raise
                 except Exception as exc:  # the driver's error is the user's message
                     if getattr(exc, "sqlstate", None) == QUERY_CANCELED:
-                        raise _over_time(timeout_s) from None
+                        raise _over_time(limits.timeout_s) from None
                     raise SqlRefused(reason=_postgres_reason(exc)) from None
                 finally:
+                    stream.close()  # cancels what is still coming, and frees the connection
                     dbapi.rollback()
-            return SqlResult(columns, rows)
+            return SqlResult(columns, rows, deadline, limits.timeout_s)
     finally:
         engine.dispose()
+
+
+def _described(dbapi: Any, sql: str) -> list[str]:
+    """The columns of a statement that gave no row (single-row mode then tells none): from
+    the server's description of it, prepared, not run."""
+    pgconn = dbapi.pgconn
+    if pgconn.prepare(b"tracker_sql", sql.encode()).status != PGRESULT_COMMAND_OK:
+        return []
+    described = pgconn.describe_prepared(b"tracker_sql")
+    return [described.fname(i).decode() for i in range(described.nfields)]
 
 
 def _postgres_reason(exc: Exception) -> str:
@@ -227,12 +300,12 @@ def _postgres_reason(exc: Exception) -> str:
     return reason
 
 
-def run_readonly_sql(url: str, sql: str, timeout_s: float = STATEMENT_TIMEOUT_S) -> SqlResult:
-    """Run one read-only statement against the tracker database at ``url``, stopped after
-    ``timeout_s`` seconds on either backend."""
+def run_readonly_sql(url: str, sql: str, limits: SqlLimits = DEFAULT_LIMITS) -> SqlResult:
+    """Run one read-only statement against the tracker database at ``url``, stopped past
+    ``limits`` (time, rows, bytes) on either backend."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if not parsed.database:
             raise SqlRefused(reason="an in-memory database has nothing to query")
-        return _run_sqlite(url, sql, timeout_s)
-    return _run_postgres(url, sql, timeout_s)
+        return _run_sqlite(url, sql, limits)
+    return _run_postgres(url, sql, limits)

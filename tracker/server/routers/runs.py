@@ -26,6 +26,7 @@ router = APIRouter(tags=["runs"])
 PAGE_SIZE = 100
 COMPACT_TIME = "%Y-%m-%d %H:%M"  # the page's: to the minute, UTC (the JSON's to the second)
 MAX_PAGE = 10_000
+MAX_OFFSET = 1_000_000_000  # past any table's rows; 2**63 would overflow the slice
 # what a view refuses: a 422 naming the known columns, statuses or keys
 BAD_VIEW = (UnknownColumn, UnknownStatus, UnknownMetaKey)
 
@@ -49,11 +50,14 @@ def get_view(
     ] = None,
 ) -> RunsView:  # fmt: skip
     chosen = tuple(name for item in columns or () for name in item.split(",") if name)
+    twice = sorted({name for name in chosen if chosen.count(name) > 1})
+    if twice:  # a frame cannot hold a column twice
+        raise HTTPException(status_code=422, detail=f"column {twice[0]!r} is asked for twice")
     return RunsView(sort=sort or None, q=q, verdict=verdict or None, columns=chosen)
 
 
 ViewDep = Annotated[RunsView, Depends(get_view)]
-Offset = Annotated[int, Query(ge=0, description="First row of the page (0-based).")]
+Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="First row of the page (0-based).")]
 Limit = Annotated[int, Query(ge=1, le=MAX_PAGE, description="Rows per page.")]
 
 
