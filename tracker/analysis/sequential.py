@@ -113,4 +113,3 @@ def bernoulli_cs(k: int, n: int, level: float) -> Interval:
         return inner
 
     return Interval(end(0.0, centre, False), end(centre, 1.0, True))
-

@@ -13,8 +13,9 @@ if TYPE_CHECKING:
 # Bump when a change of the analysis changes a verdict, a number or a summary for the same
 # data and expectations: stored rows of an older version are then ignored (analysed afresh
 # on every read) until `tracker db rederive` (or `tracker db upgrade`) refills them.
-ANALYSIS_VERSION = 2  # 2: the tracking check and the figures smooth with ``smooth``; KNOWN and
-# the per-job validation-loss checks
+ANALYSIS_VERSION = 3  # 2: the tracking check and the figures smooth with ``smooth``; KNOWN and
+# the per-job validation-loss checks; 3: runs that stopped early are left out, the per-job
+# validation-loss check is judged with the job's seed spread
 
 
 def expectations_digest(exp: Expectations) -> str:
