@@ -101,11 +101,13 @@ class ClaimRow(BaseModel):
     estimate: Number
     ci_low: Number
     ci_high: Number
-    interval: str | None = None  # "90% Welch", "95% binomial" or "range" (over the jobs)
+    interval: str | None = None  # "90% confidence sequence", "95% binomial" or "range"
     expected: Number
     tolerance: Number
     jobs_failing: list[str]
     detail: str
+    next_runs: str = ""  # INCONCLUSIVE: the runs (or jobs) that would decide it
+    known: bool = False  # every job has it KNOWN: a setup difference, not a failure
 
 
 class ComparisonRow(BaseModel):
