@@ -121,7 +121,9 @@ def test_equal_distributions_over_many_jobs_and_seeds_are_reproduced(
     assert equivalence["interval"] == "90% CS"  # a confidence sequence
     assert low < welch.low and welch.high < high  # wider: it holds at every look
     assert f"Welch interval {welch.low:+.4f} to {welch.high:+.4f}" in equivalence["detail"]
-    assert equivalence["statement"].endswith(f"(runs of {STEPS} steps; the paper's number is for 20,000)")
+    assert equivalence["statement"].endswith(
+        f"(runs of {STEPS} steps; the paper's number is for 20,000)"
+    )
     assert (equivalence["n_jobs"], equivalence["n_samples"]) == (8, 32)
     p_tost = max(
         stats.ttest_ind(flash + 0.01, ref, equal_var=False, alternative="greater").pvalue,
@@ -203,7 +205,8 @@ def test_one_seed_per_arm_is_inconclusive(
     assert equivalence["status"] == "INCONCLUSIVE"
     assert equivalence["ci_low"] is None
     assert equivalence["detail"].endswith(
-        "one run of flash and of ref has no spread to judge by; at least two seeds per arm are needed"
+        "one run of flash and of ref has no spread to judge by; "
+        "at least two seeds per arm are needed"
     )
     assert equivalence["next_runs"].startswith("run 1 more flash seed and 1 more ref seed (about ")
     assert row(frame, "tracks_within_seed_noise")["status"] == "INCONCLUSIVE"
@@ -349,7 +352,9 @@ def test_cli_claims_gate_filter_and_compact_table(cli: Cli, tmp_path: Path) -> N
     table = [t for t in printed if not t.startswith("to decide ")]
     assert len(table) == len(rows) + 2 and max(map(len, table)) <= 120
     deciding = [f"to decide {r['claim']} ({r['subject']}): {r['next_runs']}" for r in rows]
-    assert printed[len(table) :] == [d for d, r in zip(deciding, rows) if r["next_runs"]]
+    assert printed[len(table) :] == [
+        d for d, r in zip(deciding, rows, strict=True) if r["next_runs"]
+    ]
     state = next(r for r in rows if (r["claim"], r["subject"]) == ("bpp_state", "gpt-124m/ref"))
     line = next(t for t in table if t.split()[1:3] == ["bpp_state", "gpt-124m/ref"])
     assert line.split() == [
