@@ -79,6 +79,7 @@ RUN_COLUMNS = [
     "last_loss",
     "points",
     "diverged",
+    "stopped",
 ]
 AGGREGATE_COLUMNS = [
     "job",
@@ -351,6 +352,7 @@ def expected_run(study: Study, job: str, arm: str) -> dict[str, Any]:
         "last_loss": js(losses[-1]),
         "points": STEPS,
         "diverged": info["diverged"],
+        "stopped": None,
     }
 
 

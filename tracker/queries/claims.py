@@ -14,11 +14,12 @@ from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.claims import COLUMNS, judge_claims
-from tracker.analysis.completeness import stopped_arms, summary_steps
+from tracker.analysis.completeness import summary_steps
 from tracker.domain import LOSS
 from tracker.models import Curve, Job, JobMeta, Run
 from tracker.queries.derived import load_verdict_rows
 from tracker.queries.selection import Selection, selected_jobs
+from tracker.queries.tables import stopped_runs
 from tracker.store.frames import query_frame
 from tracker.summary.model import NUMBERS
 
@@ -115,31 +116,20 @@ def claims(
 
 
 def _runs(session: Session, ids: list[int]) -> pl.DataFrame:
-    """The runs of the jobs ``ids``, with their length (``run_steps``), whether they stopped
-    early (``stopped``: the message, else null) and their logged wall time in hours."""
+    """The runs of the jobs ``ids``, with their length (``run_steps``: the summary's, else
+    the loss curve's last step + 1), whether they stopped early (``stopped``: the message,
+    else null) and their logged wall time in hours."""
     query = (
-        select(
-            Run.job_id,
-            Run.arm,
-            Run.variant,
-            Run.val_loss,
-            Run.diverged,
-            Run.extra,
-            Curve.last_step,
-        )
+        select(Run.job_id, Run.arm, Run.variant, Run.val_loss, Run.diverged, Run.extra)
+        .add_columns(Curve.last_step)
         .outerjoin(Curve, and_(Curve.run_id == Run.id, Curve.metric == LOSS))
         .where(Run.job_id.in_(ids))
     )
-    rows = session.execute(query).all()
-    ends: dict[int, dict[str, tuple[int | None, int | None]]] = {}
-    for row in rows:
-        ends.setdefault(row.job_id, {})[row.arm] = (row.last_step, summary_steps(row.extra))
-    stopped = {job_id: stopped_arms(arms) for job_id, arms in ends.items()}
     records = []
-    for row in rows:
-        last, steps = ends[row.job_id][row.arm]
-        wall = (row.extra or {}).get("wall_time_s")
-        found = stopped[row.job_id].get(row.arm)
+    for row in session.execute(query).all():
+        extra = row.extra or {}
+        steps = summary_steps(extra)
+        wall = extra.get("wall_time_s")
         records.append(
             {
                 "job_id": row.job_id,
@@ -147,12 +137,13 @@ def _runs(session: Session, ids: list[int]) -> pl.DataFrame:
                 "variant": row.variant,
                 "val_loss": row.val_loss,
                 "diverged": row.diverged,
-                "steps": steps if steps is not None else (None if last is None else last + 1),
-                "stopped": found.message if found else None,
+                "steps": steps if steps is not None or row.last_step is None else row.last_step + 1,
                 "hours": wall / 3600 if isinstance(wall, int | float) else None,
             }
         )
-    return pl.DataFrame(records, schema=RUN_SCHEMA)
+    frame = pl.DataFrame(records, schema={k: v for k, v in RUN_SCHEMA.items() if k != "stopped"})
+    stopped = stopped_runs(session, ids)
+    return frame.join(stopped, on=["job_id", "arm"], how="left").select(list(RUN_SCHEMA))
 
 
 def _evidence(

@@ -55,6 +55,7 @@ class ArmRow(BaseModel):
     val_loss: Number
     final_loss: Number
     diverged: bool | None
+    stopped: str | None = None  # "stopped at step 2765 of 3000": the run did not finish
 
 
 class CurveRow(BaseModel):
@@ -200,6 +201,7 @@ class RunTableRow(BaseModel):
     variant: str | None = None
     seed: int | None = None
     steps: int | None = None
+    stopped: str | None = None  # "stopped at step 2765 of 3000": the run did not finish
     points: int | None = None
     final_loss: Number = None
     min_loss: Number = None
