@@ -4,6 +4,8 @@ counted in seeded simulations (no timing)."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,7 @@ from sqlalchemy.orm import Session
 from bench.bench_claims_sequential import simulate
 from tests.conftest import Cli
 from tests.test_claims import judge, row
+from tests.test_serve import client_for
 from tracker.analysis.completeness import completeness, stopped_arms
 from tracker.analysis.expectations import Expectations, load_expectations
 from tracker.analysis.job import analyze_job
@@ -130,3 +133,24 @@ def test_a_clean_jobs_validation_loss_check_fails_at_most_at_the_stated_rate(
             verdicts = val_loss_verdicts(exp, present, {})
             fails += any(v.check == "val_loss" and v.status == FAIL for v in verdicts)
         assert fails / 800 <= bound
+
+
+def test_the_claims_page_puts_known_setup_differences_apart(
+    cli: Cli, db_url: str, tmp_path: Path
+) -> None:
+    arms = ("ref_s0", "flash_s0")
+    for j in range(2):
+        cli("ingest", str(write_sample_job(tmp_path / f"j{j}", seed=j, steps=60, arms=arms)))
+    rows = json.loads(cli("claims", "-f", "json").stdout)
+    known = {(r["claim"], r["subject"]) for r in rows if r["known"]}
+    assert ("table4_optim", "split_only") in known
+    assert all(r["status"] == "NOT_REPRODUCED" for r in rows if r["known"])
+    with client_for(db_url) as client:
+        page = client.get("/claims").text
+    heading = page.index('<h3 id="known-differences">Known setup differences</h3>')
+    first_table, known_table = page.index('<table class="claims">'), page.index("known-claims")
+    assert first_table < heading < known_table
+    split = re.search(r'table4_<wbr>optim</td><td class="subject">split_(<wbr>)?only', page)
+    assert split and split.start() > heading  # the split_only row, under its heading
+    assert page.index("val_<wbr>loss_<wbr>equivalence") < heading
+    assert "<strong>To decide:</strong> run " in page  # two runs per arm: how many more
