@@ -87,9 +87,10 @@ def mean_difference_cs(x: np.ndarray, y: np.ndarray, level: float, planned: floa
 def _log_ratio(k: int, n: int, p: np.ndarray) -> np.ndarray:
     """log of the uniform-prior mixture likelihood ratio against share ``p``: B(k+1, n-k+1)
     / (p^k (1-p)^(n-k))."""
-    betaln = _scipy_special().betaln
+    special = _scipy_special()
+    # xlogy: 0 log 0 = 0, the likelihood of no successes at p = 0 is 1
     with np.errstate(divide="ignore"):
-        return betaln(k + 1, n - k + 1) - k * np.log(p) - (n - k) * np.log1p(-p)
+        return special.betaln(k + 1, n - k + 1) - special.xlogy(k, p) - special.xlog1py(n - k, -p)
 
 
 def bernoulli_cs(k: int, n: int, level: float) -> Interval:
