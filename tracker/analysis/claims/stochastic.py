@@ -298,10 +298,10 @@ def tracks_within_seed_noise(numbers: pl.DataFrame, exp: Expectations) -> Claim:
         more = jobs_to_decide(k, n, c.min_share_within, c.proportion_confidence)
         kind = "within" if more and more[1] else "outside"
         claim.next_runs = (
-            f"{more[0]} more jobs with arms {roles}, if they fall {kind} the seed noise as "
-            f"{'most' if kind == 'within' else 'many'} so far do"
+            f"run {more[0]} more jobs with arms {roles} (if every one falls {kind} the seed "
+            "noise; more if some do not)"
             if more
-            else f"many more jobs with arms {roles}"
+            else f"run many more jobs with arms {roles}"
         )
     claim.detail = f"{why}: {counts}{tail}"
     return claim
