@@ -96,7 +96,7 @@ def test_the_claims_table_names_its_intervals(study: Cli, tmp_path: Path) -> Non
     rows = json.loads(study("claims", "-f", "json").stdout)
     intervals = {row["claim"]: row["interval"] for row in rows}
     assert intervals["val_loss_equivalence"] == "90% CS"
-    assert intervals["tracks_within_seed_noise"] == "95% binomial"
+    assert intervals["tracks_within_seed_noise"] == "95% CS"
     assert intervals["probe_failures"] == "95% binomial"
     assert intervals["bpp_state"] == "range"
     assert intervals["ablation_diverges"] == "range"
