@@ -99,6 +99,11 @@ def bernoulli_cs(k: int, n: int, level: float) -> Interval:
     convex in p), its ends found by bisection to 1e-12."""
     limit = math.log(1 / (1 - level))
     centre = k / n
+    if k in (0, n):
+        # B(n + 1, 1) = 1 / (n + 1): the ratio is 1 / ((n + 1) p^n) (or (1 - p)^n), so the
+        # open end is (alpha / (n + 1))^(1/n), with no scipy (a one-job report needs none)
+        root = math.exp(math.log((1 - level) / (n + 1)) / n)
+        return Interval(root, 1.0) if k == n else Interval(0.0, 1 - root)
 
     def end(lo: float, hi: float, inner_is_lo: bool) -> float:
         # bisection between a p inside the set (ratio < limit) and one outside
