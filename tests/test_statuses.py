@@ -194,7 +194,8 @@ def test_each_seed_of_the_candidate_is_judged_against_the_jobs_baseline_seeds(
     verdicts = verdicts_of(cli, engine, job, exp)
     assert [verdicts["val_loss", f"flash_s{s}"].status for s in range(3)] == [PASS] * 3
     assert "(mean of ref_s0, ref_s1)" in verdicts["val_loss", "flash_s2"].detail
-    assert "(sd " in verdicts["val_loss", "flash_s2"].detail  # 2 + 1 degrees of freedom
+    assert "seed spread: sd " in verdicts["val_loss", "flash_s2"].detail
+    assert verdicts["val_loss", "flash_s2"].detail.endswith(" 3 df)")  # 2 + 1 degrees of freedom
     assert failing(verdicts) == set()
 
 
