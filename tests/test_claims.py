@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
-from scipy import stats
+from scipy import optimize, special, stats
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session
 
@@ -43,6 +43,8 @@ COLUMNS = [
     "tolerance",
     "jobs_failing",
     "detail",
+    "next_runs",
+    "known",
 ]
 
 
@@ -74,6 +76,22 @@ def summaries(jobs: list[Path], variant: str) -> np.ndarray:
     )
 
 
+def confidence_sequence(x: np.ndarray, y: np.ndarray, level: float, planned: float) -> Any:
+    """The asymptotic CS (Waudby-Smith et al. 2024, Theorem 2.2, normal mixture), written out
+    from the paper with scipy: Welch's standard error and degrees of freedom, the boundary
+    sqrt((1 + a) log((1 + a) / (a alpha^2))), a = planned / (t k), widened by t / z."""
+    alpha = 1 - level
+    vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
+    df = (vx + vy) ** 2 / (vx**2 / (len(x) - 1) + vy**2 / (len(y) - 1))
+    t = 2 / (1 / len(x) + 1 / len(y))
+    k = -2 * np.log(alpha) + np.log(1 - 2 * np.log(alpha))
+    a = planned / (t * k)
+    half = np.sqrt(vx + vy) * np.sqrt((1 + a) * np.log((1 + a) / (a * alpha**2)))
+    half *= stats.t.ppf(1 - alpha / 2, df) / stats.norm.ppf(1 - alpha / 2)
+    d = x.mean() - y.mean()
+    return d - half, d + half
+
+
 def row(frame: pl.DataFrame, claim: str, subject: str | None = None) -> dict[str, Any]:
     found = frame.filter(pl.col("claim") == claim)
     if subject is not None:
@@ -98,8 +116,13 @@ def test_equal_distributions_over_many_jobs_and_seeds_are_reproduced(
     welch = stats.ttest_ind(flash, ref, equal_var=False).confidence_interval(0.90)
     assert equivalence["status"] == "REPRODUCED"
     assert equivalence["estimate"] == pytest.approx(flash.mean() - ref.mean(), rel=1e-12)
-    assert (equivalence["ci_low"], equivalence["ci_high"]) == pytest.approx(
-        (welch.low, welch.high), rel=1e-12
+    low, high = confidence_sequence(flash, ref, 0.90, 20)
+    assert (equivalence["ci_low"], equivalence["ci_high"]) == pytest.approx((low, high), rel=1e-9)
+    assert equivalence["interval"] == "90% CS"  # a confidence sequence
+    assert low < welch.low and welch.high < high  # wider: it holds at every look
+    assert f"Welch interval {welch.low:+.4f} to {welch.high:+.4f}" in equivalence["detail"]
+    assert equivalence["statement"].endswith(
+        f"(runs of {STEPS} steps; the paper's number is for 20,000)"
     )
     assert (equivalence["n_jobs"], equivalence["n_samples"]) == (8, 32)
     p_tost = max(
@@ -145,9 +168,19 @@ def test_the_tracking_share_has_scipys_binomial_interval(
     within = sum(v.measured <= v.expected / t.job_noise_factor * t.noise_factor for v in verdicts)
     interval = stats.binomtest(within, 6).proportion_ci(0.95)
     assert tracking["estimate"] == within / 6
-    assert (tracking["ci_low"], tracking["ci_high"]) == pytest.approx(
-        (interval.low, interval.high), rel=1e-12
-    )
+    # Robbins' beta-binomial mixture CS: the shares whose mixture likelihood ratio stays
+    # below 1 / 0.05, roots found here with scipy's brentq
+    k, n = within, 6
+
+    def excess(p: float) -> float:
+        log_ratio = special.betaln(k + 1, n - k + 1) - k * np.log(p) - (n - k) * np.log1p(-p)
+        return float(log_ratio - np.log(20))
+
+    low = 0.0 if k == 0 else optimize.brentq(excess, 1e-15, k / n)
+    high = 1.0 if k == n else optimize.brentq(excess, k / n, 1 - 1e-15)
+    assert (tracking["ci_low"], tracking["ci_high"]) == pytest.approx((low, high), abs=1e-9)
+    assert tracking["interval"] == "95% CS"
+    assert f"binomial interval {interval.low:.2f} to {interval.high:.2f}" in tracking["detail"]
     assert len(tracking["jobs_failing"]) == 6 - within
 
 
@@ -159,7 +192,7 @@ def test_a_shifted_candidate_is_not_reproduced(
     assert equivalence["status"] == "NOT_REPRODUCED"
     assert equivalence["ci_low"] > 0.01
     assert equivalence["detail"].startswith(
-        "not equivalent: the 90% interval lies entirely outside ±0.01"
+        "not equivalent: the 90% confidence sequence lies entirely outside ±0.01"
     )
 
 
@@ -172,8 +205,10 @@ def test_one_seed_per_arm_is_inconclusive(
     assert equivalence["status"] == "INCONCLUSIVE"
     assert equivalence["ci_low"] is None
     assert equivalence["detail"].endswith(
-        "one run of an arm has no spread to judge by; at least two seeds per arm are needed"
+        "one run of flash and of ref has no spread to judge by; "
+        "at least two seeds per arm are needed"
     )
+    assert equivalence["next_runs"].startswith("run 1 more flash seed and 1 more ref seed (about ")
     assert row(frame, "tracks_within_seed_noise")["status"] == "INCONCLUSIVE"
 
 
@@ -190,7 +225,11 @@ def test_between_the_margins_the_detail_says_how_many_seeds_would_decide(
     equivalence = row(judge(engine, exp), "val_loss_equivalence")
     assert equivalence["status"] == "INCONCLUSIVE"
     assert equivalence["ci_low"] < 0.01 < equivalence["ci_high"]
-    assert "more seeds per arm would decide it" in equivalence["detail"]
+    assert re.fullmatch(
+        r"run \d+ more flash and \d+ more ref seeds \(about [\d.]+ hours each at the logged "
+        r"wall time\)",
+        equivalence["next_runs"],
+    )
 
 
 def test_one_job_in_ten_with_a_shifted_state_is_mixed_and_its_version_separates_it(
@@ -310,8 +349,13 @@ def test_cli_claims_gate_filter_and_compact_table(cli: Cli, tmp_path: Path) -> N
     cli("meta", "j1", "time=2026-11-01T00:00Z")
     rows = json.loads(cli("claims", "-f", "json").stdout)
     statuses = {r["status"] for r in rows}
-    table = cli("claims").stdout.splitlines()
+    printed = cli("claims").stdout.splitlines()
+    table = [t for t in printed if not t.startswith("to decide ")]
     assert len(table) == len(rows) + 2 and max(map(len, table)) <= 120
+    deciding = [f"to decide {r['claim']} ({r['subject']}): {r['next_runs']}" for r in rows]
+    assert printed[len(table) :] == [
+        d for d, r in zip(deciding, rows, strict=True) if r["next_runs"]
+    ]
     state = next(r for r in rows if (r["claim"], r["subject"]) == ("bpp_state", "gpt-124m/ref"))
     line = next(t for t in table if t.split()[1:3] == ["bpp_state", "gpt-124m/ref"])
     assert line.split() == [

@@ -66,8 +66,9 @@ def test_same_distributions_never_regress_and_shifted_candidates_do(
     assert tail == [
         "1 regression from c0 to val (1 regressed, 1 fixed, 0 new, 0 gone, 0 changed, 0 noise, "
         "93 same)",
-        "  val_loss flash_s0: PASS -> FAIL (delta +0.1002); spread of 39 other jobs: rise "
-        "+0.1002 vs 5 sd = 0.002803, their max 0.002922",
+        # val_loss: flash_s0 minus the mean of the job's ref seeds
+        "  val_loss flash_s0: PASS -> FAIL (delta +0.09995); spread of 39 other jobs: rise "
+        "+0.09995 vs 5 sd = 0.003711, their max 0.003355",
     ]
 
     ingest(cli, tmp_path, "bpp", 101, flash_state_shift=0.5)
@@ -122,8 +123,8 @@ def test_with_few_jobs_the_floors_decide(cli: Cli, tmp_path: Path) -> None:
     assert tail == [
         "1 regression from a to b (1 regressed, 0 fixed, 0 new, 0 gone, 0 changed, 0 noise, "
         "94 same)",
-        "  val_loss flash_s0: PASS -> FAIL (delta +0.1011); floor 0.05 nats (0 other jobs): "
-        "rise +0.1011",
+        "  val_loss flash_s0: PASS -> FAIL (delta +0.1013); floor 0.05 nats (0 other jobs): "
+        "rise +0.1013",
     ]
     ingest(cli, tmp_path, "c", 2, flash_state_shift=0.5)
     code, tail = regressions(cli, "a", "c")

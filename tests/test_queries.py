@@ -80,6 +80,7 @@ RUN_COLUMNS = [
     "points",
     "nonfinite",
     "diverged",
+    "stopped",
     "notes",
 ]
 AGGREGATE_COLUMNS = [
@@ -354,6 +355,7 @@ def expected_run(study: Study, job: str, arm: str) -> dict[str, Any]:
         "points": STEPS,
         "nonfinite": len(losses) - len(finite),
         "diverged": info["diverged"],
+        "stopped": None,
         "notes": nonfinite_notes(losses),
     }
 

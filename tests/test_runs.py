@@ -28,7 +28,18 @@ JOBS = {
     "j3": ({"seed": 2, "flash_state_shift": 0.5}, ["time=2026-11-01T00:00:00Z", "gpu=A10G"]),
 }
 ARMS = 4  # of every sample job
-BASE = ["job", "time", "arm", "model", "variant", "seed", "steps", "points", "final_loss"]
+BASE = [
+    "job",
+    "time",
+    "arm",
+    "model",
+    "variant",
+    "seed",
+    "steps",
+    "stopped",
+    "points",
+    "final_loss",
+]
 BASE += ["min_loss", "last_loss", "nonfinite", "val_loss", "diverged", "notes"]
 BASE += ["PASS", "FAIL", "KNOWN", "N/A"]
 DATA = Path(__file__).parent / "data"

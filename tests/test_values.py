@@ -95,15 +95,15 @@ def test_values_that_match_still_answer(study: Cli, tmp_path: Path) -> None:
 def test_the_claims_table_names_its_intervals(study: Cli, tmp_path: Path) -> None:
     rows = json.loads(study("claims", "-f", "json").stdout)
     intervals = {row["claim"]: row["interval"] for row in rows}
-    assert intervals["val_loss_equivalence"] == "90% Welch"
-    assert intervals["tracks_within_seed_noise"] == "95% binomial"
+    assert intervals["val_loss_equivalence"] == "90% CS"
+    assert intervals["tracks_within_seed_noise"] == "95% CS"
     assert intervals["probe_failures"] == "95% binomial"
     assert intervals["bpp_state"] == "range"
     assert intervals["ablation_diverges"] == "range"
     study("report", "--out", str(tmp_path / "r"))
     index = (tmp_path / "r" / "index.html").read_text()
     assert "estimate [interval]" in index and "95% CI" not in index
-    assert '<span class="muted">90% Welch</span>' in index
+    assert '<span class="muted">90% CS</span>' in index
 
 
 @pytest.fixture
@@ -144,5 +144,5 @@ def test_the_server_answers_unknown_keys_and_values_with_422(
 
 def test_the_server_claims_carry_the_interval(client: TestClient) -> None:
     rows = client.get("/api/claims").json()
-    assert {row["claim"]: row["interval"] for row in rows}["val_loss_equivalence"] == "90% Welch"
+    assert {row["claim"]: row["interval"] for row in rows}["val_loss_equivalence"] == "90% CS"
     assert '<span class="muted">95% binomial</span>' in client.get("/claims").text

@@ -90,12 +90,15 @@ class TrainingExpectations:
 class ClaimsExpectations:
     """How cross-job claims are decided (see docs/claims.md)."""
 
-    confidence: float  # of the Welch interval, the TOST (alpha = 1 - confidence) and bootstrap
+    confidence: (
+        float  # of the CS, the Welch interval (TOST at (1 - confidence)/2 a side), bootstrap
+    )
     val_loss_margin: float  # equivalence margin of the final validation losses
     bootstrap_resamples: int
     bootstrap_seed: int
     min_share_within: float  # share of jobs within seed noise the tracking claim needs
     proportion_confidence: float  # of the binomial interval of that share
+    sequential_planned_runs: float  # runs per arm where the equivalence CS is tightest
 
 
 @dataclass(frozen=True)

@@ -145,6 +145,7 @@ class _Claims(_Table):
     bootstrap_seed: Integer
     min_share_within: Fraction
     proportion_confidence: Fraction
+    sequential_planned_runs: Positive = 20.0  # older files without it: the packaged value
 
 
 class _Gate(_Table):

@@ -2,8 +2,9 @@
 
 * ``diverged``: the divergent ablation must diverge, and no other arm may;
 * ``val_loss`` (per seed of the candidate): the candidate's final validation loss minus the
-  baseline's of the same seed, within ``[training.val_loss] candidate_margin``; the job's
-  own baseline is the reference, whatever the run's length;
+  mean of the job's baseline seeds, FAIL only when its interval at ``[claims] confidence``,
+  from the job's own seed spread, lies outside ``[training.val_loss] candidate_margin``; the
+  job's own baseline is the reference, whatever the run's length;
 * ``val_loss_paper`` (per arm of a variant the paper reports): the paper's number, only for
   a run of the paper's length (``paper_steps``); N/A elsewhere, saying why.
 
@@ -13,16 +14,21 @@ with the reason, never PASS.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import polars as pl
 
+from tracker.analysis.completeness import Completeness, stopped_arms, summary_steps
 from tracker.analysis.expectations import Expectations
+from tracker.analysis.stats import t_quantile
 from tracker.analysis.verdict import FAIL, NA, PASS, Verdict, within
 from tracker.domain import ArmName
 
-__all__ = ["divergence_verdicts", "run_steps", "val_loss_verdicts"]
+__all__ = ["SeedSpread", "divergence_verdicts", "run_steps", "stopped_in", "val_loss_verdicts"]
 
 
 def _no_points(curves: Mapping[str, pl.DataFrame], arm: str) -> bool:
@@ -35,12 +41,24 @@ def _empty(arm: str) -> str:
     return f"{arm}.csv has no points"
 
 
+def stopped_in(
+    present: Mapping[str, Mapping[str, Any]], curves: Mapping[str, pl.DataFrame]
+) -> dict[str, Completeness]:
+    """The job's arms that stopped early, from their curves' last steps and summaries."""
+    ends = {}
+    for arm, run in present.items():
+        curve = curves.get(arm)
+        last = curve["step"].max() if curve is not None and curve.height else None
+        ends[arm] = (None if last is None else int(last), summary_steps(run.get("extra")))  # type: ignore[arg-type]
+    return stopped_arms(ends)
+
+
 def run_steps(run: Mapping[str, Any], curve: pl.DataFrame | None) -> int | None:
     """How many steps the arm trained: its summary's ``steps`` when it has an integer one
     (what the run says it did), else its curve's last step + 1 (steps counted from 0, as the
     jobs log them); None when neither is known."""
-    steps = (run.get("extra") or {}).get("steps")
-    if isinstance(steps, int) and not isinstance(steps, bool):
+    steps = summary_steps(run.get("extra"))
+    if steps is not None:
         return steps
     if curve is None or curve.height == 0 or "step" not in curve.columns:
         return None
@@ -89,27 +107,57 @@ def _missing_val_loss(arm: str, run: Mapping[str, Any], curves: Mapping[str, pl.
     return ""
 
 
-def _pairs(exp: Expectations, present: Mapping[str, Any]) -> list[tuple[str, str | None]]:
-    """(candidate arm, the baseline arm of the same seed or None) for every seed of the
-    candidate's variant the job has (none: no check, as for any arm a job lacks; the tracking
-    check says the candidate is missing); the candidate role's own pair when the roles are
-    no arm names."""
+def _pairs(exp: Expectations, present: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
+    """(candidate arm, the baseline variant's arms) for every seed of the candidate's
+    variant the job has (none: no check, as for any arm a job lacks; the tracking check says
+    the candidate is missing); the candidate role's own pair when the roles are no arm names."""
     t = exp.training
     cand, base = ArmName.find(t.candidate), ArmName.find(t.baseline)
     if cand is None or base is None:
-        return [(t.candidate, t.baseline if t.baseline in present else None)]
-    by_name = {(a.variant, a.seed): arm for arm in present if (a := ArmName.find(arm))}
-    seeds = sorted(seed for variant, seed in by_name if variant == cand.variant)
-    return [(by_name[cand.variant, s], by_name.get((base.variant, s))) for s in seeds]
+        return [(t.candidate, [t.baseline] if t.baseline in present else [])]
+    names = {arm: a for arm in present if (a := ArmName.find(arm))}
+    seeds = sorted((a.seed, arm) for arm, a in names.items() if a.variant == cand.variant)
+    baselines = sorted((a.seed, arm) for arm, a in names.items() if a.variant == base.variant)
+    return [(arm, [b for _, b in baselines]) for _, arm in seeds]
+
+
+@dataclass(frozen=True)
+class SeedSpread:
+    """The job's own seed-to-seed spread of the final validation loss: the standard
+    deviation pooled over the candidate's and the baseline's seeds, and its degrees of
+    freedom (0: no variant has two usable seeds)."""
+
+    sd: float
+    df: int
+
+    @staticmethod
+    def of(groups: Sequence[Sequence[float]]) -> SeedSpread:
+        squares = sum(float(((np.array(g) - np.mean(g)) ** 2).sum()) for g in groups if len(g) > 1)
+        df = sum(len(g) - 1 for g in groups if len(g) > 1)
+        return SeedSpread(math.sqrt(squares / df) if df else math.nan, df)
+
+
+def _usable(
+    arms: Sequence[str], present: Mapping[str, Any], stopped: Mapping[str, Completeness]
+) -> list[str]:
+    def finite(value: Any) -> bool:
+        return value is not None and math.isfinite(value)
+
+    return [a for a in arms if a not in stopped and finite(present[a]["val_loss"])]
 
 
 def _candidate_verdict(
     exp: Expectations,
     cand: str,
-    base: str | None,
+    bases: Sequence[str],
     present: Mapping[str, Mapping[str, Any]],
     curves: Mapping[str, pl.DataFrame],
+    stopped: Mapping[str, Completeness],
 ) -> Verdict:
+    """The candidate seed's final validation loss minus the mean of the job's baseline
+    seeds; FAIL only when its interval, from the job's own seed spread, lies outside the
+    margin (a clean job fails at most (1 - confidence) / 2 of the time), so that two seeds
+    differing by chance do not fail it. Without any seed spread: the bare margin."""
     margin = exp.training.val_loss_margin
 
     def na(detail: str) -> Verdict:
@@ -117,24 +165,61 @@ def _candidate_verdict(
 
     if cand not in present:
         return na(f"arm {cand} missing: candidate-vs-baseline comparison not possible")
-    if base is None:
-        return na(f"no baseline arm of {cand}'s seed: nothing to compare its validation loss with")
-    why = _missing_val_loss(cand, present[cand], curves) or _missing_val_loss(
-        base, present[base], curves
-    )
+    if not bases:
+        return na(f"no baseline arm in the job: nothing to compare {cand}'s validation loss with")
+    if cand in stopped:
+        return na(
+            f"{cand} {stopped[cand].message}: its final validation loss is not a finished run's"
+        )
+    why = _missing_val_loss(cand, present[cand], curves)
+    kept = _usable(bases, present, stopped)
+    if not why and not kept:
+        why = _missing_val_loss(bases[0], present[bases[0]], curves) or (
+            f"every baseline run stopped early ({_stopped_list(bases, stopped)})"
+        )
     if why:
         return na(f"{why}: candidate-vs-baseline comparison not possible")
-    c, b = present[cand]["val_loss"], present[base]["val_loss"]
+    c = float(present[cand]["val_loss"])
+    base_losses = [float(present[b]["val_loss"]) for b in kept]
+    b = float(np.mean(base_losses))
     diff = c - b
-    detail = (
-        f"final validation loss {c:.4f} ({cand}) - {b:.4f} ({base}) = {diff:+.4f}; "
-        f"the job's own baseline ± {margin:g} expected"
+    against = f"{b:.4f} ({kept[0]})" if len(kept) == 1 else f"{b:.4f} (mean of {', '.join(kept)})"
+    detail = f"final validation loss {c:.4f} ({cand}) - {against} = {diff:+.4f}; "
+    left_out = [a for a in bases if a in stopped]
+    note = f"; left out: {_stopped_list(left_out, stopped)}" if left_out else ""
+    cands = _usable([a for a, _ in _pairs(exp, present)], present, stopped)
+    spread = SeedSpread.of([[float(present[a]["val_loss"]) for a in cands], base_losses])
+    if spread.df == 0 or not math.isfinite(diff):
+        detail += f"no seed spread in the job: the bare margin ± {margin:g} expected{note}"
+        return Verdict("val_loss", cand, diff, 0.0, margin, within(diff, 0.0, margin), detail)
+    if abs(diff) <= margin:
+        # inside the margin its interval cannot lie outside it: PASS without the t quantile
+        # (scipy.special, which a clean one-job report never imports)
+        detail += (
+            f"within ± {margin:g} (the job's seed spread: sd {spread.sd:.4f}, {spread.df} df){note}"
+        )
+        return Verdict("val_loss", cand, diff, 0.0, margin, PASS, detail)
+    level = exp.claims.confidence
+    half = t_quantile(1 - (1 - level) / 2, spread.df) * spread.sd * math.sqrt(1 + 1 / len(kept))
+    low, high = diff - half, diff + half
+    status = FAIL if low > margin or high < -margin else PASS
+    detail += (
+        f"{level:.0%} interval {low:+.4f} to {high:+.4f} from the job's seed spread "
+        f"(sd {spread.sd:.4f}, {spread.df} df); FAIL only outside ± {margin:g}{note}"
     )
-    return Verdict("val_loss", cand, diff, 0.0, margin, within(diff, 0.0, margin), detail)
+    return Verdict("val_loss", cand, diff, 0.0, margin, status, detail)
+
+
+def _stopped_list(arms: Sequence[str], stopped: Mapping[str, Completeness]) -> str:
+    return ", ".join(f"{a} {stopped[a].message}" for a in arms if a in stopped)
 
 
 def _paper_verdict(
-    exp: Expectations, arm: str, run: Mapping[str, Any], curves: Mapping[str, pl.DataFrame]
+    exp: Expectations,
+    arm: str,
+    run: Mapping[str, Any],
+    curves: Mapping[str, pl.DataFrame],
+    stopped: Mapping[str, Completeness],
 ) -> Verdict | None:
     t = exp.training
     paper = t.val_loss.get(run["variant"])
@@ -142,6 +227,8 @@ def _paper_verdict(
         return None
     measured = run["val_loss"]
     why = _missing_val_loss(arm, run, curves)
+    if not why and arm in stopped:
+        why = f"{stopped[arm].message}: not a finished run"
     steps = run_steps(run, curves.get(arm))
     if not why and steps is None:
         why = "the run's length is unknown (no 'steps' in its summary, no points)"
@@ -160,12 +247,15 @@ def _paper_verdict(
 def val_loss_verdicts(
     exp: Expectations, present: Mapping[str, Mapping[str, Any]], curves: Mapping[str, pl.DataFrame]
 ) -> list[Verdict]:
-    """``val_loss`` per seed of the candidate, then ``val_loss_paper`` per arm."""
+    """``val_loss`` per seed of the candidate, then ``val_loss_paper`` per arm; a run that
+    stopped early (``tracker.analysis.completeness``) is left out of both, saying so."""
+    stopped = stopped_in(present, curves)
     verdicts = [
-        _candidate_verdict(exp, cand, base, present, curves) for cand, base in _pairs(exp, present)
+        _candidate_verdict(exp, cand, bases, present, curves, stopped)
+        for cand, bases in _pairs(exp, present)
     ]
     for arm, run in present.items():
-        paper = _paper_verdict(exp, arm, run, curves)
+        paper = _paper_verdict(exp, arm, run, curves, stopped)
         if paper is not None:
             verdicts.append(paper)
     return verdicts

@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from tracker.analysis.expectations import Expectations
-from tracker.analysis.outcomes import divergence_verdicts, val_loss_verdicts
+from tracker.analysis.outcomes import divergence_verdicts, stopped_in, val_loss_verdicts
 from tracker.analysis.smoothing import ema
 from tracker.analysis.tracking import CHECK, tracking_check
 from tracker.analysis.verdict import NA, Verdict
@@ -163,6 +163,10 @@ def analyze_training(
         if arm not in present:
             notes.append(f"arm {arm} missing: {consequence}")
     notes = list(dict.fromkeys(notes))
+    notes += [
+        f"{arm}: {c.message}; its final numbers are left out of the verdicts"
+        for arm, c in stopped_in(present, curves).items()
+    ]
 
     gpt: dict[str, Any] = {}
     if base in present and cand in present:

@@ -242,7 +242,11 @@ def claims(
     )
     frame = judged.filter(judged["status"].is_in(shown)) if shown else judged
     if fmt is Format.table and not wide:
-        print_rows(*_compact_claims(frame.to_dicts(), group="group" in frame.columns))
+        shown_rows = frame.to_dicts()
+        print_rows(*_compact_claims(shown_rows, group="group" in frame.columns))
+        for row in shown_rows:
+            if row.get("next_runs"):
+                typer.echo(f"to decide {row['claim']} ({row['subject']}): {row['next_runs']}")
     else:
         print_frame(frame, fmt)
     failing = [s for s in gate if s in judged["status"]]

@@ -10,13 +10,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import polars as pl
-from sqlalchemy import select
+from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.claims import COLUMNS, judge_claims
-from tracker.models import Job, JobMeta, Run
+from tracker.analysis.completeness import summary_steps
+from tracker.domain import LOSS
+from tracker.models import Curve, Job, JobMeta, Run
 from tracker.queries.job_analysis import load_verdict_rows
 from tracker.queries.selection import Selection, selected_jobs
+from tracker.queries.tables import stopped_runs
 from tracker.store.frames import query_frame
 from tracker.summary.model import NUMBERS
 
@@ -24,6 +27,16 @@ if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
 
 GROUP = "group"
+RUN_SCHEMA = {
+    "job_id": pl.Int64,
+    "arm": pl.String,
+    "variant": pl.String,
+    "val_loss": pl.Float64,
+    "diverged": pl.Boolean,
+    "steps": pl.Int64,
+    "stopped": pl.String,
+    "hours": pl.Float64,
+}
 # The stored verdict rows (``load_verdict_rows``) as a frame.
 VERDICT_SCHEMA = {
     "job_id": pl.Int64,
@@ -102,6 +115,37 @@ def claims(
     return pl.concat(frames) if frames else pl.DataFrame(schema=schema)
 
 
+def _runs(session: Session, ids: list[int]) -> pl.DataFrame:
+    """The runs of the jobs ``ids``, with their length (``run_steps``: the summary's, else
+    the loss curve's last step + 1), whether they stopped early (``stopped``: the message,
+    else null) and their logged wall time in hours."""
+    query = (
+        select(Run.job_id, Run.arm, Run.variant, Run.val_loss, Run.diverged, Run.extra)
+        .add_columns(Curve.last_step)
+        .outerjoin(Curve, and_(Curve.run_id == Run.id, Curve.metric == LOSS))
+        .where(Run.job_id.in_(ids))
+    )
+    records = []
+    for row in session.execute(query).all():
+        extra = row.extra or {}
+        steps = summary_steps(extra)
+        wall = extra.get("wall_time_s")
+        records.append(
+            {
+                "job_id": row.job_id,
+                "arm": row.arm,
+                "variant": row.variant,
+                "val_loss": row.val_loss,
+                "diverged": row.diverged,
+                "steps": steps if steps is not None or row.last_step is None else row.last_step + 1,
+                "hours": wall / 3600 if isinstance(wall, int | float) else None,
+            }
+        )
+    frame = pl.DataFrame(records, schema={k: v for k, v in RUN_SCHEMA.items() if k != "stopped"})
+    stopped = stopped_runs(session, ids)
+    return frame.join(stopped, on=["job_id", "arm"], how="left").select(list(RUN_SCHEMA))
+
+
 def _evidence(
     session: Session, jobs: pl.DataFrame, exp: Expectations
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
@@ -126,12 +170,7 @@ def _evidence(
         ],
         schema={"job": pl.String, **dict.fromkeys(NUMBERS, pl.Float64)},
     )
-    runs = query_frame(
-        session,
-        select(Run.job_id, Run.arm, Run.variant, Run.val_loss, Run.diverged).where(
-            Run.job_id.in_(ids)
-        ),
-    )
+    runs = _runs(session, ids)
     meta = query_frame(
         session,
         select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(ids)),

@@ -33,6 +33,7 @@ RUN_COLUMNS = (
     "variant",
     "seed",
     "steps",
+    "stopped",
     "points",
     "final_loss",
     "min_loss",

@@ -10,6 +10,7 @@ import polars as pl
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
+from tracker.analysis.completeness import stopped_arms, summary_steps
 from tracker.analysis.smoothing import smooth
 from tracker.domain import LOSS
 from tracker.errors import UnknownArm, UnknownMetric, did_you_mean, known_names
@@ -118,9 +119,30 @@ def arm_rows(session: Session, selection: Selection, job_ids: list[int]) -> pl.D
     if on_runs:
         query = query.where(Run.id.in_(list(matching_runs(session, job_ids, on_runs))))
     frame = query_frame(session, query).with_columns(pl.col("points", "nonfinite").fill_null(0))
+    frame = frame.join(stopped_runs(session, job_ids), on=["job_id", "arm"], how="left")
     notes = run_notes(session, frame[RUN_ID].to_list())
     texts = [notes_text(notes.get(run_id, [])) for run_id in frame[RUN_ID]]
     return frame.with_columns(notes=pl.Series(texts, dtype=pl.String)).drop(RUN_ID)
+
+
+def stopped_runs(session: Session, job_ids: list[int]) -> pl.DataFrame:
+    """``job_id``, ``arm`` and ``stopped``, the message of each arm that stopped early
+    (``tracker.analysis.completeness``), judged among all of its job's arms."""
+    rows = session.execute(
+        select(Run.job_id, Run.arm, Run.extra, Curve.last_step)
+        .outerjoin(Curve, and_(Curve.run_id == Run.id, Curve.metric == LOSS))
+        .where(Run.job_id.in_(job_ids))
+    ).all()
+    ends: dict[int, dict[str, tuple[int | None, int | None]]] = {}
+    for job_id, arm, extra, last in rows:
+        ends.setdefault(job_id, {})[arm] = (last, summary_steps(extra))
+    found = [
+        (job_id, arm, c.message)
+        for job_id, arms in ends.items()
+        for arm, c in stopped_arms(arms).items()
+    ]
+    schema = {"job_id": pl.Int64, "arm": pl.String, "stopped": pl.String}
+    return pl.DataFrame(found, schema=schema, orient="row")
 
 
 def runs(
@@ -139,7 +161,15 @@ def runs(
     keys = ["job", "time", *selection.group_by, "model", "variant"]
     if not aggregate_seeds:
         return table.select(
-            *keys, "arm", "seed", *RUN_METRICS[:-1], "points", "nonfinite", "diverged", "notes"
+            *keys,
+            "arm",
+            "seed",
+            *RUN_METRICS[:-1],
+            "points",
+            "nonfinite",
+            "diverged",
+            "stopped",
+            "notes",
         )
     metrics = ("val_loss", "final_loss", "min_loss")
     pooled = []

@@ -61,6 +61,7 @@ class ArmRow(BaseModel):
         "a resume, restarts, steps logged twice, a cut last line, non-finite stretches, a timer "
         "reset.",
     )
+    stopped: str | None = None  # "stopped at step 2765 of 3000": the run did not finish
 
 
 class CurveRow(BaseModel):
@@ -107,11 +108,13 @@ class ClaimRow(BaseModel):
     estimate: Number
     ci_low: Number
     ci_high: Number
-    interval: str | None = None  # "90% Welch", "95% binomial" or "range" (over the jobs)
+    interval: str | None = None  # "90% confidence sequence", "95% binomial" or "range"
     expected: Number
     tolerance: Number
     jobs_failing: list[str]
     detail: str
+    next_runs: str = ""  # INCONCLUSIVE: the runs (or jobs) that would decide it
+    known: bool = False  # every job has it KNOWN: a setup difference, not a failure
 
 
 class ComparisonRow(BaseModel):
@@ -204,6 +207,7 @@ class RunTableRow(BaseModel):
     variant: str | None = None
     seed: int | None = None
     steps: int | None = None
+    stopped: str | None = None  # "stopped at step 2765 of 3000": the run did not finish
     points: int | None = None
     final_loss: Number = None
     min_loss: Number = None

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from tracker.analysis.completeness import stopped_arms, summary_steps
 from tracker.conditions import Condition, as_conditions, parse_condition
 from tracker.domain import LOSS
 from tracker.errors import (
@@ -241,12 +242,14 @@ def job_arms(session: Session, name: str) -> list[Row]:
     job = get_job(session, name)
     loss = select(Curve).where(Curve.metric == LOSS).subquery()
     rows = session.execute(
-        select(Run, loss.c.n_points, loss.c.last_value, loss.c.min_value)
+        select(Run, loss.c.n_points, loss.c.last_value, loss.c.min_value, loss.c.last_step)
         .outerjoin(loss, loss.c.run_id == Run.id)
         .where(Run.job_id == job.id)
         .order_by(Run.variant, Run.seed)
     ).all()
     notes = run_notes(session, [run.id for run, *_ in rows])
+    ends = {run.arm: (last_step, summary_steps(run.extra)) for run, *_, last_step in rows}
+    stopped = stopped_arms(ends)
     return [
         {
             "arm": run.arm,
@@ -260,8 +263,9 @@ def job_arms(session: Session, name: str) -> list[Row]:
             "final_loss": run.final_loss,
             "diverged": run.diverged,
             "notes": notes_text(notes.get(run.id, [])),
+            "stopped": stopped[run.arm].message if run.arm in stopped else None,
         }
-        for run, n_points, last, low in rows
+        for run, n_points, last, low, _ in rows
     ]
 
 

@@ -18,6 +18,7 @@ import polars as pl
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
+from tracker.analysis.completeness import stopped_arms, summary_steps
 from tracker.domain import LOSS, IngestStatus
 from tracker.errors import JobExists
 from tracker.models import Curve, Job, JobMeta, Probe, Run, RunNoteRow, SourceFile
@@ -89,7 +90,14 @@ def store_job(
         written.warnings.extend(f"{arm.name}: {note}" for note in said)
         written.points += _insert_arm(session, job.id, arm, written.losses)
         written.arms += 1
+    ends = {arm.name: (_last_step(arm.curves), summary_steps(arm.extra)) for arm in parsed}
+    written.warnings.extend(f"{arm}: {c.message}" for arm, c in stopped_arms(ends).items())
     return written
+
+
+def _last_step(curves: pl.DataFrame) -> int | None:
+    last = curves["step"].max() if "step" in curves.columns and curves.height else None
+    return None if last is None else int(last)  # type: ignore[arg-type]
 
 
 def stored_digest(session: Session, name: str) -> str | None:

@@ -13,7 +13,9 @@ Inputs, one row per job and item, jobs already filtered and de-duplicated by the
 * ``verdicts``: ``job``, ``check``, ``subject``, ``measured``, ``expected``, ``tolerance``,
   ``status``, ``detail``: every job's own verdicts;
 * ``numbers``: ``job``, ``ema_delta``, ``seed_noise``, ``diverged_at``;
-* ``runs``: ``job``, ``arm``, ``variant``, ``val_loss``, ``diverged``;
+* ``runs``: ``job``, ``arm``, ``variant``, ``val_loss``, ``diverged`` and, when known,
+  ``steps`` (the run's length), ``stopped`` (why it stopped early, else null) and ``hours``
+  (its logged wall time);
 * ``meta``: ``job``, ``key``, ``value``: to say which metadata separates failing jobs.
 """
 
@@ -36,7 +38,6 @@ from tracker.analysis.claims.rules import (
 )
 from tracker.analysis.claims.stochastic import (
     ablation_diverges,
-    seeds_to_decide,
     stratified_bootstrap,
     tracks_within_seed_noise,
     val_loss_equivalence,
@@ -54,12 +55,30 @@ __all__ = [
     "deterministic_claims",
     "judge_claims",
     "probe_failure_claims",
-    "seeds_to_decide",
     "separating_metadata",
     "stratified_bootstrap",
     "tracks_within_seed_noise",
     "val_loss_equivalence",
 ]
+
+
+# what the runs may carry beyond the columns above: run length, why a run is cut short, hours
+RUN_EXTRAS = {"steps": pl.Int64, "stopped": pl.String, "hours": pl.Float64}
+
+
+def _with_roles(numbers: pl.DataFrame, runs: pl.DataFrame, exp: Expectations) -> pl.DataFrame:
+    """``numbers`` with each job's baseline run length (``steps``) and, when a run of the
+    tracking check's roles stopped early, why (``stopped``)."""
+    t = exp.training
+    roles = runs.filter(pl.col("arm").is_in([t.baseline, t.candidate, t.seed_twin]))
+    per_job = roles.group_by("job").agg(
+        steps=pl.col("steps").filter(pl.col("arm") == t.baseline).first(),
+        stopped=pl.concat_str("arm", pl.col("stopped"), separator=" ").drop_nulls().str.join("; "),
+    )
+    per_job = per_job.with_columns(
+        pl.when(pl.col("stopped") == "").then(None).otherwise(pl.col("stopped")).alias("stopped")
+    )
+    return numbers.join(per_job, on="job", how="left", maintain_order="left")
 
 
 def judge_claims(
@@ -73,8 +92,13 @@ def judge_claims(
     claims = deterministic_claims(verdicts, meta)
     claims += probe_failure_claims(verdicts, meta)
     if runs.height:
-        claims.append(val_loss_equivalence(runs, exp))
-        claims.append(tracks_within_seed_noise(numbers, exp))
+        runs = runs.with_columns(
+            pl.lit(None, dtype).alias(name)
+            for name, dtype in RUN_EXTRAS.items()
+            if name not in runs.columns
+        )
+        claims += val_loss_equivalence(runs, exp)
+        claims.append(tracks_within_seed_noise(_with_roles(numbers, runs, exp), exp))
         claims.append(ablation_diverges(runs, numbers, exp))
     rows = [{name: getattr(claim, name) for name in COLUMNS} for claim in claims]
     return pl.DataFrame(rows, schema=COLUMNS)

@@ -30,6 +30,8 @@ COLUMNS: dict[str, Any] = {
     "tolerance": pl.Float64,
     "jobs_failing": pl.List(pl.String),
     "detail": pl.String,
+    "next_runs": pl.String,
+    "known": pl.Boolean,
 }
 
 
@@ -48,8 +50,14 @@ class Claim:
     tolerance: float | None = None
     jobs_failing: list[str] = field(default_factory=list)
     detail: str = ""
-    # what ci_low..ci_high is: a "90% Welch" or "95% binomial" interval, or a "range" over jobs
+    # what ci_low..ci_high is: a "90% confidence sequence", a "95% binomial" interval, or a
+    # "range" over jobs
     interval: str | None = None
+    # INCONCLUSIVE: what would decide it ("run 3 more flash and 3 more ref seeds ..."), else ""
+    next_runs: str = ""
+    # every job that judged it has it KNOWN: a setup difference the expectations name, not a
+    # failure to reproduce
+    known: bool = False
 
 
 def num(value: float | None, digits: int = 4) -> str:

@@ -166,6 +166,7 @@ def _judged_claim(name: str, subject: str, group: dict[str, Any], meta: pl.DataF
         failing,
         detail,
         interval=RANGE,
+        known=group["known"] == n,
     )
 
 

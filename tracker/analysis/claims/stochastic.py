@@ -21,26 +21,11 @@ from tracker.analysis.claims.common import (
     some_jobs,
     spread,
 )
+from tracker.analysis.claims.next_runs import hours, jobs_to_decide, runs_to_decide
 from tracker.analysis.expectations import Expectations
-from tracker.analysis.stats import (
-    clopper_pearson,
-    mann_whitney_u,
-    normal_quantile,
-    welch_interval,
-    welch_ttest,
-)
+from tracker.analysis.sequential import bernoulli_cs, mean_difference_cs
+from tracker.analysis.stats import clopper_pearson, mann_whitney_u, welch_interval, welch_ttest
 from tracker.domain import ArmName
-
-
-def seeds_to_decide(diff: float, sd: float, margin: float, alpha: float, n: float) -> int | None:
-    """Approximate further seeds per arm for the TOST (or its opposite) to decide with 80%
-    power, from the normal approximation n = 2 (z_(1-alpha) + z_0.8)^2 sd^2 / gap^2, where
-    gap is the distance of the observed difference from the nearer margin."""
-    gap = abs(margin - abs(diff))
-    if gap == 0 or not math.isfinite(sd):
-        return None
-    needed = 2 * (normal_quantile(1 - alpha) + normal_quantile(0.8)) ** 2 * sd**2 / gap**2
-    return max(1, math.ceil(needed - n))
 
 
 def stratified_bootstrap(
@@ -100,26 +85,31 @@ def _by_job(frame: pl.DataFrame) -> dict[str, np.ndarray]:
 def _equivalence_detail(
     claim: Claim, cand: pl.DataFrame, base: pl.DataFrame, counts: str, exp: Expectations
 ) -> str:
-    """Judge ``claim`` (its status, interval and failing jobs) from two or more finite
-    validation losses on each side; its detail, the numbers that decided."""
+    """Judge ``claim`` (its status, interval, failing jobs and next runs) from two or more
+    finite validation losses on each side by the confidence sequence; its detail, the
+    numbers that decided and the fixed-sample ones for reference."""
     c = exp.claims
     margin = c.val_loss_margin
     x, y = cand["val_loss"].to_numpy(), base["val_loss"].to_numpy()
     diff = float(x.mean() - y.mean())
-    alpha = 1 - c.confidence
+    level = f"{c.confidence:.0%}"
+    cs = mean_difference_cs(x, y, c.confidence, c.sequential_planned_runs)
+    claim.ci_low, claim.ci_high = cs.low, cs.high
+    claim.interval = f"{level} CS"
     low, high = welch_interval(x, y, c.confidence)
-    claim.ci_low, claim.ci_high = low, high
-    claim.interval = f"{c.confidence:.0%} Welch"
+    # TOST at (1 - c) / 2 a side: p below it exactly when the 1 - 2 alpha Welch interval
+    # lies inside the margin, the interval printed beside it
     p_lower = welch_ttest(x + margin, y, "greater").pvalue
     p_upper = welch_ttest(x - margin, y, "less").pvalue
     p_tost = max(p_lower, p_upper)
     # P(a candidate run ends below a baseline run): U of the baseline sample / (n_x n_y)
     improvement = mann_whitney_u(y, x) / (len(x) * len(y))
     boot = stratified_bootstrap(_by_job(cand), _by_job(base), exp)
-    level = f"{c.confidence:.0%}"
     numbers = (
-        f"difference of means {diff:+.4f} ({level} Welch interval {low:+.4f} to {high:+.4f}) "
-        f"from {counts}; TOST p = {p_tost:.3g} at margin ±{margin:g}; "
+        f"difference of means {diff:+.4f} ({level} confidence sequence {cs.low:+.4f} to "
+        f"{cs.high:+.4f}, valid at every look) from {counts}; for reference, the fixed-sample "
+        f"{level} Welch interval {low:+.4f} to {high:+.4f}, TOST p = {p_tost:.3g} at margin "
+        f"±{margin:g} ({(1 - c.confidence) / 2:g} a side); "
         f"probability of improvement {improvement:.2f}; "
         + (
             f"{level} bootstrap interval stratified by job {boot[0]:+.4f} to {boot[1]:+.4f}"
@@ -127,33 +117,79 @@ def _equivalence_detail(
             else "bootstrap: every job has one run per arm, no interval"
         )
     )
-    if p_tost < alpha:
+    if cs.inside(margin):
         claim.status = REPRODUCED
-        why = f"equivalent: the {level} interval lies within ±{margin:g}"
-    elif low > margin or high < -margin:
+        why = f"equivalent: the {level} confidence sequence lies within ±{margin:g}"
+    elif cs.outside(margin):
         claim.status = NOT_REPRODUCED
         claim.jobs_failing = sorted(set(cand["job"]))
-        why = f"not equivalent: the {level} interval lies entirely outside ±{margin:g}"
+        why = f"not equivalent: the {level} confidence sequence lies entirely outside ±{margin:g}"
     else:
         sd = math.sqrt((x.var(ddof=1) + y.var(ddof=1)) / 2)
-        more = seeds_to_decide(diff, sd, margin, alpha, min(len(x), len(y)))
-        hint = f"; about {more} more seeds per arm would decide it" if more else ""
-        why = f"the {level} interval straddles the margin ±{margin:g}{hint}"
+        n = min(len(x), len(y))
+        more = runs_to_decide(diff, sd, margin, c.confidence, n, c.sequential_planned_runs)
+        variants = f"{cand['variant'][0]} and {more} more {base['variant'][0]}"
+        cost = hours(finite_rows(pl.concat([cand, base]), "hours")["hours"].to_list())
+        claim.next_runs = (
+            f"run {more} more {variants} seeds{cost}"
+            if more
+            else "more runs of both variants; at this difference no count of them is sure to"
+        )
+        why = f"the {level} confidence sequence straddles the margin ±{margin:g}"
     return f"{why}: {numbers}"
 
 
-def val_loss_equivalence(runs: pl.DataFrame, exp: Expectations) -> Claim:
-    """The candidate and baseline variants' final validation losses: Welch interval, TOST,
-    probability of improvement and a job-stratified bootstrap interval."""
-    c = exp.claims
+def _length_words(steps: int | None, paper: int) -> str:
+    if steps is None:
+        return "runs of unknown length (no 'steps' in their summaries, no points)"
+    if steps == paper:
+        return f"runs of {steps:,} steps, the paper's length"
+    return f"runs of {steps:,} steps; the paper's number is for {paper:,}"
+
+
+def val_loss_equivalence(runs: pl.DataFrame, exp: Expectations) -> list[Claim]:
+    """The candidate and baseline variants' final validation losses, judged per run length
+    (one claim each when the runs have several); runs that stopped early are left out."""
     base_variant = _variant_of(runs, exp.training.baseline)
     cand_variant = _variant_of(runs, exp.training.candidate)
+    both = finite_rows(runs, "val_loss").filter(
+        pl.col("variant").is_in([cand_variant, base_variant])
+    )
+    stopped = both.filter(pl.col("stopped").is_not_null())
+    finished = both.filter(pl.col("stopped").is_null())
+    left_out = "; ".join(
+        f"{job}/{arm} {message}"
+        for job, arm, message in stopped.select("job", "arm", "stopped").iter_rows()
+    )
+    lengths = finished["steps"].unique(maintain_order=True).sort(nulls_last=True).to_list()
     subject = f"{cand_variant} vs {base_variant}"
+    if len(lengths) <= 1:
+        return [_equivalence(finished, exp, subject, lengths[0] if lengths else None, left_out)]
+    return [
+        _equivalence(
+            finished.filter(pl.col("steps").eq_missing(steps)),
+            exp,
+            f"{subject}, {'unknown' if steps is None else f'{steps:,}'} steps",
+            steps,
+            left_out,
+        )
+        for steps in lengths
+    ]
+
+
+def _equivalence(
+    finished: pl.DataFrame, exp: Expectations, subject: str, steps: int | None, left_out: str
+) -> Claim:
+    """The equivalence claim over the finished runs of one length."""
+    c = exp.claims
+    cand_variant, _, base_variant = subject.partition(",")[0].partition(" vs ")
     margin = c.val_loss_margin
-    statement = f"{cand_variant}'s final validation loss matches {base_variant}'s within {margin:g}"
-    finite = finite_rows(runs, "val_loss")
-    cand = finite.filter(pl.col("variant") == cand_variant)
-    base = finite.filter(pl.col("variant") == base_variant)
+    statement = (
+        f"{cand_variant}'s final validation loss matches {base_variant}'s within {margin:g} "
+        f"({_length_words(steps, exp.training.paper_steps)})"
+    )
+    cand = finished.filter(pl.col("variant") == cand_variant)
+    base = finished.filter(pl.col("variant") == base_variant)
     x, y = cand["val_loss"].to_numpy(), base["val_loss"].to_numpy()
     jobs = len(set(cand["job"]) | set(base["job"]))
     claim = Claim(
@@ -166,25 +202,37 @@ def val_loss_equivalence(runs: pl.DataFrame, exp: Expectations) -> Claim:
         expected=0.0,
         tolerance=margin,
     )
+    tail = f"; left out, stopped early: {left_out}" if left_out else ""
     if len(x) == 0 or len(y) == 0:
         missing = cand_variant if len(x) == 0 else base_variant
-        claim.detail = f"no finite validation loss of {missing}: nothing to compare"
+        claim.detail = (
+            f"no finite validation loss of a finished {missing} run: nothing to compare{tail}"
+        )
+        claim.next_runs = f"run 2 {missing} seeds"
         return claim
     diff = float(x.mean() - y.mean())
     claim.estimate = diff
     counts = f"{len(x)} {cand_variant} and {len(y)} {base_variant} runs over {jobs} jobs"
     if len(x) < 2 or len(y) < 2:
+        short = [(v, 2 - len(z)) for v, z in ((cand_variant, x), (base_variant, y)) if len(z) < 2]
+        needed = " and ".join(f"{k} more {v} seed" for v, k in short)
+        cost = hours(finite_rows(pl.concat([cand, base]), "hours")["hours"].to_list())
+        claim.next_runs = f"run {needed}{cost}"
         claim.detail = (
-            f"difference of means {diff:+.4f} from {counts}: one run of an arm has no spread "
-            "to judge by; at least two seeds per arm are needed"
+            f"difference of means {diff:+.4f} from {counts}: one run of "
+            f"{' and of '.join(v for v, _ in short)} has no spread to judge by; "
+            f"at least two seeds per arm are needed{tail}"
         )
         return claim
-    claim.detail = _equivalence_detail(claim, cand, base, counts, exp)
+    claim.detail = _equivalence_detail(claim, cand, base, counts, exp) + tail
     return claim
 
 
 def tracks_within_seed_noise(numbers: pl.DataFrame, exp: Expectations) -> Claim:
-    """Per job, candidate EMA delta / seed-noise delta <= the factor; share of jobs within."""
+    """Per job, candidate EMA delta / seed-noise delta <= the factor; the share of jobs
+    within, judged by its confidence sequence. ``numbers`` may carry ``steps`` (the run
+    length of the job's baseline) and ``stopped`` (why its roles' curves are cut short);
+    such jobs are left out."""
     t, c = exp.training, exp.claims
     subject = f"{t.candidate} vs {t.baseline}"
     statement = (
@@ -195,6 +243,12 @@ def tracks_within_seed_noise(numbers: pl.DataFrame, exp: Expectations) -> Claim:
     both = finite_rows(finite_rows(numbers, "ema_delta"), "seed_noise").filter(
         pl.col("seed_noise") > 0
     )
+    stopped = both.filter(pl.col("stopped").is_not_null()) if "stopped" in both.columns else None
+    tail = ""
+    if stopped is not None and stopped.height:
+        both = both.filter(pl.col("stopped").is_null())
+        cut = "; ".join(f"{j}: {m}" for j, m in stopped.select("job", "stopped").iter_rows())
+        tail = f"; left out, a run stopped early: {cut}"
     ratio = both["ema_delta"] / both["seed_noise"]
     within = ratio <= t.noise_factor
     n, k = both.height, int(within.sum())
@@ -207,31 +261,49 @@ def tracks_within_seed_noise(numbers: pl.DataFrame, exp: Expectations) -> Claim:
         n,
         expected=c.min_share_within,
     )
+    roles = f"{t.candidate}, {t.baseline} and {t.seed_twin}"
     if n == 0:
         claim.detail = (
             f"no job has both EMA deltas ({t.candidate} and {t.seed_twin} against {t.baseline})"
+            + tail
         )
+        claim.next_runs = f"run a job with arms {roles}"
         return claim
-    share_low, share_high = clopper_pearson(k, n, c.proportion_confidence)
-    claim.estimate, claim.ci_low, claim.ci_high = k / n, share_low, share_high
-    claim.jobs_failing = both.filter(~within)["job"].to_list()
     level = f"{c.proportion_confidence:.0%}"
-    claim.interval = f"{level} binomial"
+    cs = bernoulli_cs(k, n, c.proportion_confidence)
+    fixed = clopper_pearson(k, n, c.proportion_confidence)
+    claim.estimate, claim.ci_low, claim.ci_high = k / n, cs.low, cs.high
+    claim.jobs_failing = both.filter(~within)["job"].to_list()
+    claim.interval = f"{level} CS"
     median, low, high = spread(ratio)
-    counts = (
-        f"{k} of {n} jobs within {t.noise_factor:g}x the seed noise ({level} binomial interval "
-        f"{share_low:.2f} to {share_high:.2f}); ratio median {num(median, 3)}, "
-        f"range {num(low, 3)} to {num(high, 3)}"
+    found = sorted(set(both["steps"].drop_nulls())) if "steps" in both.columns else []
+    lengths = "; jobs with runs of " + " and ".join(f"{s:,}" for s in found) + " steps"
+    lengths = (
+        "" if not found else lengths + (" pooled (a ratio of deltas)" if len(found) > 1 else "")
     )
-    if share_low >= c.min_share_within:
+    counts = (
+        f"{k} of {n} jobs within {t.noise_factor:g}x the seed noise ({level} confidence "
+        f"sequence {cs.low:.2f} to {cs.high:.2f}, valid at every look; for reference the "
+        f"fixed-sample binomial interval {fixed[0]:.2f} to {fixed[1]:.2f}); ratio median "
+        f"{num(median, 3)}, range {num(low, 3)} to {num(high, 3)}{lengths}"
+    )
+    if cs.low >= c.min_share_within:
         claim.status = REPRODUCED
         why = f"the share of jobs within is at least {c.min_share_within:g}"
-    elif share_high < c.min_share_within:
+    elif cs.high < c.min_share_within:
         claim.status = NOT_REPRODUCED
         why = f"the share of jobs within is below {c.min_share_within:g}"
     else:
         why = f"too few jobs to tell whether the share reaches {c.min_share_within:g}"
-    claim.detail = f"{why}: {counts}"
+        more = jobs_to_decide(k, n, c.min_share_within, c.proportion_confidence)
+        kind = "within" if more and more[1] else "outside"
+        claim.next_runs = (
+            f"run {more[0]} more jobs with arms {roles} (if every one falls {kind} the seed "
+            "noise; more if some do not)"
+            if more
+            else f"run many more jobs with arms {roles}"
+        )
+    claim.detail = f"{why}: {counts}{tail}"
     return claim
 
 

@@ -100,6 +100,7 @@ def job_page(request: Request, name: str, session: SessionDep, served: ServedDep
         job=job,
         job_name=name,
         curves=job_curves(session, name),
+        stopped={a["arm"]: a["stopped"] for a in job_arms(session, name) if a["stopped"]},
         previous=jobs[at - 1] if at > 0 else None,
         following=jobs[at + 1] if at + 1 < len(jobs) else None,
     )
