@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tracker.analysis.expectations import Expectations
-from tracker.analysis.expectations_file import COMPONENTS
+from tracker.analysis.expectations import COMPONENTS, Expectations
 from tracker.analysis.verdict import FAIL, KNOWN, NA, Verdict, within
 
 __all__ = ["fixed_overheads", "memory_analysis", "memory_notes", "memory_verdicts"]
@@ -324,13 +323,13 @@ def _table4_verdicts(ok: pl.DataFrame, exp: Expectations) -> list[Verdict]:
 
 def _gpt2_verdicts(ok: pl.DataFrame, failed: pl.DataFrame, exp: Expectations) -> list[Verdict]:
     mem = exp.memory
-    model = mem.gpt2_model
+    model = mem.gpt2_124m.model
     measured_rows = {
         row["variant"]: row for row in ok.filter(pl.col("model") == model).iter_rows(named=True)
     }
     failed_variants = set(failed.filter(pl.col("model") == model)["variant"].to_list())
     verdicts = []
-    for variant, paper in mem.gpt2.rows.items():
+    for variant, paper in mem.gpt2_124m.rows.items():
         subject = f"{model}/{variant}"
         row = measured_rows.get(variant)
         for part, column in (("params", "gib_params"), ("optim", "gib_optim")):
@@ -346,7 +345,7 @@ def _gpt2_verdicts(ok: pl.DataFrame, failed: pl.DataFrame, exp: Expectations) ->
                     subject,
                     row[column],
                     expected,
-                    mem.gpt2.relative_tolerance,
+                    mem.gpt2_124m.relative_tolerance,
                     part,
                     mem.known_differences.get(variant),
                 )

@@ -110,7 +110,7 @@ def _candidate_verdict(
     present: Mapping[str, Mapping[str, Any]],
     curves: Mapping[str, pl.DataFrame],
 ) -> Verdict:
-    margin = exp.training.val_loss_margin
+    margin = exp.training.val_loss.candidate_margin
 
     def na(detail: str) -> Verdict:
         return Verdict("val_loss", cand, None, 0.0, margin, NA, detail)
@@ -137,7 +137,7 @@ def _paper_verdict(
     exp: Expectations, arm: str, run: Mapping[str, Any], curves: Mapping[str, pl.DataFrame]
 ) -> Verdict | None:
     t = exp.training
-    paper = t.val_loss.get(run["variant"])
+    paper = t.val_loss.paper(run["variant"])
     if paper is None:
         return None
     measured = run["val_loss"]
@@ -145,16 +145,16 @@ def _paper_verdict(
     steps = run_steps(run, curves.get(arm))
     if not why and steps is None:
         why = "the run's length is unknown (no 'steps' in its summary, no points)"
-    elif not why and steps != t.paper_steps:
-        why = f"run of {steps} steps; the paper's number is for {t.paper_steps}"
+    elif not why and steps != t.val_loss.paper_steps:
+        why = f"run of {steps} steps; the paper's number is for {t.val_loss.paper_steps}"
     if why:
         return Verdict("val_loss_paper", arm, measured, paper, None, NA, why)
     detail = (
         f"final validation loss {measured:.4f} after {steps} steps vs paper {paper:g} "
-        f"± {t.val_loss_tolerance:g}"
+        f"± {t.val_loss.tolerance:g}"
     )
-    status = within(measured, paper, t.val_loss_tolerance)
-    return Verdict("val_loss_paper", arm, measured, paper, t.val_loss_tolerance, status, detail)
+    status = within(measured, paper, t.val_loss.tolerance)
+    return Verdict("val_loss_paper", arm, measured, paper, t.val_loss.tolerance, status, detail)
 
 
 def val_loss_verdicts(
