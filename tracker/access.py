@@ -16,6 +16,7 @@ from typing import TypeVar
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from tracker.analysis.expectations import check_study, study_expectations, study_names
 from tracker.config import database_url
 from tracker.domain import JOB_SORT_KEYS
 from tracker.store import catalog
@@ -39,6 +40,7 @@ __all__ = [
     "HEAD",
     "Database",
     "Row",
+    "check_study",
     "connect",
     "delete",
     "edit_meta",
@@ -48,8 +50,22 @@ __all__ = [
     "schema_revision",
     "show",
     "sql_result",
+    "studies",
     "with_session",
 ]
+
+
+def studies() -> list[Row]:
+    """The packaged studies: ``name``, ``title``, ``paper`` and how many of its ``claims``
+    each checks, the default study first."""
+    rows: list[Row] = []
+    for name in study_names():
+        study = study_expectations(name).study
+        assert study is not None  # every packaged file says which paper it reproduces
+        rows.append(
+            {"name": name, "title": study.title, "paper": study.paper, "claims": len(study.claims)}
+        )
+    return rows
 
 
 def connect(url: str | None = None) -> Engine:

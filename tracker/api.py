@@ -33,7 +33,7 @@ from tracker.access import (
     sql_result,
     with_session,
 )
-from tracker.analysis.expectations import load_expectations
+from tracker.analysis.expectations import Expectations, load_expectations, study_expectations
 from tracker.domain import LOSS
 from tracker.queries import claims as _claims
 from tracker.queries import compare as _compare
@@ -193,6 +193,14 @@ def compare(
     return comparison(db, job_a, job_b, expectations=expectations).table
 
 
+def _judging(expectations: Path | None, study: str | None) -> Expectations:
+    """A user's expectations file (judging every job), else the packaged ones of ``study``
+    (each job then judged by its own study's)."""
+    if expectations is not None:
+        return load_expectations(expectations)
+    return study_expectations(study) if study is not None else load_expectations()
+
+
 def claims(
     db: Database = None,
     *,
@@ -201,12 +209,13 @@ def claims(
     group_by: Iterable[str] | str | None = None,
     since: datetime | None = None,
     expectations: Path | None = None,
+    study: str | None = None,
 ) -> pl.DataFrame:
-    """The study's claims judged on all selected jobs together (only jobs whose ``time`` is
-    at or after ``since``), one row per claim and subject (with ``group_by``, per group of
-    jobs in a ``group`` column)."""
-    exp = load_expectations(expectations)
-    selection = replace(_selection(job, None, None, where, group_by), since=since)
+    """The studies' claims judged on all selected jobs together (only jobs whose ``time`` is
+    at or after ``since``; of ``study``, or of every study, each judged apart), one row per
+    claim and subject (with ``group_by``, per group of jobs in a ``group`` column)."""
+    exp = _judging(expectations, study)
+    selection = replace(_selection(job, None, None, where, group_by), since=since, study=study)
     return with_session(db, lambda s: _claims.claims(s, selection, exp))
 
 
@@ -226,13 +235,15 @@ def report(
     expectations: Path | None = None,
     force: bool = False,
     prune: bool = False,
+    study: str | None = None,
 ) -> Report:
     """Write the offline HTML report of the selected jobs (only jobs whose ``time`` is at or
     after ``since``) under ``out``, rendering only what changed (everything with ``force``,
     which also writes into a folder holding no report); the pages of other jobs stay unless
-    they were deleted from the database, or ``prune``."""
-    selection = replace(_selection(job, None, None, where, None), since=since)
-    exp = load_expectations(expectations)
+    they were deleted from the database, or ``prune``. ``study``: only its jobs, and its
+    expectations for the pages across jobs (each job's own page: its own study's)."""
+    selection = replace(_selection(job, None, None, where, None), since=since, study=study)
+    exp = _judging(expectations, study)
     return with_session(
         db, lambda s: generate_report(s, out, exp, selection, force=force, prune=prune)
     )

@@ -158,6 +158,7 @@ class Expectations(_Table):
     gate: GateExpectations
     study: Study | None = None  # a user's copy may leave it out
     _source: str = PrivateAttr("")
+    _packaged: bool = PrivateAttr(False)
 
     @property
     def source(self) -> str:
@@ -167,6 +168,11 @@ class Expectations(_Table):
     @property
     def study_name(self) -> str:
         return DEFAULT_STUDY if self.study is None else self.study.name
+
+    def judging(self, study: str) -> Expectations:
+        """What judges a job of ``study``: that study's packaged expectations when these are
+        a packaged study's too, else these (a user's file judges every job it is given)."""
+        return study_expectations(study) if self._packaged else self
 
 
 def _parse(doc: dict[str, Any], source: str) -> Expectations:
@@ -202,7 +208,9 @@ def study_expectations(name: str = DEFAULT_STUDY) -> Expectations:
     check_study(name)
     source = f"{STUDIES_PACKAGE.replace('.', '/')}/{name}.toml (packaged)"
     text = files(STUDIES_PACKAGE).joinpath(f"{name}.toml").read_text("utf-8")
-    return _parse(tomllib.loads(text), source)
+    packaged = _parse(tomllib.loads(text), source)
+    packaged._packaged = True
+    return packaged
 
 
 def load_expectations(path: Path | None = None) -> Expectations:

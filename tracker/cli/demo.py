@@ -19,6 +19,9 @@ def demo(
     ] = Path("demo-jobs"),
     steps: Annotated[int, typer.Option(min=10, help="Training steps per sample arm.")] = 2000,
     out: Annotated[Path, typer.Option("--out", help="Where to write the report.")] = Path("report"),
+    study: Annotated[
+        str, typer.Option(metavar="NAME", help="Whose sample jobs (see `tracker studies`).")
+    ] = "flashoptim",
 ) -> None:
     """Generate sample jobs, ingest them (replacing an earlier demo's), write the report.
 
@@ -26,23 +29,24 @@ def demo(
     """
     from sqlalchemy.orm import Session
 
-    from tracker.analysis.expectations import load_expectations
+    from tracker.analysis.expectations import study_expectations
     from tracker.jobdir.sample import write_demo_jobs, write_demo_seed_jobs
     from tracker.queries.claims import claims as judge
     from tracker.queries.selection import Selection
     from tracker.report import write_report
     from tracker.services.ingest import ingest_demo_jobs
 
+    exp = study_expectations(study)  # an unknown study: refused before anything is written
     engine = _state(ctx).engine(may_create_file=True)
-    directories = write_demo_jobs(directory, steps=steps)
-    directories += write_demo_seed_jobs(directory, steps=steps)
+    directories = write_demo_jobs(directory, steps=steps, study=study)
+    directories += write_demo_seed_jobs(directory, steps=steps, study=study)
     typer.echo(f"wrote {len(directories)} sample jobs under {directory}/")
-    ingest_demo_jobs(engine, directories, lambda result: typer.echo(result.summary()))
+    ingest_demo_jobs(engine, directories, lambda result: typer.echo(result.summary()), study)
     typer.echo(f"database: {_state(ctx).url}")
-    exp = load_expectations()
     with Session(engine) as session:
-        statuses = judge(session, Selection(), exp)["status"].value_counts(sort=True)
-        index = write_report(session, out, exp)
+        selection = Selection(study=study)
+        statuses = judge(session, selection, exp)["status"].value_counts(sort=True)
+        index = write_report(session, out, exp, selection)
     counts = ", ".join(f"{n} {status}" for status, n in statuses.iter_rows())
     typer.echo(f"claims: {counts} (see `tracker claims`)")
     typer.echo(f"report: {index.resolve()}")

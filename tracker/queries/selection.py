@@ -36,6 +36,7 @@ class Selection:
     where: tuple[tuple[str, str], ...] = ()
     group_by: tuple[str, ...] = field(default=())
     since: datetime | None = None  # only jobs whose time is at or after this one
+    study: str | None = None  # only jobs of this study
 
     @classmethod
     def from_filters(
@@ -128,6 +129,8 @@ def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
     key or value no job has, or a ``since`` after every selected job, is an error."""
     _check_keys(session, selection)
     query = select(Job.id, Job.name, Job.ingested_at)
+    if selection.study is not None:
+        query = query.where(Job.study == selection.study)
     if selection.jobs:
         query = query.where(Job.name.in_(selection.jobs))
     jobs = session.execute(query).all()

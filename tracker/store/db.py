@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 # The migrations this code knows, oldest first (a test checks them against migrations/).
 # Knowing them here spares every command the import of Alembic, which only migrations need.
-REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0009")
 HEAD = REVISIONS[-1]
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 WRITE_PATIENCE_S = 900.0

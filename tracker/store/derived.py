@@ -112,9 +112,12 @@ def stored_summary(session: Session, job_id: int, digest: str) -> str | None:
     )
 
 
-def jobs_without_rows(session: Session, digest: str) -> list[tuple[int, str]]:
-    """``(id, name)`` of the jobs lacking their numbers or their summary for ``digest`` (never
-    derived, or derived by an older analysis or other expectations), in id order."""
+def jobs_without_rows(
+    session: Session, digest: str, study: str | None = None
+) -> list[tuple[int, str]]:
+    """``(id, name)`` of the jobs (of ``study``, or all) lacking their numbers or their summary
+    for ``digest`` (never derived, or derived by an older analysis or other expectations),
+    in id order."""
     numbers = select(JobNumber.job_id).where(JobNumber.expectations == digest)
     summaries = select(JobSummary.job_id).where(JobSummary.expectations == digest)
     query = (
@@ -122,4 +125,6 @@ def jobs_without_rows(session: Session, digest: str) -> list[tuple[int, str]]:
         .where(or_(Job.id.not_in(numbers), Job.id.not_in(summaries)))
         .order_by(Job.id)
     )
+    if study is not None:
+        query = query.where(Job.study == study)
     return [(job_id, name) for job_id, name in session.execute(query)]
