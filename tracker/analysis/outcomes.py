@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from tracker.analysis.checks import Check
 from tracker.analysis.expectations import Expectations
 from tracker.analysis.verdict import FAIL, NA, PASS, Verdict, within
 from tracker.domain import ArmName
@@ -57,7 +58,7 @@ def divergence_verdicts(
     for other, run in present.items():
         if other != arm and run["diverged"] is True:
             detail = f"diverged; only {arm} is expected to"
-            verdicts.append(Verdict("diverged", other, True, False, None, FAIL, detail))
+            verdicts.append(Verdict(Check.DIVERGED, other, True, False, None, FAIL, detail))
     return verdicts
 
 
@@ -65,7 +66,7 @@ def _divergent_verdict(
     arm: str, present: Mapping[str, Mapping[str, Any]], curves: Mapping[str, pl.DataFrame]
 ) -> Verdict:
     def na(detail: str) -> Verdict:
-        return Verdict("diverged", arm, None, True, None, NA, detail)
+        return Verdict(Check.DIVERGED, arm, None, True, None, NA, detail)
 
     if arm not in present:
         return na(f"arm {arm} missing: divergence check not possible")
@@ -76,7 +77,7 @@ def _divergent_verdict(
         return na("the summary has no 'diverged' flag")
     status = PASS if diverged else FAIL
     detail = "diverged, as expected" if diverged else "did not diverge; it was expected to"
-    return Verdict("diverged", arm, diverged, True, None, status, detail)
+    return Verdict(Check.DIVERGED, arm, diverged, True, None, status, detail)
 
 
 def _missing_val_loss(arm: str, run: Mapping[str, Any], curves: Mapping[str, pl.DataFrame]) -> str:
@@ -113,7 +114,7 @@ def _candidate_verdict(
     margin = exp.training.val_loss.candidate_margin
 
     def na(detail: str) -> Verdict:
-        return Verdict("val_loss", cand, None, 0.0, margin, NA, detail)
+        return Verdict(Check.VAL_LOSS, cand, None, 0.0, margin, NA, detail)
 
     if cand not in present:
         return na(f"arm {cand} missing: candidate-vs-baseline comparison not possible")
@@ -130,7 +131,7 @@ def _candidate_verdict(
         f"final validation loss {c:.4f} ({cand}) - {b:.4f} ({base}) = {diff:+.4f}; "
         f"the job's own baseline ± {margin:g} expected"
     )
-    return Verdict("val_loss", cand, diff, 0.0, margin, within(diff, 0.0, margin), detail)
+    return Verdict(Check.VAL_LOSS, cand, diff, 0.0, margin, within(diff, 0.0, margin), detail)
 
 
 def _paper_verdict(
@@ -148,13 +149,13 @@ def _paper_verdict(
     elif not why and steps != t.val_loss.paper_steps:
         why = f"run of {steps} steps; the paper's number is for {t.val_loss.paper_steps}"
     if why:
-        return Verdict("val_loss_paper", arm, measured, paper, None, NA, why)
+        return Verdict(Check.VAL_LOSS_PAPER, arm, measured, paper, None, NA, why)
     detail = (
         f"final validation loss {measured:.4f} after {steps} steps vs paper {paper:g} "
         f"± {t.val_loss.tolerance:g}"
     )
     status = within(measured, paper, t.val_loss.tolerance)
-    return Verdict("val_loss_paper", arm, measured, paper, t.val_loss.tolerance, status, detail)
+    return Verdict(Check.VAL_LOSS_PAPER, arm, measured, paper, t.val_loss.tolerance, status, detail)
 
 
 def val_loss_verdicts(

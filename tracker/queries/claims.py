@@ -35,6 +35,7 @@ VERDICT_SCHEMA = {
     "tolerance": pl.Float64,
     "status": pl.String,
     "detail": pl.String,
+    "known": pl.String,
 }
 
 
@@ -88,7 +89,9 @@ def claims(
     )
     evidence = _evidence(session, jobs, exp)
     keys = ((STUDY,) if jobs[STUDY].n_unique() > 1 else ()) + selection.group_by
-    groups = jobs.group_by([STUDY, *keys], maintain_order=True).agg(pl.col("job"))
+    groups = jobs.group_by(list(dict.fromkeys((STUDY, *keys))), maintain_order=True).agg(
+        pl.col("job")
+    )
     if jobs.height == 0:  # no job: every claim is judged on nothing (inconclusive)
         groups = pl.DataFrame({STUDY: [exp.study_name], "job": [[]]})
     frames = []

@@ -33,6 +33,7 @@ import polars as pl
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tracker.analysis.checks import BPP, Check
 from tracker.analysis.job import analyze_job
 from tracker.analysis.stats import t_quantile
 from tracker.analysis.verdict import FAIL, NA, PASS, Verdict
@@ -46,9 +47,9 @@ from tracker.summary.model import SEED_NOISE
 if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations, GateExpectations
 
-BPP_CHECKS = ("bpp_params", "bpp_state", "bpp_grads")
-EMA_CHECK = "ema_delta_vs_seed_noise"
-VAL_LOSS_CHECK = "val_loss"
+BPP_CHECKS = tuple(BPP.values())
+EMA_CHECK = Check.EMA_DELTA_VS_SEED_NOISE
+VAL_LOSS_CHECK = Check.VAL_LOSS
 CHANGES = tuple(Change)  # in table order
 Key = tuple[str, str]  # (check, subject)
 

@@ -58,9 +58,9 @@ def load_derived(session: Session, job_ids: list[int], exp: Expectations) -> dic
 def _load_derived(session: Session, job_ids: list[int], exp: Expectations) -> dict[int, Derived]:
     numbers, rows = stored_rows(session, job_ids, expectations_digest(exp))
     verdicts: dict[int, list[Verdict]] = {job_id: [] for job_id in numbers}
-    for job_id, check, subject, measured, expected, tolerance, status, detail in rows:
+    for job_id, check, subject, measured, expected, tolerance, status, detail, known in rows:
         verdicts[job_id].append(
-            Verdict(check, subject, measured, expected, tolerance, status, detail)
+            Verdict(check, subject, measured, expected, tolerance, status, detail, known)
         )
     found = {job_id: Derived(verdicts[job_id], own) for job_id, own in numbers.items()}
     found.update(_derive_from_points(session, [i for i in job_ids if i not in found], exp))
@@ -72,7 +72,7 @@ def load_verdict_rows(
 ) -> tuple[list[VerdictRow], dict[int, dict[str, float | None]]]:
     """``load_derived`` as rows, for a frame of many jobs' verdicts (a Verdict object per
     row costs a second for 1,000 jobs): ``(job_id, check, subject, measured, expected,
-    tolerance, status, detail)`` with the measured and expected values as stored (a flag as
+    tolerance, status, detail, known)`` with the measured and expected values as stored (a flag as
     1.0 / 0.0, text as None), grouped by job; and each job's numbers; each job judged by
     ``exp.judging`` its study."""
     rows: list[VerdictRow] = []

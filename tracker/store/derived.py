@@ -23,8 +23,8 @@ from tracker.analysis.verdict import Verdict
 from tracker.models import Job, JobNumber, JobSummary, JobVerdict
 from tracker.store.frames import plain_rows
 
-# job_id, check, subject, measured, expected, tolerance, status, detail
-VerdictRow = tuple[int, str, str, float | None, float | None, float | None, str, str]
+# job_id, check, subject, measured, expected, tolerance, status, detail, known
+VerdictRow = tuple[int, str, str, float | None, float | None, float | None, str, str, str | None]
 
 
 def stored_number(value: object) -> float | None:
@@ -37,7 +37,9 @@ def stored_number(value: object) -> float | None:
 def verdict_row(job_id: int, v: Verdict) -> VerdictRow:
     """A verdict as the row ``stored_rows`` reads back."""
     measured, expected = stored_number(v.measured), stored_number(v.expected)
-    return (job_id, v.check, v.subject, measured, expected, v.tolerance, v.status, v.detail)
+    return (
+        job_id, v.check, v.subject, measured, expected, v.tolerance, v.status, v.detail, v.known
+    )  # fmt: skip
 
 
 def write_derived(
@@ -63,6 +65,7 @@ def write_derived(
             "tolerance": v.tolerance,
             "status": v.status,
             "detail": v.detail,
+            "known": v.known,
         }
         for position, v in enumerate(verdicts)
     ]
@@ -96,7 +99,7 @@ def stored_rows(
     columns = (JobVerdict.check, JobVerdict.subject, JobVerdict.measured, JobVerdict.expected)
     query = (
         select(JobVerdict.job_id, *columns, JobVerdict.tolerance, JobVerdict.status)
-        .add_columns(JobVerdict.detail)
+        .add_columns(JobVerdict.detail, JobVerdict.known)
         .where(JobVerdict.job_id.in_(list(numbers)), JobVerdict.expectations == digest)
         .order_by(JobVerdict.job_id, JobVerdict.position)
     )
