@@ -152,7 +152,7 @@ def test_db_current_and_upgrade_commands(tmp_path: Path) -> None:
 
 
 # Columns added after 0004: curve.n_nonfinite (0005), source_file.version (0006)
-NEWER_COLUMNS = {"n_nonfinite", "version"}
+NEWER_COLUMNS = {"n_nonfinite", "version", "study"}
 
 
 Snapshot = dict[str, tuple[list[str], list[tuple[object, ...]]]]

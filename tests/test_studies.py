@@ -7,11 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine, select
+from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
 from tracker.analysis.checks import Check
 from tracker.analysis.expectations import study_expectations, study_names
 from tracker.jobdir.sample import SAMPLE_STUDIES, write_sample_job
+from tracker.models import Job, JobVerdict
 
 STUDIES_TABLE = """\
 name        title       paper                                                                                             claims
@@ -32,8 +35,11 @@ def claims(cli: Cli, *args: str) -> list[dict]:
 
 
 def studies_of(cli: Cli) -> dict[str, str]:
-    rows = json.loads(cli("sql", "select name, study from job order by name", "-f", "json").stdout)
-    return {row["name"]: row["study"] for row in rows}
+    engine = create_engine(cli.url)
+    with Session(engine) as session:
+        found = {name: study for name, study in session.execute(select(Job.name, Job.study))}
+    engine.dispose()
+    return found
 
 
 def test_studies_lists_the_packaged_ones(cli: Cli) -> None:
@@ -140,8 +146,11 @@ def test_an_unknown_study_in_job_json_fails_that_job(cli: Cli, tmp_path: Path) -
 
 def test_verdicts_are_of_known_checks_and_keep_a_known_reason(cli: Cli, tmp_path: Path) -> None:
     cli("ingest", str(write_sample_job(tmp_path / "jobC", steps=20)))
-    query = 'select "check", status, detail, known from job_verdict'
-    rows = json.loads(cli("sql", query, "-f", "json").stdout)
+    engine = create_engine(cli.url)
+    with Session(engine) as session:
+        query = select(JobVerdict.check, JobVerdict.status, JobVerdict.detail, JobVerdict.known)
+        rows = [row._asdict() for row in session.execute(query.order_by(JobVerdict.position))]
+    engine.dispose()
     assert {row["check"] for row in rows} <= set(Check)
     known = [row for row in rows if row["status"] == "KNOWN"]
     assert [row["check"] for row in known] == [Check.TABLE4_OPTIM_GIB, Check.GPT2_124M_OPTIM_GIB]
