@@ -31,6 +31,7 @@ from tracker.access import (
     schema_revision,
     show,
     sql_result,
+    studies,
     with_session,
 )
 from tracker.analysis.expectations import Expectations, load_expectations, study_expectations
@@ -71,6 +72,7 @@ __all__ = [
     "show",
     "sql",
     "sql_result",
+    "studies",
     "trend",
 ]
 
