@@ -16,7 +16,6 @@ from typing import TypeVar
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from tracker.analysis.expectations import check_study, study_expectations, study_names
 from tracker.config import database_url
 from tracker.domain import JOB_SORT_KEYS
 from tracker.store import catalog
@@ -55,9 +54,18 @@ __all__ = [
 ]
 
 
+def check_study(name: str) -> str:
+    """``name`` if a study of that name is packaged; else ``UnknownStudy`` naming them."""
+    from tracker.analysis import expectations  # pydantic: only for the commands that need it
+
+    return expectations.check_study(name)
+
+
 def studies() -> list[Row]:
     """The packaged studies: ``name``, ``title``, ``paper`` and how many of its ``claims``
     each checks, the default study first."""
+    from tracker.analysis.expectations import study_expectations, study_names
+
     rows: list[Row] = []
     for name in study_names():
         study = study_expectations(name).study
