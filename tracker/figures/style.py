@@ -50,15 +50,8 @@ COLORS: dict[str, str] = {
 }
 # Colours for variants the study did not know, assigned in order of appearance.
 FALLBACK_COLORS: tuple[str, ...] = (
-    "#7b4fc9",
-    "#00a3b4",
-    "#b3591f",
-    "#5c6f82",
-    "#c23b8f",
-    "#6b8e23",
-    "#3d4fb8",
-    "#a88b00",
-)
+    "#7b4fc9", "#00a3b4", "#b3591f", "#5c6f82", "#c23b8f", "#6b8e23", "#3d4fb8", "#a88b00",
+)  # fmt: skip
 
 # The study's labels and colours of its four training arms.
 ARM_STYLES: dict[str, tuple[str, str]] = {
