@@ -289,7 +289,7 @@ def test_claims_read_a_database_opened_read_only(
     assert read_only.equals(before)
     # other expectations than the stored ones: analysed from the points, still without writing
     custom = tmp_path / "custom.toml"
-    text = (Path(__file__).parents[1] / "tracker/analysis/expectations.toml").read_text()
+    text = (Path(__file__).parents[1] / "tracker/studies/flashoptim.toml").read_text()
     custom.write_text(text.replace("noise_factor = 1.0", "noise_factor = 100.0"))
     engine = create_engine(
         f"sqlite:///file:{db_url.removeprefix('sqlite:///')}?mode=ro&uri=true"

@@ -155,7 +155,7 @@ def test_db_current_and_upgrade_commands(tmp_path: Path) -> None:
 
 
 # Columns added after 0004: curve.n_nonfinite (0005), source_file.version (0006)
-NEWER_COLUMNS = {"n_nonfinite", "version"}
+NEWER_COLUMNS = {"n_nonfinite", "version", "study"}
 
 
 Snapshot = dict[str, tuple[list[str], list[tuple[object, ...]]]]
@@ -178,7 +178,7 @@ def full_snapshot(engine: Engine, leave_out: set[str] | None = None) -> Snapshot
             stored = connection.execute(text("SELECT * FROM point ORDER BY 1, 2")).all()
             points = [(c, s, math.nan if v is None else v) for c, s, v in stored]
         elif "checksum" not in {c["name"] for c in inspect(connection).get_columns("curve_chunk")}:
-            points = unchecked_points(connection)  # before 0011: chunks without a checksum
+            points = unchecked_points(connection)  # before 0010: chunks without a checksum
         else:
             with Session(bind=connection) as session:
                 points = stored_points(session).select("curve_id", "step", "value").rows()

@@ -139,7 +139,7 @@ def test_other_expectations_render_every_page(cli: Cli, tmp_path: Path) -> None:
     ingest(cli, tmp_path / "jobs", "job1")
     out = tmp_path / "report"
     cli("report", "--out", str(out))
-    packaged = Path(__file__).parents[1] / "tracker" / "analysis" / "expectations.toml"
+    packaged = Path(__file__).parents[1] / "tracker" / "studies" / "flashoptim.toml"
     changed = tmp_path / "expectations.toml"
     changed.write_text(packaged.read_text().replace("bpp_tolerance = 0.05", "bpp_tolerance = 0.5"))
     assert changed.read_text() != packaged.read_text()

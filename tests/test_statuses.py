@@ -31,7 +31,7 @@ from tracker.views.values import counts, failures_first
 
 STEPS = 300
 SPLIT_REASON = "known difference: the library keeps split_only's moments in the parameter dtype"
-PACKAGED = Path(__file__).parent.parent / "tracker" / "analysis" / "expectations.toml"
+PACKAGED = Path(__file__).parent.parent / "tracker" / "studies" / "flashoptim.toml"
 
 
 @pytest.fixture

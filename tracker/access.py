@@ -40,6 +40,7 @@ __all__ = [
     "HEAD",
     "Database",
     "Row",
+    "check_study",
     "connect",
     "delete",
     "edit_meta",
@@ -55,9 +56,32 @@ __all__ = [
     "show",
     "sql_result",
     "storing_engine",
+    "studies",
     "using_engine",
     "with_session",
 ]
+
+
+def check_study(name: str) -> str:
+    """``name`` if a study of that name is packaged; else ``UnknownStudy`` naming them."""
+    from tracker.analysis import expectations  # pydantic: only for the commands that need it
+
+    return expectations.check_study(name)
+
+
+def studies() -> list[Row]:
+    """The packaged studies: ``name``, ``title``, ``paper`` and how many of its ``claims``
+    each checks, the default study first."""
+    from tracker.analysis.expectations import study_expectations, study_names
+
+    rows: list[Row] = []
+    for name in study_names():
+        study = study_expectations(name).study
+        assert study is not None  # every packaged file says which paper it reproduces
+        rows.append(
+            {"name": name, "title": study.title, "paper": study.paper, "claims": len(study.claims)}
+        )
+    return rows
 
 
 def connect(url: str | None = None) -> Engine:

@@ -39,10 +39,16 @@ from tracker.access import (
     show,
     sql_result,
     storing_engine,
+    studies,
     using_engine,
     with_session,
 )
-from tracker.analysis.expectations import load_expectations
+from tracker.analysis.expectations import (
+    DEFAULT_STUDY,
+    Expectations,
+    load_expectations,
+    study_expectations,
+)
 from tracker.conditions import Condition, as_conditions
 from tracker.config import MAX_BYTES, MAX_ROWS, STATEMENT_TIMEOUT_S, database_url
 from tracker.domain import DEFAULT_ARM_MODEL, LOSS
@@ -103,6 +109,7 @@ __all__ = [
     "show",
     "sql",
     "sql_result",
+    "studies",
     "sync",
     "trend",
     "upgrade",
@@ -244,6 +251,14 @@ def compare(
     return comparison(db, job_a, job_b, expectations=expectations).table
 
 
+def _judging(expectations: Path | None, study: str | None) -> Expectations:
+    """A user's expectations file (judging every job), else the packaged ones of ``study``
+    (each job then judged by its own study's)."""
+    if expectations is not None:
+        return load_expectations(expectations)
+    return study_expectations(study) if study is not None else load_expectations()
+
+
 def claims(
     db: Database = None,
     *,
@@ -252,12 +267,13 @@ def claims(
     group_by: Iterable[str] | str | None = None,
     since: datetime | None = None,
     expectations: Path | None = None,
+    study: str | None = None,
 ) -> pl.DataFrame:
-    """The study's claims judged on all selected jobs together (only jobs whose ``time`` is
-    at or after ``since``), one row per claim and subject (with ``group_by``, per group of
-    jobs in a ``group`` column)."""
-    exp = load_expectations(expectations)
-    selection = replace(_selection(job, None, None, where, group_by), since=since)
+    """The studies' claims judged on all selected jobs together (only jobs whose ``time`` is
+    at or after ``since``; of ``study``, or of every study, each judged apart), one row per
+    claim and subject (with ``group_by``, per group of jobs in a ``group`` column)."""
+    exp = _judging(expectations, study)
+    selection = replace(_selection(job, None, None, where, group_by), since=since, study=study)
     return with_session(db, lambda s: _claims.claims(s, selection, exp))
 
 
@@ -284,13 +300,15 @@ def report(
     expectations: Path | None = None,
     force: bool = False,
     prune: bool = False,
+    study: str | None = None,
 ) -> Report:
     """Write the offline HTML report of the selected jobs (only jobs whose ``time`` is at or
     after ``since``) under ``out``, rendering only what changed (everything with ``force``,
     which also writes into a folder holding no report); the pages of other jobs stay unless
-    they were deleted from the database, or ``prune``."""
-    selection = replace(_selection(job, None, None, where, None), since=since)
-    exp = load_expectations(expectations)
+    they were deleted from the database, or ``prune``. ``study``: only its jobs, and its
+    expectations for the pages across jobs (each job's own page: its own study's)."""
+    selection = replace(_selection(job, None, None, where, None), since=since, study=study)
+    exp = _judging(expectations, study)
     return with_session(
         db, lambda s: generate_report(s, out, exp, selection, force=force, prune=prune)
     )
@@ -373,9 +391,13 @@ def upgrade(db: Database, *, on_migrated: Callable[[Upgrade], None] | None = Non
             engine.dispose()
 
 
-def demo_jobs(directory: Path, *, steps: int = 2000) -> list[Path]:
-    """Write the demo's sample job directories under ``directory``."""
-    return write_demo_jobs(directory, steps=steps) + write_demo_seed_jobs(directory, steps=steps)
+def demo_jobs(directory: Path, *, steps: int = 2000, study: str = DEFAULT_STUDY) -> list[Path]:
+    """Write the demo's sample job directories of ``study`` under ``directory`` (an unknown
+    study is refused before anything is written)."""
+    study_expectations(study)
+    return write_demo_jobs(directory, steps=steps, study=study) + write_demo_seed_jobs(
+        directory, steps=steps, study=study
+    )
 
 
 @dataclass
@@ -392,13 +414,14 @@ def demo(
     *,
     out: Path = Path("report"),
     on_job: Callable[[IngestResult], None] | None = None,
+    study: str = DEFAULT_STUDY,
 ) -> Demo:
-    """Ingest the demo's sample jobs (``demo_jobs``), replacing an earlier demo's, and
-    write the report of every job under ``out``."""
+    """Ingest the demo's sample jobs of ``study`` (``demo_jobs``), replacing an earlier
+    demo's, and write the report of that study's jobs under ``out``."""
     with storing_engine(db) as engine:
-        ingest_demo_jobs(engine, directories, on_job or (lambda _result: None))
-        statuses = claims(engine)["status"].value_counts(sort=True)
-        index = report(engine, out).index
+        ingest_demo_jobs(engine, directories, on_job or (lambda _result: None), study)
+        statuses = claims(engine, study=study)["status"].value_counts(sort=True)
+        index = report(engine, out, study=study).index
     return Demo([(status, n) for status, n in statuses.iter_rows()], index)
 
 

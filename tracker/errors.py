@@ -297,3 +297,7 @@ def raised_by_interrupt(exc: BaseException) -> bool:
         seen.add(id(cause))
         cause = cause.__cause__ or cause.__context__
     return False
+
+
+class UnknownStudy(TrackerError):
+    """unknown study {study!r}; the packaged studies: {known}"""

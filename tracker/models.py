@@ -87,6 +87,10 @@ class Job(Base):
     source_path: Mapped[str] = mapped_column(Text)
     ingested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     content_digest: Mapped[str] = mapped_column(String(64))
+    # the study whose expectations judge it (tracker/studies/NAME.toml)
+    study: Mapped[str] = mapped_column(
+        String(100), default="flashoptim", server_default="flashoptim"
+    )
 
     meta: Mapped[list[JobMeta]] = relationship(
         back_populates="job", cascade="all, delete-orphan", passive_deletes=True
@@ -254,6 +258,7 @@ class JobVerdict(Base):
     tolerance: Mapped[float | None] = mapped_column(ExactFloat)
     status: Mapped[str] = mapped_column(String(8))
     detail: Mapped[str] = mapped_column(Text)
+    known: Mapped[str | None] = mapped_column(Text)  # a KNOWN verdict's reason
 
 
 class JobNumber(Base):

@@ -1,196 +1,240 @@
-"""What a job is checked against: the packaged ``expectations.toml`` or a user's copy.
+"""What a job is checked against: its study's file (``tracker/studies/NAME.toml``) or a
+user's copy, as frozen pydantic models, one per table, that the analysis reads directly.
 
 ``load_expectations()`` validates the whole file up front (every key present, of the right
-type, no unknown key) so that a typo fails loudly with the file and the key, instead of
-silently turning a check into N/A halfway through a report. The file's schema is a pydantic
-model (``ExpectationsFile``); what it yields are the frozen dataclasses below.
+type and range, no unknown key) so that a typo fails loudly with the file and the key,
+instead of silently turning a check into N/A halfway through a report. The one-line message
+of the first problem is ``tracker.analysis.expectations_file.problem_of``'s.
 """
 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass
+from functools import cache
 from importlib.resources import files
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from tracker.analysis.expectations_file import (
-    ExpectationsFile,
-    _Gpt2,
-    _Table4,
-    problem_of,
-)
-from tracker.errors import BadExpectations
+from tracker.analysis.expectations_file import problem_of
+from tracker.errors import BadExpectations, UnknownStudy, known_names
 
-PACKAGED = "expectations.toml"
+STUDIES_PACKAGE = "tracker.studies"
+DEFAULT_STUDY = "flashoptim"
+COMPONENTS = ("params", "state", "grads")
+
+# The constraints of a value; problem_of words their errors as the messages of the file.
+Number = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
+Positive = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
+Fraction = Annotated[float, Field(strict=True, gt=0, lt=1, allow_inf_nan=False)]
+Rate = Annotated[float, Field(strict=True, gt=0, le=1, allow_inf_nan=False)]
+Integer = Annotated[int, Field(strict=True, ge=1)]
+String = Annotated[str, Field(strict=True, pattern=r"\S")]
 
 
-@dataclass(frozen=True)
-class ComponentBpp:
-    """Analytic bytes per parameter of one variant; None: that component is not checked."""
+class _Table(BaseModel):
+    """A TOML table of fixed keys: a key not listed here is a typo."""
 
-    params: float | None
-    state: float | None
-    grads: float | None
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Rows(BaseModel):
+    """A TOML table of a few fixed keys and one row per variant (its other keys)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class ComponentBpp(_Table):
+    """A variant's analytic bytes per parameter; a component left out is not checked."""
+
+    params: Number | None = None
+    state: Number | None = None
+    grads: Number | None = None
 
     def get(self, component: str) -> float | None:
         value: float | None = getattr(self, component)
         return value
 
 
-@dataclass(frozen=True)
-class PaperGib:
+class PaperGib(_Table):
     """A paper's GiB of parameters and of optimizer state for one variant."""
 
-    params: float
-    optim: float
+    params: Positive
+    optim: Positive
 
 
-@dataclass(frozen=True)
-class PaperTable:
+class PaperTable(_Rows):
     """Paper rows per variant, compared with a relative tolerance."""
 
-    relative_tolerance: float
-    rows: Mapping[str, PaperGib]
+    relative_tolerance: Number
+    __pydantic_extra__: dict[str, PaperGib]
+
+    @property
+    def rows(self) -> dict[str, PaperGib]:
+        return dict(self.model_extra or {})
 
 
-@dataclass(frozen=True)
-class MemoryExpectations:
-    gib: int
-    extrapolate_params: int
-    scaling_model_prefix: str
-    bpp_tolerance: float
-    expected_bpp: Mapping[str, ComponentBpp]  # in file order: the order of the verdicts
+class ModelTable(PaperTable):
+    """Paper rows of one model's own size (the appendix's GPT-2 124M)."""
+
+    model: String
+
+
+class MemoryExpectations(_Table):
+    gib: Integer
+    extrapolate_params: Integer
+    scaling_model_prefix: String
+    bpp_tolerance: Number
+    expected_bpp: dict[str, ComponentBpp]  # in file order: the order of the verdicts
     table4: PaperTable
-    gpt2_model: str
-    gpt2: PaperTable
-    known_differences: Mapping[str, str]  # variant -> why the study differs from the paper
+    gpt2_124m: ModelTable
+    known_differences: dict[str, String]  # variant -> why the study differs from the paper
 
 
-@dataclass(frozen=True)
-class TrainingExpectations:
-    ema_alpha: float
-    baseline: str
-    candidate: str
-    seed_twin: str
-    divergent: str
-    noise_factor: float  # the cross-job tracking claim's limit
-    job_noise_factor: float  # one job's own tracking check's limit
-    val_loss_tolerance: float
-    val_loss_margin: float  # candidate minus baseline final validation loss, per job
-    paper_steps: int  # the paper's run length: where its validation losses apply
-    val_loss: Mapping[str, float]  # variant -> paper's final validation loss
+class ValLoss(_Rows):
+    """The final validation loss: tolerances, and the paper's number per variant (the rows)."""
+
+    tolerance: Number
+    candidate_margin: Positive  # candidate minus baseline, per job
+    paper_steps: Integer  # the paper's run length: where its validation losses apply
+    __pydantic_extra__: dict[str, Positive]
+
+    def paper(self, variant: str) -> float | None:
+        """The paper's final validation loss of ``variant``, if it reports one."""
+        value: float | None = (self.model_extra or {}).get(variant)
+        return value
 
 
-@dataclass(frozen=True)
-class ClaimsExpectations:
+class TrainingExpectations(_Table):
+    ema_alpha: Rate
+    baseline: String
+    candidate: String
+    seed_twin: String
+    divergent: String
+    noise_factor: Number  # the cross-job tracking claim's limit
+    job_noise_factor: Number  # one job's own tracking check's limit
+    val_loss: ValLoss
+
+
+class ClaimsExpectations(_Table):
     """How cross-job claims are decided (see docs/claims.md)."""
 
     confidence: (
-        float  # of the CS, the Welch interval (TOST at (1 - confidence)/2 a side), bootstrap
+        Fraction  # of the CS, the Welch interval (TOST at (1 - confidence)/2 a side), bootstrap
     )
-    val_loss_margin: float  # equivalence margin of the final validation losses
-    bootstrap_resamples: int
-    bootstrap_seed: int
-    min_share_within: float  # share of jobs within seed noise the tracking claim needs
-    proportion_confidence: float  # of the binomial interval of that share
-    sequential_planned_runs: float  # runs per arm where the equivalence CS is tightest
+    val_loss_margin: Positive  # equivalence margin of the final validation losses
+    bootstrap_resamples: Integer
+    bootstrap_seed: Integer
+    min_share_within: Fraction  # share of jobs within seed noise the tracking claim needs
+    proportion_confidence: Fraction  # of the binomial interval of that share
+    sequential_planned_runs: Positive = 20.0  # runs per arm where the equivalence CS is tightest
 
 
-@dataclass(frozen=True)
-class GateExpectations:
+class GateExpectations(_Table):
     """When ``compare`` counts a change as a regression."""
 
-    alpha: float  # significance of the EMA delta against the seed noise pooled over all jobs
-    min_noise_jobs: int  # other jobs' values needed to trust their spread; fewer: floors decide
-    ema_margin_factor: float  # candidate delta above this many pooled seed-noise deltas
-    spread_factor: float  # a rise beyond this many standard deviations of the other jobs
-    bpp_floor: float  # B/param: a bytes/param rise beyond this, where the spread is unknown
-    val_loss_floor: float  # nats: a validation loss rise beyond this, likewise
+    alpha: Fraction  # significance of the EMA delta against the pooled seed noise
+    min_noise_jobs: Integer  # other jobs' values needed to trust their spread
+    ema_margin_factor: Positive  # candidate delta above this many pooled seed-noise deltas
+    spread_factor: Positive  # a rise beyond this many standard deviations of the other jobs
+    bpp_floor: Positive  # B/param: a bytes/param rise beyond this, where the spread is unknown
+    val_loss_floor: Positive  # nats: a validation loss rise beyond this, likewise
 
 
-@dataclass(frozen=True)
-class Expectations:
+class Study(_Table):
+    """Which paper a study file reproduces (``tracker studies`` lists them)."""
+
+    name: String
+    title: String
+    paper: String  # authors, title, venue and year
+    source: String  # where its numbers come from
+    claims: list[String]  # the paper's claims the study checks, one sentence each
+
+
+class Expectations(_Table):
+    """An expectations file as it is written: every table and key, each checked."""
+
     memory: MemoryExpectations
     training: TrainingExpectations
     claims: ClaimsExpectations
     gate: GateExpectations
-    source: str  # the file they were read from, for reports
+    study: Study | None = None  # a user's copy may leave it out
+    _source: str = PrivateAttr("")
+    _packaged: bool = PrivateAttr(False)
 
+    @property
+    def source(self) -> str:
+        """The file they were read from, for reports."""
+        return self._source
 
-def _paper(table: _Table4 | _Gpt2) -> PaperTable:
-    rows = {variant: PaperGib(row.params, row.optim) for variant, row in table.rows().items()}
-    return PaperTable(table.relative_tolerance, MappingProxyType(rows))
+    @property
+    def study_name(self) -> str:
+        return DEFAULT_STUDY if self.study is None else self.study.name
 
-
-def _expectations(doc: ExpectationsFile, source: str) -> Expectations:
-    mem, tr, cl, ga = doc.memory, doc.training, doc.claims, doc.gate
-    expected_bpp = {
-        variant: ComponentBpp(c.params, c.state, c.grads) for variant, c in mem.expected_bpp.items()
-    }
-    memory = MemoryExpectations(
-        gib=mem.gib,
-        extrapolate_params=mem.extrapolate_params,
-        scaling_model_prefix=mem.scaling_model_prefix,
-        bpp_tolerance=mem.bpp_tolerance,
-        expected_bpp=MappingProxyType(expected_bpp),
-        table4=_paper(mem.table4),
-        gpt2_model=mem.gpt2_124m.model,
-        gpt2=_paper(mem.gpt2_124m),
-        known_differences=MappingProxyType(dict(mem.known_differences)),
-    )
-    training = TrainingExpectations(
-        ema_alpha=tr.ema_alpha,
-        baseline=tr.baseline,
-        candidate=tr.candidate,
-        seed_twin=tr.seed_twin,
-        divergent=tr.divergent,
-        noise_factor=tr.noise_factor,
-        job_noise_factor=tr.job_noise_factor,
-        val_loss_tolerance=tr.val_loss.tolerance,
-        val_loss_margin=tr.val_loss.candidate_margin,
-        paper_steps=tr.val_loss.paper_steps,
-        val_loss=MappingProxyType(dict(tr.val_loss.model_extra or {})),
-    )
-    claims = ClaimsExpectations(**dict(cl))  # not model_dump(): see parse_probe_record
-    gate = GateExpectations(**dict(ga))
-    return Expectations(memory, training, claims, gate, source)
+    def judging(self, study: str) -> Expectations:
+        """What judges a job of ``study``: that study's packaged expectations when these are
+        a packaged study's too, else these (a user's file judges every job it is given)."""
+        return study_expectations(study) if self._packaged else self
 
 
 def _parse(doc: dict[str, Any], source: str) -> Expectations:
     try:
-        checked = ExpectationsFile.model_validate(doc)
+        checked = Expectations.model_validate(doc)
     except ValidationError as exc:
         raise BadExpectations(path=source, problem=problem_of(exc)) from None
-    return _expectations(checked, source)
+    checked._source = source
+    return checked
+
+
+def study_names() -> list[str]:
+    """The packaged studies, the default first, then by name."""
+    names = [
+        entry.name.removesuffix(".toml")
+        for entry in files(STUDIES_PACKAGE).iterdir()
+        if entry.name.endswith(".toml")
+    ]
+    return sorted(names, key=lambda name: (name != DEFAULT_STUDY, name))
+
+
+def check_study(name: str) -> str:
+    """``name`` if a study of that name is packaged; else ``UnknownStudy``."""
+    known = study_names()
+    if name not in known:
+        raise UnknownStudy(study=name, known=known_names(known, near=name))
+    return name
+
+
+@cache
+def study_expectations(name: str = DEFAULT_STUDY) -> Expectations:
+    """The packaged expectations of the study ``name`` (read once per process)."""
+    check_study(name)
+    source = f"{STUDIES_PACKAGE.replace('.', '/')}/{name}.toml (packaged)"
+    text = files(STUDIES_PACKAGE).joinpath(f"{name}.toml").read_text("utf-8")
+    packaged = _parse(tomllib.loads(text), source)
+    packaged._packaged = True
+    return packaged
 
 
 def load_expectations(path: Path | None = None) -> Expectations:
-    """The packaged expectations, or those of the TOML file ``path``.
+    """The default study's packaged expectations, or those of the TOML file ``path``.
 
     Raises ``BadExpectations`` (naming the file and the key) when the file is missing or
     unreadable, is not valid TOML, or has a missing, mistyped or unknown key.
     """
     if path is None:
-        package = __package__ or "tracker.analysis"
-        source = f"{package.replace('.', '/')}/{PACKAGED} (packaged)"
-        text = files(package).joinpath(PACKAGED).read_text("utf-8")
-    else:
-        source = str(path)
-        try:
-            text = Path(path).read_bytes().decode("utf-8")
-        except FileNotFoundError:
-            raise BadExpectations(path=source, problem="no such file") from None
-        except IsADirectoryError:
-            raise BadExpectations(path=source, problem="is a directory, not a file") from None
-        except OSError as exc:
-            raise BadExpectations(path=source, problem=f"cannot be read ({exc.strerror})") from None
-        except UnicodeDecodeError:
-            raise BadExpectations(path=source, problem="not UTF-8 text") from None
+        return study_expectations(DEFAULT_STUDY)
+    source = str(path)
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise BadExpectations(path=source, problem="no such file") from None
+    except IsADirectoryError:
+        raise BadExpectations(path=source, problem="is a directory, not a file") from None
+    except OSError as exc:
+        raise BadExpectations(path=source, problem=f"cannot be read ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise BadExpectations(path=source, problem="not UTF-8 text") from None
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

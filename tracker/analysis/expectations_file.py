@@ -1,174 +1,16 @@
-"""The schema of an expectations file (``expectations.toml``), as pydantic models, and the
-one-line message of its first problem: ``tracker.analysis.expectations`` turns a checked
-file into the frozen dataclasses the analysis reads."""
+"""The one-line message of an expectations file's first problem (the models are
+``tracker.analysis.expectations``'): the dotted key, then what is wrong with its value in the
+words of the constraint it breaks."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError
-from pydantic_core import PydanticCustomError
-
-COMPONENTS = ("params", "state", "grads")
-
-
-def _problem(text: str) -> PydanticCustomError:
-    """What is wrong with a value; the message layer puts the key's dotted path before it."""
-    return PydanticCustomError("expectation", "{problem}", {"problem": text})
-
-
-def _checked(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-        raise _problem(f"must be a number, got {value!r:.60}")
-    return value
-
-
-def _number(value: Any) -> float:
-    if _checked(value) < 0:
-        raise _problem(f"must be >= 0, got {value!r}")
-    return float(value)
-
-
-def _positive(value: Any) -> float:
-    if _checked(value) <= 0:
-        raise _problem(f"must be > 0, got {value!r}")
-    return float(value)
-
-
-def _fraction(value: Any) -> float:
-    number = _positive(value)
-    if number >= 1:
-        raise _problem(f"must be in (0, 1), got {number!r}")
-    return number
-
-
-def _rate(value: Any) -> float:
-    number = _positive(value)
-    if number > 1:
-        raise _problem(f"must be in (0, 1], got {number!r}")
-    return number
-
-
-def _integer(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise _problem(f"must be a positive integer, got {value!r:.60}")
-    return value
-
-
-def _string(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise _problem(f"must be a non-empty string, got {value!r:.60}")
-    return value
-
-
-Number = Annotated[float, PlainValidator(_number)]
-Positive = Annotated[float, PlainValidator(_positive)]
-Fraction = Annotated[float, PlainValidator(_fraction)]
-Integer = Annotated[int, PlainValidator(_integer)]
-String = Annotated[str, PlainValidator(_string)]
-
-
-class _Table(BaseModel):
-    """A TOML table of fixed keys: a key not listed here is a typo."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class _Rows(BaseModel):
-    """A TOML table of a few fixed keys and one row per variant (its other keys)."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-
-class _Components(_Table):
-    """A variant's analytic bytes per parameter; a component left out is not checked."""
-
-    params: Annotated[float | None, PlainValidator(_number)] = None
-    state: Annotated[float | None, PlainValidator(_number)] = None
-    grads: Annotated[float | None, PlainValidator(_number)] = None
-
-
-class _PaperRow(_Table):
-    params: Positive
-    optim: Positive
-
-
-class _PaperRows(_Rows):
-    __pydantic_extra__: dict[str, _PaperRow]
-
-    def rows(self) -> dict[str, _PaperRow]:
-        return dict(self.model_extra or {})
-
-
-class _Table4(_PaperRows):
-    relative_tolerance: Number
-
-
-class _Gpt2(_PaperRows):
-    model: String
-    relative_tolerance: Number
-
-
-class _Memory(_Table):
-    gib: Integer
-    extrapolate_params: Integer
-    scaling_model_prefix: String
-    bpp_tolerance: Number
-    expected_bpp: dict[str, _Components]
-    table4: _Table4
-    gpt2_124m: _Gpt2
-    known_differences: dict[str, String]
-
-
-class _ValLoss(_Rows):
-    tolerance: Number
-    candidate_margin: Positive
-    paper_steps: Integer
-    __pydantic_extra__: dict[str, Positive]
-
-
-class _Training(_Table):
-    ema_alpha: Annotated[float, PlainValidator(_rate)]
-    baseline: String
-    candidate: String
-    seed_twin: String
-    divergent: String
-    noise_factor: Number
-    job_noise_factor: Number
-    val_loss: _ValLoss
-
-
-class _Claims(_Table):
-    confidence: Fraction
-    val_loss_margin: Positive
-    bootstrap_resamples: Integer
-    bootstrap_seed: Integer
-    min_share_within: Fraction
-    proportion_confidence: Fraction
-    sequential_planned_runs: Positive = 20.0  # older files without it: the packaged value
-
-
-class _Gate(_Table):
-    alpha: Fraction
-    min_noise_jobs: Integer
-    ema_margin_factor: Positive
-    spread_factor: Positive
-    bpp_floor: Positive
-    val_loss_floor: Positive
-
-
-class ExpectationsFile(_Table):
-    """The expectations TOML as it is written: every table and key, each checked."""
-
-    memory: _Memory
-    training: _Training
-    claims: _Claims
-    gate: _Gate
-
+from pydantic import ValidationError
 
 TABLES = frozenset(
-    {*ExpectationsFile.model_fields, "memory.expected_bpp", "memory.table4", "memory.gpt2_124m",
-     "memory.known_differences", "training.val_loss"}
+    {"memory", "training", "claims", "gate", "study", "memory.expected_bpp", "memory.table4",
+     "memory.gpt2_124m", "memory.known_differences", "training.val_loss"}
 )  # fmt: skip
 
 
@@ -176,7 +18,7 @@ TABLES = frozenset(
 # keys) first, then its keys in this order; "KEY/" is what is inside KEY, checked later than
 # KEY itself. Keys not listed keep pydantic's order: the fields' order, rows in file order.
 ORDER: dict[tuple[str, ...], list[str]] = {
-    (): ["memory", "training", "claims", "gate"],
+    (): ["memory", "training", "claims", "gate", "study"],
     ("memory",): [
         "expected_bpp", "known_differences", "table4", "gpt2_124m", "gib", "extrapolate_params",
         "scaling_model_prefix", "bpp_tolerance", "table4/", "gpt2_124m/",
@@ -228,4 +70,24 @@ def problem_of(exc: ValidationError) -> str:
         return f"missing table [{where}]" if where in TABLES else f"missing key {where}"
     if error["type"] in ("model_type", "dict_type"):
         return f"{where} must be a table, got {error['input']!r:.60}"
-    return f"{where} {error['msg']}"
+    return f"{where} {_words(error)}"
+
+
+def _words(error: Any) -> str:
+    """What is wrong with the value, as the file's readers have always been told."""
+    kind, value = error["type"], error["input"]
+    if kind in ("float_type", "finite_number"):
+        return f"must be a number, got {value!r:.60}"
+    if kind == "greater_than_equal" and error["ctx"]["ge"] == 0:
+        return f"must be >= 0, got {value!r}"
+    if kind in ("int_type", "greater_than_equal"):
+        return f"must be a positive integer, got {value!r:.60}"
+    if kind == "greater_than":
+        return f"must be > 0, got {value!r}"
+    if kind == "less_than":
+        return f"must be in (0, 1), got {float(value)!r}"
+    if kind == "less_than_equal":
+        return f"must be in (0, 1], got {float(value)!r}"
+    if kind in ("string_type", "string_pattern_mismatch"):
+        return f"must be a non-empty string, got {value!r:.60}"
+    return str(error["msg"])

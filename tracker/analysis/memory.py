@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tracker.analysis.expectations import Expectations
-from tracker.analysis.expectations_file import COMPONENTS
+from tracker.analysis.checks import BPP, GPT2_124M, TABLE4, Check
+from tracker.analysis.expectations import COMPONENTS, Expectations
 from tracker.analysis.verdict import FAIL, KNOWN, NA, Verdict, within
 
 __all__ = ["fixed_overheads", "memory_analysis", "memory_notes", "memory_verdicts"]
@@ -239,7 +239,7 @@ def _bpp_verdicts(ok: pl.DataFrame, exp: Expectations) -> list[Verdict]:
     for row in ok.iter_rows(named=True):
         subject = f"{row['model']}/{row['variant']}"
         for component in COMPONENTS:
-            check = f"bpp_{component}"
+            check = BPP[component]
             measured: float | None = row[check]
             expected: float | None = row[f"exp_{component}"]
             if not row["has_expectation"]:
@@ -284,7 +284,8 @@ def _relative(
     if status == FAIL and known:  # the expectations file says why: not a failure
         status = KNOWN
         detail += f"; known difference: {known}"
-    return Verdict(check, subject, measured, paper, tolerance, status, detail)
+    reason = known if status == KNOWN else None
+    return Verdict(check, subject, measured, paper, tolerance, status, detail, reason)
 
 
 def _table4_verdicts(ok: pl.DataFrame, exp: Expectations) -> list[Verdict]:
@@ -294,7 +295,7 @@ def _table4_verdicts(ok: pl.DataFrame, exp: Expectations) -> list[Verdict]:
     for variant, paper in mem.table4.rows.items():
         row = largest_of.get(variant)
         for part, column in (("params", "x_params_gib"), ("optim", "x_optim_gib")):
-            check = f"table4_{part}_gib"
+            check = TABLE4[part]
             expected: float = getattr(paper, part)
             if row is None:
                 detail = (
@@ -324,17 +325,17 @@ def _table4_verdicts(ok: pl.DataFrame, exp: Expectations) -> list[Verdict]:
 
 def _gpt2_verdicts(ok: pl.DataFrame, failed: pl.DataFrame, exp: Expectations) -> list[Verdict]:
     mem = exp.memory
-    model = mem.gpt2_model
+    model = mem.gpt2_124m.model
     measured_rows = {
         row["variant"]: row for row in ok.filter(pl.col("model") == model).iter_rows(named=True)
     }
     failed_variants = set(failed.filter(pl.col("model") == model)["variant"].to_list())
     verdicts = []
-    for variant, paper in mem.gpt2.rows.items():
+    for variant, paper in mem.gpt2_124m.rows.items():
         subject = f"{model}/{variant}"
         row = measured_rows.get(variant)
         for part, column in (("params", "gib_params"), ("optim", "gib_optim")):
-            check = f"gpt2_124m_{part}_gib"
+            check = GPT2_124M[part]
             expected: float = getattr(paper, part)
             if row is None:
                 why = "probe failed" if variant in failed_variants else "not measured"
@@ -346,7 +347,7 @@ def _gpt2_verdicts(ok: pl.DataFrame, failed: pl.DataFrame, exp: Expectations) ->
                     subject,
                     row[column],
                     expected,
-                    mem.gpt2.relative_tolerance,
+                    mem.gpt2_124m.relative_tolerance,
                     part,
                     mem.known_differences.get(variant),
                 )
@@ -357,7 +358,7 @@ def _gpt2_verdicts(ok: pl.DataFrame, failed: pl.DataFrame, exp: Expectations) ->
 def _failed_verdicts(failed: pl.DataFrame) -> list[Verdict]:
     return [
         Verdict(
-            "probe_failed",
+            Check.PROBE_FAILED,
             f"{row['model']}/{row['variant']}",
             None,
             None,

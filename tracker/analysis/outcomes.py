@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracker.analysis.checks import Check
 from tracker.analysis.completeness import Completeness, stopped_arms, summary_steps
 from tracker.analysis.expectations import Expectations
 from tracker.analysis.stats import t_quantile
@@ -75,7 +76,7 @@ def divergence_verdicts(
     for other, run in present.items():
         if other != arm and run["diverged"] is True:
             detail = f"diverged; only {arm} is expected to"
-            verdicts.append(Verdict("diverged", other, True, False, None, FAIL, detail))
+            verdicts.append(Verdict(Check.DIVERGED, other, True, False, None, FAIL, detail))
     return verdicts
 
 
@@ -83,7 +84,7 @@ def _divergent_verdict(
     arm: str, present: Mapping[str, Mapping[str, Any]], curves: Mapping[str, pl.DataFrame]
 ) -> Verdict:
     def na(detail: str) -> Verdict:
-        return Verdict("diverged", arm, None, True, None, NA, detail)
+        return Verdict(Check.DIVERGED, arm, None, True, None, NA, detail)
 
     if arm not in present:
         return na(f"arm {arm} missing: divergence check not possible")
@@ -94,7 +95,7 @@ def _divergent_verdict(
         return na("the summary has no 'diverged' flag")
     status = PASS if diverged else FAIL
     detail = "diverged, as expected" if diverged else "did not diverge; it was expected to"
-    return Verdict("diverged", arm, diverged, True, None, status, detail)
+    return Verdict(Check.DIVERGED, arm, diverged, True, None, status, detail)
 
 
 def _missing_val_loss(arm: str, run: Mapping[str, Any], curves: Mapping[str, pl.DataFrame]) -> str:
@@ -158,10 +159,10 @@ def _candidate_verdict(
     seeds; FAIL only when its interval, from the job's own seed spread, lies outside the
     margin (a clean job fails at most (1 - confidence) / 2 of the time), so that two seeds
     differing by chance do not fail it. Without any seed spread: the bare margin."""
-    margin = exp.training.val_loss_margin
+    margin = exp.training.val_loss.candidate_margin
 
     def na(detail: str) -> Verdict:
-        return Verdict("val_loss", cand, None, 0.0, margin, NA, detail)
+        return Verdict(Check.VAL_LOSS, cand, None, 0.0, margin, NA, detail)
 
     if cand not in present:
         return na(f"arm {cand} missing: candidate-vs-baseline comparison not possible")
@@ -207,7 +208,7 @@ def _candidate_verdict(
         f"{level:.0%} interval {low:+.4f} to {high:+.4f} from the job's seed spread "
         f"(sd {spread.sd:.4f}, {spread.df} df); FAIL only outside ± {margin:g}{note}"
     )
-    return Verdict("val_loss", cand, diff, 0.0, margin, status, detail)
+    return Verdict(Check.VAL_LOSS, cand, diff, 0.0, margin, status, detail)
 
 
 def _stopped_list(arms: Sequence[str], stopped: Mapping[str, Completeness]) -> str:
@@ -222,7 +223,7 @@ def _paper_verdict(
     stopped: Mapping[str, Completeness],
 ) -> Verdict | None:
     t = exp.training
-    paper = t.val_loss.get(run["variant"])
+    paper = t.val_loss.paper(run["variant"])
     if paper is None:
         return None
     measured = run["val_loss"]
@@ -232,16 +233,16 @@ def _paper_verdict(
     steps = run_steps(run, curves.get(arm))
     if not why and steps is None:
         why = "the run's length is unknown (no 'steps' in its summary, no points)"
-    elif not why and steps != t.paper_steps:
-        why = f"run of {steps} steps; the paper's number is for {t.paper_steps}"
+    elif not why and steps != t.val_loss.paper_steps:
+        why = f"run of {steps} steps; the paper's number is for {t.val_loss.paper_steps}"
     if why:
-        return Verdict("val_loss_paper", arm, measured, paper, None, NA, why)
+        return Verdict(Check.VAL_LOSS_PAPER, arm, measured, paper, None, NA, why)
     detail = (
         f"final validation loss {measured:.4f} after {steps} steps vs paper {paper:g} "
-        f"± {t.val_loss_tolerance:g}"
+        f"± {t.val_loss.tolerance:g}"
     )
-    status = within(measured, paper, t.val_loss_tolerance)
-    return Verdict("val_loss_paper", arm, measured, paper, t.val_loss_tolerance, status, detail)
+    status = within(measured, paper, t.val_loss.tolerance)
+    return Verdict(Check.VAL_LOSS_PAPER, arm, measured, paper, t.val_loss.tolerance, status, detail)
 
 
 def val_loss_verdicts(

@@ -20,13 +20,14 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from tracker.analysis.checks import Check
 from tracker.analysis.expectations import Expectations
 from tracker.analysis.smoothing import smooth
 from tracker.analysis.verdict import FAIL, NA, PASS, Verdict
 
 __all__ = ["CHECK", "TrackingResult", "non_finite_summary", "tracking_check"]
 
-CHECK = "ema_delta_vs_seed_noise"
+CHECK = Check.EMA_DELTA_VS_SEED_NOISE
 MAX_RANGES = 6  # step ranges named in a detail before "and N more"
 
 

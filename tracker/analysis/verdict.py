@@ -10,17 +10,20 @@ from tracker.domain import Status
 from tracker.jsonio import null_non_finite
 
 PASS, FAIL, KNOWN, NA = Status.PASS, Status.FAIL, Status.KNOWN, Status.NA
+# A verdict's keys in its JSON document; a KNOWN verdict's reason is its detail's last words
+DOCUMENT_KEYS = ("check", "subject", "measured", "expected", "tolerance", "status", "detail")
 
 
 @dataclass(frozen=True)
 class Verdict:
-    check: str  # e.g. "bpp_state", "table4_optim_gib", "ema_delta_vs_seed_noise"
+    check: str  # a Check (tracker.analysis.checks; plain text when read back from storage)
     subject: str  # e.g. "gpt-124m/flash", "flash_s0"
     measured: float | bool | str | None
     expected: float | bool | str | None
     tolerance: float | None
     status: str  # a Status: PASS, FAIL, KNOWN or N/A (plain text when read back from storage)
     detail: str  # one line for people
+    known: str | None = None  # a KNOWN verdict's reason: what the study knowingly does otherwise
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -37,4 +40,4 @@ def verdicts_document(verdicts: Iterable[Verdict]) -> list[dict[str, Any]]:
     """Verdicts as JSON objects, the same on every route that gives them (the report's and the
     server's ``verdicts.json``, ``/api/jobs/NAME``): a non-finite number is null, as in the
     study's files (``tracker.jsonio``'s null policy)."""
-    return null_non_finite([verdict.as_dict() for verdict in verdicts])
+    return null_non_finite([{key: getattr(v, key) for key in DOCUMENT_KEYS} for v in verdicts])

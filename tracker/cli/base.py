@@ -147,6 +147,17 @@ ExpectationsOption = Annotated[
     Path | None,
     typer.Option("--expectations", metavar="FILE", help="TOML replacing the packaged one."),
 ]
+StudyFilter = Annotated[
+    str | None,
+    typer.Option(metavar="NAME", help="Only jobs of this study (see `tracker studies`)."),
+]
+StudyOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="NAME",
+        help="The jobs' study (see `tracker studies`); default: each job.json's, else flashoptim.",
+    ),
+]
 
 
 class State:

@@ -19,6 +19,9 @@ def demo(
     ] = Path("demo-jobs"),
     steps: Annotated[int, typer.Option(min=10, help="Training steps per sample arm.")] = 2000,
     out: Annotated[Path, typer.Option("--out", help="Where to write the report.")] = Path("report"),
+    study: Annotated[
+        str, typer.Option(metavar="NAME", help="Whose sample jobs (see `tracker studies`).")
+    ] = "flashoptim",
 ) -> None:
     """Generate sample jobs, ingest them (replacing an earlier demo's), write the report.
 
@@ -26,11 +29,15 @@ def demo(
     """
     from tracker import api
 
+    directories = api.demo_jobs(directory, steps=steps, study=study)
     engine = _state(ctx).engine(may_create_file=True)
-    directories = api.demo_jobs(directory, steps=steps)
     typer.echo(f"wrote {len(directories)} sample jobs under {directory}/")
     done = api.demo(
-        engine, directories, out=out, on_job=lambda result: typer.echo(result.summary())
+        engine,
+        directories,
+        out=out,
+        on_job=lambda result: typer.echo(result.summary()),
+        study=study,
     )
     typer.echo(f"database: {_state(ctx).url}")
     counts = ", ".join(f"{n} {status}" for status, n in done.statuses)

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tracker.cli.base import StorageOptions, app, parse_storage_options
+from tracker.cli.base import StorageOptions, StudyOption, app, parse_storage_options
 from tracker.cli.base import parse_meta as _parse_meta
 from tracker.cli.base import parse_size as _parse_size
 from tracker.cli.base import state as _state
@@ -52,6 +52,7 @@ def ingest(
             help="Refuse a job file larger than this (e.g. 500MiB), by its size alone.",
         ),
     ] = size_text(MAX_FILE_SIZE),
+    study: StudyOption = None,
 ) -> None:
     """Store finished job directories in the database, one transaction per job.
 
@@ -65,6 +66,7 @@ def ingest(
 
     Example: tracker ingest downloads/job2 --meta gpu=A10G --meta flashoptim=0.1.4
     """
+    from tracker import access
     from tracker.services.ingest import IngestOptions, ingest_directories
 
     if job is not None and len(directories) > 1:
@@ -72,7 +74,14 @@ def ingest(
     storage_options = parse_storage_options(storage_option or [])
     size_limit = _parse_size(max_file_size, "--max-file-size")
     options = IngestOptions(
-        job, _parse_meta(meta or []), replace, arm_model, strict_steps, storage_options, size_limit
+        job,
+        _parse_meta(meta or []),
+        replace,
+        arm_model,
+        strict_steps,
+        storage_options,
+        size_limit,
+        None if study is None else access.check_study(study),
     )
     with ExitStack() as stack:
         engine = stack.enter_context(_state(ctx).storing_engine())

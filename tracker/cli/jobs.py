@@ -31,6 +31,17 @@ def _sort_key(value: str | None) -> str | None:
 
 
 @app.command()
+def studies(fmt: FormatOption = Format.table) -> None:
+    """List the packaged studies: name, title, paper and how many of its claims each checks.
+
+    Example: tracker studies --format json
+    """
+    from tracker import access
+
+    print_rows(access.studies(), fmt)
+
+
+@app.command()
 def jobs(
     ctx: typer.Context,
     where: WhereFilter = None,

@@ -13,6 +13,7 @@ from tracker.cli.base import (
     JobFilter,
     ModelFilter,
     SinceOption,
+    StudyFilter,
     VariantFilter,
     WhereFilter,
     app,
@@ -219,12 +220,14 @@ def claims(
         bool, typer.Option("--wide", help="Every column in the table (CSV and JSON have them).")
     ] = False,
     expectations: ExpectationsOption = None,
+    study: StudyFilter = None,
     fmt: FormatOption = Format.table,
 ) -> None:
     """The study's claims judged on all jobs together: reproduced, not, mixed or inconclusive.
 
     The table shows each claim's status, subject, estimate with its interval and the number
-    of jobs; --wide, CSV and JSON add the statement, the expected value and the detail.
+    of jobs; --wide, CSV and JSON add the statement, the expected value and the detail. Each
+    study's jobs are judged apart, by its own expectations (a group per study).
 
     Example: tracker claims --since 2026-10-01 --fail-on NOT_REPRODUCED,MIXED
     """
@@ -239,6 +242,7 @@ def claims(
         group_by=group_by,
         since=parse_since(since),
         expectations=expectations,
+        study=study,
     )
     frame = judged.filter(judged["status"].is_in(shown)) if shown else judged
     if fmt is Format.table and not wide:

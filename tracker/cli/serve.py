@@ -11,6 +11,7 @@ from tracker.cli.base import (
     ExpectationsOption,
     JobFilter,
     SinceOption,
+    StudyFilter,
     WhereFilter,
     app,
     parse_since,
@@ -26,6 +27,7 @@ def report(
     job: JobFilter = None,
     where: WhereFilter = None,
     since: SinceOption = None,
+    study: StudyFilter = None,
     out: Annotated[Path, typer.Option("--out", help="Directory to write.")] = Path("report"),
     expectations: ExpectationsOption = None,
     force: Annotated[
@@ -68,6 +70,7 @@ def report(
             expectations=expectations,
             force=force,
             prune=prune,
+            study=study,
         )
     except BaseException as exc:  # each file is written whole (or not), the index and manifest last
         if not raised_by_interrupt(exc):

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tracker.cli.base import StorageOptions, app, parse_storage_options
+from tracker.cli.base import StorageOptions, StudyOption, app, parse_storage_options
 from tracker.cli.base import parse_meta as _parse_meta
 from tracker.cli.base import state as _state
 from tracker.errors import TrackerError
@@ -35,6 +35,7 @@ def sync(
         bool, typer.Option(help="Swap in the jobs whose files changed since they were ingested.")
     ] = False,
     storage_option: StorageOptions = None,
+    study: StudyOption = None,
 ) -> None:
     """Ingest every finished job directory under PREFIX that is not in the database yet.
 
@@ -45,6 +46,7 @@ def sync(
 
     Example: tracker sync hf://buckets/ORG/flashoptim-repro/ --watch 300
     """
+    from tracker import access
     from tracker.services.interrupts import Tally, telling_interrupts
     from tracker.services.sync import SyncOptions, job_stored, sync_prefix
 
@@ -53,6 +55,7 @@ def sync(
         replace=replace,
         dry_run=dry_run,
         storage_options=parse_storage_options(storage_option or []),
+        study=None if study is None else access.check_study(study),
     )
     engine = _state(ctx).engine(may_create_file=not dry_run)
     tally = Tally([], landed=partial(job_stored, engine))

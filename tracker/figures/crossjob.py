@@ -277,7 +277,7 @@ def val_loss_across_jobs(runs: pl.DataFrame, jobs: Sequence[Job], exp: Expectati
         std = [row["val_loss_std"] or 0.0 for _, row in found]
         traces += _val_line(found, means, std, jobs, times, name, color)
         banded = banded or len(found) > MARKS_UP_TO
-        paper = exp.training.val_loss.get(variant)
+        paper = exp.training.val_loss.paper(variant)
         if paper is not None and variant not in referenced:
             referenced.add(variant)
             references.append(reference_line(paper, color, f"{paper:g}"))

@@ -27,18 +27,14 @@ COLORS: dict[str, str] = {
     "split_only": "#e87ba4",
     "quant_only": "#eda100",
     "linear": "#e34948",
+    "adam32": "#2a78d6",  # the 8-bit Adam study's: its baseline drawn as ref, ...
+    "adam8bit": "#008300",  # ... its candidate as flash, its ablation as linear
+    "adam8lin": "#e34948",
 }
 # Colours for variants the study did not know, assigned in order of appearance.
 FALLBACK_COLORS: tuple[str, ...] = (
-    "#7b4fc9",
-    "#00a3b4",
-    "#b3591f",
-    "#5c6f82",
-    "#c23b8f",
-    "#6b8e23",
-    "#3d4fb8",
-    "#a88b00",
-)
+    "#7b4fc9", "#00a3b4", "#b3591f", "#5c6f82", "#c23b8f", "#6b8e23", "#3d4fb8", "#a88b00",
+)  # fmt: skip
 
 # The study's labels and colours of its four training arms.
 ARM_STYLES: dict[str, tuple[str, str]] = {
@@ -46,6 +42,10 @@ ARM_STYLES: dict[str, tuple[str, str]] = {
     "flash_s0": ("FlashAdamW (seed0)", "#008300"),
     "ref_s1": ("AdamW (ref, seed1)", "#e87ba4"),
     "linear_s0": ("Linear-quant FlashAdamW", "#e34948"),
+    "adam32_s0": ("32-bit Adam (seed0)", "#2a78d6"),
+    "adam8bit_s0": ("8-bit Adam (seed0)", "#008300"),
+    "adam32_s1": ("32-bit Adam (seed1)", "#e87ba4"),
+    "adam8lin_s0": ("Linear-quant 8-bit Adam", "#e34948"),
 }
 VARIANT_LABELS: dict[str, str] = {
     "ref": "AdamW (ref)",
@@ -54,6 +54,9 @@ VARIANT_LABELS: dict[str, str] = {
     "split_only": "Weight split only",
     "quant_only": "Optimizer quant only",
     "linear": "Linear-quant FlashAdamW",
+    "adam32": "32-bit Adam",
+    "adam8bit": "8-bit Adam (block-wise)",
+    "adam8lin": "Linear-quant 8-bit Adam",
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from tracker.analysis.checks import TABLE4_LABELS
 from tracker.analysis.verdict import FAIL, NA, Verdict
 from tracker.figures.style import (
     INK,
@@ -22,10 +23,7 @@ from tracker.figures.style import (
     plot_text,
 )
 
-CHECKS: dict[str, str] = {
-    "table4_params_gib": "Parameters (GiB)",
-    "table4_optim_gib": "Optimizer state (GiB)",
-}
+CHECKS = TABLE4_LABELS
 FAIL_COLOR = "#c62828"
 PAPER_FILL = "#d9d7cf"
 LEGEND_SWATCH = "#5c6f82"

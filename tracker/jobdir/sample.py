@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from tracker.jobdir.sample_arms import parse_arm, write_arm
 from tracker.jobdir.sample_probes import (
+    ADAM8BIT_VARIANTS,
     FLASHOPTIM_REGRESSED_VERSION,
     FLASHOPTIM_VERSION,
     MODELS,
@@ -46,9 +48,12 @@ __all__ = [
     "FLASHOPTIM_VERSION",
     "MODELS",
     "OOM_ERROR",
+    "SAMPLE_STUDIES",
     "SEED_JOB_ARMS",
     "TORCH_VERSION",
     "VARIANTS",
+    "SampleStudy",
+    "demo_meta",
     "write_demo_jobs",
     "write_demo_seed_jobs",
     "write_sample_job",
@@ -68,6 +73,7 @@ def write_sample_job(
     flash_state_shift: float = 0.0,
     flash_loss_shift: float = 0.0,
     flash_val_loss_shift: float = 0.0,
+    variants: tuple[str, ...] = VARIANTS,
 ) -> Path:
     """Write a realistic sample job directory and return it.
 
@@ -77,6 +83,7 @@ def write_sample_job(
         steps: rows per training-arm CSV (steps 0..steps-1).
         arms: training arms ``<variant>_s<seed>`` (variant in VARIANTS or ``linear``).
         probes: write ``mem_sweep.json`` (one record per model x variant).
+        variants: the probed variants (``VARIANTS``, or the 8-bit Adam study's).
         failed_probe: (model, variant) whose probe record is an out-of-memory failure.
         flash_state_shift: added to ``bpp_state`` of every ``flash`` probe record
             (a simulated library regression; the probes then report another version).
@@ -89,7 +96,7 @@ def write_sample_job(
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     if failed_probe is not None and (
-        failed_probe[0] not in MODELS or failed_probe[1] not in VARIANTS
+        failed_probe[0] not in MODELS or failed_probe[1] not in variants
     ):
         raise ValueError(f"unknown failed_probe {failed_probe!r}")
     arm_names = list(dict.fromkeys(arms))
@@ -99,11 +106,25 @@ def write_sample_job(
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     if probes:
-        records = mem_sweep(seed, failed_probe, flash_state_shift)
+        records = mem_sweep(seed, failed_probe, flash_state_shift, variants)
         (directory / "mem_sweep.json").write_text(json.dumps(records, indent=2) + "\n")
     for arm in arm_names:
         write_arm(directory, arm, seed, steps, flash_loss_shift, flash_val_loss_shift)
     return directory
+
+
+@dataclass(frozen=True)
+class SampleStudy:
+    """What a study's sample jobs hold: its probed variants and its arms (``arms``: the
+    default job's, the baseline first; ``seed_arms``: two seeds of baseline and candidate)."""
+
+    variants: tuple[str, ...]
+    arms: tuple[str, ...]
+    seed_arms: tuple[str, ...]
+    failed_probe: tuple[str, str]
+    library: str  # the metadata key of the optimizer library's version
+    version: str  # its value in every demo job
+    job_prefix: str  # before "job1" .. "job6": the demo's job names
 
 
 # Metadata the demo gives each job at ingest: when it ran, on what, with which library.
@@ -117,38 +138,72 @@ DEMO_META: dict[str, dict[str, str]] = {
 }
 # Arms of the demo's seed jobs: two seeds of the baseline and of the candidate.
 SEED_JOB_ARMS = ("ref_s0", "ref_s1", "flash_s0", "flash_s1", "linear_s0")
+SAMPLE_STUDIES: dict[str, SampleStudy] = {
+    "flashoptim": SampleStudy(
+        VARIANTS, DEFAULT_ARMS, SEED_JOB_ARMS, ("gpt-355m", "ref"), "flashoptim", "", ""
+    ),
+    "adam8bit": SampleStudy(
+        ADAM8BIT_VARIANTS,
+        ("adam32_s0", "adam8bit_s0", "adam32_s1", "adam8lin_s0"),
+        ("adam32_s0", "adam32_s1", "adam8bit_s0", "adam8bit_s1", "adam8lin_s0"),
+        ("gpt-355m", "adam32"),
+        "bitsandbytes",
+        "0.43.1",
+        "adam8bit-",
+    ),
+}
 
 
-def write_demo_jobs(root: Path, steps: int = 2000) -> list[Path]:
-    """Write three demo jobs under ``root`` and return their directories in order.
+def demo_meta(name: str) -> dict[str, str]:
+    """The ingest metadata of the demo job ``name``: ``DEMO_META``'s, another study's job with
+    its own library's version."""
+    if name in DEMO_META:
+        return DEMO_META[name]
+    for study in SAMPLE_STUDIES.values():
+        if study.job_prefix and name.startswith(study.job_prefix):
+            meta = DEMO_META[name.removeprefix(study.job_prefix)]
+            return {"time": meta["time"], "gpu": meta["gpu"], study.library: study.version}
+    raise KeyError(name)
+
+
+def write_demo_jobs(root: Path, steps: int = 2000, study: str = "flashoptim") -> list[Path]:
+    """Write three demo jobs of ``study`` under ``root`` and return their directories in order.
 
     ``job1``: seed 0, all default arms, the default failed probe;
     ``job2``: seed 1, all default arms, no failed probe;
-    ``job3``: seed 2, arms ref_s0/flash_s0/ref_s1 only, flash state +0.5 B/param (a
-    simulated library regression). ``DEMO_META`` holds their ingest metadata.
+    ``job3``: seed 2, the first three arms only, flash state +0.5 B/param (a simulated
+    library regression, in the flashoptim study). Another study's names start with its
+    ``job_prefix``; ``demo_meta`` holds their ingest metadata.
     """
-    root = Path(root)
+    root, sample = Path(root), SAMPLE_STUDIES[study]
+    shift = 0.5 if study == "flashoptim" else 0.0
     return [
-        write_sample_job(root / "job1", seed=0, steps=steps),
-        write_sample_job(root / "job2", seed=1, steps=steps, failed_probe=None),
         write_sample_job(
-            root / "job3",
-            seed=2,
+            root / f"{sample.job_prefix}job{seed + 1}",
+            seed=seed,
             steps=steps,
-            arms=("ref_s0", "flash_s0", "ref_s1"),
-            flash_state_shift=0.5,
-        ),
+            arms=sample.arms[:3] if seed == 2 else sample.arms,
+            failed_probe=None if seed == 1 else sample.failed_probe,
+            flash_state_shift=shift if seed == 2 else 0.0,
+            variants=sample.variants,
+        )
+        for seed in (0, 1, 2)
     ]
 
 
-def write_demo_seed_jobs(root: Path, steps: int = 2000) -> list[Path]:
+def write_demo_seed_jobs(root: Path, steps: int = 2000, study: str = "flashoptim") -> list[Path]:
     """Three more demo jobs, ``job4`` to ``job6`` (seeds 3 to 5, no failed probe), each with
-    two seeds of the baseline and of the candidate (``SEED_JOB_ARMS``): the pooled seeds the
-    cross-job claims judge. ``DEMO_META`` holds their ingest metadata."""
-    root = Path(root)
+    two seeds of the baseline and of the candidate (``seed_arms``): the pooled seeds the
+    cross-job claims judge. ``demo_meta`` holds their ingest metadata."""
+    root, sample = Path(root), SAMPLE_STUDIES[study]
     return [
         write_sample_job(
-            root / f"job{seed + 1}", seed=seed, steps=steps, arms=SEED_JOB_ARMS, failed_probe=None
+            root / f"{sample.job_prefix}job{seed + 1}",
+            seed=seed,
+            steps=steps,
+            arms=sample.seed_arms,
+            failed_probe=None,
+            variants=sample.variants,
         )
         for seed in (3, 4, 5)
     ]

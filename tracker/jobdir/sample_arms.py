@@ -12,11 +12,13 @@ import numpy as np
 import polars as pl
 
 from tracker.domain import DEFAULT_ARM_MODEL, LOSS, ArmName
-from tracker.jobdir.sample_probes import VARIANTS, stable_rng
+from tracker.jobdir.sample_probes import ADAM8BIT_VARIANTS, VARIANTS, stable_rng
 
 __all__ = ["ARM_VARIANTS", "parse_arm", "write_arm"]
 
-ARM_VARIANTS: tuple[str, ...] = (*VARIANTS, "linear")
+# the ablations that diverge: FlashOptim without companding, 8-bit Adam quantised linearly
+DIVERGENT_VARIANTS: tuple[str, ...] = ("linear", "adam8lin")
+ARM_VARIANTS: tuple[str, ...] = (*VARIANTS, *ADAM8BIT_VARIANTS, *DIVERGENT_VARIANTS)
 _PAPER_STEPS = 20_000.0  # curves are shaped as the paper's 20k-step run, time-compressed
 _VAL_LOSS: dict[str, float] = {
     "ref": 3.263,
@@ -24,6 +26,8 @@ _VAL_LOSS: dict[str, float] = {
     "flash_gr": 3.265,
     "split_only": 3.264,
     "quant_only": 3.266,
+    "adam32": 3.263,
+    "adam8bit": 3.264,
 }
 # Optimizer-induced deviation from the ref trajectory: (end bias, smooth wiggle, white).
 _OPT_DEVIATION: dict[str, tuple[float, float, float]] = {
@@ -33,6 +37,9 @@ _OPT_DEVIATION: dict[str, tuple[float, float, float]] = {
     "split_only": (0.0015, 0.0010, 0.003),
     "quant_only": (0.0035, 0.0015, 0.005),
     "linear": (0.0040, 0.0020, 0.006),
+    "adam32": (0.0, 0.0, 0.0),
+    "adam8bit": (0.0020, 0.0012, 0.004),
+    "adam8lin": (0.0040, 0.0020, 0.006),
 }
 _STEP_MS: dict[str, float] = {
     "ref": 300.0,
@@ -41,6 +48,9 @@ _STEP_MS: dict[str, float] = {
     "split_only": 288.0,
     "quant_only": 286.0,
     "linear": 291.0,
+    "adam32": 300.0,
+    "adam8bit": 296.0,
+    "adam8lin": 295.0,
 }
 _LR_MAX = 6e-4
 _LR_MIN = 6e-5
@@ -96,7 +106,7 @@ def _loss_curve(seed: int, variant: str, arm_seed: int, steps: int) -> np.ndarra
         loss += bias * (1.0 - np.exp(-3.0 * u)) + wiggle * _smooth(opt_rng, u)
         loss += white * opt_rng.standard_normal(steps)
 
-    if variant == "linear":
+    if variant in DIVERGENT_VARIANTS:
         div_rng = stable_rng(seed, "diverge", arm_seed)
         start = int(steps * (0.4 + 0.01 * div_rng.uniform(-1.0, 1.0)))
         rise = max(2, round(0.05 * steps))

@@ -9,7 +9,7 @@ import zlib
 
 import numpy as np
 
-__all__ = ["MODELS", "OOM_ERROR", "VARIANTS", "mem_sweep", "stable_rng"]
+__all__ = ["ADAM8BIT_VARIANTS", "MODELS", "OOM_ERROR", "VARIANTS", "mem_sweep", "stable_rng"]
 
 # Parameter counts of the probed models. GPT-2 style models (vocab 50257, context 1024,
 # tied embeddings): n = V*d + T*d + L*(12*d^2 + 13*d) + 2*d.
@@ -21,6 +21,8 @@ MODELS: dict[str, int] = {
     "resnet50": 25_557_032,  # torchvision ResNet-50
 }
 VARIANTS: tuple[str, ...] = ("ref", "flash", "flash_gr", "split_only", "quant_only")
+# The 8-bit Adam study's: torch Adam with 32-bit states, and bitsandbytes' block-wise 8-bit Adam
+ADAM8BIT_VARIANTS: tuple[str, ...] = ("adam32", "adam8bit")
 
 TORCH_VERSION = "2.5.1+cu124"
 FLASHOPTIM_VERSION = "0.1.0"
@@ -50,6 +52,8 @@ _ANALYTIC_BPP: dict[str, tuple[float, float, float]] = {
     "flash_gr": (2.0, 3.125, 0.0),
     "split_only": (2.0, 4.0, 2.0),  # bf16 states: the library stores param-dtype states
     "quant_only": (4.0, 2.125, 4.0),
+    "adam32": (4.0, 8.0, 4.0),
+    "adam8bit": (4.0, 2.00390625, 4.0),  # two 1-byte moments, a 4-byte absmax per 2048
 }
 # Fixed overheads in MiB (params, state, grads) and a proportional state overhead in B/param
 # (group padding of quantised states). Fixed MiB dominate on small models only.
@@ -59,6 +63,8 @@ _OVERHEAD: dict[str, tuple[tuple[float, float, float], float]] = {
     "flash_gr": ((0.5, 2.5, 0.25), 0.004),
     "split_only": ((0.5, 1.5, 0.5), 0.0),
     "quant_only": ((0.75, 2.5, 0.75), 0.004),
+    "adam32": ((0.75, 1.5, 0.75), 0.0),
+    "adam8bit": ((0.75, 2.0, 0.75), 0.002),
 }
 # Transient optimizer-step buffers (foreach temporaries) in B/param, counted in the peak.
 _STEP_TEMP_BPP: dict[str, float] = {
@@ -67,6 +73,8 @@ _STEP_TEMP_BPP: dict[str, float] = {
     "flash_gr": 0.5,
     "split_only": 2.0,
     "quant_only": 1.5,
+    "adam32": 4.0,
+    "adam8bit": 1.0,
 }
 
 
@@ -132,11 +140,14 @@ def _probe_record(seed: int, model: str, variant: str, flash_state_shift: float)
 
 
 def mem_sweep(
-    seed: int, failed_probe: tuple[str, str] | None, flash_state_shift: float
+    seed: int,
+    failed_probe: tuple[str, str] | None,
+    flash_state_shift: float,
+    variants: tuple[str, ...] = VARIANTS,
 ) -> list[dict]:
     records: list[dict] = []
     for model in MODELS:
-        for variant in VARIANTS:
+        for variant in variants:
             if failed_probe is not None and (model, variant) == tuple(failed_probe):
                 records.append({"model": model, "variant": variant, "error": OOM_ERROR})
             else:

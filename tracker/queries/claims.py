@@ -17,7 +17,7 @@ from tracker.analysis.claims import COLUMNS, judge_claims
 from tracker.analysis.completeness import summary_steps
 from tracker.domain import LOSS
 from tracker.models import Curve, Job, JobMeta, Run
-from tracker.queries.job_analysis import load_verdict_rows
+from tracker.queries.job_analysis import job_studies, load_verdict_rows
 from tracker.queries.selection import Selection, selected_jobs
 from tracker.queries.tables import stopped_runs
 from tracker.store.frames import query_frame
@@ -37,6 +37,7 @@ RUN_SCHEMA = {
     "stopped": pl.String,
     "hours": pl.Float64,
 }
+STUDY = "study"  # the group key of a job's study, among jobs of several studies
 # The stored verdict rows (``load_verdict_rows``) as a frame.
 VERDICT_SCHEMA = {
     "job_id": pl.Int64,
@@ -47,6 +48,7 @@ VERDICT_SCHEMA = {
     "tolerance": pl.Float64,
     "status": pl.String,
     "detail": pl.String,
+    "known": pl.String,
 }
 
 
@@ -88,23 +90,29 @@ def claims(
 ) -> pl.DataFrame:
     """One row per claim and subject over the selected jobs (``selection.jobs`` and
     ``where``); with ``group_by`` one set of rows per group of jobs, in a ``group`` column.
+    Each study's jobs are judged apart, by ``exp.judging`` that study; jobs of several
+    studies are grouped by study first (``study=NAME`` in the ``group`` column).
     ``selection.models`` and ``variants`` are not used: a claim covers its own subjects.
     ``jobs``: ``selected_jobs(session, selection)``, when the caller has it already."""
     selected = selected_jobs(session, selection) if jobs is None else jobs
     jobs, duplicates = _distinct_content(session, selected)
-    evidence = _evidence(session, jobs, exp)
-    keys = selection.group_by
-    groups = (
-        jobs.group_by(list(keys), maintain_order=True).agg(pl.col("job"))
-        if keys
-        else pl.DataFrame({"job": [jobs["job"].to_list()]})
+    studies = job_studies(session, jobs["job_id"].to_list())
+    jobs = jobs.with_columns(
+        pl.col("job_id").replace_strict(studies, default=exp.study_name).alias(STUDY)
     )
+    evidence = _evidence(session, jobs, exp)
+    keys = ((STUDY,) if jobs[STUDY].n_unique() > 1 else ()) + selection.group_by
+    groups = jobs.group_by(list(dict.fromkeys((STUDY, *keys))), maintain_order=True).agg(
+        pl.col("job")
+    )
+    if jobs.height == 0:  # no job: every claim is judged on nothing (inconclusive)
+        groups = pl.DataFrame({STUDY: [exp.study_name], "job": [[]]})
     frames = []
     for group in groups.iter_rows(named=True):
         verdicts, numbers, runs, meta = (
             frame.filter(pl.col("job").is_in(group["job"])) for frame in evidence
         )
-        found = judge_claims(verdicts, numbers, runs, meta, exp)
+        found = judge_claims(verdicts, numbers, runs, meta, exp.judging(group[STUDY]))
         if duplicates:
             found = found.with_columns(pl.col("detail") + f"; {duplicates}")
         if keys:

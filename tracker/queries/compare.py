@@ -33,21 +33,23 @@ import polars as pl
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tracker.analysis.checks import BPP, Check
 from tracker.analysis.job import analyze_job
 from tracker.analysis.stats import t_quantile
 from tracker.analysis.verdict import FAIL, NA, PASS, Verdict
 from tracker.domain import ArmName, Change
 from tracker.models import Job
 from tracker.queries.job_analysis import load_verdict_rows
+from tracker.store.catalog import get_job
 from tracker.store.jobdata import load_job_data
 from tracker.summary.model import SEED_NOISE
 
 if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations, GateExpectations
 
-BPP_CHECKS = ("bpp_params", "bpp_state", "bpp_grads")
-EMA_CHECK = "ema_delta_vs_seed_noise"
-VAL_LOSS_CHECK = "val_loss"
+BPP_CHECKS = tuple(BPP.values())
+EMA_CHECK = Check.EMA_DELTA_VS_SEED_NOISE
+VAL_LOSS_CHECK = Check.VAL_LOSS
 CHANGES = tuple(Change)  # in table order
 Key = tuple[str, str]  # (check, subject)
 
@@ -280,9 +282,13 @@ class KeptVerdicts:
         return OtherJobs(ema, measured)
 
 
-def kept_verdicts(session: Session, exp: Expectations) -> KeptVerdicts:
-    """Every job's kept verdict values and seed-noise delta (``KeptVerdicts``)."""
-    ids = {name: job_id for name, job_id in session.execute(select(Job.name, Job.id))}
+def kept_verdicts(session: Session, exp: Expectations, study: str | None = None) -> KeptVerdicts:
+    """Every job's (of ``study``, or all) kept verdict values and seed-noise delta
+    (``KeptVerdicts``)."""
+    query = select(Job.name, Job.id)
+    if study is not None:
+        query = query.where(Job.study == study)
+    ids = {name: job_id for name, job_id in session.execute(query)}
     rows, numbers = load_verdict_rows(session, list(ids.values()), exp)
     ema = {
         job_id: value
@@ -296,19 +302,25 @@ def kept_verdicts(session: Session, exp: Expectations) -> KeptVerdicts:
     return KeptVerdicts(ids, ema, measured)
 
 
-def other_jobs(session: Session, exp: Expectations, compared: Iterable[str]) -> OtherJobs:
-    """What every job in the database but the compared ones shows, from the rows kept at
-    ingest."""
-    return kept_verdicts(session, exp).without(compared)
+def other_jobs(
+    session: Session, exp: Expectations, compared: Iterable[str], study: str | None = None
+) -> OtherJobs:
+    """What every job in the database (of ``study``, or all) but the compared ones shows,
+    from the rows kept at ingest."""
+    return kept_verdicts(session, exp, study).without(compared)
 
 
 def compare_jobs(session: Session, job_a: str, job_b: str, exp: Expectations) -> Comparison:
-    """Analyse two jobs and compare their verdicts."""
+    """Analyse two jobs, each judged by ``exp.judging`` its study, and compare their
+    verdicts; the gate is the second job's study's, against the other jobs of that study."""
+    studies = [get_job(session, job).study for job in (job_a, job_b)]
     verdicts_a, verdicts_b = (
-        analyze_job(load_job_data(session, job), exp).verdicts for job in (job_a, job_b)
+        analyze_job(load_job_data(session, job), exp.judging(study)).verdicts
+        for job, study in zip((job_a, job_b), studies, strict=True)
     )
-    others = other_jobs(session, exp, (job_a, job_b))
-    return compare_verdicts(job_a, verdicts_a, job_b, verdicts_b, exp, others)
+    gate = exp.judging(studies[1])
+    others = other_jobs(session, gate, (job_a, job_b), studies[1])
+    return compare_verdicts(job_a, verdicts_a, job_b, verdicts_b, gate, others)
 
 
 SCHEMA = {

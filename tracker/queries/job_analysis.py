@@ -33,13 +33,38 @@ def _derive_from_points(
     }
 
 
+def job_studies(session: Session, job_ids: list[int]) -> dict[int, str]:
+    """Each listed job's study."""
+    query = select(Job.id, Job.study).where(Job.id.in_(job_ids))
+    return {job_id: study for job_id, study in session.execute(query)}
+
+
+def by_study(
+    session: Session, job_ids: list[int], exp: Expectations
+) -> list[tuple[Expectations, list[int]]]:
+    """The listed jobs in groups judged alike (``exp.judging`` each one's study), in order."""
+    studies = job_studies(session, job_ids)
+    groups: dict[str, list[int]] = {}
+    for job_id in job_ids:
+        groups.setdefault(studies.get(job_id, exp.study_name), []).append(job_id)
+    return [(exp.judging(study), ids) for study, ids in groups.items()]
+
+
 def load_derived(session: Session, job_ids: list[int], exp: Expectations) -> dict[int, Derived]:
-    """Every listed job's derived rows for ``exp``: stored ones, else computed from points."""
+    """Every listed job's derived rows, each judged by ``exp.judging`` its study: stored
+    ones, else computed from points."""
+    found: dict[int, Derived] = {}
+    for own, ids in by_study(session, job_ids, exp):
+        found.update(_load_derived(session, ids, own))
+    return found
+
+
+def _load_derived(session: Session, job_ids: list[int], exp: Expectations) -> dict[int, Derived]:
     numbers, rows = stored_rows(session, job_ids, expectations_digest(exp))
     verdicts: dict[int, list[Verdict]] = {job_id: [] for job_id in numbers}
-    for job_id, check, subject, measured, expected, tolerance, status, detail in rows:
+    for job_id, check, subject, measured, expected, tolerance, status, detail, known in rows:
         verdicts[job_id].append(
-            Verdict(check, subject, measured, expected, tolerance, status, detail)
+            Verdict(check, subject, measured, expected, tolerance, status, detail, known)
         )
     found = {job_id: Derived(verdicts[job_id], own) for job_id, own in numbers.items()}
     found.update(_derive_from_points(session, [i for i in job_ids if i not in found], exp))
@@ -51,20 +76,27 @@ def load_verdict_rows(
 ) -> tuple[list[VerdictRow], dict[int, dict[str, float | None]]]:
     """``load_derived`` as rows, for a frame of many jobs' verdicts (a Verdict object per
     row costs a second for 1,000 jobs): ``(job_id, check, subject, measured, expected,
-    tolerance, status, detail)`` with the measured and expected values as stored (a flag as
-    1.0 / 0.0, text as None), grouped by job; and each job's numbers."""
-    numbers, rows = stored_rows(session, job_ids, expectations_digest(exp))
-    missing = [job_id for job_id in job_ids if job_id not in numbers]
-    for job_id, derived in _derive_from_points(session, missing, exp).items():
-        rows += [verdict_row(job_id, v) for v in derived.verdicts]
-        numbers[job_id] = derived.numbers
+    tolerance, status, detail, known)`` with the measured and expected values as stored (a flag as
+    1.0 / 0.0, text as None), grouped by job; and each job's numbers; each job judged by
+    ``exp.judging`` its study."""
+    rows: list[VerdictRow] = []
+    numbers: dict[int, dict[str, float | None]] = {}
+    for own, ids in by_study(session, job_ids, exp):
+        stored_numbers, stored = stored_rows(session, ids, expectations_digest(own))
+        rows += stored
+        numbers.update(stored_numbers)
+        missing = [job_id for job_id in ids if job_id not in stored_numbers]
+        for job_id, derived in _derive_from_points(session, missing, own).items():
+            rows += [verdict_row(job_id, v) for v in derived.verdicts]
+            numbers[job_id] = derived.numbers
     return rows, numbers
 
 
 def load_summary(session: Session, job_id: int, exp: Expectations) -> Summary:
-    """A job's summary for ``exp``: the stored one, else made from its points. A short
-    job's drawn trajectories are made from its loss curves when first asked for, in
-    ``session``."""
+    """A job's summary for ``exp.judging`` its study: the stored one, else made from its
+    points. A short job's drawn trajectories are made from its loss curves when first asked
+    for, in ``session``."""
+    exp = exp.judging(job_studies(session, [job_id]).get(job_id, exp.study_name))
     data = stored_summary(session, job_id, expectations_digest(exp))
     if data is None:
         return summarize(load_job_data(session, _name(session, job_id)), exp)

@@ -45,6 +45,7 @@ class Selection:
     where: tuple[Condition, ...] = ()
     group_by: tuple[str, ...] = field(default=())
     since: datetime | None = None  # only jobs whose time is at or after this one
+    study: str | None = None  # only jobs of this study
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "where", as_conditions(self.where))
@@ -143,6 +144,8 @@ def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
     key or value no job has, or a ``since`` after every selected job, is an error."""
     _check_keys(session, selection)
     query = select(Job.id, Job.name, Job.ingested_at)
+    if selection.study is not None:
+        query = query.where(Job.study == selection.study)
     if selection.jobs:
         query = query.where(Job.name.in_(selection.jobs))
     jobs = session.execute(query).all()

@@ -35,6 +35,7 @@ import tracker
 from tracker.analysis.expectations import Expectations
 from tracker.errors import NotADirectory, NotAReportFolder
 from tracker.jsonio import format_time
+from tracker.queries.derived import job_studies
 from tracker.queries.selection import Selection, contents_and_meta, selected_jobs
 from tracker.report.cleanup import remove_unused
 from tracker.report.files import INDEX, MANIFEST, job_folders
@@ -113,8 +114,11 @@ def generate_report(
     digests, meta_of = contents_and_meta(session, ids.values())
     meta = {name: meta_of.get(ids[name], {}) for name in names}
     exp_key = expectations_key(exp)
+    studies = job_studies(session, list(ids.values()))  # a page is its own study's
+    study_keys = {study: expectations_key(exp.judging(study)) for study in set(studies.values())}
     keys = {
-        name: page_key(digests[ids[name]], meta[name], exp_key, folders[name]) for name in names
+        name: page_key(digests[i], meta[name], study_keys[studies[i]], folders[name])
+        for name, i in ids.items()
     }
 
     manifest = read_manifest(out_dir)

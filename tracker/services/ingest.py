@@ -25,13 +25,14 @@ from sqlalchemy import Engine, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from tracker.analysis.expectations import DEFAULT_STUDY, check_study
 from tracker.domain import DEFAULT_ARM_MODEL, IngestStatus
 from tracker.errors import DatabaseFailed, JobExists, NotADemoJob, TrackerError, raised_by_interrupt
 from tracker.jobdir.limits import MAX_FILE_SIZE
 from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, curve_bytes, read_job_arms, scan_job
-from tracker.jobdir.sample import DEMO_META
+from tracker.jobdir.sample import demo_meta
 from tracker.jobdir.source import JobSource, open_source
-from tracker.models import Job
+from tracker.models import Job, JobMeta
 from tracker.services.interrupts import Tally, session_after_interrupt, telling_interrupts
 from tracker.services.rederive import store_packaged_derived
 from tracker.store import transactions
@@ -107,6 +108,7 @@ class IngestOptions:
     # for URLs, to their filesystem (credentials among them: never shown, never stored)
     storage_options: Mapping[str, Any] = field(default_factory=dict)
     max_file_size: int = MAX_FILE_SIZE
+    study: str | None = None  # the jobs' study; None: each job.json's, else the default
 
 
 def _scan(
@@ -116,6 +118,8 @@ def _scan(
 ) -> tuple[JobDirectory, Callable[[], list[Arm]]]:
     """A directory scanned, and how to parse and check its arms (not done yet)."""
     checked_meta(options.meta)  # refused before anything is read
+    if options.study is not None:
+        check_study(options.study)
     scanned = scan_job(directory, options.name, max_file_size=options.max_file_size)
     read = partial(
         read_job_arms,
@@ -137,6 +141,7 @@ def _store(
     """The scanned job's rows and then its kept rows, in the caller's transaction."""
     written = store_job(session, scanned, arms, meta=options.meta, replace=options.replace)
     if written.job_id is not None:
+        _set_study(session, written.job_id, options.study)
         store_packaged_derived(session, written.job_id, written.losses)
     return IngestResult.of(scanned, written)
 
@@ -152,35 +157,57 @@ def ingest_job(
     on_arm: Callable[[ArmFiles], None] | None = None,
     strict_steps: bool = False,
     max_file_size: int = MAX_FILE_SIZE,
+    study: str | None = None,
 ) -> IngestResult:
     """Store one job directory and its kept rows, in the caller's transaction. ``on_arm``
     is told of each arm once it is read; ``strict_steps`` refuses what real logs hold
-    (a resumed run, a step logged twice, an incomplete last line) instead of settling it.
-    The job's own metadata file (``job.json``) gives the keys ``meta`` does not."""
+    (a resumed run, a step logged twice, an incomplete last line) instead of settling it;
+    ``study``: the job's study (else its ``job.json``'s, else the default's). The job's own
+    metadata file (``job.json``) gives the keys ``meta`` does not."""
     options = IngestOptions(
-        name, meta or {}, replace, arm_model, strict_steps, max_file_size=max_file_size
+        name, meta or {}, replace, arm_model, strict_steps, max_file_size=max_file_size, study=study
     )
     scanned, arms = _scan(directory, options, on_arm)
     return _store(session, scanned, arms, options)
 
 
-def ingest_demo_job(session: Session, directory: Path, meta: Mapping[str, str]) -> IngestResult:
+STUDY_KEY = "study"  # the job.json (or --meta) key that names a job's study
+
+
+def _set_study(session: Session, job_id: int, study: str | None) -> None:
+    """The job's study: ``study``, else its metadata's, else the default."""
+    job = session.get_one(Job, job_id)
+    named = session.scalar(
+        select(JobMeta.value).where(JobMeta.job_id == job.id, JobMeta.key == STUDY_KEY)
+    )
+    job.study = check_study(study or named or DEFAULT_STUDY)
+    session.flush()
+
+
+def ingest_demo_job(
+    session: Session, directory: Path, meta: Mapping[str, str], study: str = DEFAULT_STUDY
+) -> IngestResult:
     """Store a demo sample job, swapping it in for an earlier demo's job of its name (a job
     with the demo's metadata, e.g. of other ``--steps``), never for any other job."""
     existing = session.scalars(select(Job).where(Job.name == directory.name)).one_or_none()
     from_demo = existing is not None and {m.key: m.value for m in existing.meta} == dict(meta)
     try:
-        return ingest_job(session, directory, meta=meta, replace=from_demo)
+        return ingest_job(session, directory, meta=meta, replace=from_demo, study=study)
     except JobExists:
         raise NotADemoJob(name=directory.name) from None
 
 
 def ingest_demo_jobs(
-    engine: Engine, directories: Sequence[Path], on_job: Callable[[IngestResult], None]
+    engine: Engine,
+    directories: Sequence[Path],
+    on_job: Callable[[IngestResult], None],
+    study: str = DEFAULT_STUDY,
 ) -> None:
-    """The demo's sample jobs, each with its demo metadata, one transaction per job."""
+    """The demo's sample jobs of ``study``, each with its demo metadata, one transaction per
+    job."""
     for directory in directories:
-        ingest = partial(ingest_demo_job, directory=directory, meta=DEMO_META[directory.name])
+        meta = demo_meta(directory.name)
+        ingest = partial(ingest_demo_job, directory=directory, meta=meta, study=study)
         on_job(transactions.in_write_transaction(engine, ingest))
 
 

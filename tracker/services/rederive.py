@@ -15,7 +15,7 @@ import polars as pl
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from tracker.analysis.expectations import Expectations, load_expectations
+from tracker.analysis.expectations import Expectations, study_expectations
 from tracker.models import Job
 from tracker.store import transactions
 from tracker.store.jobdata import load_job_data
@@ -47,8 +47,11 @@ def store_derived(
 def store_packaged_derived(
     session: Session, job_id: int, losses: dict[str, pl.DataFrame] | None = None
 ) -> None:
-    """A new job's derived rows against the packaged expectations (at ingest and copy)."""
-    store_derived(session, job_id, load_expectations(), losses)
+    """A new job's derived rows against its study's packaged expectations (at ingest and
+    copy)."""
+    study = session.scalar(select(Job.study).where(Job.id == job_id))
+    assert study is not None
+    store_derived(session, job_id, study_expectations(study), losses)
 
 
 @dataclass
@@ -76,15 +79,25 @@ def rederive(
     exp: Expectations | None = None,
     on_job: Callable[[str], None] | None = None,
 ) -> Rederived:
-    """Refill the derived rows of every job lacking them for ``exp`` (the packaged
-    expectations by default), one transaction per job; ``on_job`` is told each one done."""
-    if exp is None:
-        exp = load_expectations()
+    """Refill the derived rows of every job lacking them for ``exp`` (by default each job's
+    own study's packaged expectations), one transaction per job; ``on_job`` is told each one
+    done."""
     with Session(engine) as session:
-        missing = jobs_without_rows(session, expectations_digest(exp))
+        if exp is None:
+            studies = session.scalars(select(Job.study).distinct().order_by(Job.study))
+            judged: list[tuple[Expectations, str | None]] = [
+                (study_expectations(study), study) for study in studies
+            ]
+        else:
+            judged = [(exp, None)]
+        missing = [
+            (job_id, name, own)
+            for own, study in judged
+            for job_id, name in jobs_without_rows(session, expectations_digest(own), study)
+        ]
         done = Rederived(session.scalar(select(func.count()).select_from(Job)) or 0)
-    for job_id, name in missing:
-        if transactions.in_write_transaction(engine, partial(_refill, job_id=job_id, exp=exp)):
+    for job_id, name, own in sorted(missing, key=lambda job: job[0]):
+        if transactions.in_write_transaction(engine, partial(_refill, job_id=job_id, exp=own)):
             done.refilled.append(name)
             if on_job is not None:
                 on_job(name)

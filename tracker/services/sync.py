@@ -69,6 +69,7 @@ class SyncOptions:
     dry_run: bool = False
     arm_model: str = DEFAULT_ARM_MODEL
     storage_options: Mapping[str, Any] = field(default_factory=dict)
+    study: str | None = None  # the jobs' study; None: each job.json's, else the default
 
 
 @dataclass
@@ -246,6 +247,7 @@ def _ingest(
         meta=options.meta,
         replace=options.replace,
         arm_model=options.arm_model,
+        study=options.study,
     )
     if result.status in (IngestStatus.UNCHANGED, IngestStatus.METADATA_UPDATED):
         set_file_versions(session, result.job, {path: v for path, (_, v) in listed.items()})

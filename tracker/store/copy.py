@@ -81,6 +81,7 @@ def copy_job_rows(source: Session, destination: Session, name: str) -> CopiedJob
         source_path=job.source_path,
         ingested_at=job.ingested_at,
         content_digest=job.content_digest,
+        study=job.study,
         meta=[JobMeta(key=m.key, value=m.value) for m in job.meta],
         files=[
             SourceFile(path=f.path, sha256=f.sha256, size=f.size, version=f.version)

@@ -23,8 +23,8 @@ from tracker.analysis.verdict import Verdict
 from tracker.models import Job, JobNumber, JobSummary, JobVerdict
 from tracker.store.frames import plain_rows
 
-# job_id, check, subject, measured, expected, tolerance, status, detail
-VerdictRow = tuple[int, str, str, float | None, float | None, float | None, str, str]
+# job_id, check, subject, measured, expected, tolerance, status, detail, known
+VerdictRow = tuple[int, str, str, float | None, float | None, float | None, str, str, str | None]
 
 
 def stored_number(value: object) -> float | None:
@@ -37,7 +37,9 @@ def stored_number(value: object) -> float | None:
 def verdict_row(job_id: int, v: Verdict) -> VerdictRow:
     """A verdict as the row ``stored_rows`` reads back."""
     measured, expected = stored_number(v.measured), stored_number(v.expected)
-    return (job_id, v.check, v.subject, measured, expected, v.tolerance, v.status, v.detail)
+    return (
+        job_id, v.check, v.subject, measured, expected, v.tolerance, v.status, v.detail, v.known
+    )  # fmt: skip
 
 
 def write_derived(
@@ -62,6 +64,7 @@ def write_derived(
             "tolerance": v.tolerance,
             "status": v.status,
             "detail": v.detail,
+            "known": v.known,
         }
         for position, v in enumerate(verdicts)
     ]
@@ -95,7 +98,7 @@ def stored_rows(
     columns = (JobVerdict.check, JobVerdict.subject, JobVerdict.measured, JobVerdict.expected)
     query = (
         select(JobVerdict.job_id, *columns, JobVerdict.tolerance, JobVerdict.status)
-        .add_columns(JobVerdict.detail)
+        .add_columns(JobVerdict.detail, JobVerdict.known)
         .where(JobVerdict.job_id.in_(list(numbers)))  # written with those numbers: for ``digest``
         .order_by(JobVerdict.job_id, JobVerdict.position)
     )
@@ -117,9 +120,12 @@ def stored_summary(session: Session, job_id: int, digest: str) -> bytes | None:
     return None if data is None else bytes(data)
 
 
-def jobs_without_rows(session: Session, digest: str) -> list[tuple[int, str]]:
-    """``(id, name)`` of the jobs lacking their numbers or their summary for ``digest`` (never
-    derived, or derived by an older analysis or other expectations), in id order."""
+def jobs_without_rows(
+    session: Session, digest: str, study: str | None = None
+) -> list[tuple[int, str]]:
+    """``(id, name)`` of the jobs (of ``study``, or all) lacking their numbers or their summary
+    for ``digest`` (never derived, or derived by an older analysis or other expectations),
+    in id order."""
     numbers = select(JobNumber.job_id).where(JobNumber.expectations == digest)
     summaries = select(JobSummary.job_id).where(JobSummary.expectations == digest)
     query = (
@@ -127,4 +133,6 @@ def jobs_without_rows(session: Session, digest: str) -> list[tuple[int, str]]:
         .where(or_(Job.id.not_in(numbers), Job.id.not_in(summaries)))
         .order_by(Job.id)
     )
+    if study is not None:
+        query = query.where(Job.study == study)
     return [(job_id, name) for job_id, name in session.execute(query)]

@@ -1,11 +1,9 @@
-"""The study's arm names, as the kept drawings order and split them."""
+"""Arm names as the kept drawings split them (the arms' roles are each study's, in its
+file's ``[training]``)."""
 
 from __future__ import annotations
 
 from tracker.domain import ArmName
-
-# The study's four training arms, in the order its figures list them.
-STUDY_ARMS = ("ref_s0", "flash_s0", "ref_s1", "linear_s0")
 
 
 def split_arm(arm: str) -> tuple[str, int | None]:

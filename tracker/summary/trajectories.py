@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tracker.analysis.smoothing import smooth
-from tracker.summary.arms import STUDY_ARMS, split_arm
+from tracker.summary.arms import split_arm
 from tracker.summary.arrays import late_range, packed, unpacked
 from tracker.summary.downsample import DEFAULT_MAX_POINTS, downsample
 
@@ -28,7 +28,7 @@ def _drawable(values: np.ndarray) -> np.ndarray:
 def arm_order(arms: list[str], exp: Expectations) -> list[str]:
     """The expectations' arms first (baseline, candidate, seed twin, divergent), then by name."""
     tr = exp.training
-    known = [tr.baseline, tr.candidate, tr.seed_twin, tr.divergent, *STUDY_ARMS]
+    known = [tr.baseline, tr.candidate, tr.seed_twin, tr.divergent]  # the study's roles
     first = [a for a in dict.fromkeys(known) if a in arms]
     return first + sorted(a for a in arms if a not in first)
 

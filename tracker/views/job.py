@@ -46,6 +46,7 @@ def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
     """One job's pages from its stored summary (tracker.store.kept_rows) and probes; a job
     without a summary for ``exp`` is analysed from its points."""
     job = get_job(session, name)
+    exp = exp.judging(job.study)
     summary = load_summary(session, job.id, exp)
     analysis = summary.analysis
     probes = load_probes(session, job.id)

@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from tracker.analysis.checks import CLAIM_OF, Check
 from tracker.analysis.claims.common import (
     INCONCLUSIVE,
     MIXED,
@@ -24,22 +25,13 @@ from tracker.analysis.stats import clopper_pearson
 from tracker.analysis.verdict import FAIL, KNOWN, PASS
 
 # Per-job verdict checks judged job by job, and the claim each one feeds.
-DETERMINISTIC = {
-    "bpp_params": "bpp_params",
-    "bpp_state": "bpp_state",
-    "bpp_grads": "bpp_grads",
-    "table4_params_gib": "table4_params",
-    "table4_optim_gib": "table4_optim",
-    "gpt2_124m_params_gib": "gpt2_124m_params",
-    "gpt2_124m_optim_gib": "gpt2_124m_optim",
-}
+DETERMINISTIC = CLAIM_OF
 COMPONENT_WORDS = {
     "params": "parameters take",
     "state": "optimizer state takes",
     "grads": "gradients take",
 }
 UNSET = "(unset)"
-KNOWN_MARK = "known difference: "  # what a KNOWN verdict's detail puts before the reason
 TIME_KEY = "time"  # tracker.store.catalog.TIME_KEY; not imported, this module reads no database
 
 
@@ -103,7 +95,7 @@ def _deterministic_groups(verdicts: pl.DataFrame) -> pl.DataFrame:
         passing=pl.col("job").filter(pl.col("status") == PASS),
         failing=pl.col("job").filter(pl.col("status").is_in([FAIL, KNOWN])),
         known=(pl.col("status") == KNOWN).sum(),
-        known_detail=pl.col("detail").filter(pl.col("status") == KNOWN).first(),
+        known_reason=pl.col("known").filter(pl.col("status") == KNOWN).first(),
         median=measured.median(),
         low=measured.min(),
         high=measured.max(),
@@ -147,8 +139,7 @@ def _judged_claim(name: str, subject: str, group: dict[str, Any], meta: pl.DataF
         separated = separating_metadata(failing, passing, meta)
         why += f"; {separated}" if separated else "; no metadata key separates them"
     if group["known"]:
-        reason = str(group["known_detail"]).partition(KNOWN_MARK)[2]
-        why += f"; a known difference (KNOWN) in {group['known']} of them: {reason}"
+        why += f"; a known difference (KNOWN) in {group['known']} of them: {group['known_reason']}"
     median, low, high = (finite_float(group[key]) for key in ("median", "low", "high"))
     detail = f"{why}; median {num(median)}, range {num(low)} to {num(high)}"
     return Claim(
@@ -185,17 +176,17 @@ def deterministic_claims(verdicts: pl.DataFrame, meta: pl.DataFrame) -> list[Cla
 def probe_failure_claims(verdicts: pl.DataFrame, meta: pl.DataFrame) -> list[Claim]:
     """Per (model, variant) whose probe failed in some job: in how many of the jobs that
     probed it (a success shows as its bytes/param verdicts)."""
-    probed = verdicts.filter(pl.col("check").is_in(["bpp_params", "probe_failed"])).unique(
+    probed = verdicts.filter(pl.col("check").is_in([Check.BPP_PARAMS, Check.PROBE_FAILED])).unique(
         ["job", "subject"], keep="last", maintain_order=True
     )
-    failed_subjects = probed.filter(pl.col("check") == "probe_failed")["subject"].unique(
+    failed_subjects = probed.filter(pl.col("check") == Check.PROBE_FAILED)["subject"].unique(
         maintain_order=True
     )
     claims = []
     for subject in failed_subjects.to_list():
         rows = probed.filter(pl.col("subject") == subject)
-        failing = rows.filter(pl.col("check") == "probe_failed")["job"].to_list()
-        passing = rows.filter(pl.col("check") != "probe_failed")["job"].to_list()
+        failing = rows.filter(pl.col("check") == Check.PROBE_FAILED)["job"].to_list()
+        passing = rows.filter(pl.col("check") != Check.PROBE_FAILED)["job"].to_list()
         n, k = rows.height, len(failing)
         low, high = clopper_pearson(k, n, 0.95)
         status = MIXED if passing else NOT_REPRODUCED

@@ -186,7 +186,7 @@ def _equivalence(
     margin = c.val_loss_margin
     statement = (
         f"{cand_variant}'s final validation loss matches {base_variant}'s within {margin:g} "
-        f"({_length_words(steps, exp.training.paper_steps)})"
+        f"({_length_words(steps, exp.training.val_loss.paper_steps)})"
     )
     cand = finished.filter(pl.col("variant") == cand_variant)
     base = finished.filter(pl.col("variant") == base_variant)

@@ -1,7 +1,7 @@
 """curve_chunk.checksum: every chunk's xxh3-64, seeded with its curve's id, checked on read
 
-Revision ID: 0011
-Revises: 0007
+Revision ID: 0010
+Revises: 0009
 Create Date: 2026-12-01
 
 The upgrade computes the checksum of every stored chunk as it is (this step's own code: the
@@ -15,8 +15,8 @@ import sqlalchemy as sa
 import xxhash
 from alembic import op
 
-revision: str = "0011"
-down_revision: str | None = "0010"
+revision: str = "0010"
+down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,7 +1,7 @@
 """run_note: what ingest settled or found in each arm's files, kept with the run
 
-Revision ID: 0010
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 Create Date: 2026-12-01
 
 One row per note, in the order ingest wrote them: a kind (text, so that a new kind needs no
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0010"
+revision: str = "0009"
 down_revision: str | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
