@@ -102,12 +102,11 @@ class ClaimsExpectations:
 class GateExpectations:
     """When ``compare`` counts a change as a regression."""
 
-    alpha: float  # significance of the EMA delta against the seed noise pooled over all jobs
-    min_noise_jobs: int  # other jobs' values needed to trust their spread; fewer: floors decide
+    configuration: tuple[str, ...]  # metadata keys whose values comparable jobs share
+    alpha: float  # significance of the EMA delta against the comparable jobs' seed noise
+    min_noise_jobs: int  # comparable jobs' values needed to measure a spread; fewer: tolerance
     ema_margin_factor: float  # candidate delta above this many pooled seed-noise deltas
-    spread_factor: float  # a rise beyond this many standard deviations of the other jobs
-    bpp_floor: float  # B/param: a bytes/param rise beyond this, where the spread is unknown
-    val_loss_floor: float  # nats: a validation loss rise beyond this, likewise
+    spread_factor: float  # a rise beyond this many (scaled) MADs of the comparable jobs
 
 
 @dataclass(frozen=True)

@@ -147,13 +147,21 @@ class _Claims(_Table):
     proportion_confidence: Fraction
 
 
+def _keys(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise _problem(f"must be a list of metadata keys, got {value!r:.60}")
+    keys = tuple(_string(key) for key in value)
+    if len(set(keys)) != len(keys):
+        raise _problem(f"must not repeat a key, got {value!r:.60}")
+    return keys
+
+
 class _Gate(_Table):
+    configuration: Annotated[tuple[str, ...], PlainValidator(_keys)]
     alpha: Fraction
     min_noise_jobs: Integer
     ema_margin_factor: Positive
     spread_factor: Positive
-    bpp_floor: Positive
-    val_loss_floor: Positive
 
 
 class ExpectationsFile(_Table):

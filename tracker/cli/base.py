@@ -266,14 +266,15 @@ def _key_problem(key: str) -> str:
     return f"it has {len(key)} characters"
 
 
-def where_pairs(where: list[str] | None) -> tuple[tuple[str, str], ...]:
-    """``--where`` items as (key, value) pairs, checked before the database is opened."""
+def where_pairs(where: list[str] | None, option: str = "--where") -> tuple[tuple[str, str], ...]:
+    """``--where`` (or ``option``) items as (key, value) pairs, checked before the database
+    is opened."""
     from tracker.store.catalog import parse_where
 
     try:
         return parse_where(where)
     except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--where") from None
+        raise typer.BadParameter(str(exc), param_hint=option) from None
 
 
 def parse_storage_options(items: list[str]) -> dict[str, Any]:

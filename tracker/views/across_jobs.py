@@ -18,6 +18,7 @@ from urllib.parse import quote
 import polars as pl
 from sqlalchemy.orm import Session
 
+from tracker.domain import Change
 from tracker.figures.armloss import ARM_HEIGHT, arm_across_jobs
 from tracker.figures.crossjob import (
     BPP_HEIGHT,
@@ -43,8 +44,6 @@ if TYPE_CHECKING:
     from tracker.analysis.verdict import Verdict
 
 NOTE = "Across jobs: nothing to compare, this report covers {n} job{s} (two or more needed)."
-# Rows of the comparison table, most important first.
-CHANGE_ORDER = ("regressed", "fixed", "changed", "new", "gone", "same")
 # the narrowest a figure is drawn (px): the index's full-width figures and its two columns
 FULL_WIDTH = 760
 HALF_WIDTH = 520
@@ -67,9 +66,11 @@ class ComparisonView:
     job_b: str
     href_a: str
     href_b: str
-    tally: list[tuple[str, int]]  # change -> rows, in CHANGE_ORDER, only those present
+    tally: list[tuple[str, int]]  # change -> rows, in the order of Change, only those present
     regressions: list[str]
-    rows: list[dict[str, Any]]  # the comparison's rows, regressions first
+    rows: list[dict[str, Any]]  # the rows that changed, regressions first (the table's order)
+    same: list[dict[str, Any]]  # the rows that did not, folded away under the others
+    hidden: int = 0  # rows of no change left out (``changes_only``)
 
 
 @dataclass(frozen=True)
@@ -130,24 +131,23 @@ def _bpp_rows(
     return rows
 
 
-def comparison_view(comparison: Comparison, folders: Mapping[str, str]) -> ComparisonView:
-    """Every row of the comparison, regressions first."""
+def comparison_view(
+    comparison: Comparison, folders: Mapping[str, str], changes_only: bool = False
+) -> ComparisonView:
+    """Every row of the comparison in its table's order (regressions first); the ``same``
+    rows apart, or left out with ``changes_only``."""
     table = comparison.table
-    counted = dict.fromkeys(CHANGE_ORDER, 0)
-    for change in table.get_column("change").to_list():
-        counted[change] = counted.get(change, 0) + 1
-    rank = {c: i for i, c in enumerate(CHANGE_ORDER)}
-    ordered = table.with_row_index("_row").sort(
-        pl.col("change").replace_strict(rank, default=len(rank), return_dtype=pl.Int64), "_row"
-    )
+    same = table.filter(pl.col("change") == Change.SAME).to_dicts()
     return ComparisonView(
         job_a=comparison.job_a,
         job_b=comparison.job_b,
         href_a=job_href(folders, comparison.job_a),
         href_b=job_href(folders, comparison.job_b),
-        tally=[(change, n) for change, n in counted.items() if n],
+        tally=[(str(change), n) for change, n in comparison.counts().items() if n],
         regressions=list(comparison.regressions),
-        rows=ordered.drop("_row").to_dicts(),
+        rows=table.filter(pl.col("change") != Change.SAME).to_dicts(),
+        same=[] if changes_only else same,
+        hidden=len(same) if changes_only else 0,
     )
 
 
