@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 # MAD times this estimates the standard deviation of normal data.
 MAD_SCALE = 1.4826
 # A rule names at most this many of the jobs that made its yardstick.
-NAMED_JOBS = 8
+NAMED_JOBS = 12
 
 
 @dataclass(frozen=True)
