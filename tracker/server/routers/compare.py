@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
-from sqlalchemy.orm import Session
 
 from tracker.queries.compare import Comparison
 from tracker.server import schemas
-from tracker.server.deps import Served, ServedDep, SessionDep
+from tracker.server.deps import ServedDep, SessionDep
 from tracker.server.responses import TrackerJSON, page, rows
 from tracker.server.views import comparison
 from tracker.store.catalog import parse_where
@@ -30,31 +29,29 @@ BaselineWhere = Annotated[
 ]
 
 
-def _comparison(
-    served: Served, session: Session, a: str, b: str, where: list[str] | None
+def compared(
+    a: JobA, b: JobB, session: SessionDep, served: ServedDep, baseline_where: BaselineWhere = None
 ) -> Comparison:
+    """The comparison a page or its JSON twin shows (``tracker compare``'s)."""
     pairs = None
-    if where is not None:
+    if baseline_where is not None:
         try:
-            pairs = parse_where(where)
+            pairs = parse_where(baseline_where)
         except ValueError as exc:
             raise HTTPException(status_code=422, detail=f"baseline_where: {exc}") from None
     return comparison(served, session, a, b, pairs)
 
 
+ComparedDep = Annotated[Comparison, Depends(compared)]
+
+
 @router.get("/compare", response_class=HTMLResponse, include_in_schema=False)
 def compare_page(
-    request: Request,
-    a: JobA,
-    b: JobB,
-    session: SessionDep,
-    served: ServedDep,
-    changes_only: ChangesOnly = False,
-    baseline_where: BaselineWhere = None,
+    request: Request, found: ComparedDep, served: ServedDep, changes_only: ChangesOnly = False
 ) -> HTMLResponse:
+    a, b = found.job_a, found.job_b
     # the report links a job as quote(FOLDER)/index.html: here the folder is /jobs/NAME
     folders = {name: f"/jobs/{name}" for name in (a, b)}
-    found = _comparison(served, session, a, b, baseline_where)
     view = comparison_view(found, folders, changes_only)
     roles = (served.exp.training.candidate, served.exp.training.baseline)
     plot_runs = [f"{job}/{arm}" for job in (a, b) for arm in roles]
@@ -62,17 +59,10 @@ def compare_page(
 
 
 @router.get("/api/compare", response_class=TrackerJSON, response_model=schemas.Comparison)
-def api_compare(
-    a: JobA,
-    b: JobB,
-    session: SessionDep,
-    served: ServedDep,
-    changes_only: ChangesOnly = False,
-    baseline_where: BaselineWhere = None,
-) -> TrackerJSON:
+def api_compare(found: ComparedDep, changes_only: ChangesOnly = False) -> TrackerJSON:
     """Every verdict of two jobs side by side (``tracker.api.compare``), regressions first."""
-    result = _comparison(served, session, a, b, baseline_where)
-    result = result.changes_only() if changes_only else result
+    result = found.changes_only() if changes_only else found
+    table = rows(result.table)
     return TrackerJSON(
-        {"a": a, "b": b, "regressions": result.regressions, "table": rows(result.table)}
+        {"a": found.job_a, "b": found.job_b, "regressions": result.regressions, "table": table}
     )
