@@ -60,8 +60,8 @@ CASES = [
     Case("bytes/param +0.1", BPP_SD, BPP_TOL, 0.1, 5),
     Case("val loss, same distribution", LOSS_SD, LOSS_TOL, 0.0, 2),
     Case("val loss, same distribution", LOSS_SD, LOSS_TOL, 0.0, 5),
-    Case("val loss, same distribution, 10 unlike jobs unfiltered", LOSS_SD, LOSS_TOL, 0.0, 5, unlike=10,
-         unlike_gap=0.065, unfiltered=True),
+    Case("val loss, same distribution, 10 unlike jobs unfiltered", LOSS_SD, LOSS_TOL, 0.0, 5,
+         unlike=10, unlike_gap=0.065, unfiltered=True),
     Case("val loss, same distribution (noisy: sd x3)", 3 * LOSS_SD, LOSS_TOL, 0.0, 2),
     Case("val loss, same distribution (noisy: sd x3)", 3 * LOSS_SD, LOSS_TOL, 0.0, 5),
     Case("val loss, same distribution (noisy: sd x3)", 3 * LOSS_SD, LOSS_TOL, 0.0, 40),
@@ -99,8 +99,8 @@ def rates(case: Case, trials: int, rng: np.random.Generator) -> tuple[float, flo
         if not case.shift:
             pairs.append((like[1], like[0]))
         for before, after in pairs:
-            judgedrise = judge_rise(before, after, case.tolerance, "", stick, gate)
-            fired += bool(judgedrise and judgedrise.rose)
+            judged_rise = judge_rise(before, after, case.tolerance, "", stick, gate)
+            fired += bool(judged_rise and judged_rise.rose)
             old += old_gate(before, after, floor, every)
             judged += 1
     return fired / judged, old / judged
