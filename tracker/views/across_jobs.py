@@ -18,7 +18,6 @@ from urllib.parse import quote
 import polars as pl
 from sqlalchemy.orm import Session
 
-from tracker.domain import Change
 from tracker.figures.armloss import ARM_HEIGHT, arm_across_jobs
 from tracker.figures.crossjob import (
     BPP_HEIGHT,
@@ -68,8 +67,7 @@ class ComparisonView:
     href_b: str
     tally: list[tuple[str, int]]  # change -> rows, in the order of Change, only those present
     regressions: list[str]
-    rows: list[dict[str, Any]]  # the rows that changed, regressions first (the table's order)
-    same: list[dict[str, Any]]  # the rows that did not, folded away under the others
+    rows: list[dict[str, Any]]  # in the table's order: regressions first, the same ones last
     hidden: int = 0  # rows of no change left out (``changes_only``)
 
 
@@ -134,10 +132,9 @@ def _bpp_rows(
 def comparison_view(
     comparison: Comparison, folders: Mapping[str, str], changes_only: bool = False
 ) -> ComparisonView:
-    """Every row of the comparison in its table's order (regressions first); the ``same``
-    rows apart, or left out with ``changes_only``."""
-    table = comparison.table
-    same = table.filter(pl.col("change") == Change.SAME).to_dicts()
+    """Every row of the comparison in its table's order (regressions first); with
+    ``changes_only`` without the ``same`` ones."""
+    shown = comparison.changes_only() if changes_only else comparison
     return ComparisonView(
         job_a=comparison.job_a,
         job_b=comparison.job_b,
@@ -145,9 +142,8 @@ def comparison_view(
         href_b=job_href(folders, comparison.job_b),
         tally=[(str(change), n) for change, n in comparison.counts().items() if n],
         regressions=list(comparison.regressions),
-        rows=table.filter(pl.col("change") != Change.SAME).to_dicts(),
-        same=[] if changes_only else same,
-        hidden=len(same) if changes_only else 0,
+        rows=shown.table.to_dicts(),
+        hidden=comparison.table.height - shown.table.height,
     )
 
 
