@@ -561,6 +561,9 @@ def test_packaged_expectations_load(exp: Expectations) -> None:
         exp.memory.bpp_tolerance = 1.0  # type: ignore[misc]
 
 
+GATE_KEYS = 'configuration = ["optimizer", "dataset", "steps"]'
+
+
 def packaged_text() -> str:
     return (REPO / "tracker" / "studies" / "flashoptim.toml").read_text()
 
@@ -607,6 +610,19 @@ def test_custom_file_changes_a_tolerance_and_flips_a_verdict(
             lambda t: t.replace('baseline = "ref_s0"', "baseline = 0", 1),
             "training.baseline must be a non-empty string, got 0",
         ),
+        (
+            lambda t: t.replace(GATE_KEYS, 'configuration = "optimizer"', 1),
+            "gate.configuration must be a list of metadata keys, got 'optimizer'",
+        ),
+        (
+            lambda t: t.replace(GATE_KEYS, 'configuration = ["steps", "steps"]', 1),
+            "gate.configuration must not repeat a key, got ['steps', 'steps']",
+        ),
+        (
+            lambda t: t.replace(GATE_KEYS, 'configuration = ["optimizer", ""]', 1),
+            "gate.configuration must be a non-empty string, got ''",
+        ),
+        (lambda t: t.replace(GATE_KEYS, "", 1), "missing key gate.configuration"),
     ],
 )
 def test_broken_file_raises_bad_expectations(tmp_path: Path, edit: Any, problem: str) -> None:

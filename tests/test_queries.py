@@ -29,6 +29,7 @@ from tracker.analysis.expectations import load_expectations
 from tracker.analysis.job import analyze_job
 from tracker.jobdir.sample import write_sample_job
 from tracker.queries import tables
+from tracker.queries.compare import CHANGES
 from tracker.queries.selection import Selection
 from tracker.store.jobdata import load_job_data
 
@@ -794,9 +795,13 @@ def test_compare_lists_every_verdict_of_both_with_deltas(study: Study, engine: E
             {(v.check, v.subject): v for v in analyze_job(load_job_data(session, j), exp).verdicts}
             for j in ("j1", "j3")
         ]
-    assert [(r["check"], r["subject"]) for r in rows] == list(
-        dict.fromkeys([*verdicts[0], *verdicts[1]])
+    in_jobs = list(dict.fromkeys([*verdicts[0], *verdicts[1]]))
+    ranks = {change: i for i, change in enumerate(CHANGES)}  # what changed first, same last
+    in_order = sorted(
+        rows, key=lambda r: (ranks[r["change"]], in_jobs.index((r["check"], r["subject"])))
     )
+    assert rows == in_order
+    assert sorted((r["check"], r["subject"]) for r in rows) == sorted(in_jobs)
 
     def number(verdict: Any) -> Any:
         measured = None if verdict is None else verdict.measured
@@ -836,8 +841,9 @@ def test_compare_fail_on_regression_names_the_flash_state_regression(study: Stud
     assert int(tail[0].split()[0]) == len(tail) - 1
     flash = [line for line in tail if line.startswith("  bpp_state gpt-124m/flash: ")]
     assert len(flash) == 1 and re.fullmatch(
-        r"  bpp_state gpt-124m/flash: PASS -> FAIL \(delta \+0\.4\d*\); "
-        r"floor 0\.1 B/param \(2 other jobs\): rise \+0\.4\d*",
+        r"  bpp_state gpt-124m/flash: PASS -> FAIL \(delta \+0\.4\d*\); tolerance "
+        r"0\.0\d+ B/param \(2 comparable jobs: j4, j2, fewer than 3 to measure a spread\): "
+        r"rise \+0\.4\d*",
         flash[0],
     )
     assert all("/flash" in line or " flash" in line for line in tail[1:])  # nothing else

@@ -4,6 +4,7 @@ rule, on SQLite and PostgreSQL. The JSON twins must equal the CLI's ``--format j
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
@@ -20,6 +21,7 @@ from sqlalchemy.orm import Session
 from tests.conftest import Cli
 from tracker.errors import DatabaseUnavailable, UnsafeHost
 from tracker.jobdir.sample import write_sample_job
+from tracker.queries.compare import CHANGES
 from tracker.server import create_app, schemas
 from tracker.server.security import CONTENT_SECURITY_POLICY, SECURITY_HEADERS, check_host
 
@@ -87,6 +89,34 @@ def test_api_compare_equals_the_cli(client: TestClient, study: Cli) -> None:
         line for line in lines if line.startswith("  ")
     ]
     assert any(line.startswith("bpp_state gpt-124m/flash") for line in body["regressions"])
+
+
+def test_compare_page_puts_the_regressions_first_under_a_red_banner(
+    client: TestClient, study: Cli
+) -> None:
+    changed = cli_json(study, "compare", "j1", "j3", "--changes-only")
+    assert changed and all(row["change"] != "same" for row in changed)
+    assert client.get("/api/compare?a=j1&b=j3&changes_only=true").json()["table"] == changed
+    regressed = [f"{r['check']} {r['subject']}" for r in changed if r["change"] == "regressed"]
+    page = client.get("/compare?a=j1&b=j3").text
+    banner = page[page.index('<div class="regressions" role="alert">') :]
+    banner = banner[: banner.index("</div>")]
+    assert f"<strong>{len(regressed)} regressions</strong>" in banner
+    assert all(f"<li>{name}: " in banner for name in regressed)
+    assert "No regression" not in page
+    kinds = re.findall(r'<tr class="(\w+)"><td><span class="badge', page)
+    ranks = [CHANGES.index(kind) for kind in kinds]
+    assert kinds[0] == "regressed" and ranks == sorted(ranks) and kinds[-1] == "same"
+    only = client.get("/compare?a=j1&b=j3&changes_only=true").text
+    assert '<tr class="same">' not in only and 'id="compare-all"' in only
+    assert re.findall(r'<tr class="(\w+)"><td><span class="badge', only) == kinds[: len(changed)]
+    bad = client.get("/api/compare?a=j1&b=j3&baseline_where=gpu")
+    assert (bad.status_code, bad.json()["detail"]) == (
+        422,
+        "baseline_where: expected KEY=VALUE, got 'gpu'",
+    )
+    judged = client.get("/api/compare?a=j1&b=j3&baseline_where=gpu=L4").json()["table"]
+    assert judged == cli_json(study, "compare", "j1", "j3", "--baseline-where", "gpu=L4")
 
 
 def test_api_job_holds_show_and_verdicts(client: TestClient, study: Cli) -> None:

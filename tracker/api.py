@@ -126,8 +126,13 @@ def _selection(
     def many(value: Iterable[str] | str | None) -> tuple[str, ...]:
         return (value,) if isinstance(value, str) else tuple(value or ())
 
-    pairs = tuple(where.items()) if isinstance(where, Mapping) else tuple(where or ())
-    return Selection(many(job), many(model), many(variant), as_conditions(pairs), many(group_by))
+    return Selection(
+        many(job), many(model), many(variant), as_conditions(_pairs(where)), many(group_by)
+    )
+
+
+def _pairs(where: Where) -> tuple[tuple[str, str] | str | Condition, ...]:
+    return tuple(where.items()) if isinstance(where, Mapping) else tuple(where or ())
 
 
 def jobs(db: Database = None) -> pl.DataFrame:
@@ -237,11 +242,27 @@ def export(
 
 
 def comparison(
-    db: Database, job_a: str, job_b: str, *, expectations: Path | None = None
+    db: Database,
+    job_a: str,
+    job_b: str,
+    *,
+    expectations: Path | None = None,
+    baseline_where: Where = None,
 ) -> Comparison:
-    """Two jobs compared: the table of ``compare``, its summary line and the regressions."""
+    """Two jobs compared: the table of ``compare``, its summary line and the regressions.
+    The gate's yardstick is the jobs comparable to them (the same values of the
+    expectations' ``[gate] configuration`` keys), or those with ``baseline_where``'s metadata."""
     exp = load_expectations(expectations)
-    return with_session(db, lambda s: _compare.compare_jobs(s, job_a, job_b, exp))
+    where = None if baseline_where is None else _equalities(baseline_where)
+    return with_session(db, lambda s: _compare.compare_jobs(s, job_a, job_b, exp, where))
+
+
+def _equalities(where: Where) -> tuple[tuple[str, str], ...]:
+    """``where`` as (key, value) pairs: a yardstick's jobs are chosen by equal metadata."""
+    conditions = as_conditions(_pairs(where))
+    if any(condition.op != "=" for condition in conditions):
+        raise ValueError("baseline_where takes KEY=VALUE conditions only")
+    return tuple((condition.key, condition.value) for condition in conditions)
 
 
 def compare(

@@ -15,7 +15,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, PrivateAttr, ValidationError
+from pydantic_core import PydanticCustomError
 
 from tracker.analysis.expectations_file import problem_of
 from tracker.errors import BadExpectations, UnknownStudy, known_names
@@ -31,6 +32,26 @@ Fraction = Annotated[float, Field(strict=True, gt=0, lt=1, allow_inf_nan=False)]
 Rate = Annotated[float, Field(strict=True, gt=0, le=1, allow_inf_nan=False)]
 Integer = Annotated[int, Field(strict=True, ge=1)]
 String = Annotated[str, Field(strict=True, pattern=r"\S")]
+
+
+def _keys(value: Any) -> tuple[str, ...]:
+    """A list of distinct, non-empty metadata keys (``[gate] configuration``)."""
+    if not isinstance(value, list):
+        raise _problem(f"must be a list of metadata keys, got {value!r:.60}")
+    for key in value:
+        if not isinstance(key, str) or not key.strip():
+            raise _problem(f"must be a non-empty string, got {key!r:.60}")
+    if len(set(value)) != len(value):
+        raise _problem(f"must not repeat a key, got {value!r:.60}")
+    return tuple(value)
+
+
+def _problem(text: str) -> PydanticCustomError:
+    """What is wrong with a value; ``problem_of`` puts the key's dotted path before it."""
+    return PydanticCustomError("expectation", "{problem}", {"problem": text})
+
+
+Keys = Annotated[tuple[str, ...], PlainValidator(_keys)]
 
 
 class _Table(BaseModel):
@@ -134,12 +155,11 @@ class ClaimsExpectations(_Table):
 class GateExpectations(_Table):
     """When ``compare`` counts a change as a regression."""
 
-    alpha: Fraction  # significance of the EMA delta against the pooled seed noise
-    min_noise_jobs: Integer  # other jobs' values needed to trust their spread
+    configuration: Keys  # metadata keys whose values comparable jobs share
+    alpha: Fraction  # significance of the EMA delta against the comparable jobs' seed noise
+    min_noise_jobs: Integer  # comparable jobs' values needed to measure a spread; fewer: tolerance
     ema_margin_factor: Positive  # candidate delta above this many pooled seed-noise deltas
-    spread_factor: Positive  # a rise beyond this many standard deviations of the other jobs
-    bpp_floor: Positive  # B/param: a bytes/param rise beyond this, where the spread is unknown
-    val_loss_floor: Positive  # nats: a validation loss rise beyond this, likewise
+    spread_factor: Positive  # a rise beyond this many (scaled) MADs of the comparable jobs
 
 
 class Study(_Table):

@@ -261,14 +261,15 @@ def _key_problem(key: str) -> str:
     return f"it has {len(key)} characters"
 
 
-def where_pairs(where: list[str] | None) -> tuple[Condition, ...]:
-    """``--where`` items as conditions, checked before the database is opened."""
+def where_pairs(where: list[str] | None, option: str = "--where") -> tuple[Condition, ...]:
+    """``--where`` (or ``option``) items as conditions, checked before the database is
+    opened."""
     from tracker.access import parse_where
 
     try:
         return parse_where(where)
     except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--where") from None
+        raise typer.BadParameter(str(exc), param_hint=option) from None
 
 
 def parse_storage_options(items: list[str]) -> dict[str, Any]:

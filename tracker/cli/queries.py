@@ -177,16 +177,36 @@ def compare(
             help="Exit with code 3 when a verdict or a bytes/param figure regressed.",
         ),
     ] = False,
+    changes_only: Annotated[
+        bool, typer.Option("--changes-only", help="Only the rows that changed (no `same`).")
+    ] = False,
+    baseline_where: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--baseline-where",
+            metavar="KEY=VALUE",
+            help="Judge against the jobs with this metadata (default: the same configuration).",
+        ),
+    ] = None,
     fmt: FormatOption = Format.table,
 ) -> None:
-    """Every verdict of two jobs side by side, with deltas and regressions.
+    """Every verdict of two jobs side by side, with deltas and regressions first.
 
-    Example: tracker compare job2 job5 --fail-on-regression
+    Each change is judged against the comparable jobs (neither compared one; the same values
+    of the configuration keys, see docs/claims.md) and the check's tolerance.
+
+    Example: tracker compare job2 job5 --fail-on-regression --changes-only
     """
     from tracker import api
 
-    comparison = api.comparison(state(ctx).url, job_a, job_b, expectations=expectations)
-    print_frame(comparison.table, fmt)
+    where = None if baseline_where is None else where_pairs(baseline_where, "--baseline-where")
+    if where is not None and any(condition.op != "=" for condition in where):
+        raise typer.BadParameter("takes KEY=VALUE only", param_hint="--baseline-where")
+    comparison = api.comparison(
+        state(ctx).url, job_a, job_b, expectations=expectations, baseline_where=where
+    )
+    shown = comparison.changes_only() if changes_only else comparison
+    print_frame(shown.table, fmt)
     if fmt is Format.table:
         typer.echo(f"\n{comparison.summary()}")
         for line in comparison.regressions:

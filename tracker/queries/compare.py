@@ -8,25 +8,21 @@ lost, and does not fire on noise (docs/claims.md, "The regression gate", has the
   second job lost all evidence for its subject: no arm of the variant left, a probe that
   existed gone (rule ``fail closed``); otherwise it is ``gone`` (fewer seeds, a probe dropped
   for one model but kept for others is still judged by its remaining checks);
-* every numeric check but the EMA tracking is judged against the other jobs of the database
-  (all but the two compared): a rise beyond ``[gate] spread_factor`` standard deviations of
-  their values for that check and subject, to a value above all of theirs (rule ``spread``);
-  where fewer than ``[gate] min_noise_jobs`` jobs have a value, or they show no spread, a rise
-  beyond the check's floor (``bpp_floor``, ``val_loss_floor``; rule ``floor``); a check with
-  neither falls back to the status, PASS -> FAIL (rule ``status``), as do checks without a
-  number (failed probes, divergence). A PASS -> FAIL within the spread is ``noise``; one on a
-  value that fell (a design that needs less memory) is ``changed``, never a regression;
-* the EMA tracking check keeps its seed-noise test: PASS -> FAIL is a regression only beyond
-  the one-sided bound of the seed noise pooled over the other jobs (rule ``seed noise``), or,
-  with too few jobs, beyond the ``[gate]`` margin (rule ``margin``).
+* every numeric check but the EMA tracking is judged against its yardstick: the comparable
+  jobs (``KeptVerdicts.comparable``: neither compared job, the same check and subject, the
+  compared jobs' configuration) and the check's tolerance (``tracker.analysis.gate``). A rise
+  beyond both is a regression; a PASS -> FAIL within them is ``noise``, one on a value that
+  fell as far (a design that needs less memory) is ``changed``, never a regression. Checks
+  with neither, or without a number (failed probes, divergence), fall back to the status;
+* the EMA tracking check keeps its seed-noise test against the comparable jobs' seed noise.
+
+The table lists the rows in ``Change`` order, regressions first and ``same`` last.
 """
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -34,54 +30,73 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.checks import BPP, Check
+from tracker.analysis.gate import Judged, Yardstick, judge_ema, judge_rise, signed
 from tracker.analysis.job import analyze_job
-from tracker.analysis.stats import t_quantile
 from tracker.analysis.verdict import FAIL, NA, PASS, Verdict
+from tracker.conditions import Condition
 from tracker.domain import ArmName, Change
-from tracker.models import Job
+from tracker.models import Job, JobMeta
 from tracker.queries.job_analysis import load_verdict_rows
-from tracker.store.catalog import get_job
+from tracker.store.catalog import check_meta_keys, check_meta_values, get_job
 from tracker.store.jobdata import load_job_data
 from tracker.summary.model import SEED_NOISE
 
 if TYPE_CHECKING:
-    from tracker.analysis.expectations import Expectations, GateExpectations
+    from tracker.analysis.expectations import Expectations
 
 BPP_CHECKS = tuple(BPP.values())
 EMA_CHECK = Check.EMA_DELTA_VS_SEED_NOISE
 VAL_LOSS_CHECK = Check.VAL_LOSS
-CHANGES = tuple(Change)  # in table order
+CHANGES = tuple(Change)  # the one order of the kinds of change: tables, tallies, pages
 Key = tuple[str, str]  # (check, subject)
+Where = Sequence[tuple[str, str]]
 
 
 @dataclass
 class Comparison:
     job_a: str
     job_b: str
-    table: pl.DataFrame  # one row per (check, subject) present in either job
+    table: pl.DataFrame  # one row per (check, subject) present in either job, in CHANGES order
     regressions: list[str]  # one line each
 
     @property
     def regressed(self) -> bool:
         return bool(self.regressions)
 
+    def counts(self) -> dict[Change, int]:
+        """Rows per kind of change, every kind, in CHANGES order."""
+        counts = dict.fromkeys(CHANGES, 0)
+        for change in self.table["change"]:
+            counts[Change(change)] += 1
+        return counts
+
     def summary(self) -> str:
         """'N regressions from A to B (every kind of change counted)'."""
-        counts = {change: 0 for change in CHANGES}
-        for change in self.table["change"]:
-            counts[change] += 1
+        counts = self.counts()
         n = counts[Change.REGRESSED]
         kinds = ", ".join(f"{count} {change}" for change, count in counts.items())
         return f"{n} regression{'' if n == 1 else 's'} from {self.job_a} to {self.job_b} ({kinds})"
 
+    def changes_only(self) -> Comparison:
+        """The same comparison without its ``same`` rows."""
+        return replace(self, table=self.table.filter(pl.col("change") != Change.SAME))
+
 
 @dataclass(frozen=True)
 class OtherJobs:
-    """What the jobs other than the two compared show: each job's seed-noise EMA delta, and
-    the measured values of every (check, subject), one per job."""
+    """What the comparable jobs show: each one's seed-noise EMA delta and the measured values
+    of every (check, subject), by job name, and how they were chosen."""
 
-    ema: Sequence[float] = ()
-    measured: Mapping[Key, Sequence[float]] = field(default_factory=dict)
+    ema: Mapping[str, float] = field(default_factory=dict)
+    measured: Mapping[Key, Sequence[tuple[str, float]]] = field(default_factory=dict)
+    scope: str = ""
+
+    def yardstick(self, key: Key) -> Yardstick:
+        found = self.measured.get(key, ())
+        return Yardstick([job for job, _ in found], [value for _, value in found], self.scope)
+
+    def seed_noise(self) -> Yardstick:
+        return Yardstick(list(self.ema), list(self.ema.values()), self.scope)
 
 
 def _number(value: Any) -> float | None:
@@ -90,87 +105,30 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _upper_bound(values: Sequence[float], alpha: float) -> float:
-    """One-sided (1 - alpha) upper prediction bound of one more draw like ``values``:
-    mean + t_(1-alpha, n-1) * sd * sqrt(1 + 1/n)."""
-    n = len(values)
-    sd = statistics.stdev(values)
-    return statistics.fmean(values) + t_quantile(1 - alpha, n - 1) * sd * math.sqrt(1 + 1 / n)
-
-
-def _ema(b: Verdict, exp: Expectations, others: OtherJobs) -> tuple[bool, str]:
-    """Whether the EMA check's PASS -> FAIL is beyond the seed noise, and the rule that decided."""
-    gate = exp.gate
-    after = _number(b.measured)
-    pool = [v for v in others.ema if v > 0 and math.isfinite(v)]
-    if after is None or not math.isfinite(after):
-        return True, "status: the EMA delta is not a number"
-    factor = exp.training.noise_factor
-    if len(pool) >= gate.min_noise_jobs:
-        # seed-noise deltas are positive and skewed: the bound is taken on their logs
-        bound = factor * math.exp(_upper_bound([math.log(v) for v in pool], gate.alpha))
-        return after > bound, (
-            f"seed noise: {after:.5f} vs {bound:.5f}, the one-sided {1 - gate.alpha:.1%} "
-            f"bound of {factor:g}x the seed noise of {len(pool)} jobs"
-        )
-    mean = statistics.fmean(pool) if pool else _number(b.expected) or 0.0
-    limit = gate.ema_margin_factor * mean
-    return after > limit, (
-        f"margin: {after:.5f} vs {limit:.5f} = {gate.ema_margin_factor:g}x the mean seed "
-        f"noise of {len(pool)} jobs (fewer than {gate.min_noise_jobs} to test against)"
-    )
-
-
-def _jobs(n: int) -> str:
-    return f"{n} other job{'' if n == 1 else 's'}"
-
-
-def _floor(check: str, gate: GateExpectations) -> tuple[float, str] | None:
-    """The check's floor and its unit, where the expectations name one."""
+def _unit(check: str) -> str:
     if check in BPP_CHECKS:
-        return gate.bpp_floor, " B/param"
-    if check == VAL_LOSS_CHECK:
-        return gate.val_loss_floor, " nats"
-    return None
+        return " B/param"
+    if check.startswith("val_loss"):
+        return " nats"
+    return " GiB" if check.endswith("_gib") else ""
 
 
-@dataclass(frozen=True)
-class Judged:
-    """A numeric check against the other jobs: ``rose`` beyond what they show (a regression),
-    ``fell`` as far below (a change, never noise), and the rule that decided."""
+def _tolerance(a: Verdict, b: Verdict, exp: Expectations) -> float | None:
+    """The check's own tolerance: the claims' margin for the validation loss, else the first
+    job's verdict's (a bytes/param tolerance with that job's fixed overhead), else the second's."""
+    if a.check == VAL_LOSS_CHECK:
+        return exp.claims.val_loss_margin
+    found = a.tolerance if a.tolerance is not None else b.tolerance
+    return float(found) if found is not None else None
 
-    rose: bool
-    fell: bool
-    rule: str
 
-
-def _against_others(
-    a: Verdict, b: Verdict, gate: GateExpectations, others: OtherJobs
-) -> Judged | None:
-    """A numeric check judged by the other jobs' spread, else by its floor; None when neither
-    can tell (the status decides)."""
+def _against_others(a: Verdict, b: Verdict, exp: Expectations, others: OtherJobs) -> Judged | None:
+    """A numeric check judged by its yardstick; None when it cannot tell (the status decides)."""
     before, after = _number(a.measured), _number(b.measured)
     if before is None or after is None:
         return None
-    if not math.isfinite(after):
-        return Judged(math.isfinite(before), False, f"status: {_plain(after)} after {before}")
-    rise = after - before
-    values = [v for v in others.measured.get((a.check, a.subject), ()) if math.isfinite(v)]
-    n = len(values)
-    sd = statistics.stdev(values) if n >= 2 else 0.0
-    if n >= gate.min_noise_jobs and sd > 0:
-        limit, top = gate.spread_factor * sd, max(values)
-        rule = (
-            f"spread of {_jobs(n)}: rise {_signed(rise)} vs {gate.spread_factor:g} sd = "
-            f"{limit:.4g}, their max {top:.6g}"
-        )
-        return Judged(rise > limit and after > top, -rise > limit and after < min(values), rule)
-    floor = _floor(a.check, gate)
-    if floor is None:
-        return None
-    why = _jobs(n) if n < gate.min_noise_jobs else f"{_jobs(n)}, all equal"
-    rule = f"floor {floor[0]:g}{floor[1]} ({why}): rise {_signed(rise)}"
-    return Judged(rise > floor[0], -rise > floor[0], rule)
+    stick = others.yardstick((a.check, a.subject))
+    return judge_rise(before, after, _tolerance(a, b, exp), _unit(a.check), stick, exp.gate)
 
 
 @dataclass(frozen=True)
@@ -227,11 +185,12 @@ def _change(
         return Change.SAME, None
     if a.check == EMA_CHECK:
         if a.status == PASS and b.status == FAIL:
-            beyond, why = _ema(b, exp, context.others)
+            pool = context.others.seed_noise()
+            beyond, why = judge_ema(_number(b.measured), _number(b.expected), pool, exp)
             return (Change.REGRESSED if beyond else Change.NOISE), why
         judged = None
     else:
-        judged = _against_others(a, b, exp.gate, context.others)
+        judged = _against_others(a, b, exp, context.others)
     if judged is not None and judged.rose:
         return Change.REGRESSED, judged.rule
     rule = judged.rule if judged else None
@@ -246,80 +205,124 @@ def _change(
     return (Change.SAME if a.status == b.status else Change.CHANGED), rule
 
 
-def _signed(value: float) -> str:
-    """A change with its sign, NaN as the README writes it (``+nan`` would read as a rise)."""
-    return "NaN" if math.isnan(value) else f"{value:+.4g}"
-
-
-def _plain(value: float) -> object:
-    return "NaN" if math.isnan(value) else value
-
-
 def _delta(a: Verdict | None, b: Verdict | None) -> float | None:
     before = _number(a.measured) if a else None
     after = _number(b.measured) if b else None
     return None if before is None or after is None else after - before
 
 
+def _scope(key: str, values: set[str | None]) -> str:
+    """'optimizer=adamw', 'optimizer=adamw or sgd', 'optimizer unset'."""
+    parts = [f"{key}={value}" for value in sorted(v for v in values if v is not None)]
+    return " or ".join(parts + ([f"{key} unset"] if None in values else []))
+
+
 @dataclass(frozen=True)
 class KeptVerdicts:
-    """What every job of the database shows, by job id, from the rows kept at ingest: the
-    gate's yardstick before the two compared jobs are left out (the server keeps it per
-    database state, so a comparison reads no verdict rows)."""
+    """What every job of the database shows, by job id, from the rows kept at ingest, and its
+    metadata: the gate's yardstick before the comparable jobs are picked (the server keeps it
+    per database state, so a comparison reads no verdict rows)."""
 
-    ids: Mapping[str, int]  # job name -> id
+    names: Mapping[int, str]  # job id -> name, in job id order
+    meta: Mapping[int, Mapping[str, str]]  # job id -> its metadata
     ema: Mapping[int, float]  # job id -> its seed-noise EMA delta
     measured: Mapping[Key, Sequence[tuple[int, float]]]  # (check, subject) -> (job id, value)
 
-    def without(self, compared: Iterable[str]) -> OtherJobs:
-        """The other jobs: a shifted job must not widen the spread it is judged against."""
-        left_out = {self.ids[name] for name in compared if name in self.ids}
-        ema = [value for job_id, value in self.ema.items() if job_id not in left_out]
+    def comparable(
+        self, compared: Sequence[str], configuration: Sequence[str], where: Where | None = None
+    ) -> OtherJobs:
+        """The jobs the two ``compared`` are judged against: neither of them (a shifted job
+        must not widen the spread it is judged against), and those with ``where``'s metadata
+        (one key given twice: either value) or, without it, one of the compared jobs' values
+        of each ``configuration`` key (a job lacking a key they carry is unlike them, as is
+        one carrying a key they both lack)."""
+        ids = {name: job_id for job_id, name in self.names.items()}
+        left_out = {ids[name] for name in compared if name in ids}
+        wanted: dict[str, set[str | None]] = {}
+        if where is not None:
+            for key, value in where:
+                wanted.setdefault(key, set()).add(value)
+        else:
+            for key in configuration:
+                wanted[key] = {self.meta.get(job_id, {}).get(key) for job_id in left_out}
+        carried = {key for own in self.meta.values() for key in own}
+        wanted = {key: values for key, values in wanted.items() if key in carried}
+        kept = {
+            job_id
+            for job_id in self.names
+            if job_id not in left_out
+            and all(self.meta.get(job_id, {}).get(k) in vs for k, vs in wanted.items())
+        }
         measured = {
-            key: [value for job_id, value in values if job_id not in left_out]
+            key: [(self.names[job_id], value) for job_id, value in values if job_id in kept]
             for key, values in self.measured.items()
         }
-        return OtherJobs(ema, measured)
+        ema = {self.names[job_id]: v for job_id, v in self.ema.items() if job_id in kept}
+        scope = ", ".join(_scope(key, values) for key, values in wanted.items())
+        return OtherJobs(ema, measured, scope)
 
 
 def kept_verdicts(session: Session, exp: Expectations, study: str | None = None) -> KeptVerdicts:
-    """Every job's (of ``study``, or all) kept verdict values and seed-noise delta
+    """Every job's (of ``study``, or all) kept verdict values, seed-noise delta and metadata
     (``KeptVerdicts``)."""
-    query = select(Job.name, Job.id)
+    query = select(Job.id, Job.name).order_by(Job.id)
     if study is not None:
         query = query.where(Job.study == study)
-    ids = {name: job_id for name, job_id in session.execute(query)}
-    rows, numbers = load_verdict_rows(session, list(ids.values()), exp)
+    names = {job_id: name for job_id, name in session.execute(query)}
+    meta: dict[int, dict[str, str]] = {}
+    stored = session.execute(
+        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(list(names)))
+    )
+    for job_id, key, text in stored:
+        meta.setdefault(job_id, {})[key] = text
+    rows, numbers = load_verdict_rows(session, list(names), exp)
     ema = {
         job_id: value
         for job_id, own in numbers.items()
         if (value := own.get(SEED_NOISE)) is not None
     }
     measured: dict[Key, list[tuple[int, float]]] = {}
-    for job_id, check, subject, value, *_ in rows:
+    for job_id, check, subject, value, *_ in sorted(rows, key=lambda row: row[0]):
         if isinstance(value, float):
             measured.setdefault((check, subject), []).append((job_id, value))
-    return KeptVerdicts(ids, ema, measured)
+    return KeptVerdicts(names, meta, ema, measured)
+
+
+def checked_where(session: Session, where: Where | None) -> Where | None:
+    """``--baseline-where`` pairs, each key and value one some job has (else an error naming
+    the known ones)."""
+    if where is not None:
+        check_meta_keys(session, [key for key, _ in where])
+        check_meta_values(session, [Condition(key, value) for key, value in where])
+    return where
 
 
 def other_jobs(
-    session: Session, exp: Expectations, compared: Iterable[str], study: str | None = None
+    session: Session,
+    exp: Expectations,
+    compared: Sequence[str],
+    where: Where | None = None,
+    study: str | None = None,
 ) -> OtherJobs:
-    """What every job in the database (of ``study``, or all) but the compared ones shows,
-    from the rows kept at ingest."""
-    return kept_verdicts(session, exp, study).without(compared)
+    """The jobs (of ``study``, or all) comparable to the ``compared`` ones, from the rows
+    kept at ingest."""
+    kept = kept_verdicts(session, exp, study)
+    return kept.comparable(compared, exp.gate.configuration, checked_where(session, where))
 
 
-def compare_jobs(session: Session, job_a: str, job_b: str, exp: Expectations) -> Comparison:
-    """Analyse two jobs, each judged by ``exp.judging`` its study, and compare their
-    verdicts; the gate is the second job's study's, against the other jobs of that study."""
+def compare_jobs(
+    session: Session, job_a: str, job_b: str, exp: Expectations, where: Where | None = None
+) -> Comparison:
+    """Analyse two jobs, each judged by ``exp.judging`` its study, and compare their verdicts
+    against the jobs of the second one's study comparable to them (``where``: those with this
+    metadata instead); the gate is the second job's study's."""
     studies = [get_job(session, job).study for job in (job_a, job_b)]
     verdicts_a, verdicts_b = (
         analyze_job(load_job_data(session, job), exp.judging(study)).verdicts
         for job, study in zip((job_a, job_b), studies, strict=True)
     )
     gate = exp.judging(studies[1])
-    others = other_jobs(session, gate, (job_a, job_b), studies[1])
+    others = other_jobs(session, gate, (job_a, job_b), where, studies[1])
     return compare_verdicts(job_a, verdicts_a, job_b, verdicts_b, gate, others)
 
 
@@ -347,7 +350,7 @@ def compare_verdicts(
     others: OtherJobs | None = None,
 ) -> Comparison:
     """Compare verdicts already computed (the report has them at hand). Without ``others``
-    every check is judged by its floor or its status, as with no other job."""
+    every check is judged by its tolerance or its status, as with no other job."""
     verdicts = [{(v.check, v.subject): v for v in found} for found in (verdicts_a, verdicts_b)]
     keys = list(verdicts[0]) + [key for key in verdicts[1] if key not in verdicts[0]]
     passed = frozenset(subject for (_, subject), v in verdicts[0].items() if v.status == PASS)
@@ -373,12 +376,13 @@ def compare_verdicts(
                 "rule": rule,
             }
         )
+    rows.sort(key=lambda row: CHANGES.index(row["change"]))  # stable: checks in job order
     schema = {name: getattr(pl, dtype) for name, dtype in SCHEMA.items()}
     table = pl.DataFrame(rows, schema=schema)
     regressions = [
         f"{row['check']} {row['subject']}: {row['status_a'] or 'absent'} -> "
         f"{row['status_b'] or 'gone'}"
-        + (f" (delta {_signed(row['delta'])})" if row["delta"] is not None else "")
+        + (f" (delta {signed(row['delta'])})" if row["delta"] is not None else "")
         + f"; {row['rule']}"
         for row in table.filter(pl.col("change") == Change.REGRESSED).iter_rows(named=True)
     ]

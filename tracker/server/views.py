@@ -21,7 +21,13 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis.job import JobAnalysis
 from tracker.models import Job, JobMeta
-from tracker.queries.compare import Comparison, compare_verdicts, kept_verdicts
+from tracker.queries.compare import (
+    Comparison,
+    Where,
+    checked_where,
+    compare_verdicts,
+    kept_verdicts,
+)
 from tracker.queries.job_analysis import load_summary
 from tracker.store import catalog
 from tracker.store.catalog import get_job
@@ -119,10 +125,14 @@ def job_analysis(served: Served, session: Session, name: str) -> JobAnalysis:
     )
 
 
-def comparison(served: Served, session: Session, a: str, b: str) -> Comparison:
+def comparison(
+    served: Served, session: Session, a: str, b: str, where: Where | None = None
+) -> Comparison:
+    """``tracker compare``'s comparison; ``where``: its ``--baseline-where``."""
     verdicts_a = job_analysis(served, session, a).verdicts
     verdicts_b = job_analysis(served, session, b).verdicts
     kept = served.summaries.get(
         ("kept verdicts", catalog_state(session)), lambda: kept_verdicts(session, served.exp)
     )
-    return compare_verdicts(a, verdicts_a, b, verdicts_b, served.exp, kept.without((a, b)))
+    others = kept.comparable((a, b), served.exp.gate.configuration, checked_where(session, where))
+    return compare_verdicts(a, verdicts_a, b, verdicts_b, served.exp, others)

@@ -43,8 +43,6 @@ if TYPE_CHECKING:
     from tracker.analysis.verdict import Verdict
 
 NOTE = "Across jobs: nothing to compare, this report covers {n} job{s} (two or more needed)."
-# Rows of the comparison table, most important first.
-CHANGE_ORDER = ("regressed", "fixed", "changed", "new", "gone", "same")
 # the narrowest a figure is drawn (px): the index's full-width figures and its two columns
 FULL_WIDTH = 760
 HALF_WIDTH = 520
@@ -67,9 +65,10 @@ class ComparisonView:
     job_b: str
     href_a: str
     href_b: str
-    tally: list[tuple[str, int]]  # change -> rows, in CHANGE_ORDER, only those present
+    tally: list[tuple[str, int]]  # change -> rows, in the order of Change, only those present
     regressions: list[str]
-    rows: list[dict[str, Any]]  # the comparison's rows, regressions first
+    rows: list[dict[str, Any]]  # in the table's order: regressions first, the same ones last
+    hidden: int = 0  # rows of no change left out (``changes_only``)
 
 
 @dataclass(frozen=True)
@@ -130,24 +129,21 @@ def _bpp_rows(
     return rows
 
 
-def comparison_view(comparison: Comparison, folders: Mapping[str, str]) -> ComparisonView:
-    """Every row of the comparison, regressions first."""
-    table = comparison.table
-    counted = dict.fromkeys(CHANGE_ORDER, 0)
-    for change in table.get_column("change").to_list():
-        counted[change] = counted.get(change, 0) + 1
-    rank = {c: i for i, c in enumerate(CHANGE_ORDER)}
-    ordered = table.with_row_index("_row").sort(
-        pl.col("change").replace_strict(rank, default=len(rank), return_dtype=pl.Int64), "_row"
-    )
+def comparison_view(
+    comparison: Comparison, folders: Mapping[str, str], changes_only: bool = False
+) -> ComparisonView:
+    """Every row of the comparison in its table's order (regressions first); with
+    ``changes_only`` without the ``same`` ones."""
+    shown = comparison.changes_only() if changes_only else comparison
     return ComparisonView(
         job_a=comparison.job_a,
         job_b=comparison.job_b,
         href_a=job_href(folders, comparison.job_a),
         href_b=job_href(folders, comparison.job_b),
-        tally=[(change, n) for change, n in counted.items() if n],
+        tally=[(str(change), n) for change, n in comparison.counts().items() if n],
         regressions=list(comparison.regressions),
-        rows=ordered.drop("_row").to_dicts(),
+        rows=shown.table.to_dicts(),
+        hidden=comparison.table.height - shown.table.height,
     )
 
 
