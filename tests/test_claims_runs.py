@@ -18,11 +18,11 @@ from bench.bench_claims_sequential import simulate
 from tests.conftest import Cli
 from tests.test_claims import judge, row
 from tests.test_serve import client_for
-from tracker.analysis.completeness import completeness, stopped_arms
 from tracker.analysis.expectations import Expectations, load_expectations
 from tracker.analysis.job import analyze_job
 from tracker.analysis.outcomes import val_loss_verdicts
 from tracker.analysis.verdict import FAIL
+from tracker.completeness import completeness, stopped_arms
 from tracker.jobdir.sample import write_sample_job
 from tracker.store.jobdata import load_job_data
 

@@ -23,10 +23,10 @@ import numpy as np
 import polars as pl
 
 from tracker.analysis.checks import Check
-from tracker.analysis.completeness import Completeness, stopped_arms, summary_steps
 from tracker.analysis.expectations import Expectations
 from tracker.analysis.stats import t_quantile
 from tracker.analysis.verdict import FAIL, NA, PASS, Verdict, within
+from tracker.completeness import Completeness, stopped_arms, summary_steps
 from tracker.domain import ArmName
 
 __all__ = ["SeedSpread", "divergence_verdicts", "run_steps", "stopped_in", "val_loss_verdicts"]
@@ -249,7 +249,7 @@ def val_loss_verdicts(
     exp: Expectations, present: Mapping[str, Mapping[str, Any]], curves: Mapping[str, pl.DataFrame]
 ) -> list[Verdict]:
     """``val_loss`` per seed of the candidate, then ``val_loss_paper`` per arm; a run that
-    stopped early (``tracker.analysis.completeness``) is left out of both, saying so."""
+    stopped early (``tracker.completeness``) is left out of both, saying so."""
     stopped = stopped_in(present, curves)
     verdicts = [
         _candidate_verdict(exp, cand, bases, present, curves, stopped)

@@ -14,7 +14,7 @@ from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.claims import COLUMNS, judge_claims
-from tracker.analysis.completeness import summary_steps
+from tracker.completeness import summary_steps
 from tracker.domain import LOSS
 from tracker.models import Curve, Job, JobMeta, Run
 from tracker.queries.job_analysis import job_studies, load_verdict_rows

@@ -10,8 +10,8 @@ import polars as pl
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
-from tracker.analysis.completeness import stopped_arms, summary_steps
 from tracker.analysis.smoothing import smooth
+from tracker.completeness import stopped_arms, summary_steps
 from tracker.domain import LOSS
 from tracker.errors import UnknownArm, UnknownMetric, did_you_mean, known_names
 from tracker.models import Curve, Probe, Run
@@ -127,7 +127,7 @@ def arm_rows(session: Session, selection: Selection, job_ids: list[int]) -> pl.D
 
 def stopped_runs(session: Session, job_ids: list[int]) -> pl.DataFrame:
     """``job_id``, ``arm`` and ``stopped``, the message of each arm that stopped early
-    (``tracker.analysis.completeness``), judged among all of its job's arms."""
+    (``tracker.completeness``), judged among all of its job's arms."""
     rows = session.execute(
         select(Run.job_id, Run.arm, Run.extra, Curve.last_step)
         .outerjoin(Curve, and_(Curve.run_id == Run.id, Curve.metric == LOSS))

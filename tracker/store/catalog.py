@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from tracker.analysis.completeness import stopped_arms, summary_steps
+from tracker.completeness import stopped_arms, summary_steps
 from tracker.conditions import Condition, as_conditions, parse_condition
 from tracker.domain import LOSS
 from tracker.errors import (

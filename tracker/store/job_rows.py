@@ -18,7 +18,7 @@ import polars as pl
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from tracker.analysis.completeness import stopped_arms, summary_steps
+from tracker.completeness import stopped_arms, summary_steps
 from tracker.domain import LOSS, IngestStatus
 from tracker.errors import JobExists
 from tracker.models import Curve, Job, JobMeta, Probe, Run, RunNoteRow, SourceFile
