@@ -35,7 +35,7 @@ import tracker
 from tracker.analysis.expectations import Expectations
 from tracker.errors import NotADirectory, NotAReportFolder
 from tracker.jsonio import format_time
-from tracker.queries.derived import job_studies
+from tracker.queries.job_analysis import job_studies
 from tracker.queries.selection import Selection, contents_and_meta, selected_jobs
 from tracker.report.cleanup import remove_unused
 from tracker.report.files import INDEX, MANIFEST, job_folders
