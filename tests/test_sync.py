@@ -172,7 +172,7 @@ def test_the_library_reports_each_job(engine: Engine, tmp_path: Path) -> None:
         engine, tmp_path / "study", SyncOptions(), lambda job: told.append(job.status)
     )
     assert told == [SyncStatus.INGESTED, SyncStatus.INGESTED]
-    assert report.summary() == "2 found: 2 ingested, 0 unchanged, 0 failed"
+    assert report.outcome_line() == "2 found: 2 ingested, 0 unchanged, 0 failed"
     assert not report.failed
 
 

@@ -26,7 +26,7 @@ from typer.core import TyperGroup
 from tracker.config import DATABASE_URL_ENV, database_url
 from tracker.errors import Interrupted, TrackerError, raised_by_interrupt
 from tracker.jobdir.jobmeta import META_KEY
-from tracker.output import Format
+from tracker.row_formats import Format
 
 SIZE = re.compile(r"(\d{1,15})\s*((?:[KMGT]i?B)?)", re.IGNORECASE)
 SIZE_UNITS = (

@@ -27,9 +27,9 @@ def db_copy(
 
     def show(outcome: Any) -> None:
         if outcome.status == "conflict":
-            typer.echo(f"Error: {outcome.summary()}", err=True)
+            typer.echo(f"Error: {outcome.outcome_line()}", err=True)
         else:
-            typer.echo(outcome.summary())
+            typer.echo(outcome.outcome_line())
 
     outcomes = api.copy_jobs(source, destination, on_job=show)
     copied = sum(outcome.status == "copied" for outcome in outcomes)
@@ -52,7 +52,7 @@ def db_upgrade(ctx: typer.Context) -> None:
     from tracker.store.db import create_tracker_engine, upgrade_database
 
     engine = create_tracker_engine(_state(ctx).url)
-    typer.echo(upgrade_database(engine).summary())
+    typer.echo(upgrade_database(engine).outcome_line())
     rederive(engine)  # what old migrations backfilled: the same rows, by today's analysis
 
 
@@ -66,7 +66,9 @@ def db_rederive(ctx: typer.Context) -> None:
     from tracker.services.derived import rederive
 
     engine = _state(ctx).engine(may_create_file=False)
-    typer.echo(rederive(engine, on_job=lambda name: typer.echo(f"{name}: rederived")).summary())
+    typer.echo(
+        rederive(engine, on_job=lambda name: typer.echo(f"{name}: rederived")).outcome_line()
+    )
 
 
 @db_app.command("current")

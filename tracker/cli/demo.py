@@ -37,7 +37,7 @@ def demo(
     directories = write_demo_jobs(directory, steps=steps)
     directories += write_demo_seed_jobs(directory, steps=steps)
     typer.echo(f"wrote {len(directories)} sample jobs under {directory}/")
-    ingest_demo_jobs(engine, directories, lambda result: typer.echo(result.summary()))
+    ingest_demo_jobs(engine, directories, lambda result: typer.echo(result.outcome_line()))
     typer.echo(f"database: {_state(ctx).url}")
     exp = load_expectations()
     with Session(engine) as session:

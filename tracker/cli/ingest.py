@@ -77,7 +77,7 @@ def ingest(
         engine = stack.enter_context(_state(ctx).storing_engine())
         progress = _ingest_progress(stack, many=len(directories) > 1)
         report = ingest_directories(engine, directories, options, progress)
-    closing = report.summary()
+    closing = report.outcome_line()
     if closing is not None:
         typer.echo(closing)
     if report.failed:
@@ -111,7 +111,7 @@ def _ingest_progress(stack: ExitStack, *, many: bool) -> Any:
                 self.bar.update(nbytes)
 
         def job_done(self, result: Any) -> None:
-            self.say(result.summary())
+            self.say(result.outcome_line())
             if result.skipped:
                 self.say(f"  skipped: {', '.join(result.skipped)}")
             for warning in result.warnings:

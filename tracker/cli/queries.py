@@ -21,9 +21,9 @@ from tracker.cli.base import (
     state,
     where_pairs,
 )
-from tracker.cli.output import print_frame, print_rows
+from tracker.cli.printing import print_frame, print_rows
 from tracker.domain import LOSS, ClaimStatus
-from tracker.output import Format
+from tracker.row_formats import Format
 
 
 @query_app.command("probes")
@@ -167,7 +167,7 @@ def compare(
     comparison = api.comparison(state(ctx).url, job_a, job_b, expectations=expectations)
     print_frame(comparison.table, fmt)
     if fmt is Format.table:
-        typer.echo(f"\n{comparison.summary()}")
+        typer.echo(f"\n{comparison.outcome_line()}")
         for line in comparison.regressions:
             typer.echo(f"  {line}")
     if fail_on_regression and comparison.regressed:

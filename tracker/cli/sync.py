@@ -64,7 +64,7 @@ def sync(
                     raise
                 typer.echo(f"Error: {exc}", err=True)  # a watch outlasts a network blip
             else:
-                typer.echo(report.summary())
+                typer.echo(report.outcome_line())
             if watch is None:
                 break
             time.sleep(watch)

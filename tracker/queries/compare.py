@@ -63,7 +63,7 @@ class Comparison:
     def regressed(self) -> bool:
         return bool(self.regressions)
 
-    def summary(self) -> str:
+    def outcome_line(self) -> str:
         """'N regressions from A to B (every kind of change counted)'."""
         counts = {change: 0 for change in CHANGES}
         for change in self.table["change"]:

@@ -68,7 +68,7 @@ class Report:
     jobs: list[JobReport]
     removed: list[str] = field(default_factory=list)  # folders of jobs deleted (or pruned)
 
-    def summary(self) -> str:
+    def outcome_line(self) -> str:
         rendered = [job for job in self.jobs if job.rendered]
         lines = [
             f"{len(rendered)} job pages rendered, {len(self.jobs) - len(rendered)} up to date"

@@ -149,7 +149,7 @@ class IngestReport:
     outcomes: Counter[str] = field(default_factory=Counter)
     failed: list[str] = field(default_factory=list)
 
-    def summary(self) -> str | None:
+    def outcome_line(self) -> str | None:
         """The closing line of several directories (none for one)."""
         if self.directories <= 1:
             return None

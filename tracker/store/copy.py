@@ -37,7 +37,7 @@ class CopiedJob:
     job_id: int | None = None  # in the destination, of a job copied
     meta_set: dict[str, str] = field(default_factory=dict)  # of an updated job
 
-    def summary(self) -> str:
+    def outcome_line(self) -> str:
         if self.status == "copied":
             return f"{self.job}: copied, {self.points} points"
         if self.status == "present":

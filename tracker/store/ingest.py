@@ -45,7 +45,7 @@ class IngestResult:
     meta_set: dict[str, str] = field(default_factory=dict)  # of an unchanged job
     meta_kept: dict[str, str] = field(default_factory=dict)  # of a replaced job, not given anew
 
-    def summary(self) -> str:
+    def outcome_line(self) -> str:
         if self.status == IngestStatus.UNCHANGED:
             return f"{self.job}: unchanged, already ingested with identical content"
         if self.status == IngestStatus.METADATA_UPDATED:

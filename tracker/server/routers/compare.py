@@ -8,9 +8,9 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from tracker.server.deps import ServedDep, SessionDep
+from tracker.server.page_cache import comparison
 from tracker.server.responses import TrackerJSON, page, rows
 from tracker.server.schemas import Comparison
-from tracker.server.views import comparison
 from tracker.views.across_jobs import comparison_view
 
 router = APIRouter(tags=["compare"])

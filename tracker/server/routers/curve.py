@@ -13,9 +13,9 @@ from sqlalchemy.orm import Session
 
 from tracker.domain import LOSS
 from tracker.server.deps import Served, ServedDep, SessionDep
+from tracker.server.page_cache import job_digest
 from tracker.server.responses import TrackerJSON, page
 from tracker.server.schemas import CurveWindow
-from tracker.server.views import job_digest
 from tracker.store.catalog import job_curves
 from tracker.store.curves import find_curve, load_curves
 from tracker.summary.downsample import DEFAULT_MAX_POINTS, minmax_indices
@@ -50,7 +50,7 @@ def curve_window(
         raise HTTPException(status_code=422, detail="start must not exceed end")
     digest = job_digest(session, job)
     curve = find_curve(session, job, arm, metric)
-    summary = {
+    about = {
         "job": job,
         "arm": arm,
         "metric": metric,
@@ -59,7 +59,7 @@ def curve_window(
         "total": curve.n_points,
     }
     if curve.first_step is None or curve.last_step is None:
-        return {**summary, "start": None, "end": None, "in_window": 0, "raw": True}
+        return {**about, "start": None, "end": None, "in_window": 0, "raw": True}
     start = curve.first_step if steps[0] is None else steps[0]
     end = curve.last_step if steps[1] is None else steps[1]
 
@@ -76,7 +76,7 @@ def curve_window(
         }
 
     # kept by range: the explorer's first view (the whole curve) and every zoom asked again
-    return {**summary, **served.curves.get((digest, arm, metric, start, end, points), window)}
+    return {**about, **served.curves.get((digest, arm, metric, start, end, points), window)}
 
 
 @router.get("/curve", response_class=HTMLResponse, include_in_schema=False)

@@ -18,10 +18,10 @@ from tracker.domain import ClaimStatus
 from tracker.jsonio import to_json
 from tracker.queries.tables import PROBE_METRICS, RUN_METRICS
 from tracker.server.deps import ServedDep, SessionDep
+from tracker.server.page_cache import catalog_state, job_analysis, job_href, job_list, live_job
 from tracker.server.responses import TrackerJSON, page, render
 from tracker.server.routers.claims import CLAIMS_NOTE
 from tracker.server.schemas import JobDetail, JobRow
-from tracker.server.views import catalog_state, job_analysis, job_href, job_list, live_job
 from tracker.store.catalog import get_job, job_arms, job_curves, job_probes
 from tracker.views.home import JOB_SORTS, live_index, sort_rows
 
@@ -53,7 +53,7 @@ def index(
     state = catalog_state(session)
 
     def index_html() -> str:
-        view = served.summaries.get(
+        view = served.across_jobs.get(
             ("home", state), lambda: live_index(session, served.exp, job_href)
         )
         return render(
@@ -77,14 +77,14 @@ def index(
             metrics=(*PROBE_METRICS, *RUN_METRICS),
         )
 
-    return HTMLResponse(served.summaries.get(("index", state, sort, order), index_html))
+    return HTMLResponse(served.across_jobs.get(("index", state, sort, order), index_html))
 
 
 @router.get("/api/jobs", response_class=TrackerJSON, response_model=list[JobRow])
 def api_jobs(session: SessionDep, served: ServedDep) -> Response:
     """Every job with its counts and metadata, in job order (``tracker.api.jobs``)."""
     key = ("jobs.json", catalog_state(session))
-    body = served.summaries.get(key, lambda: TrackerJSON(job_list(served, session)).body)
+    body = served.across_jobs.get(key, lambda: TrackerJSON(job_list(served, session)).body)
     return Response(body, media_type="application/json")
 
 

@@ -17,7 +17,6 @@ from sqlalchemy.orm import Session
 
 from tracker.domain import LOSS
 from tracker.jsonio import to_api_json
-from tracker.output import Format, render
 from tracker.queries.plot import (
     MAX_POINTS,
     MAX_RUNS,
@@ -27,6 +26,7 @@ from tracker.queries.plot import (
     plot_rows,
     plot_series,
 )
+from tracker.row_formats import Format, render
 from tracker.server.deps import Served, ServedDep, SessionDep
 from tracker.server.responses import page
 from tracker.server.schemas import Plot

@@ -12,14 +12,14 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from tracker.errors import UnknownColumn, UnknownMetaKey, UnknownStatus
-from tracker.output import Format, render
 from tracker.queries import tables
 from tracker.queries.runs import STATUSES, RunsPage, RunsView, run_table, runs_page
 from tracker.queries.selection import Selection
+from tracker.row_formats import Format, render
 from tracker.server.deps import SelectionDep, Served, ServedDep, SessionDep
+from tracker.server.page_cache import catalog_state
 from tracker.server.responses import TrackerJSON, page, rows
 from tracker.server.schemas import ProbeTableRow, RunsTable
-from tracker.server.views import catalog_state
 from tracker.summary.version import expectations_digest
 
 router = APIRouter(tags=["runs"])
@@ -60,7 +60,7 @@ def _table(served: Served, session: SessionDep, selection: Selection) -> pl.Data
     """The whole runs table of a selection, kept until a job or its metadata changes."""
     key = ("runs", catalog_state(session), selection)
     digest = expectations_digest(served.exp)
-    return served.summaries.get(key, lambda: run_table(session, selection, digest))
+    return served.across_jobs.get(key, lambda: run_table(session, selection, digest))
 
 
 def _page(

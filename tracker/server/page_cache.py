@@ -94,7 +94,7 @@ def catalog_state(session: Session) -> str:
 
 def job_list(served: Served, session: Session) -> list[dict[str, Any]]:
     """``list_jobs``, kept until a job is added, replaced, deleted or its metadata changes."""
-    return served.summaries.get(
+    return served.across_jobs.get(
         ("jobs", catalog_state(session)), lambda: catalog.list_jobs(session)
     )
 
@@ -122,7 +122,7 @@ def job_analysis(served: Served, session: Session, name: str) -> JobAnalysis:
 def comparison(served: Served, session: Session, a: str, b: str) -> Comparison:
     verdicts_a = job_analysis(served, session, a).verdicts
     verdicts_b = job_analysis(served, session, b).verdicts
-    kept = served.summaries.get(
+    kept = served.across_jobs.get(
         ("kept verdicts", catalog_state(session)), lambda: kept_verdicts(session, served.exp)
     )
     return compare_verdicts(a, verdicts_a, b, verdicts_b, served.exp, kept.without((a, b)))
