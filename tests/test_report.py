@@ -707,7 +707,7 @@ def test_cross_job_figures_escape_database_text(exp) -> None:  # type: ignore[no
             "model": ["gpt-124m", "gpt-124m"],
             "variant": [EVIL, EVIL],
             "n_params": [10, 10],
-            "bpp_total": [3.0, 3.5],
+            "bpp_params_state_grads": [3.0, 3.5],
             "error": [None, None],
         }
     )
@@ -730,7 +730,7 @@ def test_lines_across_many_jobs_have_no_mark_per_job(exp) -> None:  # type: igno
             "model": ["gpt-124m"] * n,
             "variant": ["flash"] * n,
             "n_params": [10] * n,
-            "bpp_total": [7.125 + 0.01 * (i % 3) for i in range(n)],
+            "bpp_params_state_grads": [7.125 + 0.01 * (i % 3) for i in range(n)],
         }
     )
     bpp = bpp_across_jobs(probes, jobs, exp, pick_model(probes, "gpt"))

@@ -80,7 +80,7 @@ TABLE_COLUMNS = frozenset(
         "bpp_params",
         "bpp_state",
         "bpp_grads",
-        "bpp_total",
+        "bpp_params_state_grads",
         "peak_steady",
         "peak_bpp",
         "val_loss",

@@ -23,7 +23,7 @@ PROBE_METRICS = (
     "bpp_params",
     "bpp_state",
     "bpp_grads",
-    "bpp_total",
+    "bpp_params_state_grads",
     "peak_steady",
     "peak_bpp",
 )
@@ -66,7 +66,7 @@ def probes(
             Probe.bpp_params,
             Probe.bpp_state,
             Probe.bpp_grads,
-            Probe.bpp_params_state_grads.label("bpp_total"),
+            Probe.bpp_params_state_grads,
             Probe.peak_steady,
             Probe.error,
         ).order_by(Probe.id),

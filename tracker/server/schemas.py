@@ -39,7 +39,7 @@ class ProbeRow(BaseModel):
     bpp_params: Number
     bpp_state: Number
     bpp_grads: Number
-    bpp_total: Number
+    bpp_params_state_grads: Number
     peak_steady: int | None
     error: str | None
 
@@ -176,7 +176,7 @@ class ProbeTableRow(BaseModel):
     bpp_params: Number
     bpp_state: Number
     bpp_grads: Number
-    bpp_total: Number
+    bpp_params_state_grads: Number
     peak_steady: int | None
     peak_bpp: Number
     error: str | None

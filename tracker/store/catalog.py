@@ -207,7 +207,7 @@ def job_probes(session: Session, name: str) -> list[Row]:
             "bpp_params": p.bpp_params,
             "bpp_state": p.bpp_state,
             "bpp_grads": p.bpp_grads,
-            "bpp_total": p.bpp_params_state_grads,
+            "bpp_params_state_grads": p.bpp_params_state_grads,
             "peak_steady": p.peak_steady,
             "error": p.error or "",
         }
