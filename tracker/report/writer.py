@@ -38,7 +38,7 @@ from tracker.jsonio import format_time
 from tracker.queries.selection import Selection, contents_and_meta, selected_jobs
 from tracker.report.cleanup import remove_unused
 from tracker.report.files import INDEX, MANIFEST, job_folders
-from tracker.report.index import index_view, write_index
+from tracker.report.index import CLAIMS_NONE, index_entries, write_index
 from tracker.report.manifest import (
     MANIFEST_FORMAT,
     expectations_key,
@@ -49,6 +49,7 @@ from tracker.report.manifest import (
 )
 from tracker.report.render import Task, render_all
 from tracker.store.copy import job_names
+from tracker.views.home import index_view
 
 
 @dataclass(frozen=True)
@@ -142,8 +143,9 @@ def generate_report(
     gone = {name: entry for name, entry in earlier.items() if name not in retained}
     removed = remove_unused(out_dir, gone, [*folders.values(), *_folders(retained)])
 
-    view = index_view(session, ordered, folders, entries, meta, exp, selection)
-    index = write_index(out_dir, view, generated, exp)
+    listed = index_entries(folders, entries)
+    view = index_view(session, ordered, listed, meta, exp, selection, CLAIMS_NONE)
+    index = write_index(out_dir, view, generated, exp.source)
     write_manifest(out_dir, exp_key, {**retained, **entries})
     jobs = [
         JobReport(
