@@ -59,9 +59,14 @@ def claims_page(
     )
 
 
-@router.get("/claims.json", response_class=TrackerJSON, include_in_schema=False)
+@router.get(
+    "/claims.json",
+    response_class=TrackerJSON,
+    response_model=list[ClaimRow],
+    include_in_schema=False,
+)
 @router.get("/api/claims", response_class=TrackerJSON, response_model=list[ClaimRow])
-def api_claims(selection: SelectionDep, session: SessionDep, served: ServedDep) -> TrackerJSON:
+def api_claims(selection: SelectionDep, session: SessionDep, served: ServedDep) -> list[ClaimRow]:
     """One row per claim and subject over the selected jobs (``job``, ``where``); with
     ``group_by`` one set of rows per group of jobs (``tracker.api.claims``)."""
-    return TrackerJSON(rows(claims_table(served, session, selection)))
+    return [ClaimRow.model_validate(row) for row in rows(claims_table(served, session, selection))]

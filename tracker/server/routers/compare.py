@@ -31,9 +31,9 @@ def compare_page(
 
 
 @router.get("/api/compare", response_class=TrackerJSON, response_model=Comparison)
-def api_compare(a: JobA, b: JobB, session: SessionDep, served: ServedDep) -> TrackerJSON:
+def api_compare(a: JobA, b: JobB, session: SessionDep, served: ServedDep) -> Comparison:
     """Every verdict of two jobs side by side (``tracker.api.compare``), with regressions."""
     result = comparison(served, session, a, b)
-    return TrackerJSON(
+    return Comparison.model_validate(
         {"a": a, "b": b, "regressions": result.regressions, "table": rows(result.table)}
     )

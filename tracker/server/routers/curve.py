@@ -96,7 +96,13 @@ def curve_page(
     )
 
 
-@router.get("/api/curve", response_class=TrackerJSON, response_model=CurveWindow)
+# unset: a curve without points has no step and value lists
+@router.get(
+    "/api/curve",
+    response_class=TrackerJSON,
+    response_model=CurveWindow,
+    response_model_exclude_unset=True,
+)
 def api_curve(
     job: JobName,
     arm: Arm,
@@ -106,7 +112,8 @@ def api_curve(
     start: Start = None,
     end: End = None,
     points: Points = DEFAULT_MAX_POINTS,
-) -> TrackerJSON:
+) -> CurveWindow:
     """One curve's points from ``start`` to ``end``: every point when the window holds at
     most ``points``, else a min/max downsampling that keeps its envelope and gaps."""
-    return TrackerJSON(curve_window(served, session, job, arm, metric, (start, end), points))
+    window = curve_window(served, session, job, arm, metric, (start, end), points)
+    return CurveWindow.model_validate(window)

@@ -81,11 +81,9 @@ def index(
 
 
 @router.get("/api/jobs", response_class=TrackerJSON, response_model=list[JobRow])
-def api_jobs(session: SessionDep, served: ServedDep) -> Response:
+def api_jobs(session: SessionDep, served: ServedDep) -> list[JobRow]:
     """Every job with its counts and metadata, in job order (``tracker.api.jobs``)."""
-    key = ("jobs.json", catalog_state(session))
-    body = served.across_jobs.get(key, lambda: TrackerJSON(job_list(served, session)).body)
-    return Response(body, media_type="application/json")
+    return [JobRow.model_validate(row) for row in job_list(served, session)]
 
 
 @router.get("/jobs/{name}/", response_class=HTMLResponse, include_in_schema=False)
@@ -124,10 +122,10 @@ def job_file(request: Request, name: str, file: str, session: SessionDep, served
 
 
 @router.get("/api/jobs/{name}", response_class=TrackerJSON, response_model=JobDetail)
-def api_job(name: str, session: SessionDep, served: ServedDep) -> TrackerJSON:
+def api_job(name: str, session: SessionDep, served: ServedDep) -> JobDetail:
     """One job: metadata, probes, arms, curves and verdicts (``tracker show`` and more)."""
     analysis = job_analysis(served, session, name)
-    return TrackerJSON(
+    return JobDetail.model_validate(
         {
             "job": name,
             "meta": {item.key: item.value for item in get_job(session, name).meta},

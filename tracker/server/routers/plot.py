@@ -5,12 +5,8 @@ visible steps (with x=time: the visible seconds) on every zoom."""
 
 from __future__ import annotations
 
-import json
-import re
-import secrets
 from typing import Annotated, Any
 
-import numpy as np
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from sqlalchemy.orm import Session
@@ -29,7 +25,7 @@ from tracker.queries.plot import (
 from tracker.row_formats import Format, render
 from tracker.server.deps import Served, ServedDep, SessionDep
 from tracker.server.responses import page
-from tracker.server.schemas import Plot
+from tracker.server.schemas import Plot, write_arrays
 
 router = APIRouter(tags=["plot"])
 Runs = Annotated[
@@ -58,35 +54,12 @@ StartS = Annotated[float | None, Query(description="With x=time: first second of
 EndS = Annotated[float | None, Query(description="With x=time: last second of the window.")]
 
 
-NON_FINITE = re.compile(r"-?Infinity|NaN")  # json's tokens for them, in a list of numbers
-
-
 class PlotJSON(JSONResponse):
-    """``TrackerJSON``'s policy (non-finite numbers as "NaN", "Infinity", "-Infinity"),
-    with numpy arrays written by the json module's C encoder: 10 runs of 2,000 points
-    each, three arrays, walked value by value in Python would take most of the answer's
-    time. Each array stands in the document as a placeholder no stored text can forge."""
+    """``TrackerJSON``'s policy, with the plot's numpy arrays written by the json module's C
+    encoder (``tracker.server.schemas.write_arrays``)."""
 
     def render(self, content: Any) -> bytes:
-        arrays: list[np.ndarray] = []
-        mark = f"array-{secrets.token_hex(8)}-"
-
-        def stand_in(value: Any) -> Any:
-            if isinstance(value, np.ndarray):
-                arrays.append(value)
-                return f"{mark}{len(arrays) - 1}"
-            if isinstance(value, dict):
-                return {key: stand_in(item) for key, item in value.items()}
-            if isinstance(value, list):
-                return [stand_in(item) for item in value]
-            return value
-
-        def numbers(found: re.Match[str]) -> str:
-            text = json.dumps(arrays[int(found.group(1))].tolist(), separators=(",", ":"))
-            return NON_FINITE.sub(lambda token: f'"{token.group(0)}"', text)
-
-        skeleton = to_api_json(stand_in(content))
-        return re.sub(f'"{mark}(\\d+)"', numbers, skeleton).encode("utf-8")
+        return write_arrays(to_api_json(content)).encode("utf-8")
 
 
 def _query(
@@ -150,13 +123,13 @@ def api_plot(
     x: X = "step",
     start_s: StartS = None,
     end_s: EndS = None,
-) -> PlotJSON:
+) -> Plot:
     """One series per run: the steps from ``start`` to ``end``, raw and smoothed values
     (the whole curve smoothed, then cut), every raw point when the window holds at most
     2,000, else min/max downsampled; with ``group`` each group's mean (and ``band``); with
     ``x=time`` each point's wall time too, and ``start_s``/``end_s`` a window of seconds."""
     query = _query(run, metric, smooth, start, end, color, group, band, x, start_s, end_s)
-    return PlotJSON({**_plot(served, session, query), "y": y})
+    return Plot.model_validate({**_plot(served, session, query), "y": y})
 
 
 @router.get("/api/plot.csv", include_in_schema=False)

@@ -19,7 +19,7 @@ from tracker.row_formats import Format, render
 from tracker.server.deps import SelectionDep, Served, ServedDep, SessionDep
 from tracker.server.page_cache import catalog_state
 from tracker.server.responses import TrackerJSON, page, rows
-from tracker.server.schemas import ProbeTableRow, RunsTable
+from tracker.server.schemas import ProbeTableRow, RunsTable, RunTableRow
 from tracker.summary.version import expectations_digest
 
 router = APIRouter(tags=["runs"])
@@ -93,20 +93,19 @@ def api_runs(
     format: Annotated[
         TableFormat, Query(description="csv: every matching row, as /api/runs.csv.")
     ] = TableFormat.json,
-) -> Response:
+) -> RunsTable | Response:
     """One row per arm across the selected jobs with its job's verdict counts and metadata;
     sorted, filtered and paged (``tracker.queries.runs``)."""
     if format is TableFormat.csv:
         return _csv(_page(served, session, selection, view, (0, None)).rows)
     found = _page(served, session, selection, view, (offset, limit))
-    body = {
-        "total": found.total,
-        "offset": offset,
-        "limit": limit,
-        "columns": found.rows.columns,
-        "rows": rows(found.rows),
-    }
-    return TrackerJSON(body)
+    return RunsTable(
+        total=found.total,
+        offset=offset,
+        limit=limit,
+        columns=found.rows.columns,
+        rows=[RunTableRow.model_validate(row) for row in rows(found.rows)],
+    )
 
 
 # described by /api/runs' format=csv: the schema lists JSON answers only
@@ -174,10 +173,11 @@ def api_probes(
     selection: SelectionDep,
     session: SessionDep,
     failed: Annotated[bool, Query(description="Only failed probes.")] = False,
-) -> TrackerJSON:
+) -> list[ProbeTableRow]:
     """One row per (job, model, variant): bytes/param, parameters, peak memory
     (``tracker.api.probes``)."""
     try:
-        return TrackerJSON(rows(tables.probes(session, selection, failed=failed)))
+        table = tables.probes(session, selection, failed=failed)
     except UnknownMetaKey as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
+    return [ProbeTableRow.model_validate(row) for row in rows(table)]
