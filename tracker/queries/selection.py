@@ -25,7 +25,13 @@ from tracker.errors import (
 )
 from tracker.jsonio import format_time
 from tracker.models import Job, JobMeta, Probe, Run
-from tracker.store.catalog import check_meta_keys, check_meta_values, job_time, parse_where
+from tracker.store.catalog import (
+    PROBE_NUMBERS,
+    check_meta_keys,
+    check_meta_values,
+    job_time,
+    parse_where,
+)
 
 
 @dataclass(frozen=True)
@@ -76,12 +82,7 @@ TABLE_COLUMNS = frozenset(
         "change",
         "points",
         "error",
-        "n_params",
-        "bpp_params",
-        "bpp_state",
-        "bpp_grads",
-        "bpp_params_state_grads",
-        "peak_steady",
+        *PROBE_NUMBERS,
         "peak_bpp",
         "val_loss",
         "final_loss",

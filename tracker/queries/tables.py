@@ -15,18 +15,11 @@ from tracker.domain import LOSS
 from tracker.errors import UnknownArm, UnknownMetric, did_you_mean, known_names
 from tracker.models import Curve, Probe, Run
 from tracker.queries.selection import Selection, selected_jobs
+from tracker.store.catalog import PROBE_NUMBERS
 from tracker.store.curves import read_curve
 from tracker.store.frames import query_frame
 
-PROBE_METRICS = (
-    "n_params",
-    "bpp_params",
-    "bpp_state",
-    "bpp_grads",
-    "bpp_params_state_grads",
-    "peak_steady",
-    "peak_bpp",
-)
+PROBE_METRICS = (*PROBE_NUMBERS, "peak_bpp")
 ORDER = "#order"  # a column name no metadata key can take (see --group-by)
 RUN_METRICS = ("val_loss", "final_loss", "min_loss", "last_loss", "points")
 
@@ -62,12 +55,7 @@ def probes(
             Probe.job_id,
             Probe.model,
             Probe.variant,
-            Probe.n_params,
-            Probe.bpp_params,
-            Probe.bpp_state,
-            Probe.bpp_grads,
-            Probe.bpp_params_state_grads,
-            Probe.peak_steady,
+            *(getattr(Probe, column) for column in PROBE_NUMBERS),
             Probe.error,
         ).order_by(Probe.id),
         Probe,

@@ -217,22 +217,13 @@ class CurveWindow(BaseModel):
     value: list[Number] | None = Field(None, description="Absent when the curve has no points.")
 
 
-class ProbeTableRow(Row):
-    """One probe of ``/api/probes`` (``tracker.api.probes``); ``group_by`` adds a column per
-    key."""
+class ProbeTableRow(Row, ProbeRow):
+    """One probe of ``/api/probes`` (``tracker.api.probes``): its job and time first, its
+    numbers, ``peak_bpp``; ``group_by`` adds a column per key."""
 
     job: str
     time: Time
-    model: str
-    variant: str
-    n_params: int | None
-    bpp_params: Number
-    bpp_state: Number
-    bpp_grads: Number
-    bpp_params_state_grads: Number
-    peak_steady: int | None
     peak_bpp: Number
-    error: str | None
 
 
 class RunTableRow(Row):

@@ -3,6 +3,7 @@ its view in the URL; ``/api/runs`` (and ``/api/runs.csv``) its twin; ``/api/prob
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -56,6 +57,25 @@ Offset = Annotated[int, Query(ge=0, description="First row of the page (0-based)
 Limit = Annotated[int, Query(ge=1, le=MAX_PAGE, description="Rows per page.")]
 
 
+@dataclass(frozen=True)
+class Asked:
+    """A page of the runs table as the URL asks for it."""
+
+    selection: Selection
+    view: RunsView
+    offset: int
+    limit: int
+
+
+def get_asked(
+    selection: SelectionDep, view: ViewDep, offset: Offset = 0, limit: Limit = PAGE_SIZE
+) -> Asked:
+    return Asked(selection, view, offset, limit)
+
+
+AskedDep = Annotated[Asked, Depends(get_asked)]
+
+
 def _table(served: Served, session: SessionDep, selection: Selection) -> pl.DataFrame:
     """The whole runs table of a selection, kept until a job or its metadata changes."""
     key = ("runs", catalog_state(session), selection)
@@ -84,18 +104,16 @@ def _csv(frame: pl.DataFrame) -> Response:
 
 @router.get("/api/runs", response_class=TrackerJSON, response_model=RunsTable)
 def api_runs(
-    selection: SelectionDep,
-    view: ViewDep,
+    asked: AskedDep,
     session: SessionDep,
     served: ServedDep,
-    offset: Offset = 0,
-    limit: Limit = PAGE_SIZE,
     format: Annotated[
         TableFormat, Query(description="csv: every matching row, as /api/runs.csv.")
     ] = TableFormat.json,
 ) -> RunsTable | Response:
     """One row per arm across the selected jobs with its job's verdict counts and metadata;
     sorted, filtered and paged (``tracker.queries.runs``)."""
+    selection, view, offset, limit = asked.selection, asked.view, asked.offset, asked.limit
     if format is TableFormat.csv:
         return _csv(_page(served, session, selection, view, (0, None)).rows)
     found = _page(served, session, selection, view, (offset, limit))
@@ -138,14 +156,9 @@ def _sort_links(request: Request, columns: list[str], sort: str | None) -> dict[
 
 @router.get("/runs", response_class=HTMLResponse, include_in_schema=False)
 def runs_table_page(
-    request: Request,
-    selection: SelectionDep,
-    view: ViewDep,
-    session: SessionDep,
-    served: ServedDep,
-    offset: Offset = 0,
-    limit: Limit = PAGE_SIZE,
+    request: Request, asked: AskedDep, session: SessionDep, served: ServedDep
 ) -> HTMLResponse:
+    selection, view, offset, limit = asked.selection, asked.view, asked.offset, asked.limit
     found = _page(served, session, selection, view, (offset, limit))
     every = _table(served, session, selection).columns
     query = request.url.query
