@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import BaseModel
 
 from tests.conftest import Cli
 from tracker.analysis.smoothing import smooth
@@ -210,10 +211,16 @@ def test_page_links_and_escaping(client: TestClient) -> None:
     assert client.get("/static/plot.js").status_code == 200
 
 
+class Arrays(BaseModel):
+    a: schemas.Numbers
+    b: list[schemas.Steps]
+    c: str
+
+
 def test_arrays_keep_the_api_policy_for_non_finite_numbers() -> None:
     nan, inf = float("nan"), float("inf")
-    body = {"a": np.array([1.5, nan, inf, -inf]), "b": [np.array([3, 4])], "c": "array-0"}
-    text = PlotJSON(body).body.decode()
+    arrays = Arrays(a=np.array([1.5, nan, inf, -inf]), b=[np.array([3, 4])], c="array-0")
+    text = PlotJSON(arrays.model_dump(mode="json")).body.decode()
     assert text == '{"a":[1.5,"NaN","Infinity","-Infinity"],"b":[[3,4]],"c":"array-0"}'
 
 
