@@ -14,11 +14,10 @@ import polars as pl
 import pytest
 from sqlalchemy import Engine, text
 
-from tests.conftest import Cli
+from tests.conftest import Cli, ingest_jobs
 from tracker import api
 from tracker.config import DATABASE_URL_ENV
 from tracker.errors import JobNotFound, SqlRefused, UnknownArm, UnknownMetric
-from tracker.jobdir.sample import write_sample_job
 
 STEPS = 30
 JOBS: dict[str, tuple[dict[str, Any], list[str]]] = {
@@ -98,14 +97,6 @@ def js(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return value
-
-
-@pytest.fixture
-def study(cli: Cli, tmp_path: Path) -> Cli:
-    for name, (spec, meta) in JOBS.items():
-        directory = write_sample_job(tmp_path / name, steps=STEPS, **spec)
-        cli("ingest", str(directory), *(f"--meta={item}" for item in meta))
-    return cli
 
 
 @pytest.fixture(params=["url", "engine", "environment"])
@@ -235,12 +226,11 @@ def test_every_readme_python_example_runs(
 ) -> None:
     """The README's API examples, on a database holding the jobs they name; their URLs (a
     placeholder file, a placeholder server) stand for the test's database."""
-    for name, spec, meta in [
-        ("job2", {"seed": 0}, ["gpu=A10G", "flashoptim=0.1.0"]),
-        ("job3", {"seed": 1, "flash_state_shift": 0.5}, ["gpu=A10G", "flashoptim=0.1.1"]),
-    ]:
-        directory = write_sample_job(tmp_path / name, steps=STEPS, **spec)
-        cli("ingest", str(directory), *(f"--meta={item}" for item in meta))
+    readme_jobs = {
+        "job2": ({"seed": 0}, ["gpu=A10G", "flashoptim=0.1.0"]),
+        "job3": ({"seed": 1, "flash_state_shift": 0.5}, ["gpu=A10G", "flashoptim=0.1.1"]),
+    }
+    ingest_jobs(cli, tmp_path, readme_jobs, STEPS)
     monkeypatch.setenv(DATABASE_URL_ENV, reader_url)
     monkeypatch.chdir(tmp_path)  # what an example writes (export's points/) lands here
     namespace: dict[str, Any] = {}

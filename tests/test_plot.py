@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,26 +20,12 @@ from tracker.analysis.smoothing import smooth
 from tracker.jobdir.sample import write_sample_job
 from tracker.queries.plot import MAX_RUNS
 from tracker.queries.walltime import elapsed_seconds, times_at
-from tracker.server import create_app, schemas
+from tracker.server import schemas
 from tracker.server.routers.plot import PlotJSON
 
 STEPS = 3000
 RUNS = "run=j1/ref_s0&run=j2/flash_s0&run=j1/ref_s1"
-
-
-@pytest.fixture
-def study(cli: Cli, tmp_path: Path) -> Cli:
-    for seed, (name, gpu) in enumerate((("j1", "A10G"), ("j2", "L4"))):
-        directory = write_sample_job(tmp_path / name, steps=STEPS, seed=seed)
-        cli("ingest", str(directory), f"--meta=gpu={gpu}")
-    return cli
-
-
-@pytest.fixture
-def client(study: Cli, db_url: str) -> Iterator[TestClient]:
-    app = create_app(db_url)
-    with TestClient(app, base_url="http://127.0.0.1:8765", raise_server_exceptions=False) as c:
-        yield c
+JOBS = {"j1": ({"seed": 0}, ["gpu=A10G"]), "j2": ({"seed": 1}, ["gpu=L4"])}
 
 
 def raw(cli: Cli, job: str, arm: str, metric: str = "loss") -> list[dict[str, Any]]:
