@@ -28,7 +28,7 @@ ARMS = 4  # of every sample job
 BASE = ["job", "time", "arm", "model", "variant", "seed", "steps", "points", "final_loss"]
 BASE += ["min_loss", "last_loss", "nonfinite", "val_loss", "diverged"]
 BASE += ["PASS", "FAIL", "KNOWN", "N/A"]
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def runs(client: TestClient, query: str = "") -> dict[str, Any]:
