@@ -244,7 +244,7 @@ def test_trajectories_downsample_after_smoothing(exp) -> None:  # type: ignore[n
 
 
 def test_trajectories_axis_starts_after_the_first_drop(exp) -> None:  # type: ignore[no-untyped-def]
-    """Issue 13 item 12: the smoothed loss is not flattened by its first steps."""
+    """The smoothed loss is not flattened by its first steps."""
     steps = np.arange(2000)
     curves = {
         arm: pl.DataFrame({"step": steps, "value": 3.0 + 8.0 * np.exp(-steps / 20) + shift})
