@@ -79,7 +79,7 @@ def main() -> int:
         engine = open_database(url)
         with write_session(engine) as session, session.begin():
             ingested = ingest_job(session, job_dir)
-        print(f"job: {ingested.summary()} ({time.perf_counter() - start:.1f} s to make)")
+        print(f"job: {ingested.outcome_line()} ({time.perf_counter() - start:.1f} s to make)")
         exp = load_expectations()
         compile_tracker()
 

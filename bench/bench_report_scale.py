@@ -67,7 +67,7 @@ def build(path: Path, jobs: int, steps: int, work: Path) -> None:
         )
         meta = {"time": f"{START + timedelta(hours=i):%Y-%m-%dT%H:%M:%SZ}", "gpu": "A10G"}
         with write_session(engine) as session, session.begin():
-            print(" ", ingest_job(session, job, name=f"job{i + 1:04d}", meta=meta).summary())
+            print(" ", ingest_job(session, job, name=f"job{i + 1:04d}", meta=meta).outcome_line())
         shutil.rmtree(job)
     engine.dispose()
     db = sqlite3.connect(path, isolation_level=None)
@@ -243,7 +243,7 @@ def main() -> int:
         extra = write_sample_job(tmp / EXTRA, seed=99, steps=args.steps)
         with write_session(engine) as session, session.begin():
             meta = {"time": "2027-01-01T00:00:00Z", "gpu": "A10G"}
-            print(" ", ingest_job(session, extra, meta=meta).summary())
+            print(" ", ingest_job(session, extra, meta=meta).outcome_line())
         warm, warm_memory, output = timed_report(url, out)
         print(
             f"after one more job: {warm:.2f} s, peak memory {warm_memory / 1e6:.0f} MB; "

@@ -16,11 +16,14 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 from sqlalchemy import Engine, create_engine, make_url, text
 from typer.testing import CliRunner
 
 from tracker.cli import app
+from tracker.jobdir.sample import write_sample_job
+from tracker.server import create_app
 from tracker.store.schema import open_database
 
 POSTGRES_ENV = "TRACKER_TEST_POSTGRES_URL"
@@ -150,6 +153,50 @@ def cli(db_url: str) -> Cli:
     """The command line on a database that exists (reading commands never create one)."""
     open_database(db_url).dispose()
     return Cli(db_url)
+
+
+# The sample jobs a study holds: name -> (write_sample_job's options, --meta items), ingested
+# in this order. A test module may name its own as JOBS (and their length as STEPS).
+JOBS: dict[str, tuple[dict[str, Any], list[str]]] = {
+    "j1": ({"seed": 0}, ["time=2026-10-01T00:00:00Z", "gpu=A10G", "flashoptim=0.1.0"]),
+    "j3": (
+        {"seed": 2, "flash_state_shift": 0.5},
+        ["time=2026-11-01T00:00:00Z", "gpu=A10G", "flashoptim=0.1.1"],
+    ),
+    "j2": ({"seed": 1, "failed_probe": None}, ["time=2026-10-15T00:00:00Z", "gpu=L4"]),
+}
+STEPS = 300
+
+
+def ingest_jobs(
+    cli: Cli, root: Path, jobs: dict[str, tuple[dict[str, Any], list[str]]], steps: int
+) -> None:
+    """Write each sample job under ``root`` and ingest it with its metadata."""
+    for name, (spec, meta) in jobs.items():
+        directory = write_sample_job(root / name, steps=steps, **spec)
+        cli("ingest", str(directory), *(f"--meta={item}" for item in meta))
+
+
+@pytest.fixture
+def study(cli: Cli, tmp_path: Path, request: pytest.FixtureRequest) -> Cli:
+    """The command line on a database holding the sample jobs: the test module's ``JOBS``
+    of ``STEPS`` steps, else this module's."""
+    jobs = getattr(request.module, "JOBS", JOBS)
+    ingest_jobs(cli, tmp_path, jobs, getattr(request.module, "STEPS", STEPS))
+    return cli
+
+
+def client_for(url: str, token: str | None = None) -> TestClient:
+    """The server on ``url`` (guarded by ``token``), answering errors as a client sees them."""
+    app = create_app(url, token)
+    return TestClient(app, base_url="http://127.0.0.1:8765", raise_server_exceptions=False)
+
+
+@pytest.fixture
+def client(study: Cli, db_url: str) -> Iterator[TestClient]:
+    """The server on the study's database."""
+    with client_for(db_url) as client:
+        yield client
 
 
 @pytest.fixture(scope="session")

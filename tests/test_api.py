@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from sqlalchemy import Engine, text
 
-from tests.conftest import Cli
+from tests.conftest import Cli, ingest_jobs
 from tracker import api
 from tracker.config import DATABASE_URL_ENV
 from tracker.errors import JobExists, JobNotFound, SqlRefused, UnknownArm, UnknownMetric
@@ -100,14 +100,6 @@ def js(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return value
-
-
-@pytest.fixture
-def study(cli: Cli, tmp_path: Path) -> Cli:
-    for name, (spec, meta) in JOBS.items():
-        directory = write_sample_job(tmp_path / name, steps=STEPS, **spec)
-        cli("ingest", str(directory), *(f"--meta={item}" for item in meta))
-    return cli
 
 
 @pytest.fixture(params=["url", "engine", "environment"])
@@ -237,12 +229,11 @@ def test_every_readme_python_example_runs(
 ) -> None:
     """The README's API examples, on a database holding the jobs they name; their URLs (a
     placeholder file, a placeholder server) stand for the test's database."""
-    for name, spec, meta in [
-        ("job2", {"seed": 0}, ["gpu=A10G", "flashoptim=0.1.0"]),
-        ("job3", {"seed": 1, "flash_state_shift": 0.5}, ["gpu=A10G", "flashoptim=0.1.1"]),
-    ]:
-        directory = write_sample_job(tmp_path / name, steps=STEPS, **spec)
-        cli("ingest", str(directory), *(f"--meta={item}" for item in meta))
+    readme_jobs = {
+        "job2": ({"seed": 0}, ["gpu=A10G", "flashoptim=0.1.0"]),
+        "job3": ({"seed": 1, "flash_state_shift": 0.5}, ["gpu=A10G", "flashoptim=0.1.1"]),
+    }
+    ingest_jobs(cli, tmp_path, readme_jobs, STEPS)
     monkeypatch.setenv(DATABASE_URL_ENV, reader_url)
     monkeypatch.chdir(tmp_path)  # what an example writes (export's points/) lands here
     namespace: dict[str, Any] = {}
@@ -268,14 +259,14 @@ def test_storing_from_python_ingests_syncs_rederives_and_upgrades(
     refused), ``api.sync`` what is left under the prefix, ``api.rederive`` finds nothing
     to refill."""
     told: list[str] = []
-    upgraded = api.upgrade(db_url, on_migrated=lambda done: told.append(done.summary()))
-    assert told == [upgraded.summary()] == [f"upgraded empty database -> {api.HEAD}"]
+    upgraded = api.upgrade(db_url, on_migrated=lambda done: told.append(done.outcome_line()))
+    assert told == [upgraded.outcome_line()] == [f"upgraded empty database -> {api.HEAD}"]
     jobs = tmp_path / "jobs"
     first = write_sample_job(jobs / "j1", seed=0, steps=STEPS)
     result = api.ingest(db_url, first, meta={"gpu": "A10G"})
     assert (result.job, result.status, result.arms) == ("j1", "ingested", 4)
     assert result.points > 0 and result.probes > result.failed_probes
-    assert api.ingest(db_url, first).summary() == (
+    assert api.ingest(db_url, first).outcome_line() == (
         "j1: unchanged, already ingested with identical content"
     )
     other = write_sample_job(tmp_path / "other", seed=5, steps=STEPS)
@@ -287,11 +278,11 @@ def test_storing_from_python_ingests_syncs_rederives_and_upgrades(
     write_sample_job(jobs / "j2", seed=1, steps=STEPS)
     seen: list[str] = []
     synced = api.sync(db_url, jobs, on_job=lambda job: seen.append(job.location))
-    assert synced.summary() == "2 found: 1 ingested, 1 unchanged, 0 failed"
+    assert synced.outcome_line() == "2 found: 1 ingested, 1 unchanged, 0 failed"
     assert sorted(Path(location).name for location in seen) == ["j1", "j2"]
     assert api.job_meta(db_url, "j1") == {"gpu": "A10G"}
-    assert api.rederive(db_url).summary() == "0 jobs rederived, 2 already up to date"
-    assert api.upgrade(db_url).summary() == f"already at {api.HEAD}"
+    assert api.rederive(db_url).outcome_line() == "0 jobs rederived, 2 already up to date"
+    assert api.upgrade(db_url).outcome_line() == f"already at {api.HEAD}"
 
 
 def test_changed_analysis_code_makes_rederive_refill_every_job(

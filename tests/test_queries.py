@@ -62,7 +62,7 @@ PROBE_COLUMNS = [
     "bpp_params",
     "bpp_state",
     "bpp_grads",
-    "bpp_total",
+    "bpp_params_state_grads",
     "peak_steady",
     "peak_bpp",
     "error",
@@ -99,7 +99,7 @@ AGGREGATE_COLUMNS = [
     "any_diverged",
 ]
 METRICS = (
-    "n_params, bpp_params, bpp_state, bpp_grads, bpp_total, peak_steady, peak_bpp, "
+    "n_params, bpp_params, bpp_state, bpp_grads, bpp_params_state_grads, peak_steady, peak_bpp, "
     "val_loss, final_loss, min_loss, last_loss, points"
 )
 
@@ -277,7 +277,7 @@ def expected_probe(job: str, record: dict[str, Any], study: Study) -> dict[str, 
         "bpp_params": record.get("bpp_params"),
         "bpp_state": record.get("bpp_state"),
         "bpp_grads": record.get("bpp_grads"),
-        "bpp_total": record.get("bpp_params_state_grads"),
+        "bpp_params_state_grads": record.get("bpp_params_state_grads"),
         "peak_steady": record.get("peak_steady"),
         "peak_bpp": record["peak_steady"] / record["n_params"] if ok else None,
         "error": record.get("error"),
@@ -302,7 +302,7 @@ def test_probes_match_mem_sweep_value_by_value(study: Study) -> None:
         r for r in rows if (r["job"], r["model"], r["variant"]) == ("j1", "gpt-124m", "flash")
     )
     assert j3_flash["bpp_state"] - j1_flash["bpp_state"] == pytest.approx(0.5, abs=0.01)
-    assert j3_flash["bpp_total"] == pytest.approx(
+    assert j3_flash["bpp_params_state_grads"] == pytest.approx(
         j3_flash["bpp_params"] + j3_flash["bpp_state"] + j3_flash["bpp_grads"]
     )
 
@@ -328,7 +328,11 @@ def test_probe_filters(study: Study) -> None:
         (job, "gpt-355m", "ref") for job in study.order if job != "j2"
     ]
     for row in failed:
-        assert row["n_params"] is None and row["peak_bpp"] is None and row["bpp_total"] is None
+        assert (
+            row["n_params"] is None
+            and row["peak_bpp"] is None
+            and row["bpp_params_state_grads"] is None
+        )
         assert row["error"].startswith("CUDA out of memory")
     assert study.rows("query", "probes", "--failed", "--job", "j2") == []
     assert study.cli("query", "probes", "--failed", "--job", "j2").stdout == "(no rows)\n"

@@ -244,7 +244,7 @@ def test_trajectories_downsample_after_smoothing(exp) -> None:  # type: ignore[n
 
 
 def test_trajectories_axis_starts_after_the_first_drop(exp) -> None:  # type: ignore[no-untyped-def]
-    """Issue 13 item 12: the smoothed loss is not flattened by its first steps."""
+    """The smoothed loss is not flattened by its first steps."""
     steps = np.arange(2000)
     curves = {
         arm: pl.DataFrame({"step": steps, "value": 3.0 + 8.0 * np.exp(-steps / 20) + shift})
@@ -707,7 +707,7 @@ def test_cross_job_figures_escape_database_text(exp) -> None:  # type: ignore[no
             "model": ["gpt-124m", "gpt-124m"],
             "variant": [EVIL, EVIL],
             "n_params": [10, 10],
-            "bpp_total": [3.0, 3.5],
+            "bpp_params_state_grads": [3.0, 3.5],
             "error": [None, None],
         }
     )
@@ -730,7 +730,7 @@ def test_lines_across_many_jobs_have_no_mark_per_job(exp) -> None:  # type: igno
             "model": ["gpt-124m"] * n,
             "variant": ["flash"] * n,
             "n_params": [10] * n,
-            "bpp_total": [7.125 + 0.01 * (i % 3) for i in range(n)],
+            "bpp_params_state_grads": [7.125 + 0.01 * (i % 3) for i in range(n)],
         }
     )
     bpp = bpp_across_jobs(probes, jobs, exp, pick_model(probes, "gpt"))

@@ -1,4 +1,4 @@
-"""Issue 19 items 2 and 3: the smoothing real curves need (``smooth``: per step, skipping
+"""The smoothing real curves need (``smooth``: per step, skipping
 non-finite values, debiased), against a direct loop, and on ingested jobs with a NaN streak
 and a sparse curve (faithful edits of a generated job), on both backends."""
 

@@ -18,8 +18,7 @@ from scipy import stats
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from tests.conftest import Cli
-from tests.test_serve import client_for
+from tests.conftest import Cli, client_for
 from tracker.analysis.expectations import Expectations, load_expectations
 from tracker.analysis.job import analyze_job
 from tracker.analysis.verdict import FAIL, KNOWN, NA, PASS, Verdict

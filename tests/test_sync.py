@@ -27,7 +27,7 @@ STEPS = 20
 SAFETY_NET_S = 600  # a hung process fails the test instead of hanging it; never a verdict
 
 
-def study(root: Path, count: int) -> list[Path]:
+def sample_jobs(root: Path, count: int) -> list[Path]:
     return [
         write_sample_job(root / f"run{i}" / f"job{i}", seed=i, steps=STEPS) for i in range(count)
     ]
@@ -41,7 +41,7 @@ def stored_names(engine: Engine) -> list[str]:
 def test_sync_ingests_new_jobs_skips_stored_ones_and_waits_for_unfinished(
     cli: Cli, engine: Engine, tmp_path: Path
 ) -> None:
-    jobs = study(tmp_path / "study", 3)
+    jobs = sample_jobs(tmp_path / "study", 3)
     (jobs[2] / "ref_s1.json").unlink()  # still training its last arm
     (tmp_path / "study" / "notes").mkdir()
     first = cli("sync", str(tmp_path / "study"))
@@ -76,7 +76,7 @@ def test_a_job_without_mem_sweep_is_waiting(cli: Cli, engine: Engine, tmp_path: 
 def test_a_changed_job_is_left_alone_unless_replace(
     cli: Cli, engine: Engine, tmp_path: Path
 ) -> None:
-    [job] = study(tmp_path / "study", 1)
+    [job] = sample_jobs(tmp_path / "study", 1)
     cli("sync", str(tmp_path / "study"))
     os.utime(job / "ref_s0.json")  # touched, same content: read once, still unchanged
     touched = cli("sync", str(tmp_path / "study"))
@@ -98,7 +98,7 @@ def test_a_changed_job_is_left_alone_unless_replace(
 
 
 def test_a_dry_run_stores_nothing(cli: Cli, engine: Engine, tmp_path: Path) -> None:
-    jobs = study(tmp_path / "study", 2)
+    jobs = sample_jobs(tmp_path / "study", 2)
     result = cli("sync", str(tmp_path / "study"), "--dry-run")
     assert result.stdout == (
         f"{jobs[0]}: ingested (dry run: would ingest)\n"
@@ -109,7 +109,7 @@ def test_a_dry_run_stores_nothing(cli: Cli, engine: Engine, tmp_path: Path) -> N
 
 
 def test_a_failed_job_is_listed_and_exits_1(cli: Cli, engine: Engine, tmp_path: Path) -> None:
-    jobs = study(tmp_path / "study", 2)
+    jobs = sample_jobs(tmp_path / "study", 2)
     (jobs[0] / "ref_s0.json").write_text("{")
     result = cli("sync", str(tmp_path / "study"), ok=False)
     assert result.exit_code == 1
@@ -142,7 +142,7 @@ def test_a_missing_prefix_is_one_line(cli: Cli, tmp_path: Path) -> None:
 def test_the_jobs_own_metadata_file_gives_metadata_and_meta_wins(
     cli: Cli, engine: Engine, tmp_path: Path
 ) -> None:
-    jobs = study(tmp_path / "study", 2)
+    jobs = sample_jobs(tmp_path / "study", 2)
     (jobs[0] / "job.json").write_text(json.dumps({"gpu": "H100", "flashoptim": "0.1.4", "n": 8}))
     (jobs[1] / "meta.json").write_text(json.dumps({"gpu": "A10G"}))
     cli("sync", str(tmp_path / "study"), "--meta", "gpu=L4")
@@ -166,13 +166,13 @@ def test_the_jobs_own_metadata_file_gives_metadata_and_meta_wins(
 
 
 def test_the_library_reports_each_job(engine: Engine, tmp_path: Path) -> None:
-    study(tmp_path / "study", 2)
+    sample_jobs(tmp_path / "study", 2)
     told: list[SyncStatus] = []
     report = sync_prefix(
         engine, tmp_path / "study", SyncOptions(), lambda job: told.append(job.status)
     )
     assert told == [SyncStatus.INGESTED, SyncStatus.INGESTED]
-    assert report.summary() == "2 found: 2 ingested, 0 unchanged, 0 failed"
+    assert report.outcome_line() == "2 found: 2 ingested, 0 unchanged, 0 failed"
     assert not report.failed
 
 
@@ -194,7 +194,7 @@ def without_lock_notices(err: str) -> str:
 def test_two_syncs_at_once_ingest_each_job_once(
     db_url: str, engine: Engine, tmp_path: Path
 ) -> None:
-    study(tmp_path / "study", 4)
+    sample_jobs(tmp_path / "study", 4)
     processes = [start_sync(db_url, tmp_path / "study") for _ in range(2)]
     outputs = [p.communicate(timeout=SAFETY_NET_S) for p in processes]
     assert [p.returncode for p in processes] == [0, 0], outputs
@@ -207,7 +207,7 @@ def test_two_syncs_at_once_ingest_each_job_once(
 def test_a_killed_sync_resumes_where_it_stopped(
     db_url: str, engine: Engine, tmp_path: Path
 ) -> None:
-    study(tmp_path / "study", 4)
+    sample_jobs(tmp_path / "study", 4)
     process = start_sync(db_url, tmp_path / "study")
     assert process.stdout is not None
     first = process.stdout.readline()  # told once its transaction committed
@@ -226,7 +226,7 @@ def test_a_killed_sync_resumes_where_it_stopped(
 def test_watch_ingests_a_job_when_it_finishes_until_interrupted(
     db_url: str, engine: Engine, tmp_path: Path
 ) -> None:
-    [job] = study(tmp_path / "study", 1)
+    [job] = sample_jobs(tmp_path / "study", 1)
     summary = (job / "ref_s1.json").read_bytes()
     (job / "ref_s1.json").unlink()
     process = start_sync(db_url, tmp_path / "study", "--watch", "0.05")
@@ -249,7 +249,7 @@ def test_watch_ingests_a_job_when_it_finishes_until_interrupted(
 def test_sync_of_a_memory_url_walks_fsspecs_listing(
     cli: Cli, engine: Engine, tmp_path: Path
 ) -> None:
-    study(tmp_path / "study", 2)
+    sample_jobs(tmp_path / "study", 2)
     (tmp_path / "study" / "run1" / "job1" / "mem_sweep.json").unlink()
     url = put_in_memory(tmp_path / "study")
     result = cli("sync", url)
@@ -263,7 +263,7 @@ def test_sync_of_a_memory_url_walks_fsspecs_listing(
 
 
 def test_db_copy_keeps_the_listed_versions(db_url: str, reader_url: str, tmp_path: Path) -> None:
-    study(tmp_path / "study", 1)
+    sample_jobs(tmp_path / "study", 1)
     local = Cli(f"sqlite:///{tmp_path / 'local.db'}")
     local("sync", str(tmp_path / "study"))
     local("db", "copy", local.url, db_url)

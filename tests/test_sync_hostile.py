@@ -100,7 +100,7 @@ def test_a_storage_that_stops_answering_ends_the_pass_after_three_jobs(
     report = sync_prefix(engine, f"s3://{bucket}/p/", options, stop_after_the_first)
     assert [job.status for job in report.jobs] == [SyncStatus.INGESTED] + 3 * [SyncStatus.FAILED]
     assert all(job.unreachable for job in report.jobs[1:])
-    assert report.summary() == (
+    assert report.outcome_line() == (
         f"4 found: 1 ingested, 0 unchanged, 3 failed (s3://{bucket}/p/job1, "
         f"s3://{bucket}/p/job2, s3://{bucket}/p/job3); stopped: the storage gave no files "
         "for 3 jobs in a row, 3 jobs not tried"

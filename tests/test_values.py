@@ -5,30 +5,20 @@ is an error naming the known values, never an empty answer; in the server a 422,
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from tests.conftest import Cli
-from tracker.jobdir.sample import write_sample_job
-from tracker.server import create_app
 
+STEPS = 100
 JOBS = {
-    "v1": (0, ["time=2026-10-01T00:00:00Z", "gpu=A10G", "flashoptim=0.1.0"]),
-    "v2": (1, ["time=2026-11-01T00:00:00Z", "gpu=H100", "flashoptim=0.1.1"]),
+    "v1": ({"seed": 0}, ["time=2026-10-01T00:00:00Z", "gpu=A10G", "flashoptim=0.1.0"]),
+    "v2": ({"seed": 1}, ["time=2026-11-01T00:00:00Z", "gpu=H100", "flashoptim=0.1.1"]),
 }
 MODELS = "gpt-124m, gpt-30m, gpt-355m, gpt-82m, resnet50"
 VARIANTS = "flash, flash_gr, linear, quant_only, ref, split_only"
-
-
-@pytest.fixture
-def study(cli: Cli, tmp_path: Path) -> Cli:
-    for name, (seed, meta) in JOBS.items():
-        directory = write_sample_job(tmp_path / name, seed=seed, steps=100)
-        cli("ingest", str(directory), *(f"--meta={item}" for item in meta))
-    return cli
 
 
 CASES = [
@@ -104,13 +94,6 @@ def test_the_claims_table_names_its_intervals(study: Cli, tmp_path: Path) -> Non
     index = (tmp_path / "r" / "index.html").read_text()
     assert "estimate [interval]" in index and "95% CI" not in index
     assert '<span class="muted">90% CS</span>' in index
-
-
-@pytest.fixture
-def client(study: Cli, db_url: str) -> Iterator[TestClient]:
-    app = create_app(db_url)
-    with TestClient(app, base_url="http://127.0.0.1:8765", raise_server_exceptions=False) as c:
-        yield c
 
 
 SERVER_CASES = [

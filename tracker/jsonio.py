@@ -6,7 +6,6 @@ need, so there are four named policies and no other encoder:
 * **API** (``to_api_json``, ``api_safe``): what ``--format json`` and the server's ``/api/``
   write. NaN is the string ``"NaN"``, +-inf ``"Infinity"`` / ``"-Infinity"``, ``null`` only a
   missing value (so NaN and missing stay apart); times in the listings' format, UTC.
-  ``to_api_json_arrays`` writes numpy arrays in it with the json module's C encoder.
 * **figure** (``to_figure_json``): a plotly.js figure inside an HTML page: numpy arrays as
   typed arrays (base64), non-finite numbers in lists ``null``, ``<`` and ``>`` escaped.
 * **null** (``to_json``, ``null_non_finite``): the files the report writes beside a job's page
@@ -28,7 +27,6 @@ import dataclasses
 import json
 import math
 import re
-import secrets
 import sys
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -41,7 +39,6 @@ __all__ = [
     "from_stored_json",
     "null_non_finite",
     "to_api_json",
-    "to_api_json_arrays",
     "to_figure_json",
     "to_json",
     "to_stored_json",
@@ -93,32 +90,6 @@ NON_FINITE = re.compile(r"-?Infinity|NaN")  # json's tokens for them, in a list 
 
 def _numpy() -> Any:
     return sys.modules.get("numpy")
-
-
-def to_api_json_arrays(value: Any) -> str:
-    """``to_api_json`` of a document holding numpy arrays, each written by the json module's
-    C encoder: walked value by value in Python, 10 runs of 2,000 points each would take most
-    of an answer's time. Each array stands in the document as a placeholder no stored text
-    can forge."""
-    numpy = _numpy()
-    arrays: list[Any] = []
-    mark = f"array-{secrets.token_hex(8)}-"
-
-    def stand_in(item: Any) -> Any:
-        if numpy is not None and isinstance(item, numpy.ndarray):
-            arrays.append(item)
-            return f"{mark}{len(arrays) - 1}"
-        if isinstance(item, dict):
-            return {key: stand_in(inner) for key, inner in item.items()}
-        if isinstance(item, list):
-            return [stand_in(inner) for inner in item]
-        return item
-
-    def numbers(found: re.Match[str]) -> str:
-        text = json.dumps(arrays[int(found.group(1))].tolist(), separators=(",", ":"))
-        return NON_FINITE.sub(lambda token: f'"{token.group(0)}"', text)
-
-    return re.sub(f'"{mark}(\\d+)"', numbers, to_api_json(stand_in(value)))
 
 
 # figure ---------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from tracker.conditions import Condition
 from tracker.config import DATABASE_URL_ENV, database_url
 from tracker.domain import META_KEY
 from tracker.errors import Interrupted, TrackerError, raised_by_interrupt
-from tracker.output import Format, shown
+from tracker.row_formats import Format, shown
 
 SIZE = re.compile(r"(\d{1,15})\s*((?:[KMGT]i?B)?)", re.IGNORECASE)
 SIZE_UNITS = (

@@ -28,9 +28,9 @@ def db_copy(
 
     def show(outcome: Any) -> None:
         if outcome.status == "conflict":
-            typer.echo(f"Error: {outcome.summary()}", err=True)
+            typer.echo(f"Error: {outcome.outcome_line()}", err=True)
         else:
-            typer.echo(outcome.summary())
+            typer.echo(outcome.outcome_line())
 
     outcomes = api.copy_jobs(source, destination, on_job=show)
     copied = sum(outcome.status == "copied" for outcome in outcomes)
@@ -51,7 +51,7 @@ def db_upgrade(ctx: typer.Context) -> None:
     """
     from tracker import api
 
-    api.upgrade(_state(ctx).url, on_migrated=lambda done: typer.echo(done.summary()))
+    api.upgrade(_state(ctx).url, on_migrated=lambda done: typer.echo(done.outcome_line()))
 
 
 @db_app.command("rederive")
@@ -64,7 +64,9 @@ def db_rederive(ctx: typer.Context) -> None:
     from tracker import api
 
     engine = _state(ctx).engine(may_create_file=False)
-    typer.echo(api.rederive(engine, on_job=lambda name: typer.echo(f"{name}: rederived")).summary())
+    typer.echo(
+        api.rederive(engine, on_job=lambda name: typer.echo(f"{name}: rederived")).outcome_line()
+    )
 
 
 @db_app.command("check")
@@ -79,7 +81,7 @@ def db_check(ctx: typer.Context) -> None:
     checked = check_database(_state(ctx).engine(may_create_file=False))
     for _job, line in checked.damage:
         typer.echo(f"Error: {line}", err=True)
-    typer.echo(checked.summary())
+    typer.echo(checked.outcome_line())
     if checked.damage:
         raise typer.Exit(1)
 

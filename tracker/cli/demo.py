@@ -36,7 +36,7 @@ def demo(
         engine,
         directories,
         out=out,
-        on_job=lambda result: typer.echo(result.summary()),
+        on_job=lambda result: typer.echo(result.outcome_line()),
         study=study,
     )
     typer.echo(f"database: {_state(ctx).url}")

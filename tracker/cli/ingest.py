@@ -14,7 +14,7 @@ from tracker.cli.base import parse_size as _parse_size
 from tracker.cli.base import state as _state
 from tracker.domain import DEFAULT_ARM_MODEL
 from tracker.jobdir.limits import MAX_FILE_SIZE, size_text
-from tracker.output import shown
+from tracker.row_formats import shown
 
 PROGRESS_MIN_BYTES = 10_000_000
 
@@ -87,7 +87,7 @@ def ingest(
         engine = stack.enter_context(_state(ctx).storing_engine())
         progress = _ingest_progress(stack, many=len(directories) > 1)
         report = ingest_directories(engine, directories, options, progress)
-    closing = report.summary()
+    closing = report.outcome_line()
     if closing is not None:
         typer.echo(closing)
     if report.failed:
@@ -121,7 +121,7 @@ def _ingest_progress(stack: ExitStack, *, many: bool) -> Any:
                 self.bar.update(nbytes)
 
         def job_done(self, result: Any) -> None:
-            self.say(result.summary())
+            self.say(result.outcome_line())
             if result.skipped:
                 self.say(f"  skipped: {', '.join(result.skipped)}")
             for warning in result.warnings:

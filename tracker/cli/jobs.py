@@ -18,9 +18,9 @@ from tracker.cli.base import (
     state,
     where_pairs,
 )
-from tracker.cli.output import print_rows, print_tables
+from tracker.cli.printing import print_rows, print_tables
 from tracker.domain import JOB_SORT_KEYS
-from tracker.output import Format
+from tracker.row_formats import Format
 
 
 def _sort_key(value: str | None) -> str | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -22,10 +22,18 @@ from tracker.cli.base import (
     state,
     where_pairs,
 )
-from tracker.cli.output import print_frame, print_rows
+from tracker.cli.printing import print_frame, print_rows
 from tracker.config import MAX_BYTES, MAX_ROWS, STATEMENT_TIMEOUT_S
 from tracker.domain import LOSS, MIN_WINDOW_POINTS, ClaimStatus
-from tracker.output import Format, render
+from tracker.row_formats import Format, render
+
+
+def _print_table(ctx: typer.Context, table: str, fmt: Format, **options: Any) -> None:
+    """One of ``tracker.api``'s tables (``probes``, ``runs``, ``trend``), printed."""
+    from tracker import api
+
+    options["where"] = where_pairs(options["where"])
+    print_frame(getattr(api, table)(state(ctx).url, **options), fmt)
 
 
 @query_app.command("probes")
@@ -43,19 +51,8 @@ def query_probes(
 
     Example: tracker query probes --model gpt-124m --variant flash --format csv
     """
-    from tracker import api
-
-    pairs = where_pairs(where)
-    frame = api.probes(
-        state(ctx).url,
-        job=job,
-        model=model,
-        variant=variant,
-        where=pairs,
-        group_by=group_by,
-        failed=failed,
-    )
-    print_frame(frame, fmt)
+    filters = dict(job=job, model=model, variant=variant, where=where, group_by=group_by)
+    _print_table(ctx, "probes", fmt, failed=failed, **filters)
 
 
 @query_app.command("runs")
@@ -75,19 +72,8 @@ def query_runs(
 
     Example: tracker query runs --variant ref --aggregate-seeds --group-by flashoptim
     """
-    from tracker import api
-
-    pairs = where_pairs(where)
-    frame = api.runs(
-        state(ctx).url,
-        job=job,
-        model=model,
-        variant=variant,
-        where=pairs,
-        group_by=group_by,
-        aggregate_seeds=aggregate_seeds,
-    )
-    print_frame(frame, fmt)
+    filters = dict(job=job, model=model, variant=variant, where=where, group_by=group_by)
+    _print_table(ctx, "runs", fmt, aggregate_seeds=aggregate_seeds, **filters)
 
 
 @query_app.command("curve")
@@ -149,19 +135,8 @@ def query_trend(
 
     Example: tracker query trend --metric bpp_state --model gpt-124m --variant flash
     """
-    from tracker import api
-
-    pairs = where_pairs(where)
-    frame = api.trend(
-        state(ctx).url,
-        metric,
-        job=job,
-        model=model,
-        variant=variant,
-        where=pairs,
-        group_by=group_by,
-    )
-    print_frame(frame, fmt)
+    filters = dict(job=job, model=model, variant=variant, where=where, group_by=group_by)
+    _print_table(ctx, "trend", fmt, metric=metric, **filters)
 
 
 @app.command()
@@ -208,7 +183,7 @@ def compare(
     shown = comparison.changes_only() if changes_only else comparison
     print_frame(shown.table, fmt)
     if fmt is Format.table:
-        typer.echo(f"\n{comparison.summary()}")
+        typer.echo(f"\n{comparison.outcome_line()}")
         for line in comparison.regressions:
             typer.echo(f"  {line}")
     if fail_on_regression and comparison.regressed:

@@ -79,7 +79,7 @@ def report(
             f"{out / 'index.html'} and its manifest not updated; job pages written so far are "
             "kept and rendered again by the next run"
         ) from None
-    typer.echo(written.summary())
+    typer.echo(written.outcome_line())
 
 
 SERVE_TOKEN_ENV = "TRACKER_SERVE_TOKEN"

@@ -12,7 +12,7 @@ from tracker.cli.base import StorageOptions, StudyOption, app, parse_storage_opt
 from tracker.cli.base import parse_meta as _parse_meta
 from tracker.cli.base import state as _state
 from tracker.errors import TrackerError
-from tracker.output import shown
+from tracker.row_formats import shown
 
 
 @app.command()
@@ -68,7 +68,7 @@ def sync(
                     raise
                 typer.echo(f"Error: {shown(str(exc))}", err=True)  # a watch outlasts a blip
             else:
-                typer.echo(shown(report.summary()))
+                typer.echo(shown(report.outcome_line()))
             if watch is None:
                 break
             time.sleep(watch)

@@ -202,38 +202,29 @@ def _quartile_band(drawing: _ArmDrawing) -> None:
         if ok.any():
             quartiles[:, ok] = np.nanpercentile(table[:, ok], [25, 50, 75], axis=0)
     low, median, high = (q.astype(np.float32) for q in quartiles)
-    drawing.traces.append(
-        scatter(
-            x=steps[ok],
-            y=high[ok],
-            mode="lines",
-            line=dict(width=0),
-            hoverinfo="skip",
-            showlegend=False,
-        )
-    )
-    drawing.traces.append(
-        scatter(
-            x=steps[ok],
-            y=low[ok],
-            mode="lines",
+
+    def lines(values: np.ndarray, **style: Any) -> dict[str, Any]:
+        return scatter(x=steps[ok], y=values[ok], mode="lines", **style)
+
+    band = f"25th\u201375th percentile over {len(drawing.names)} jobs"
+    hover = "median over jobs, step %{x:,}: %{y:.4f}<extra></extra>"
+    drawing.traces += [
+        lines(high, line=dict(width=0), hoverinfo="skip", showlegend=False),
+        lines(
+            low,
             fill="tonexty",
             fillcolor=BAND_COLOR,
             line=dict(width=0),
-            name=f"25th\u201375th percentile over {len(drawing.names)} jobs",
+            name=band,
             hoverinfo="skip",
-        )
-    )
-    drawing.traces.append(
-        scatter(
-            x=steps[ok],
-            y=median[ok],
-            mode="lines",
+        ),
+        lines(
+            median,
             name="median over jobs",
             line=dict(color=MEDIAN_COLOR, width=2),
-            hovertemplate="median over jobs, step %{x:,}: %{y:.4f}<extra></extra>",
-        )
-    )
+            hovertemplate=hover,
+        ),
+    ]
     drawing.drawn.append((steps[ok], median[ok]))
 
 

@@ -141,7 +141,9 @@ def bpp_across_jobs(
     present = ok.get_column("variant").unique(maintain_order=True).to_list()
     for variant in variant_order(present, exp):
         values = dict(
-            ok.filter(pl.col("variant") == variant).select("job", "bpp_total").iter_rows()
+            ok.filter(pl.col("variant") == variant)
+            .select("job", "bpp_params_state_grads")
+            .iter_rows()
         )
         found = sorted((order[job], value) for job, value in values.items() if job in order)
         name = plot_text(variant)

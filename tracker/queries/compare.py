@@ -70,7 +70,7 @@ class Comparison:
             counts[Change(change)] += 1
         return counts
 
-    def summary(self) -> str:
+    def outcome_line(self) -> str:
         """'N regressions from A to B (every kind of change counted)'."""
         counts = self.counts()
         n = counts[Change.REGRESSED]

@@ -27,6 +27,7 @@ from tracker.errors import (
 from tracker.jsonio import format_time
 from tracker.models import Job, JobMeta, Probe, Run
 from tracker.store.catalog import (
+    PROBE_NUMBERS,
     check_meta_keys,
     check_meta_values,
     job_time,
@@ -89,12 +90,7 @@ TABLE_COLUMNS = frozenset(
         "change",
         "points",
         "error",
-        "n_params",
-        "bpp_params",
-        "bpp_state",
-        "bpp_grads",
-        "bpp_total",
-        "peak_steady",
+        *PROBE_NUMBERS,
         "peak_bpp",
         "val_loss",
         "final_loss",

@@ -17,19 +17,12 @@ from tracker.errors import UnknownArm, UnknownMetric, did_you_mean, known_names
 from tracker.models import Curve, Probe, Run
 from tracker.queries.selection import Selection, selected_jobs
 from tracker.queries.window import check_window, kept, read_window
+from tracker.store.catalog import PROBE_NUMBERS
 from tracker.store.frames import query_frame
 from tracker.store.notes import notes_text, run_notes
 from tracker.store.runfilter import matching_runs, run_conditions
 
-PROBE_METRICS = (
-    "n_params",
-    "bpp_params",
-    "bpp_state",
-    "bpp_grads",
-    "bpp_total",
-    "peak_steady",
-    "peak_bpp",
-)
+PROBE_METRICS = (*PROBE_NUMBERS, "peak_bpp")
 ORDER = "#order"  # a column name no metadata key can take (see --group-by)
 RUN_ID = "#run"
 RUN_METRICS = ("val_loss", "final_loss", "min_loss", "last_loss", "points")
@@ -66,12 +59,7 @@ def probes(
             Probe.job_id,
             Probe.model,
             Probe.variant,
-            Probe.n_params,
-            Probe.bpp_params,
-            Probe.bpp_state,
-            Probe.bpp_grads,
-            Probe.bpp_params_state_grads.label("bpp_total"),
-            Probe.peak_steady,
+            *(getattr(Probe, column) for column in PROBE_NUMBERS),
             Probe.error,
         ).order_by(Probe.id),
         Probe,

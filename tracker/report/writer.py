@@ -39,7 +39,7 @@ from tracker.queries.job_analysis import job_studies
 from tracker.queries.selection import Selection, contents_and_meta, selected_jobs
 from tracker.report.cleanup import remove_unused
 from tracker.report.files import INDEX, MANIFEST, job_folders
-from tracker.report.index import index_view, write_index
+from tracker.report.index import CLAIMS_NONE, index_entries, write_index
 from tracker.report.manifest import (
     MANIFEST_FORMAT,
     expectations_key,
@@ -50,6 +50,7 @@ from tracker.report.manifest import (
 )
 from tracker.report.render import Task, render_all
 from tracker.store.copy import job_names
+from tracker.views.home import index_view
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class Report:
     jobs: list[JobReport]
     removed: list[str] = field(default_factory=list)  # folders of jobs deleted (or pruned)
 
-    def summary(self) -> str:
+    def outcome_line(self) -> str:
         rendered = [job for job in self.jobs if job.rendered]
         lines = [
             f"{len(rendered)} job pages rendered, {len(self.jobs) - len(rendered)} up to date"
@@ -146,8 +147,9 @@ def generate_report(
     gone = {name: entry for name, entry in earlier.items() if name not in retained}
     removed = remove_unused(out_dir, gone, [*folders.values(), *_folders(retained)])
 
-    view = index_view(session, ordered, folders, entries, meta, exp, selection)
-    index = write_index(out_dir, view, generated, exp)
+    listed = index_entries(folders, entries)
+    view = index_view(session, ordered, listed, meta, exp, selection, CLAIMS_NONE)
+    index = write_index(out_dir, view, generated, exp.source)
     write_manifest(out_dir, exp_key, {**retained, **entries})
     jobs = [
         JobReport(

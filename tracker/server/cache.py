@@ -1,7 +1,7 @@
 """Per-request work kept between requests, keyed by the state of the jobs it is made from,
 and the bound on heavy work.
 
-A key holds a digest of each such job's content and metadata (``tracker.server.views``),
+A key holds a digest of each such job's content and metadata (``tracker.server.page_cache``),
 read in the same snapshot as the result, so it can never serve a stale result: no
 invalidation, and a job ingested or edited while the server runs is simply a key not seen
 yet. What depends on a job's content alone (a downsampled curve) is keyed by its content

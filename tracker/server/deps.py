@@ -20,7 +20,7 @@ JOB_VIEWS = 64  # a job's page holds its figures (~100 KB to 1 MB): the recent o
 ANALYSES = 4096  # verdicts of a job are small: every job of a large study stays cached
 CURVES = 256  # downsampled curve windows (<= 2,000 points each), by their step range
 PLOT_CURVES = 128  # whole curves and their smoothings for /api/plot (a 1M-step one: 16 MB)
-SUMMARIES = 32  # results over all jobs (the jobs list, the index, claims), per selection
+ACROSS_JOBS = 32  # results over all jobs (the jobs list, the index, claims), per selection
 
 
 @dataclass
@@ -36,14 +36,14 @@ class Served:
     job_views: DigestCache[Any] = field(init=False)
     analyses: DigestCache[Any] = field(init=False)
     curves: DigestCache[Any] = field(init=False)
-    summaries: DigestCache[Any] = field(init=False)
+    across_jobs: DigestCache[Any] = field(init=False)
     plot_curves: DigestCache[Any] = field(init=False)
 
     def __post_init__(self) -> None:
         self.job_views = DigestCache(JOB_VIEWS, self.heavy)
         self.analyses = DigestCache(ANALYSES)
         self.curves = DigestCache(CURVES, self.heavy)
-        self.summaries = DigestCache(SUMMARIES)
+        self.across_jobs = DigestCache(ACROSS_JOBS)
         self.plot_curves = DigestCache(PLOT_CURVES, self.heavy)
 
     @property

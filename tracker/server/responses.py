@@ -10,7 +10,7 @@ import jinja2
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from tracker.jsonio import to_api_json
-from tracker.server.views import job_href
+from tracker.server.page_cache import job_href
 from tracker.views.templates import environment
 
 if TYPE_CHECKING:

@@ -1,29 +1,88 @@
 """What the JSON routes return, as pydantic models: the response schemas of ``/openapi.json``.
 
-The routes still answer with ``TrackerJSON`` (``responses.py``), so a body is exactly the
-CLI's ``--format json``; these models describe it. A measured number is a JSON number, or
-``null`` for NaN or a missing value, or the string ``"Infinity"`` / ``"-Infinity"``.
+Each handler returns its route's model; FastAPI validates it and ``TrackerJSON``
+(``responses.py``) writes it, so that a body is exactly the CLI's ``--format json``. A
+measured number is a JSON number, or ``null`` for a missing value, or the string ``"NaN"``,
+``"Infinity"`` or ``"-Infinity"``; a time is ISO 8601 in UTC, to the second.
 """
 
 from __future__ import annotations
 
+import json
+import re
+import secrets
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+import numpy as np
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PlainSerializer,
+    PlainValidator,
+    PrivateAttr,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    WithJsonSchema,
+    model_serializer,
+    model_validator,
+)
+
+from tracker.jsonio import api_safe, format_time
 
 Number = Annotated[
-    float | str | None,
+    int | float | str | None,
+    PlainSerializer(api_safe, return_type=int | float | str | None, when_used="json"),
     Field(description='A number; null for NaN or none; "Infinity" or "-Infinity".'),
 ]
+Value = Annotated[
+    bool | int | float | str | None,
+    PlainSerializer(api_safe, return_type=bool | int | float | str | None, when_used="json"),
+    Field(description="A verdict's number, or yes or no (e.g. whether a run diverged)."),
+]
+Time = Annotated[
+    datetime,
+    PlainSerializer(format_time, return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+
+
+class Row(BaseModel):
+    """A row whose columns a query chose: it holds the columns it was given, written in
+    their order (the declared fields are the columns it may have, and their types)."""
+
+    model_config = ConfigDict(extra="allow")
+    _given: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_order(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        row = handler(data)
+        if isinstance(data, Mapping):
+            row._given = tuple(data)
+        return row
+
+    # no return annotation: the schema stays the declared fields'
+    @model_serializer(mode="wrap")
+    def _in_given_order(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo):
+        written = handler(self)
+        if info.mode_is_json():  # the other columns as the API writes them (NaN as "NaN")
+            written |= {key: api_safe(value) for key, value in (self.model_extra or {}).items()}
+        if not self._given:
+            return written
+        return {key: written[key] for key in self._given if key in written}
 
 
 class JobRow(BaseModel):
     """One job of ``/api/jobs``, in job order (``time`` metadata, else ingest time)."""
 
     job: str
-    time: datetime
-    ingested_at: datetime
+    time: Time
+    ingested_at: Time
     probes: int
     failed_probes: int
     arms: int
@@ -39,7 +98,7 @@ class ProbeRow(BaseModel):
     bpp_params: Number
     bpp_state: Number
     bpp_grads: Number
-    bpp_total: Number
+    bpp_params_state_grads: Number
     peak_steady: int | None
     error: str | None
 
@@ -75,8 +134,8 @@ class CurveRow(BaseModel):
 class Verdict(BaseModel):
     check: str
     subject: str
-    measured: Number
-    expected: Number
+    measured: Value
+    expected: Value
     tolerance: Number
     status: str
     detail: str
@@ -93,10 +152,8 @@ class JobDetail(BaseModel):
     verdicts: list[Verdict]
 
 
-class ClaimRow(BaseModel):
+class ClaimRow(Row):
     """One claim and subject; with ``group_by`` the group's label comes first."""
-
-    model_config = ConfigDict(extra="allow")
 
     group: str | None = None
     claim: str
@@ -122,10 +179,10 @@ class ComparisonRow(BaseModel):
     subject: str
     status_a: str | None
     status_b: str | None
-    measured_a: Number
-    measured_b: Number
+    measured_a: Value
+    measured_b: Value
     delta: Number
-    expected: Number
+    expected: Value
     tolerance: Number
     change: str
     rule: str | None
@@ -140,14 +197,12 @@ class Comparison(BaseModel):
     table: list[ComparisonRow]
 
 
-class TrendRow(BaseModel):
+class TrendRow(Row):
     """One job (and model, variant) of a trend; ``group_by`` adds a column per key, a run
     field its seeds' ``std`` and ``seeds``."""
 
-    model_config = ConfigDict(extra="allow")
-
     job: str
-    time: datetime
+    time: Time
     model: str
     variant: str
     value: Number
@@ -171,37 +226,24 @@ class CurveWindow(BaseModel):
     value: list[Number] | None = Field(None, description="Absent when the curve has no points.")
 
 
-class ProbeTableRow(BaseModel):
-    """One probe of ``/api/probes`` (``tracker.api.probes``); ``group_by`` adds a column per
-    key."""
-
-    model_config = ConfigDict(extra="allow")
+class ProbeTableRow(Row, ProbeRow):
+    """One probe of ``/api/probes`` (``tracker.api.probes``): its job and time first, its
+    numbers, ``peak_bpp``; ``group_by`` adds a column per key."""
 
     job: str
-    time: datetime
-    model: str
-    variant: str
-    n_params: int | None
-    bpp_params: Number
-    bpp_state: Number
-    bpp_grads: Number
-    bpp_total: Number
-    peak_steady: int | None
+    time: Time
     peak_bpp: Number
-    error: str | None
 
 
-class RunTableRow(BaseModel):
+class RunTableRow(Row):
     """One arm of ``/api/runs``: the columns chosen (all by default), then one per metadata
     key (``meta.KEY`` for a key named as a column). ``PASS``, ``FAIL``, ``N/A``: its job's
     stored verdicts of each status (null: none stored). ``steps``: the loss curve's last
     step; ``last_loss`` its last value (non-finite when the run ended blown up);
     ``nonfinite`` how many of its points are NaN or infinite."""
 
-    model_config = ConfigDict(extra="allow")
-
     job: str | None = None
-    time: datetime | None = None
+    time: Time | None = None
     arm: str | None = None
     model: str | None = None
     variant: str | None = None
@@ -233,6 +275,57 @@ class RunsTable(BaseModel):
     rows: list[RunTableRow]
 
 
+# A plot's arrays stay numpy arrays until written: JSON of a marker no stored text can forge
+# and the array's numbers, which ``write_arrays`` puts in place (json's C encoder writes
+# them; walked value by value in Python they would take most of an answer's time).
+ARRAY_MARK = f"array-{secrets.token_hex(8)}:"
+NON_FINITE = re.compile(r"-?Infinity|NaN")  # json's tokens for them, in a list of numbers
+
+
+def _array_or(as_list: TypeAdapter[Any]) -> Any:
+    """A check of a 1-D numpy array of numbers, or of a list (as a client reads it back)."""
+
+    def check(value: Any) -> Any:
+        if isinstance(value, np.ndarray):
+            if value.ndim != 1 or value.dtype.kind not in "iuf":
+                raise ValueError(f"a 1-D array of numbers, not {value.dtype} x {value.shape}")
+            return value
+        return as_list.validate_python(value)
+
+    return check
+
+
+def _marked(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return ARRAY_MARK + json.dumps(value.tolist(), separators=(",", ":"))
+    return value
+
+
+_STEPS = TypeAdapter(list[int])
+_NUMBERS = TypeAdapter(list[Number])
+Steps = Annotated[
+    Any,
+    PlainValidator(_array_or(_STEPS)),
+    PlainSerializer(_marked, when_used="json"),
+    WithJsonSchema(_STEPS.json_schema()),
+]
+Numbers = Annotated[
+    Any,
+    PlainValidator(_array_or(_NUMBERS)),
+    PlainSerializer(_marked, when_used="json"),
+    WithJsonSchema(_NUMBERS.json_schema()),
+]
+
+
+def write_arrays(text: str) -> str:
+    """JSON with each marked array written out, its non-finite numbers as the API's strings."""
+
+    def numbers(found: re.Match[str]) -> str:
+        return NON_FINITE.sub(lambda token: f'"{token.group(0)}"', found.group(1))
+
+    return re.sub(f'"{ARRAY_MARK}([^"]*)"', numbers, text)
+
+
 class PlotSeries(BaseModel):
     """One run's curve in the window: raw values, and smoothed ones unless ``smooth=0``."""
 
@@ -242,10 +335,10 @@ class PlotSeries(BaseModel):
     variant: str
     color: str | None = Field(description="The run's value of the colour key, if any.")
     group: str | None = Field(description="The run's value of the group key, if any.")
-    steps: list[int]
-    values: list[Number]
-    smoothed: list[Number] | None = Field(description="Null when smooth=0.")
-    times: list[Number] | None = Field(
+    steps: Steps
+    values: Numbers
+    smoothed: Numbers | None = Field(description="Null when smooth=0.")
+    times: Numbers | None = Field(
         description="With x=time: each point's seconds since the run started (null: none)."
     )
     in_window: int = Field(description="Raw points of the curve in the window.")
@@ -257,11 +350,11 @@ class PlotGroup(BaseModel):
 
     label: str
     runs: list[str]
-    steps: list[int]
-    mean: list[Number]
-    times: list[Number] | None = Field(description="With x=time: the runs' mean time per step.")
-    low: list[Number] | None = Field(description="Min over the runs; null without band=1.")
-    high: list[Number] | None = Field(description="Max over the runs; null without band=1.")
+    steps: Steps
+    mean: Numbers
+    times: Numbers | None = Field(description="With x=time: the runs' mean time per step.")
+    low: Numbers | None = Field(description="Min over the runs; null without band=1.")
+    high: Numbers | None = Field(description="Max over the runs; null without band=1.")
     downsampled: bool
 
 
@@ -281,6 +374,6 @@ class Plot(BaseModel):
     color: str | None
     group: str | None
     band: bool
-    y: str = Field(description="The y axis: linear or log.")
     series: list[PlotSeries]
     groups: list[PlotGroup]
+    y: str = Field(description="The y axis: linear or log.")

@@ -29,7 +29,7 @@ class Checked:
     def damaged_jobs(self) -> list[str]:
         return sorted({job for job, _ in self.damage})
 
-    def summary(self) -> str:
+    def outcome_line(self) -> str:
         checked = f"checked {self.chunks} curve chunks and {self.summaries} summaries"
         if not self.damage:
             return f"{checked}: no damage found"

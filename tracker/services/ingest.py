@@ -83,7 +83,7 @@ class IngestResult:
             written.meta_kept,
         )
 
-    def summary(self) -> str:
+    def outcome_line(self) -> str:
         if self.status == IngestStatus.UNCHANGED:
             return f"{self.job}: unchanged, already ingested with identical content"
         if self.status == IngestStatus.METADATA_UPDATED:
@@ -238,7 +238,7 @@ class IngestReport:
     outcomes: Counter[str] = field(default_factory=Counter)
     failed: list[str] = field(default_factory=list)
 
-    def summary(self) -> str | None:
+    def outcome_line(self) -> str | None:
         """The closing line of several directories (none for one)."""
         if self.directories <= 1:
             return None

@@ -61,7 +61,7 @@ class Rederived:
     jobs: int  # every job of the database
     refilled: list[str] = field(default_factory=list)
 
-    def summary(self) -> str:
+    def outcome_line(self) -> str:
         up_to_date = self.jobs - len(self.refilled)
         return f"{len(self.refilled)} jobs rederived, {up_to_date} already up to date"
 

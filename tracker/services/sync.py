@@ -82,7 +82,7 @@ class SyncedJob:
 
     def line(self) -> str:
         if self.result is not None and self.status != SyncStatus.UNCHANGED:
-            return self.result.summary()
+            return self.result.outcome_line()
         return f"{self.location}: {self.status}" + (f" ({self.detail})" if self.detail else "")
 
 
@@ -98,7 +98,7 @@ class SyncReport:
     def failed(self) -> list[SyncedJob]:
         return [job for job in self.jobs if job.status == SyncStatus.FAILED]
 
-    def summary(self) -> str:
+    def outcome_line(self) -> str:
         """``12 found: 3 ingested, 9 unchanged, 0 failed`` (replaced, changed and waiting
         counted too when there are any; failed ones named)."""
         counts = Counter(job.status for job in self.jobs)

@@ -31,6 +31,15 @@ from tracker.store.runfilter import matching_runs, meta_conditions, run_conditio
 
 Row = dict[str, Any]
 TIME_KEY = "time"  # metadata that orders jobs in queries, instead of the ingest time
+# a probe's numbers, as its columns are named in every listing
+PROBE_NUMBERS = (
+    "n_params",
+    "bpp_params",
+    "bpp_state",
+    "bpp_grads",
+    "bpp_params_state_grads",
+    "peak_steady",
+)
 
 
 def parse_time(value: str) -> datetime:
@@ -226,12 +235,7 @@ def job_probes(session: Session, name: str) -> list[Row]:
         {
             "model": p.model,
             "variant": p.variant,
-            "n_params": p.n_params,
-            "bpp_params": p.bpp_params,
-            "bpp_state": p.bpp_state,
-            "bpp_grads": p.bpp_grads,
-            "bpp_total": p.bpp_params_state_grads,
-            "peak_steady": p.peak_steady,
+            **{column: getattr(p, column) for column in PROBE_NUMBERS},
             "error": p.error or "",
         }
         for p in probes

@@ -40,7 +40,7 @@ class CopiedJob:
     # keys the destination's job has and the source's not (set there, or removed here)
     meta_only_there: dict[str, str] = field(default_factory=dict)
 
-    def summary(self) -> str:
+    def outcome_line(self) -> str:
         if self.status == "copied":
             return f"{self.job}: copied, {self.points} points"
         extra = ""

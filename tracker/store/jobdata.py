@@ -8,22 +8,11 @@ from sqlalchemy.orm import Session
 
 from tracker.domain import LOSS, JobData
 from tracker.models import Curve, Probe, Run
-from tracker.store.catalog import get_job
+from tracker.store.catalog import PROBE_NUMBERS, get_job
 from tracker.store.curves import load_curves
 from tracker.store.frames import query_frame
 
-PROBE_COLUMNS = (
-    "model",
-    "variant",
-    "n_params",
-    "bpp_params",
-    "bpp_state",
-    "bpp_grads",
-    "bpp_params_state_grads",
-    "peak_steady",
-    "error",
-    "extra",
-)
+PROBE_COLUMNS = ("model", "variant", *PROBE_NUMBERS, "error", "extra")
 RUN_ORDER = (Run.variant, Run.seed)  # a job's arms, as its runs frame lists them
 RUN_COLUMNS = ("arm", "model", "variant", "seed", "val_loss", "final_loss", "diverged", "extra")
 

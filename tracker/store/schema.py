@@ -105,7 +105,7 @@ class Upgrade:
     after: str
     backup: Path | None  # the copy taken first (SQLite files holding a schema)
 
-    def summary(self) -> str:
+    def outcome_line(self) -> str:
         if self.before == self.after:
             return f"already at {self.after}"
         saved = f" (the previous file is kept at {self.backup})" if self.backup else ""

@@ -103,7 +103,9 @@ def _bpp_rows(
     rows = []
     present = ok.get_column("variant").unique(maintain_order=True).to_list()
     for variant in variant_order(present, exp):
-        values = dict(ok.filter(pl.col("variant") == variant).select("job", "bpp_total").rows())
+        values = dict(
+            ok.filter(pl.col("variant") == variant).select("job", "bpp_params_state_grads").rows()
+        )
         analytic = analytic_total(exp, variant)
 
         def off(value: float | None, analytic: float | None = analytic) -> bool:

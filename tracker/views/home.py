@@ -1,14 +1,17 @@
-"""What the live server's home page and claims page show, built as the report's index is:
-the same jobs table (with its verdict counts), the same section across jobs, the same claims
-table. The server sorts the jobs table by the column the URL names (``sort_rows``); the
-claims templates order them (``tracker.views.values.claim_rows``).
+"""The index, the report's and the live server's home page alike: the jobs table (with its
+verdict counts), the section across jobs, the claims table. The report makes each job's
+entry from the page it renders or keeps; the server from the rows kept at ingest
+(``live_index``). The server sorts the jobs table by the column the URL names
+(``sort_rows``); the claims templates order them (``tracker.views.values.claim_rows``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
 from sqlalchemy.orm import Session
 
 from tracker.domain import Status
@@ -18,11 +21,97 @@ from tracker.queries.job_analysis import load_derived, load_summary
 from tracker.queries.selection import Selection, contents_and_meta, selected_jobs
 from tracker.store.catalog import list_jobs
 from tracker.views.across_jobs import cross_job_view
-from tracker.views.pages import IndexView, JobRow, meta_text, status_of
+from tracker.views.pages import CLAIMS_MISSING, IndexView, JobRow, meta_text, status_of
 from tracker.views.values import JOB_STATUSES, counts, status_key
 
 if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
+    from tracker.analysis.verdict import Verdict
+    from tracker.summary.grid import GridCurve
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """What the index shows of one job besides its name, time and metadata."""
+
+    href: str  # its page
+    folder: str  # its page's folder, for the links of the section across jobs
+    tally: Mapping[str, int]  # its verdicts of each status
+    probes: int
+    arms: int
+    curves: Mapping[str, GridCurve]  # arm -> smoothed loss on a grid (as its page drew it)
+
+
+def latest_verdicts(
+    session: Session, ids: Sequence[int], exp: Expectations
+) -> tuple[Sequence[Verdict], Sequence[Verdict]]:
+    """The two latest jobs' verdicts as kept at ingest (as ``tracker compare`` reads them)."""
+    derived = load_derived(session, list(ids[-2:]), exp)
+    latest = [derived[job_id].verdicts for job_id in ids[-2:]]
+    return (latest[0], latest[-1]) if latest else ([], [])
+
+
+def index_view(
+    session: Session,
+    ordered: pl.DataFrame,
+    entries: Mapping[str, IndexEntry],
+    meta: Mapping[str, Mapping[str, str]],
+    exp: Expectations,
+    selection: Selection,
+    claims_note: str = CLAIMS_MISSING,
+) -> IndexView:
+    """What the index shows of the ``ordered`` jobs (``selected_jobs``); ``meta``: name ->
+    the job's metadata."""
+    rows = [
+        JobRow(
+            name=name,
+            href=entries[name].href,
+            time=format_time(time),
+            tally=dict(entries[name].tally),
+            probes=entries[name].probes,
+            arms=entries[name].arms,
+            meta=meta_text(meta.get(name, {})),
+            status=status_of(entries[name].tally),
+        )
+        for name, time in reversed(ordered.select("job", "time").rows())
+    ]
+    folders = {name: entry.folder for name, entry in entries.items()}
+    curves = {name: entry.curves for name, entry in entries.items()}
+    latest = latest_verdicts(session, ordered.get_column("job_id").to_list(), exp)
+    # .get: a manifest entry of an older tracker may lack a status (KNOWN)
+    tally: dict[str, int] = {s: sum(row.tally.get(s, 0) for row in rows) for s in Status}
+    return IndexView(
+        rows=rows,
+        tally=tally,
+        failing=sum(row.tally.get(Status.FAIL, 0) > 0 for row in rows),
+        cross=cross_job_view(session, ordered, folders, curves, latest, exp),
+        claims=claims(session, selection, exp, jobs=ordered).to_dicts(),
+        claims_note=claims_note,
+    )
+
+
+def live_index(session: Session, exp: Expectations, job_href: Callable[[str], str]) -> IndexView:
+    """The index of every job, read from the database: verdict counts from the verdicts kept
+    at ingest, the figures across jobs from the kept summaries."""
+    ordered = selected_jobs(session, Selection())
+    ids: list[int] = ordered.get_column("job_id").to_list()
+    names: list[str] = ordered.get_column("job").to_list()
+    derived = load_derived(session, ids, exp)
+    _, meta = contents_and_meta(session, ids)
+    listed = {row["job"]: row for row in list_jobs(session)}
+    entries = {
+        name: IndexEntry(
+            href=job_href(name),
+            folder=job_href(name).rstrip("/"),
+            tally=counts(derived[job_id].verdicts),
+            probes=listed[name]["probes"],
+            arms=listed[name]["arms"],
+            curves=load_summary(session, job_id, exp).curves,
+        )
+        for job_id, name in zip(ids, names, strict=True)
+    }
+    by_name = {name: meta.get(job_id, {}) for job_id, name in zip(ids, names, strict=True)}
+    return index_view(session, ordered, entries, by_name, exp, Selection())
 
 
 def _tally_of(status: str) -> Callable[[JobRow], int]:
@@ -38,48 +127,6 @@ JOB_SORTS: dict[str, Callable[[JobRow], Any]] = {
     "arms": lambda row: row.arms,
     "metadata": lambda row: row.meta,
 }
-
-
-def live_index(session: Session, exp: Expectations, job_href: Callable[[str], str]) -> IndexView:
-    """The report's index content of every job, read from the database: verdict counts from
-    the verdicts kept at ingest, the figures across jobs from the kept summaries."""
-    ordered = selected_jobs(session, Selection())
-    ids: list[int] = ordered.get_column("job_id").to_list()
-    names: list[str] = ordered.get_column("job").to_list()
-    derived = load_derived(session, ids, exp)
-    _, meta = contents_and_meta(session, ids)
-    listed = {row["job"]: row for row in list_jobs(session)}
-    rows = []
-    for job_id, name, time in reversed(ordered.select("job_id", "job", "time").rows()):
-        tally = counts(derived[job_id].verdicts)
-        rows.append(
-            JobRow(
-                name=name,
-                href=job_href(name),
-                time=format_time(time),
-                tally=tally,
-                probes=listed[name]["probes"],
-                arms=listed[name]["arms"],
-                meta=meta_text(meta.get(job_id, {})),
-                status=status_of(tally),
-            )
-        )
-    curves = {
-        name: load_summary(session, job_id, exp).curves
-        for job_id, name in zip(ids, names, strict=True)
-    }
-    latest = [derived[i].verdicts for i in ids[-2:]]
-    folders = {name: job_href(name).rstrip("/") for name in names}
-    cross = cross_job_view(
-        session, ordered, folders, curves, (latest[0], latest[-1]) if latest else ([], []), exp
-    )
-    return IndexView(
-        rows=rows,
-        tally={s: sum(row.tally.get(s, 0) for row in rows) for s in Status},
-        failing=sum(row.tally.get(Status.FAIL, 0) > 0 for row in rows),
-        cross=cross,
-        claims=(claims(session, Selection(), exp, jobs=ordered).to_dicts()),
-    )
 
 
 def sort_rows(rows: Sequence[JobRow], column: str, descending: bool) -> list[JobRow]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
@@ -94,58 +94,29 @@ class IndexView:
     page_size: int = 25
 
 
+def _render(template: str, **context: Any) -> str:
+    return environment().get_template(template).render(**context)
+
+
 def job_page(job: JobView, generated: str, *, plotly_src: str, index_href: str) -> str:
     """A job's page: metadata, notes, verdicts (failures first), its three figures."""
-    return (
-        environment()
-        .get_template("job.html")
-        .render(
-            job=job,
-            job_name=job.name,
-            generated=generated,
-            plotly_src=plotly_src,
-            crumbs=index_href,
-        )
-    )
+    links = dict(generated=generated, plotly_src=plotly_src, crumbs=index_href)
+    return _render("job.html", job=job, job_name=job.name, **links)
 
 
 def figure_page(
     job: JobView, fig: JobFigure, generated: str, *, plotly_src: str, index_href: str
 ) -> str:
     """One figure of a job on a page of its own."""
-    return (
-        environment()
-        .get_template("figure.html")
-        .render(
-            job=job,
-            fig=fig,
-            job_name=job.name,
-            generated=generated,
-            plotly_src=plotly_src,
-            crumbs=index_href,
-        )
-    )
+    links = dict(generated=generated, plotly_src=plotly_src, crumbs=index_href)
+    return _render("figure.html", job=job, fig=fig, job_name=job.name, **links)
 
 
 def index_page(index: IndexView, generated: str, expectations: str, *, plotly_src: str) -> str:
     """The summary over every job: claims, the jobs table, the figures across jobs."""
-    return (
-        environment()
-        .get_template("index.html")
-        .render(
-            rows=index.rows,
-            tally=index.tally,
-            failing=index.failing,
-            cross=index.cross,
-            claims=index.claims,
-            claims_note=index.claims_note,
-            page_size=index.page_size,
-            generated=generated,
-            expectations=expectations,
-            plotly_src=plotly_src,
-            crumbs=None,
-        )
-    )
+    shown = {field.name: getattr(index, field.name) for field in fields(index)}
+    context = dict(generated=generated, expectations=expectations, plotly_src=plotly_src)
+    return _render("index.html", **shown, **context, crumbs=None)
 
 
 def meta_text(meta: Mapping[str, str]) -> str:

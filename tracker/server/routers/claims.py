@@ -15,9 +15,9 @@ from tracker.domain import ClaimStatus
 from tracker.queries.claims import claims
 from tracker.queries.selection import Selection, selected_jobs
 from tracker.server.deps import SelectionDep, Served, ServedDep, SessionDep
+from tracker.server.page_cache import catalog_state
 from tracker.server.responses import TrackerJSON, page, rows
 from tracker.server.schemas import ClaimRow
-from tracker.server.views import catalog_state
 from tracker.views.values import CLAIM_ORDER, claim_rows
 
 router = APIRouter(tags=["claims"])
@@ -33,7 +33,7 @@ StatusFilter = Annotated[
 def claims_table(served: Served, session: Session, selection: Selection) -> pl.DataFrame:
     """The claims, kept until a job is added, replaced, deleted or its metadata changes."""
     key = (catalog_state(session), selection)
-    return served.summaries.get(key, lambda: claims(session, selection, served.exp))
+    return served.across_jobs.get(key, lambda: claims(session, selection, served.exp))
 
 
 @router.get("/claims", response_class=HTMLResponse, include_in_schema=False)
@@ -59,9 +59,14 @@ def claims_page(
     )
 
 
-@router.get("/claims.json", response_class=TrackerJSON, include_in_schema=False)
+@router.get(
+    "/claims.json",
+    response_class=TrackerJSON,
+    response_model=list[ClaimRow],
+    include_in_schema=False,
+)
 @router.get("/api/claims", response_class=TrackerJSON, response_model=list[ClaimRow])
-def api_claims(selection: SelectionDep, session: SessionDep, served: ServedDep) -> TrackerJSON:
+def api_claims(selection: SelectionDep, session: SessionDep, served: ServedDep) -> list[ClaimRow]:
     """One row per claim and subject over the selected jobs (``job``, ``where``); with
     ``group_by`` one set of rows per group of jobs (``tracker.api.claims``)."""
-    return TrackerJSON(rows(claims_table(served, session, selection)))
+    return [ClaimRow.model_validate(row) for row in rows(claims_table(served, session, selection))]

@@ -12,8 +12,8 @@ from fastapi.responses import HTMLResponse
 from tracker.queries.compare import Comparison
 from tracker.server import schemas
 from tracker.server.deps import ServedDep, SessionDep
+from tracker.server.page_cache import comparison
 from tracker.server.responses import TrackerJSON, page, rows
-from tracker.server.views import comparison
 from tracker.store.catalog import parse_where
 from tracker.views.across_jobs import comparison_view
 
@@ -62,10 +62,14 @@ def compare_page(
 
 
 @router.get("/api/compare", response_class=TrackerJSON, response_model=schemas.Comparison)
-def api_compare(found: ComparedDep, changes_only: ChangesOnly = False) -> TrackerJSON:
+def api_compare(found: ComparedDep, changes_only: ChangesOnly = False) -> schemas.Comparison:
     """Every verdict of two jobs side by side (``tracker.api.compare``), regressions first."""
     result = found.changes_only() if changes_only else found
-    table = rows(result.table)
-    return TrackerJSON(
-        {"a": found.job_a, "b": found.job_b, "regressions": result.regressions, "table": table}
+    return schemas.Comparison.model_validate(
+        {
+            "a": found.job_a,
+            "b": found.job_b,
+            "regressions": result.regressions,
+            "table": rows(result.table),
+        }
     )

@@ -13,9 +13,9 @@ from sqlalchemy.orm import Session
 from tracker.domain import LOSS, MIN_WINDOW_POINTS
 from tracker.queries.window import check_window, read_window
 from tracker.server.deps import Served, ServedDep, SessionDep
+from tracker.server.page_cache import job_digest
 from tracker.server.responses import TrackerJSON, page
 from tracker.server.schemas import CurveWindow
-from tracker.server.views import job_digest
 from tracker.store.catalog import job_curves
 from tracker.store.curves import find_curve
 from tracker.summary.downsample import DEFAULT_MAX_POINTS
@@ -49,7 +49,7 @@ def curve_window(
     check_window(*steps, points)
     digest = job_digest(session, job)
     curve = find_curve(session, job, arm, metric)
-    summary = {
+    about = {
         "job": job,
         "arm": arm,
         "metric": metric,
@@ -66,7 +66,7 @@ def curve_window(
         return {**answer, "raw": read.raw, "step": read.step.tolist(), "value": read.value.tolist()}
 
     # kept by range: the explorer's first view (the whole curve) and every zoom asked again
-    return {**summary, **served.curves.get((digest, arm, metric, *steps, points), window)}
+    return {**about, **served.curves.get((digest, arm, metric, *steps, points), window)}
 
 
 @router.get("/curve", response_class=HTMLResponse, include_in_schema=False)
@@ -86,7 +86,13 @@ def curve_page(
     )
 
 
-@router.get("/api/curve", response_class=TrackerJSON, response_model=CurveWindow)
+# unset: a curve without points has no step and value lists
+@router.get(
+    "/api/curve",
+    response_class=TrackerJSON,
+    response_model=CurveWindow,
+    response_model_exclude_unset=True,
+)
 def api_curve(
     job: JobName,
     arm: Arm,
@@ -96,7 +102,8 @@ def api_curve(
     start: Start = None,
     end: End = None,
     points: Points = DEFAULT_MAX_POINTS,
-) -> TrackerJSON:
+) -> CurveWindow:
     """One curve's points from ``start`` to ``end``: every point when the window holds at
     most ``points``, else a min/max downsampling that keeps its envelope and gaps."""
-    return TrackerJSON(curve_window(served, session, job, arm, metric, (start, end), points))
+    window = curve_window(served, session, job, arm, metric, (start, end), points)
+    return CurveWindow.model_validate(window)

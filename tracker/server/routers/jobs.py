@@ -18,10 +18,10 @@ from tracker.domain import ClaimStatus
 from tracker.jsonio import to_json
 from tracker.queries.tables import PROBE_METRICS, RUN_METRICS
 from tracker.server.deps import ServedDep, SessionDep
+from tracker.server.page_cache import catalog_state, job_analysis, job_href, job_list, live_job
 from tracker.server.responses import TrackerJSON, page, render
 from tracker.server.routers.claims import CLAIMS_NOTE
 from tracker.server.schemas import JobDetail, JobRow
-from tracker.server.views import catalog_state, job_analysis, job_href, job_list, live_job
 from tracker.store.catalog import get_job, job_arms, job_curves, job_probes
 from tracker.views.home import JOB_SORTS, live_index, sort_rows
 
@@ -53,7 +53,7 @@ def index(
     state = catalog_state(session)
 
     def index_html() -> str:
-        view = served.summaries.get(
+        view = served.across_jobs.get(
             ("home", state), lambda: live_index(session, served.exp, job_href)
         )
         return render(
@@ -77,15 +77,13 @@ def index(
             metrics=(*PROBE_METRICS, *RUN_METRICS),
         )
 
-    return HTMLResponse(served.summaries.get(("index", state, sort, order), index_html))
+    return HTMLResponse(served.across_jobs.get(("index", state, sort, order), index_html))
 
 
 @router.get("/api/jobs", response_class=TrackerJSON, response_model=list[JobRow])
-def api_jobs(session: SessionDep, served: ServedDep) -> Response:
+def api_jobs(session: SessionDep, served: ServedDep) -> list[JobRow]:
     """Every job with its counts and metadata, in job order (``tracker.api.jobs``)."""
-    key = ("jobs.json", catalog_state(session))
-    body = served.summaries.get(key, lambda: TrackerJSON(job_list(served, session)).body)
-    return Response(body, media_type="application/json")
+    return [JobRow.model_validate(row) for row in job_list(served, session)]
 
 
 @router.get("/jobs/{name}/", response_class=HTMLResponse, include_in_schema=False)
@@ -125,10 +123,10 @@ def job_file(request: Request, name: str, file: str, session: SessionDep, served
 
 
 @router.get("/api/jobs/{name}", response_class=TrackerJSON, response_model=JobDetail)
-def api_job(name: str, session: SessionDep, served: ServedDep) -> TrackerJSON:
+def api_job(name: str, session: SessionDep, served: ServedDep) -> JobDetail:
     """One job: metadata, probes, arms, curves and verdicts (``tracker show`` and more)."""
     analysis = job_analysis(served, session, name)
-    return TrackerJSON(
+    return JobDetail.model_validate(
         {
             "job": name,
             "meta": {item.key: item.value for item in get_job(session, name).meta},

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from sqlalchemy.orm import Session
 
 from tracker.domain import LOSS
-from tracker.jsonio import to_api_json_arrays
-from tracker.output import Format, render
+from tracker.jsonio import to_api_json
 from tracker.queries.plot import (
     MAX_POINTS,
     MAX_RUNS,
@@ -23,9 +22,10 @@ from tracker.queries.plot import (
     plot_rows,
     plot_series,
 )
+from tracker.row_formats import Format, render
 from tracker.server.deps import Served, ServedDep, SessionDep
 from tracker.server.responses import page
-from tracker.server.schemas import Plot
+from tracker.server.schemas import Plot, write_arrays
 
 router = APIRouter(tags=["plot"])
 Runs = Annotated[
@@ -63,14 +63,15 @@ EndS = Annotated[float | None, Query(description="With x=time: last second of th
 
 
 class PlotJSON(JSONResponse):
-    """``TrackerJSON``'s policy, with numpy arrays written fast (``to_api_json_arrays``)."""
+    """``TrackerJSON``'s policy, with the plot's numpy arrays written by the json module's C
+    encoder (``tracker.server.schemas.write_arrays``)."""
 
     def render(self, content: Any) -> bytes:
-        return to_api_json_arrays(content).encode("utf-8")
+        return write_arrays(to_api_json(content)).encode("utf-8")
 
 
-def _query(
-    run: Runs,
+def plot_query(
+    run: Runs = None,
     metric: Metric = LOSS,
     smooth: Smooth = 0.0,
     start: Start = None,
@@ -83,6 +84,7 @@ def _query(
     end_s: EndS = None,
     smooth_by: SmoothBy = "step",
 ) -> PlotQuery:
+    """What /api/plot and /api/plot.csv are asked for, from the URL."""
     runs = tuple(parse_run(text) for text in run or ())
     keys = (color or None, group or None)
     return PlotQuery(
@@ -98,6 +100,9 @@ def _query(
         end_s=end_s,
         smooth_by=smooth_by,
     )
+
+
+PlotQueryDep = Annotated[PlotQuery, Depends(plot_query)]
 
 
 def _plot(served: Served, session: Session, query: PlotQuery) -> dict[str, Any]:
@@ -131,52 +136,20 @@ def plot_page(
 
 @router.get("/api/plot", response_class=PlotJSON, response_model=Plot)
 def api_plot(
-    session: SessionDep,
-    served: ServedDep,
-    run: Runs = None,
-    metric: Metric = LOSS,
-    smooth: Smooth = 0.0,
-    y: Axis = "linear",
-    start: Start = None,
-    end: End = None,
-    color: Key = None,
-    group: Key = None,
-    band: Band = False,
-    x: X = "step",
-    start_s: StartS = None,
-    end_s: EndS = None,
-    smooth_by: SmoothBy = "step",
-) -> PlotJSON:
+    query: PlotQueryDep, session: SessionDep, served: ServedDep, y: Axis = "linear"
+) -> Plot:
     """One series per run: the steps from ``start`` to ``end``, raw and smoothed values
     (the whole curve smoothed, then cut), every raw point when the window holds at most
     2,000, else min/max downsampled; with ``group`` each group's mean (and ``band``); with
     ``x=time`` each point's wall time too, and ``start_s``/``end_s`` a window of seconds."""
-    query = _query(
-        run, metric, smooth, start, end, color, group, band, x, start_s, end_s, smooth_by
-    )
-    return PlotJSON({**_plot(served, session, query), "y": y})
+    return Plot.model_validate({**_plot(served, session, query), "y": y})
 
 
 @router.get("/api/plot.csv", include_in_schema=False)
-def api_plot_csv(
-    session: SessionDep,
-    served: ServedDep,
-    run: Runs = None,
-    metric: Metric = LOSS,
-    smooth: Smooth = 0.0,
-    start: Start = None,
-    end: End = None,
-    x: X = "step",
-    start_s: StartS = None,
-    end_s: EndS = None,
-    smooth_by: SmoothBy = "step",
-) -> Response:
+def api_plot_csv(query: PlotQueryDep, session: SessionDep, served: ServedDep) -> Response:
     """What ``/api/plot`` draws as CSV: job, arm, metric, step, (with x=time) time, value,
     smoothed."""
-    query = _query(
-        run, metric, smooth, start, end, x=x, start_s=start_s, end_s=end_s, smooth_by=smooth_by
-    )
-    columns = ["job", "arm", "metric", "step", *(["time"] if x == "time" else []), "value"]
-    columns.append("smoothed")
+    time = ["time"] if query.x == "time" else []
+    columns = ["job", "arm", "metric", "step", *time, "value", "smoothed"]
     text = render(plot_rows(_plot(served, session, query)), Format.csv, columns)
     return Response(text + "\n", media_type="text/csv")

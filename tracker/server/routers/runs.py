@@ -3,6 +3,7 @@ its view in the URL; ``/api/runs`` (and ``/api/runs.csv``) its twin; ``/api/prob
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -12,14 +13,14 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from tracker.errors import UnknownColumn, UnknownMetaKey, UnknownStatus
-from tracker.output import Format, render
 from tracker.queries import tables
 from tracker.queries.runs import STATUSES, RunsPage, RunsView, run_table, runs_page
 from tracker.queries.selection import Selection
+from tracker.row_formats import Format, render
 from tracker.server.deps import SelectionDep, Served, ServedDep, SessionDep
+from tracker.server.page_cache import catalog_state
 from tracker.server.responses import TrackerJSON, page, rows
-from tracker.server.schemas import ProbeTableRow, RunsTable
-from tracker.server.views import catalog_state
+from tracker.server.schemas import ProbeTableRow, RunsTable, RunTableRow
 from tracker.summary.version import expectations_digest
 
 router = APIRouter(tags=["runs"])
@@ -61,11 +62,30 @@ Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="First row of the
 Limit = Annotated[int, Query(ge=1, le=MAX_PAGE, description="Rows per page.")]
 
 
+@dataclass(frozen=True)
+class Asked:
+    """A page of the runs table as the URL asks for it."""
+
+    selection: Selection
+    view: RunsView
+    offset: int
+    limit: int
+
+
+def get_asked(
+    selection: SelectionDep, view: ViewDep, offset: Offset = 0, limit: Limit = PAGE_SIZE
+) -> Asked:
+    return Asked(selection, view, offset, limit)
+
+
+AskedDep = Annotated[Asked, Depends(get_asked)]
+
+
 def _table(served: Served, session: SessionDep, selection: Selection) -> pl.DataFrame:
     """The whole runs table of a selection, kept until a job or its metadata changes."""
     key = ("runs", catalog_state(session), selection)
     digest = expectations_digest(served.exp)
-    return served.summaries.get(key, lambda: run_table(session, selection, digest))
+    return served.across_jobs.get(key, lambda: run_table(session, selection, digest))
 
 
 def _page(
@@ -89,29 +109,26 @@ def _csv(frame: pl.DataFrame) -> Response:
 
 @router.get("/api/runs", response_class=TrackerJSON, response_model=RunsTable)
 def api_runs(
-    selection: SelectionDep,
-    view: ViewDep,
+    asked: AskedDep,
     session: SessionDep,
     served: ServedDep,
-    offset: Offset = 0,
-    limit: Limit = PAGE_SIZE,
     format: Annotated[
         TableFormat, Query(description="csv: every matching row, as /api/runs.csv.")
     ] = TableFormat.json,
-) -> Response:
+) -> RunsTable | Response:
     """One row per arm across the selected jobs with its job's verdict counts and metadata;
     sorted, filtered and paged (``tracker.queries.runs``)."""
+    selection, view, offset, limit = asked.selection, asked.view, asked.offset, asked.limit
     if format is TableFormat.csv:
         return _csv(_page(served, session, selection, view, (0, None)).rows)
     found = _page(served, session, selection, view, (offset, limit))
-    body = {
-        "total": found.total,
-        "offset": offset,
-        "limit": limit,
-        "columns": found.rows.columns,
-        "rows": rows(found.rows),
-    }
-    return TrackerJSON(body)
+    return RunsTable(
+        total=found.total,
+        offset=offset,
+        limit=limit,
+        columns=found.rows.columns,
+        rows=[RunTableRow.model_validate(row) for row in rows(found.rows)],
+    )
 
 
 # described by /api/runs' format=csv: the schema lists JSON answers only
@@ -144,14 +161,9 @@ def _sort_links(request: Request, columns: list[str], sort: str | None) -> dict[
 
 @router.get("/runs", response_class=HTMLResponse, include_in_schema=False)
 def runs_table_page(
-    request: Request,
-    selection: SelectionDep,
-    view: ViewDep,
-    session: SessionDep,
-    served: ServedDep,
-    offset: Offset = 0,
-    limit: Limit = PAGE_SIZE,
+    request: Request, asked: AskedDep, session: SessionDep, served: ServedDep
 ) -> HTMLResponse:
+    selection, view, offset, limit = asked.selection, asked.view, asked.offset, asked.limit
     found = _page(served, session, selection, view, (offset, limit))
     every = _table(served, session, selection).columns
     query = request.url.query
@@ -179,10 +191,11 @@ def api_probes(
     selection: SelectionDep,
     session: SessionDep,
     failed: Annotated[bool, Query(description="Only failed probes.")] = False,
-) -> TrackerJSON:
+) -> list[ProbeTableRow]:
     """One row per (job, model, variant): bytes/param, parameters, peak memory
     (``tracker.api.probes``)."""
     try:
-        return TrackerJSON(rows(tables.probes(session, selection, failed=failed)))
+        table = tables.probes(session, selection, failed=failed)
     except UnknownMetaKey as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
+    return [ProbeTableRow.model_validate(row) for row in rows(table)]

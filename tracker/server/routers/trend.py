@@ -40,7 +40,7 @@ def trend_page(
 
 
 @router.get("/api/trend", response_class=TrackerJSON, response_model=list[TrendRow])
-def api_trend(metric: Metric, selection: SelectionDep, session: SessionDep) -> TrackerJSON:
+def api_trend(metric: Metric, selection: SelectionDep, session: SessionDep) -> list[TrendRow]:
     """One probe or run field across jobs with the change from the previous job
     (``tracker.api.trend``)."""
-    return TrackerJSON(rows(trend(session, selection, metric)))
+    return [TrendRow.model_validate(row) for row in rows(trend(session, selection, metric))]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from pydantic import TypeAdapter
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from tests.conftest import Cli
+from tests.conftest import Cli, client_for
 from tracker.errors import DatabaseUnavailable, UnsafeHost
 from tracker.jobdir.sample import write_sample_job
 from tracker.queries.compare import CHANGES
@@ -26,35 +25,8 @@ from tracker.server import create_app, schemas
 from tracker.server.security import CONTENT_SECURITY_POLICY, SECURITY_HEADERS, check_host
 
 STEPS = 3000
-JOBS = {
-    "j1": ({"seed": 0}, ["time=2026-10-01T00:00:00Z", "gpu=A10G", "flashoptim=0.1.0"]),
-    "j3": (
-        {"seed": 2, "flash_state_shift": 0.5},
-        ["time=2026-11-01T00:00:00Z", "gpu=A10G", "flashoptim=0.1.1"],
-    ),
-    "j2": ({"seed": 1, "failed_probe": None}, ["time=2026-10-15T00:00:00Z", "gpu=L4"]),
-}
 EVIL = "<img src=x onerror=alert(1)>"  # HTML, and no slash: a job page's path holds it
 TOKEN = "s3cret-token"
-
-
-@pytest.fixture
-def study(cli: Cli, tmp_path: Path) -> Cli:
-    for name, (spec, meta) in JOBS.items():
-        directory = write_sample_job(tmp_path / name, steps=STEPS, **spec)
-        cli("ingest", str(directory), *(f"--meta={item}" for item in meta))
-    return cli
-
-
-def client_for(url: str, token: str | None = None) -> TestClient:
-    app = create_app(url, token)
-    return TestClient(app, base_url="http://127.0.0.1:8765", raise_server_exceptions=False)
-
-
-@pytest.fixture
-def client(study: Cli, db_url: str) -> Iterator[TestClient]:
-    with client_for(db_url) as client:
-        yield client
 
 
 def cli_json(cli: Cli, *args: str) -> Any:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,39 +15,21 @@ from fastapi.testclient import TestClient
 
 from tests.conftest import Cli
 from tracker.domain import ClaimStatus, Status
-from tracker.jobdir.sample import write_sample_job
-from tracker.server import create_app
 from tracker.views.values import CLAIM_ORDER
 
 STEPS = 300
 HOSTILE = "<script>alert(1)</script>&\"'"
+NOTE = f"note={HOSTILE}"
 JOBS = {
-    "j1": ({"seed": 0}, ["time=2026-10-01T00:00:00Z", "gpu=A10G"]),
-    "j3": ({"seed": 2, "flash_state_shift": 0.5}, ["time=2026-11-01T00:00:00Z", "gpu=A10G"]),
-    "j2": ({"seed": 1, "failed_probe": None}, ["time=2026-10-15T00:00:00Z", "gpu=L4"]),
+    "j1": ({"seed": 0}, ["time=2026-10-01T00:00:00Z", "gpu=A10G", NOTE]),
+    "j3": ({"seed": 2, "flash_state_shift": 0.5}, ["time=2026-11-01T00:00:00Z", "gpu=A10G", NOTE]),
+    "j2": ({"seed": 1, "failed_probe": None}, ["time=2026-10-15T00:00:00Z", "gpu=L4", NOTE]),
 }
 ROW = re.compile(
     r'<tr class="(\w+)"[^>]*><td class="name"><a href="([^"]+)">([^<]+)</a></td>'
     r'<td class="time">[^<]*</td>((?:<td class="num[^"]*">\d+</td>)+)'
 )
 NUM = re.compile(r'<td class="num[^"]*">(\d+)</td>')
-
-
-@pytest.fixture
-def study(cli: Cli, tmp_path: Path) -> Cli:
-    for name, (spec, meta) in JOBS.items():
-        directory = write_sample_job(tmp_path / name, steps=STEPS, **spec)
-        cli(
-            "ingest", str(directory), *(f"--meta={item}" for item in meta), f"--meta=note={HOSTILE}"
-        )
-    return cli
-
-
-@pytest.fixture
-def client(study: Cli, db_url: str) -> Iterator[TestClient]:
-    app = create_app(db_url)
-    with TestClient(app, base_url="http://127.0.0.1:8765") as client:
-        yield client
 
 
 # the jobs table's verdict columns, in page order

@@ -8,7 +8,6 @@ import io
 import json
 import math
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,6 @@ from fastapi.testclient import TestClient
 
 from tests.conftest import Cli
 from tracker import api
-from tracker.jobdir.sample import write_sample_job
-from tracker.server import create_app
 
 STEPS = 300
 EVIL = "<script>alert(1)</script>&"
@@ -42,22 +39,7 @@ BASE = [
 ]
 BASE += ["min_loss", "last_loss", "nonfinite", "val_loss", "diverged", "notes"]
 BASE += ["PASS", "FAIL", "KNOWN", "N/A"]
-DATA = Path(__file__).parent / "data"
-
-
-@pytest.fixture
-def study(cli: Cli, tmp_path: Path) -> Cli:
-    for name, (spec, meta) in JOBS.items():
-        directory = write_sample_job(tmp_path / name, steps=STEPS, **spec)
-        cli("ingest", str(directory), *(f"--meta={item}" for item in meta))
-    return cli
-
-
-@pytest.fixture
-def client(study: Cli, db_url: str) -> Iterator[TestClient]:
-    app = create_app(db_url)
-    with TestClient(app, base_url="http://127.0.0.1:8765") as client:
-        yield client
+DATA = Path(__file__).parents[1] / "data"
 
 
 def runs(client: TestClient, query: str = "") -> dict[str, Any]:

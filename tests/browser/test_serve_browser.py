@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from tests.browser.test_report_browser import Watch, browser  # noqa: F401 (the fixture)
 from tests.conftest import Cli
 from tests.live_server import running_server
-from tests.test_report_browser import Watch, browser  # noqa: F401 (the fixture)
 from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_sample_job
 
 SAFETY_S = 180  # only a net under a page that never draws; no verdict depends on it

@@ -13,9 +13,9 @@ import os
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.browser.test_report_browser import Watch, browser  # noqa: F401 (the fixture)
+from tests.browser.test_serve_browser import SAFETY_S, open_page, server  # noqa: F401 (the fixture)
 from tests.conftest import Cli
-from tests.test_report_browser import Watch, browser  # noqa: F401 (the fixture)
-from tests.test_serve_browser import SAFETY_S, open_page, server  # noqa: F401 (the fixture)
 
 RUNS = "run=job2/flash_s0&run=job2/ref_s0&run=job3/ref_s0"  # in the runs table's order
 CHOSEN = ("job2/flash_s0", "job2/ref_s0", "job3/ref_s0")

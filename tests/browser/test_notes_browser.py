@@ -15,10 +15,10 @@ import pytest
 
 from tests.conftest import Cli
 from tests.live_server import running_server
-from tests.test_report_browser import Watch, browser  # noqa: F401 (the fixture)
-from tests.test_serve_browser import SAFETY_S, open_page
+from tests.browser.test_report_browser import Watch, browser  # noqa: F401 (the fixture)
+from tests.browser.test_serve_browser import SAFETY_S, open_page
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parent.parent / "data"
 SHOTS = os.environ.get("TRACKER_NOTES_SCREENSHOTS")
 
 

@@ -100,7 +100,7 @@ def catalog_state(session: Session) -> str:
 
 def job_list(served: Served, session: Session) -> list[dict[str, Any]]:
     """``list_jobs``, kept until a job is added, replaced, deleted or its metadata changes."""
-    return served.summaries.get(
+    return served.across_jobs.get(
         ("jobs", catalog_state(session)), lambda: catalog.list_jobs(session)
     )
 
@@ -131,7 +131,7 @@ def comparison(
     """``tracker compare``'s comparison; ``where``: its ``--baseline-where``."""
     verdicts_a = job_analysis(served, session, a).verdicts
     verdicts_b = job_analysis(served, session, b).verdicts
-    kept = served.summaries.get(
+    kept = served.across_jobs.get(
         ("kept verdicts", catalog_state(session)), lambda: kept_verdicts(session, served.exp)
     )
     others = kept.comparable((a, b), served.exp.gate.configuration, checked_where(session, where))

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from tracker.output import Format, render
+from tracker.row_formats import Format, render
 
 
 def print_rows(rows: list[dict[str, Any]], fmt: Format, columns: list[str] | None = None) -> None:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from sqlalchemy.orm import Session
 
-from tests.test_report_browser import SAFETY_NET_MS, Watch, browser  # noqa: F401 (the fixture)
-from tests.test_serve_browser import server  # noqa: F401 (the fixture)
+from tests.browser.test_report_browser import SAFETY_NET_MS, Watch, browser  # noqa: F401 (the fixture)
+from tests.browser.test_serve_browser import server  # noqa: F401 (the fixture)
 from tracker.analysis.expectations import load_expectations
 from tracker.jobdir.sample import write_sample_job
 from tracker.report import write_report

@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,32 +13,19 @@ import numpy as np
 import polars as pl
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import BaseModel
 
 from tests.conftest import Cli
 from tracker.analysis.smoothing import smooth
 from tracker.jobdir.sample import write_sample_job
 from tracker.queries.plot import MAX_RUNS
 from tracker.queries.walltime import elapsed_seconds, times_at
-from tracker.server import create_app, schemas
+from tracker.server import schemas
 from tracker.server.routers.plot import PlotJSON
 
 STEPS = 3000
 RUNS = "run=j1/ref_s0&run=j2/flash_s0&run=j1/ref_s1"
-
-
-@pytest.fixture
-def study(cli: Cli, tmp_path: Path) -> Cli:
-    for seed, (name, gpu) in enumerate((("j1", "A10G"), ("j2", "L4"))):
-        directory = write_sample_job(tmp_path / name, steps=STEPS, seed=seed)
-        cli("ingest", str(directory), f"--meta=gpu={gpu}")
-    return cli
-
-
-@pytest.fixture
-def client(study: Cli, db_url: str) -> Iterator[TestClient]:
-    app = create_app(db_url)
-    with TestClient(app, base_url="http://127.0.0.1:8765", raise_server_exceptions=False) as c:
-        yield c
+JOBS = {"j1": ({"seed": 0}, ["gpu=A10G"]), "j2": ({"seed": 1}, ["gpu=L4"])}
 
 
 def raw(cli: Cli, job: str, arm: str, metric: str = "loss") -> list[dict[str, Any]]:
@@ -210,10 +196,16 @@ def test_page_links_and_escaping(client: TestClient) -> None:
     assert client.get("/static/plot.js").status_code == 200
 
 
+class Arrays(BaseModel):
+    a: schemas.Numbers
+    b: list[schemas.Steps]
+    c: str
+
+
 def test_arrays_keep_the_api_policy_for_non_finite_numbers() -> None:
     nan, inf = float("nan"), float("inf")
-    body = {"a": np.array([1.5, nan, inf, -inf]), "b": [np.array([3, 4])], "c": "array-0"}
-    text = PlotJSON(body).body.decode()
+    arrays = Arrays(a=np.array([1.5, nan, inf, -inf]), b=[np.array([3, 4])], c="array-0")
+    text = PlotJSON(arrays.model_dump(mode="json")).body.decode()
     assert text == '{"a":[1.5,"NaN","Infinity","-Infinity"],"b":[[3,4]],"c":"array-0"}'
 
 

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Cli
-from tests.test_report_browser import (  # noqa: F401 (the fixtures)
+from tests.browser.test_report_browser import (  # noqa: F401 (the fixtures)
     CROSS_JOB_TRACES,
     Watch,
     browser,
     demo_report,
 )
-from tests.test_report_browser import open_page as open_report_page
-from tests.test_serve_browser import open_page, server  # noqa: F401 (the fixture)
+from tests.browser.test_report_browser import open_page as open_report_page
+from tests.browser.test_serve_browser import open_page, server  # noqa: F401 (the fixture)
+from tests.conftest import Cli
 from tracker.jobdir.sample import write_sample_job
 
 # The tables that sort and filter in the browser (tables.js): a leading number of a cell, as
