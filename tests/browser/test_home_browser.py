@@ -98,9 +98,12 @@ def assert_figures_laid_out(page: Any) -> None:
         assert not fig["pastEdge"], fig
 
 
-def assert_badges_on_one_line(page: Any) -> None:
+def assert_badges_on_one_line(page: Any, two_words: bool = True) -> None:
+    """No badge wraps; ``two_words``: the page has a NOT REPRODUCED one (the widest)."""
     badges = page.evaluate(BADGES)
-    assert any(text == "NOT REPRODUCED" for text, _, _ in badges)
+    assert badges
+    if two_words:
+        assert any(text == "NOT REPRODUCED" for text, _, _ in badges)
     for text, height, line in badges:
         assert height < 1.5 * line, (text, height, line)
 
@@ -126,7 +129,7 @@ def test_home_sorts_by_a_clicked_column(browser: Any, server: str) -> None:  # n
     page.wait_for_url(f"{server}/?sort=job&order=desc")
     assert page.evaluate(names) == ["long", "job3", "job2", "job1"]
     assert_figures_laid_out(page)
-    assert_badges_on_one_line(page)
+    assert_badges_on_one_line(page, two_words=False)  # known differences: KNOWN
     assert watch.problems() == {}
 
 
@@ -141,7 +144,7 @@ def test_claims_detail_fits_and_the_status_filter_is_in_the_url(
     for right, scrolls in details:
         assert right <= VIEWPORT["width"], right
         assert scrolls == [], scrolls
-    assert_badges_on_one_line(page)
+    assert_badges_on_one_line(page, two_words=False)
     page.select_option("#claims-status", "MIXED")
     page.wait_for_url(f"{server}/claims?status=MIXED")
     statuses = page.locator("table.claims .badge").all_text_contents()

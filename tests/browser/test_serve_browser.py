@@ -176,13 +176,14 @@ def test_runs_table_sorts_filters_and_plots_the_ticked(browser: Any, server: str
     page.press("#runs-view input[name=q]", "Enter")
     page.wait_for_url("**q=job3**")
     assert cells(page, 1) == ["job3"] * shown.count("job3")
-    assert page.locator("#plot-link").is_hidden()
+    # a visible button, greyed until runs are ticked
+    assert page.locator("#plot-link").get_attribute("aria-disabled") == "true"
     arms = cells(page, 2)
     boxes = page.locator("#runs input[name=run]")
     boxes.nth(0).check()
     boxes.nth(2).check()
     link = page.locator("#plot-link")
-    assert link.is_visible()
+    assert link.is_visible() and link.get_attribute("aria-disabled") == "false"
     assert link.get_attribute("href") == (
         f"/plot?run=job3/{arms[0]}&run=job3/{arms[2]}&metric=loss"
     )

@@ -132,8 +132,9 @@ def assert_every_table_sorts_and_filters(page: Any, server_sorted: tuple[str, ..
 def test_report_tables_sort_and_filter(browser: Any, demo_report: Path) -> None:  # noqa: F811
     watch = Watch()
     page = open_report_page(browser, demo_report / "index.html", watch, len(CROSS_JOB_TRACES))
-    # the jobs, the claims, the bytes/param per variant, the comparison
-    assert assert_every_table_sorts_and_filters(page) == 4
+    # the jobs, the claims, the known setup differences, the bytes/param per variant, the
+    # comparison
+    assert assert_every_table_sorts_and_filters(page) == 5
     page = open_report_page(browser, demo_report / "job3" / "index.html", watch, 3)
     assert assert_every_table_sorts_and_filters(page) == 1  # the verdicts
     assert watch.problems() == {}
@@ -193,11 +194,11 @@ INLINE_SCRIPTS = (
 )
 # path -> the page's tables: their count, and those whose headers are the server's sort links
 PAGES = {
-    "/": (4, ("jobs-table",)),  # claims, jobs, bytes/param, the latest comparison
+    "/": (5, ("jobs-table",)),  # claims, known differences, jobs, bytes/param, comparison
     "/jobs/uneven/": (2, ()),  # verdicts, curves
     "/compare?a=job2&b=job3": (1, ()),
     "/trend?metric=bpp_state": (1, ()),
-    "/claims": (1, ()),
+    "/claims": (2, ()),  # the claims, the known setup differences
 }
 
 
