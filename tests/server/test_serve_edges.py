@@ -103,7 +103,7 @@ def test_uvicorns_own_400_carries_the_security_headers(tmp_path: Path) -> None:
 
 
 class HeldLoads:
-    """``load_curves`` of the curve router, counted, each call held until ``release``: the
+    """``read_window`` of the curve router, counted, each call held until ``release``: the
     real function runs once released."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -112,7 +112,7 @@ class HeldLoads:
         self.calls = 0
         self.release = threading.Event()
         self.entered = threading.Condition()
-        real = curve_router.load_curves
+        real = curve_router.read_window
 
         def held(*args: Any, **kwargs: Any) -> Any:
             with self.entered:
@@ -121,7 +121,7 @@ class HeldLoads:
             assert self.release.wait(SAFETY_S)
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(curve_router, "load_curves", held)
+        monkeypatch.setattr(curve_router, "read_window", held)
 
     def wait_for_calls(self, n: int) -> None:
         with self.entered:
