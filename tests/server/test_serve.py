@@ -85,7 +85,7 @@ def test_compare_page_puts_the_regressions_first_under_a_red_banner(
     bad = client.get("/api/compare?a=j1&b=j3&baseline_where=gpu")
     assert (bad.status_code, bad.json()["detail"]) == (
         422,
-        "baseline_where: expected KEY=VALUE, got 'gpu'",
+        "baseline_where: expected KEY=VALUE or KEY OP VALUE (OP one of = != < <= > >=), got 'gpu'",
     )
     judged = client.get("/api/compare?a=j1&b=j3&baseline_where=gpu=L4").json()["table"]
     assert judged == cli_json(study, "compare", "j1", "j3", "--baseline-where", "gpu=L4")
