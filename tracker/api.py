@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 from sqlalchemy import Engine
@@ -40,7 +39,6 @@ from tracker.access import (
     sql_result,
     storing_engine,
     studies,
-    using_engine,
     with_session,
 )
 from tracker.analysis.expectations import (
@@ -49,10 +47,10 @@ from tracker.analysis.expectations import (
     load_expectations,
     study_expectations,
 )
+from tracker.api_writes import ingest, rederive, sync, upgrade
 from tracker.conditions import Condition, as_conditions
 from tracker.config import MAX_BYTES, MAX_ROWS, STATEMENT_TIMEOUT_S, database_url
-from tracker.domain import DEFAULT_ARM_MODEL, LOSS
-from tracker.jobdir.limits import MAX_FILE_SIZE
+from tracker.domain import LOSS
 from tracker.jobdir.sample import write_demo_jobs, write_demo_seed_jobs
 from tracker.queries import claims as _claims
 from tracker.queries import compare as _compare
@@ -63,17 +61,11 @@ from tracker.queries.selection import Selection
 from tracker.report import Report, generate_report
 from tracker.services.copy import copy_jobs
 from tracker.services.ingest import (
-    IngestOptions,
     IngestResult,
     ingest_demo_jobs,
-    ingest_directory,
 )
-from tracker.services.rederive import Rederived
-from tracker.services.rederive import rederive as _rederive
-from tracker.services.sync import SyncedJob, SyncOptions, SyncReport, sync_prefix
 from tracker.store.engine import create_tracker_engine
 from tracker.store.readonly import SqlLimits
-from tracker.store.schema import Upgrade, upgrade_database
 from tracker.store.sqlite_files import refuse_missing_file
 
 # pairs (a key may repeat) or conditions: "val_loss<3.3", Condition("seed", "0", "!=")
@@ -333,83 +325,6 @@ def report(
     return with_session(
         db, lambda s: generate_report(s, out, exp, selection, force=force, prune=prune)
     )
-
-
-def ingest(
-    db: Database,
-    path_or_url: Path | str,
-    *,
-    name: str | None = None,
-    meta: Mapping[str, str] | None = None,
-    replace: bool = False,
-    arm_model: str = DEFAULT_ARM_MODEL,
-    strict_steps: bool = False,
-    storage_options: Mapping[str, Any] | None = None,
-    max_file_size: int = MAX_FILE_SIZE,
-) -> IngestResult:
-    """Store one job directory (a path or an fsspec URL: ``s3://``, ``hf://``...) as
-    ``tracker ingest`` does, in one write transaction; what fails is raised (a missing SQLite
-    file is created, and removed again if nothing was stored)."""
-    options = IngestOptions(
-        name=name,
-        meta=dict(meta or {}),
-        replace=replace,
-        arm_model=arm_model,
-        strict_steps=strict_steps,
-        storage_options=dict(storage_options or {}),
-        max_file_size=max_file_size,
-    )
-    with storing_engine(db) as engine:
-        return ingest_directory(engine, path_or_url, options)
-
-
-def sync(
-    db: Database,
-    prefix: Path | str,
-    *,
-    meta: Mapping[str, str] | None = None,
-    replace: bool = False,
-    dry_run: bool = False,
-    storage_options: Mapping[str, Any] | None = None,
-    on_job: Callable[[SyncedJob], None] | None = None,
-) -> SyncReport:
-    """Ingest every finished job directory under ``prefix`` that is not stored yet, one
-    transaction per job, as ``tracker sync`` does once; ``on_job`` is told of each job."""
-    options = SyncOptions(
-        meta=dict(meta or {}),
-        replace=replace,
-        dry_run=dry_run,
-        storage_options=dict(storage_options or {}),
-    )
-    with using_engine(db, may_create_file=not dry_run) as engine:
-        return sync_prefix(engine, prefix, options, on_job)
-
-
-def rederive(
-    db: Database,
-    *,
-    expectations: Path | None = None,
-    on_job: Callable[[str], None] | None = None,
-) -> Rederived:
-    """Refill the kept rows (verdicts, numbers, summary) of every job lacking them for the
-    expectations (packaged by default) and today's analysis code, one transaction per job."""
-    with using_engine(db) as engine:
-        return _rederive(engine, load_expectations(expectations), on_job)
-
-
-def upgrade(db: Database, *, on_migrated: Callable[[Upgrade], None] | None = None) -> Upgrade:
-    """Migrate the database's schema to ``HEAD`` (a SQLite file is copied aside first), then
-    refill the kept rows (``rederive``); ``on_migrated`` is told before the refill."""
-    engine = db if isinstance(db, Engine) else create_tracker_engine(database_url(db))
-    try:
-        done = upgrade_database(engine)
-        if on_migrated is not None:
-            on_migrated(done)
-        _rederive(engine)  # what old migrations backfilled: the same rows, by today's analysis
-        return done
-    finally:
-        if engine is not db:
-            engine.dispose()
 
 
 def demo_jobs(directory: Path, *, steps: int = 2000, study: str = DEFAULT_STUDY) -> list[Path]:
