@@ -20,15 +20,17 @@ CUT_SHOWN = 65_536  # bytes of a cut line looked at for its step
 
 def series_notes(curves: pl.DataFrame) -> list[RunNote]:
     """The notes of a settled curve frame (``step`` and one Float64 column per metric)."""
-    steps = curves["step"].to_numpy()
+    step, *metrics = curves.get_columns()  # one pass over the frame: no lookup per column
+    steps = step.to_numpy()
+    logged: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for series in metrics:
+        present = ~series.is_null().to_numpy()  # null is NaN here: only logged values count
+        logged[series.name] = (steps[present], series.to_numpy()[present])
     notes: list[RunNote] = []
-    for column in curves.columns[1:]:
-        values = curves[column].to_numpy()  # null is NaN here: only logged values are looked at
-        present = ~curves[column].is_null().to_numpy()
-        notes.extend(_nonfinite(column, steps[present], values[present]))
-    for column in elapsed_metrics(curves.columns[1:]):
-        present = ~curves[column].is_null().to_numpy()
-        notes.extend(_backwards(column, steps[present], curves[column].to_numpy()[present]))
+    for column, (at, values) in logged.items():
+        notes.extend(_nonfinite(column, at, values))
+    for column in elapsed_metrics(list(logged)):
+        notes.extend(_backwards(column, *logged[column]))
     return notes
 
 
