@@ -21,10 +21,11 @@ import pytest
 from sqlalchemy import Engine, func, inspect, make_url, select
 from sqlalchemy.orm import Session
 
-from tests.conftest import Cli, require
+from tests.conftest import Cli
 from tests.stored import stored_points
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, CurveChunk, Job, JobMeta, Probe, Run, SourceFile
+from tracker.store.schema import open_database
 
 STEPS = 12
 ONLY_READS = "tracker sql only reads"
@@ -379,9 +380,12 @@ def test_a_result_past_max_bytes_is_refused_in_one_line(
     assert loaded("sql", "--max-bytes", "100000", statement, "--format", "csv").exit_code == 0
 
 
-def test_a_value_larger_than_max_bytes_is_not_made_on_sqlite(cli: Cli, db_url: str) -> None:
-    """SQLite refuses to make it at all: randomblob(900 MB) costs nothing."""
-    require(backend(db_url) == "sqlite", "SQLite's SQLITE_LIMIT_LENGTH")
+def test_a_value_larger_than_max_bytes_is_not_made_on_sqlite(tmp_path: Path) -> None:
+    """SQLite refuses to make it at all (SQLITE_LIMIT_LENGTH): randomblob(900 MB) costs
+    nothing. SQLite's alone, so on a database of its own."""
+    url = f"sqlite:///{tmp_path / 'sqlite-only.db'}"
+    open_database(url).dispose()
+    cli = Cli(url)
     assert refused(cli("sql", "SELECT randomblob(900000000)", ok=False)) == (
         "Error: sql: the result is larger than 64 MiB (--max-bytes)\n"
     )
