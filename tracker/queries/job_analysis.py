@@ -5,7 +5,7 @@ so a read-only database serves every request)."""
 from __future__ import annotations
 
 import polars as pl
-from sqlalchemy import select
+from sqlalchemy import Connection, Engine, select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import Expectations
@@ -100,14 +100,18 @@ def load_summary(session: Session, job_id: int, exp: Expectations) -> Summary:
     data = stored_summary(session, job_id, expectations_digest(exp))
     if data is None:
         return summarize(load_job_data(session, _name(session, job_id)), exp)
-    return read_summary(_name(session, job_id), data, lambda: _drawn(session, job_id, exp))
+    bind = session.get_bind()
+    return read_summary(_name(session, job_id), data, lambda: _drawn(bind, job_id, exp))
 
 
-def _drawn(session: Session, job_id: int, exp: Expectations) -> TrajectoryDrawing:
-    """A job's trajectories figure's lines from its loss curves (read alone: no probes)."""
+def _drawn(bind: Engine | Connection, job_id: int, exp: Expectations) -> TrajectoryDrawing:
+    """A job's trajectories figure's lines from its loss curves (read alone: no probes), in
+    a session of its own: a page may draw them after the session that read the summary has
+    closed, and drawing in that one would begin a transaction nobody ends."""
+    with Session(bind) as session:
+        points = arm_points(session, job_id)
     frames = {
-        arm: pl.DataFrame({"step": step, "value": value})
-        for arm, (step, value) in arm_points(session, job_id).items()
+        arm: pl.DataFrame({"step": step, "value": value}) for arm, (step, value) in points.items()
     }
     return trajectory_drawing(frames, exp)
 
