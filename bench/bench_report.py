@@ -3,7 +3,7 @@
 Generates a sample job of 4 arms x 100,000 steps (plus the memory probes), ingests it into
 a temporary SQLite database, then times, best of 3 each:
 
-  (a) the tracker's report of that job: the library's ``write_report`` in this process
+  (a) the tracker's report of that job: the library's ``generate_report`` in this process
       (imports already paid), and ``python -m tracker report --job NAME --out DIR`` in a
       fresh process when the CLI has that command (imports included);
   (b) the reference ``python analyze_job2.py JOB_DIR`` in a temporary working directory
@@ -33,7 +33,7 @@ from bench import REPO, compile_tracker
 from tracker.analysis.expectations import load_expectations
 from tracker.jobdir.sample import write_sample_job
 from tracker.queries.selection import Selection
-from tracker.report import write_report
+from tracker.report import generate_report
 from tracker.services.ingest import ingest_job
 from tracker.store.schema import open_database
 from tracker.store.transactions import write_session
@@ -85,7 +85,7 @@ def main() -> int:
 
         def library(i: int) -> None:
             with Session(engine) as session:
-                write_report(session, tmp / f"lib{i}", exp, Selection(jobs=(JOB,)))
+                generate_report(session, tmp / f"lib{i}", exp, Selection(jobs=(JOB,)))
 
         def cli(i: int) -> None:
             command = [sys.executable, "-m", "tracker", "--db", url, "report"]
@@ -124,7 +124,7 @@ def main() -> int:
     size = ref_size / report_size
     print(f"best of {args.repeat}, {args.steps:,} steps x 4 arms")
     print(f"  reference script (fresh process)      {t_ref:7.3f} s")
-    print(f"  tracker write_report (library)        {t_lib:7.3f} s   {speed:5.1f}x faster")
+    print(f"  tracker generate_report (library)     {t_lib:7.3f} s   {speed:5.1f}x faster")
     print(f"  tracker report (CLI, fresh process)   {t_cli:7.3f} s   {t_ref / t_cli:5.1f}x faster")
     print(f"  tracker ingest (CLI, fresh process)   {t_ingest:7.3f} s   (once per job)")
     both = t_cli + t_ingest

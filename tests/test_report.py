@@ -39,7 +39,7 @@ from tracker.figures.trajectories import trajectories_figure
 from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_sample_job
 from tracker.queries.compare import compare_jobs
 from tracker.queries.selection import Selection
-from tracker.report import generate_report, write_report
+from tracker.report import generate_report
 from tracker.store.jobdata import load_job_data
 from tracker.store.schema import open_database
 from tracker.summary.downsample import DEFAULT_MAX_POINTS, downsample, minmax_indices
@@ -449,7 +449,7 @@ def test_unknown_job_raises_before_writing(
     cli("ingest", str(write_sample_job(tmp_path / "job1", steps=50)))
     out = tmp_path / "report"
     with Session(engine) as session, pytest.raises(JobNotFound, match="'nope'"):
-        write_report(session, out, exp, Selection(jobs=("job1", "nope")))
+        generate_report(session, out, exp, Selection(jobs=("job1", "nope")))
     assert not out.exists()
 
 

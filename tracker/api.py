@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import polars as pl
 from sqlalchemy import Engine
@@ -71,10 +72,24 @@ from tracker.store.sqlite_files import refuse_missing_file
 # pairs (a key may repeat) or conditions: "val_loss<3.3", Condition("seed", "0", "!=")
 Where = Mapping[str, str] | Iterable[tuple[str, str] | str | Condition] | None
 
+
+class Filters(TypedDict, total=False):
+    """The rows ``probes``, ``runs`` and ``trend`` keep: only these jobs, models and variants
+    (a name or several), jobs with this metadata or runs with this number (``where``); and
+    the metadata keys shown as columns (``group_by``)."""
+
+    job: Iterable[str] | str | None
+    model: Iterable[str] | str | None
+    variant: Iterable[str] | str | None
+    where: Where
+    group_by: Iterable[str] | str | None
+
+
 __all__ = [
     "HEAD",
     "Database",
     "Demo",
+    "Filters",
     "Row",
     "Where",
     "claims",
@@ -109,11 +124,11 @@ __all__ = [
 
 
 def _selection(
-    job: Iterable[str] | str | None,
-    model: Iterable[str] | str | None,
-    variant: Iterable[str] | str | None,
-    where: Where,
-    group_by: Iterable[str] | str | None,
+    job: Iterable[str] | str | None = None,
+    model: Iterable[str] | str | None = None,
+    variant: Iterable[str] | str | None = None,
+    where: Where = None,
+    group_by: Iterable[str] | str | None = None,
 ) -> Selection:
     def many(value: Iterable[str] | str | None) -> tuple[str, ...]:
         return (value,) if isinstance(value, str) else tuple(value or ())
@@ -140,47 +155,24 @@ def jobs(db: Database = None) -> pl.DataFrame:
 
 
 def probes(
-    db: Database = None,
-    *,
-    job: Iterable[str] | str | None = None,
-    model: Iterable[str] | str | None = None,
-    variant: Iterable[str] | str | None = None,
-    where: Where = None,
-    group_by: Iterable[str] | str | None = None,
-    failed: bool = False,
+    db: Database = None, *, failed: bool = False, **filters: Unpack[Filters]
 ) -> pl.DataFrame:
     """One row per (job, model, variant): bytes/param, parameters, peak memory."""
-    selection = _selection(job, model, variant, where, group_by)
+    selection = _selection(**filters)
     return with_session(db, lambda s: tables.probes(s, selection, failed=failed))
 
 
 def runs(
-    db: Database = None,
-    *,
-    job: Iterable[str] | str | None = None,
-    model: Iterable[str] | str | None = None,
-    variant: Iterable[str] | str | None = None,
-    where: Where = None,
-    group_by: Iterable[str] | str | None = None,
-    aggregate_seeds: bool = False,
+    db: Database = None, *, aggregate_seeds: bool = False, **filters: Unpack[Filters]
 ) -> pl.DataFrame:
     """One row per arm per job, or per (job, model, variant) with seeds aggregated."""
-    selection = _selection(job, model, variant, where, group_by)
+    selection = _selection(**filters)
     return with_session(db, lambda s: tables.runs(s, selection, aggregate_seeds=aggregate_seeds))
 
 
-def trend(
-    db: Database,
-    metric: str,
-    *,
-    job: Iterable[str] | str | None = None,
-    model: Iterable[str] | str | None = None,
-    variant: Iterable[str] | str | None = None,
-    where: Where = None,
-    group_by: Iterable[str] | str | None = None,
-) -> pl.DataFrame:
+def trend(db: Database, metric: str, **filters: Unpack[Filters]) -> pl.DataFrame:
     """One probe or run field across jobs in job order, with the change from the previous job."""
-    selection = _selection(job, model, variant, where, group_by)
+    selection = _selection(**filters)
     return with_session(db, lambda s: tables.trend(s, selection, metric))
 
 

@@ -9,13 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy.orm import Session
 
-from tests.browser.test_report_browser import SAFETY_NET_MS, Watch, browser  # noqa: F401 (the fixture)
-from tests.browser.test_serve_browser import server  # noqa: F401 (the fixture)
-from tracker.analysis.expectations import load_expectations
-from tracker.jobdir.sample import write_sample_job
-from tracker.report import write_report
+from tests.browser.conftest import Watch, open_page, small_jobs_report
 
 JOBS = 14  # a legend entry per job in each arm's figure: several rows of them
 VIEWPORT = {"width": 1280, "height": 800}
@@ -52,37 +47,19 @@ DETAIL = """() => Array.from(document.querySelectorAll('table.claims td.detail')
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A report of 14 small jobs (a page's test: SQLite only, built once)."""
-    from tracker.services.ingest import ingest_job
-    from tracker.store.schema import open_database
-    from tracker.store.transactions import write_session
-
-    root = tmp_path_factory.mktemp("home")
-    engine = open_database(f"sqlite:///{root / 'home.db'}")
-    for i in range(JOBS):
-        job = write_sample_job(
-            root / "jobs" / f"run-with-a-long-name-{i:02d}",
-            seed=i,
-            steps=30,
-            arms=("ref_s0", "flash_s0"),
-            flash_state_shift=0.5 if i % 5 == 0 else 0.0,
-        )
-        with write_session(engine) as session, session.begin():
-            ingest_job(session, job, meta={"time": f"2026-10-{1 + i:02d}T09:00:00Z"})
-    out = root / "report"
-    with Session(engine) as session:
-        write_report(session, out, load_expectations())
-    engine.dispose()
-    return out
+    return small_jobs_report(
+        tmp_path_factory.mktemp("home"),
+        JOBS,
+        "run-with-a-long-name-{:02d}",
+        5,
+        lambda i: {"time": f"2026-10-{1 + i:02d}T09:00:00Z"},
+    )
 
 
-def open_at_1280(browser: Any, url: str, watch: Watch) -> Any:  # noqa: F811
-    context = browser.new_context(viewport=VIEWPORT)
-    context.set_default_timeout(SAFETY_NET_MS)
-    context.route("**/favicon.ico", lambda route: route.fulfill(status=204))  # none is served
-    page = context.new_page()
-    page.on("pageerror", lambda exc: watch.errors.append(str(exc)))
-    page.on("console", lambda m: watch.console.append(m.text) if m.type == "error" else None)
-    page.goto(url, wait_until="load")
+def open_at_1280(browser: Any, origin: str, path: str, watch: Watch) -> Any:
+    page = open_page(browser, origin, watch, **VIEWPORT)
+    page.context.route("**/favicon.ico", lambda route: route.fulfill(status=204))  # none served
+    page.goto(f"{origin}{path}", wait_until="load")
     plots = page.locator("div.plot[data-figure]").count()
     if plots:  # every figure drawn
         page.locator(".js-plotly-plot .main-svg").nth(plots - 1).wait_for()
@@ -108,18 +85,18 @@ def assert_badges_on_one_line(page: Any, two_words: bool = True) -> None:
         assert height < 1.5 * line, (text, height, line)
 
 
-def test_report_index_badges_legends_and_footnotes(browser: Any, report: Path) -> None:  # noqa: F811
+def test_report_index_badges_legends_and_footnotes(browser: Any, report: Path) -> None:
     watch = Watch()
-    page = open_at_1280(browser, (report / "index.html").as_uri(), watch)
+    page = open_at_1280(browser, "file://", str(report / "index.html"), watch)
     assert page.locator("#cross-job .grid2 .js-plotly-plot").count() == 2  # ref_s0, flash_s0
     assert_figures_laid_out(page)
     assert_badges_on_one_line(page)
     assert watch.problems() == {}
 
 
-def test_home_sorts_by_a_clicked_column(browser: Any, server: str) -> None:  # noqa: F811
+def test_home_sorts_by_a_clicked_column(browser: Any, server: str) -> None:
     watch = Watch()
-    page = open_at_1280(browser, f"{server}/", watch)
+    page = open_at_1280(browser, server, "/", watch)
     names = "Array.from(document.querySelectorAll('#jobs-table td.name a')).map(a => a.textContent)"
     assert page.evaluate(names) == ["long", "job3", "job2", "job1"]  # newest first
     page.click("#jobs-table th a:text-is('job')")
@@ -134,11 +111,11 @@ def test_home_sorts_by_a_clicked_column(browser: Any, server: str) -> None:  # n
 
 
 def test_claims_detail_fits_and_the_status_filter_is_in_the_url(
-    browser: Any,  # noqa: F811
-    server: str,  # noqa: F811
+    browser: Any,
+    server: str,
 ) -> None:
     watch = Watch()
-    page = open_at_1280(browser, f"{server}/claims", watch)
+    page = open_at_1280(browser, server, "/claims", watch)
     details = page.evaluate(DETAIL)
     assert details
     for right, scrolls in details:
@@ -152,9 +129,9 @@ def test_claims_detail_fits_and_the_status_filter_is_in_the_url(
     assert watch.problems() == {}
 
 
-def test_trend_draws_one_readable_figure_per_model(browser: Any, server: str) -> None:  # noqa: F811
+def test_trend_draws_one_readable_figure_per_model(browser: Any, server: str) -> None:
     watch = Watch()
-    page = open_at_1280(browser, f"{server}/trend?metric=bpp_state", watch)
+    page = open_at_1280(browser, server, "/trend?metric=bpp_state", watch)
     titles = page.locator(".js-plotly-plot .gtitle").all_text_contents()
     assert len(titles) > 1 and all(" of " in title for title in titles)
     colours = page.evaluate(

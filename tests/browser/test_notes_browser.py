@@ -13,10 +13,9 @@ from typing import Any
 
 import pytest
 
+from tests.browser.conftest import SAFETY_S, Watch, open_page
 from tests.conftest import Cli
 from tests.live_server import running_server
-from tests.browser.test_report_browser import Watch, browser  # noqa: F401 (the fixture)
-from tests.browser.test_serve_browser import SAFETY_S, open_page
 
 DATA = Path(__file__).parent.parent / "data"
 SHOTS = os.environ.get("TRACKER_NOTES_SCREENSHOTS")
@@ -35,7 +34,7 @@ def shot(page: Any, name: str) -> None:
         page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
 
 
-def test_notes_on_the_job_page_runs_table_and_plot(browser: Any, server: str) -> None:  # noqa: F811
+def test_notes_on_the_job_page_runs_table_and_plot(browser: Any, server: str) -> None:
     watch = Watch()
     page = open_page(browser, server, watch)
     page.goto(f"{server}/jobs/modded_nanogpt/", wait_until="load")

@@ -13,8 +13,7 @@ import os
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.browser.test_report_browser import Watch, browser  # noqa: F401 (the fixture)
-from tests.browser.test_serve_browser import SAFETY_S, open_page, server  # noqa: F401 (the fixture)
+from tests.browser.conftest import SAFETY_S, Watch, open_page
 from tests.conftest import Cli
 
 RUNS = "run=job2/flash_s0&run=job2/ref_s0&run=job3/ref_s0"  # in the runs table's order
@@ -74,7 +73,7 @@ def csv_is_query_curve(cli: Cli, page: Any, low: float, high: float) -> None:
             assert (math.isnan(got) and math.isnan(want)) or math.isclose(got, want, rel_tol=1e-12)
 
 
-def test_plot_view_survives_a_reload(browser: Any, server: str, cli: Cli) -> None:  # noqa: F811
+def test_plot_view_survives_a_reload(browser: Any, server: str, cli: Cli) -> None:
     watch = Watch()
     page = open_page(browser, server, watch)
     page.goto(f"{server}/runs?columns=job,arm,nonfinite&job=job2&job=job3", wait_until="load")
@@ -142,7 +141,7 @@ def test_plot_view_survives_a_reload(browser: Any, server: str, cli: Cli) -> Non
     assert watch.problems() == {}
 
 
-def test_a_wall_time_view_survives_a_reload(browser: Any, server: str) -> None:  # noqa: F811
+def test_a_wall_time_view_survives_a_reload(browser: Any, server: str) -> None:
     watch = Watch()
     page = open_page(browser, server, watch)
     page.goto(f"{server}/plot?{RUNS}&smooth=0.5", wait_until="load")

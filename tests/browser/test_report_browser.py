@@ -2,35 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine
-from sqlalchemy.orm import Session
 
-from tests.conftest import Cli, require
-from tracker.analysis.expectations import load_expectations
-from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_sample_job
-from tracker.report import write_report
+from tests.browser.conftest import Watch, open_report_page, report_of, small_jobs_report
+from tests.conftest import Cli
+from tracker.jobdir.sample import write_sample_job
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-SAFETY_NET_MS = 300_000  # only for a page that never draws: no verdict depends on it
 EVIL = "<script>alert(1)</script>"
 # traces per drawn figure, in page order (mem_scaling, gpt_trajectories, table4: two bars
 # per panel and the legend's neutral swatch)
@@ -64,87 +47,7 @@ def report_dir(cli: Cli, engine: Engine, tmp_path: Path) -> Path:
     cli("ingest", str(job1), "--meta", "gpu=A10G")
     cli("ingest", str(_evil_job(tmp_path / "evil")), "--meta", f"note={EVIL}")
     cli("ingest", str(write_sample_job(tmp_path / "probes", steps=50, arms=())))
-    out = tmp_path / "report"
-    with Session(engine) as session:
-        write_report(session, out, load_expectations())
-    return out
-
-
-@pytest.fixture
-def demo_report(cli: Cli, engine: Engine, tmp_path: Path) -> Path:
-    jobs = {d.name: d for d in write_demo_jobs(tmp_path / "jobs", steps=300)}
-    for name in ("job2", "job3", "job1"):  # not in time order
-        meta = [arg for k, v in DEMO_META[name].items() for arg in ("--meta", f"{k}={v}")]
-        cli("ingest", str(jobs[name]), *meta)
-    out = tmp_path / "report"
-    with Session(engine) as session:
-        write_report(session, out, load_expectations())
-    return out
-
-
-@dataclass
-class Watch:
-    """Everything a page did that it should not have."""
-
-    network: list[str] = field(default_factory=list)
-    console: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    dialogs: list[str] = field(default_factory=list)
-
-    def problems(self) -> dict[str, list[str]]:
-        return {k: v for k, v in vars(self).items() if v}
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    require(
-        importlib.util.find_spec("playwright") is not None,
-        "the playwright Python package is not installed",
-    )
-    require(CHROMIUM.is_file(), f"{CHROMIUM} is missing (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-def open_page(browser: Any, path: Path, watch: Watch, figures: int, width: int = 1400) -> Any:
-    context = browser.new_context(viewport={"width": width, "height": 1000})
-
-    def route(request_route: Any) -> None:
-        url = request_route.request.url
-        if url.startswith(("file://", "data:", "blob:")):
-            request_route.continue_()
-        else:
-            watch.network.append(url)
-            request_route.abort()
-
-    context.route("**/*", route)
-    page = context.new_page()
-    page.on(
-        "console",
-        lambda msg: watch.console.append(msg.text) if msg.type in ("error", "warning") else None,
-    )
-    page.on("pageerror", lambda exc: watch.errors.append(str(exc)))
-
-    def dialog(d: Any) -> None:
-        watch.dialogs.append(d.message)
-        d.dismiss()
-
-    page.on("dialog", dialog)
-    context.set_default_timeout(SAFETY_NET_MS)
-    page.goto(path.as_uri(), wait_until="load")
-    # Events, not a clock: every figure has drawn its SVG, then two frames have been painted,
-    # so that errors thrown while drawing have surfaced.
-    page.wait_for_function(
-        "n => { const plots = document.querySelectorAll('.js-plotly-plot');"
-        " return plots.length >= n && [...plots].every(p => p.querySelector('.main-svg')); }",
-        arg=figures,
-    )
-    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
-    return page
+    return report_of(engine, tmp_path / "report")
 
 
 def traces(page: Any, scope: str = "") -> list[int]:
@@ -165,7 +68,7 @@ def assert_verdicts_visible(page: Any) -> None:
 def test_index_renders_offline(browser: Any, report_dir: Path) -> None:
     watch = Watch()
     # across jobs: bytes/param, validation loss, the arms two jobs share (job1 and evil)
-    page = open_page(browser, report_dir / "index.html", watch, 6)
+    page = open_report_page(browser, report_dir / "index.html", watch, 6)
     assert len(traces(page, "#cross-job")) == 6
     assert page.locator('section[id^="job-"]').count() == 0  # no job's own figures here
     # the injected variant name is shown literally in the comparison table
@@ -177,7 +80,7 @@ def test_index_renders_offline(browser: Any, report_dir: Path) -> None:
 
 def test_job_page_renders_offline(browser: Any, report_dir: Path) -> None:
     watch = Watch()
-    page = open_page(browser, report_dir / "evil" / "index.html", watch, 3)
+    page = open_report_page(browser, report_dir / "evil" / "index.html", watch, 3)
     assert traces(page) == TRACES["evil"]
     assert_verdicts_visible(page)
     assert page.get_by_text(EVIL, exact=False).first.is_visible()
@@ -190,14 +93,14 @@ def test_figure_pages_render_offline(browser: Any, report_dir: Path) -> None:
         ("mem_scaling", "gpt_trajectories", "table4"), TRACES["job1"], strict=True
     ):
         watch = Watch()
-        page = open_page(browser, report_dir / "job1" / f"{name}.html", watch, 1)
+        page = open_report_page(browser, report_dir / "job1" / f"{name}.html", watch, 1)
         assert traces(page) == [count], name
         assert watch.problems() == {}, name
 
 
 def test_cross_job_section_renders_offline(browser: Any, demo_report: Path) -> None:
     watch = Watch()
-    page = open_page(browser, demo_report / "index.html", watch, len(CROSS_JOB_TRACES))
+    page = open_report_page(browser, demo_report / "index.html", watch, len(CROSS_JOB_TRACES))
     assert traces(page, "#cross-job") == CROSS_JOB_TRACES
     # every figure drew its lines
     assert page.evaluate(
@@ -226,29 +129,12 @@ MANY = 300
 @pytest.fixture(scope="module")
 def many_jobs_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A report of 300 small jobs (a page's test, not a database's: SQLite only, built once)."""
-    from tracker.services.ingest import ingest_job
-    from tracker.store.schema import open_database
-    from tracker.store.transactions import write_session
+    return small_jobs_report(tmp_path_factory.mktemp("many"), MANY, "run{:03d}", 7, _many_jobs_meta)
 
-    root = tmp_path_factory.mktemp("many")
-    engine = open_database(f"sqlite:///{root / 'many.db'}")
-    for i in range(MANY):
-        job = write_sample_job(
-            root / "jobs" / f"run{i:03d}",
-            seed=i,
-            steps=30,
-            arms=("ref_s0", "flash_s0"),
-            flash_state_shift=0.5 if i % 7 == 0 else 0.0,
-        )
-        time = f"2026-{1 + i // 28 % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:00:00Z"
-        meta = {"gpu": ("A10G", "H100")[i % 2], "time": time}
-        with write_session(engine) as session, session.begin():
-            ingest_job(session, job, meta=meta)
-    out = root / "report"
-    with Session(engine) as session:
-        write_report(session, out, load_expectations())
-    engine.dispose()
-    return out
+
+def _many_jobs_meta(i: int) -> dict[str, str]:
+    time = f"2026-{1 + i // 28 % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:00:00Z"
+    return {"gpu": ("A10G", "H100")[i % 2], "time": time}
 
 
 def test_index_of_many_jobs_filters_and_pages(browser: Any, many_jobs_report: Path) -> None:
@@ -257,7 +143,7 @@ def test_index_of_many_jobs_filters_and_pages(browser: Any, many_jobs_report: Pa
     assert index.stat().st_size < 2**20  # a summary, not every job's figures
     # past the first page, rows come hidden: the browser lays out 25 rows, not 300
     assert len(re.findall(r'<tr class="\w+" hidden>', index.read_text())) == MANY - 25
-    page = open_page(browser, index, watch, 4, width=1280)  # bpp, val loss, 2 arms
+    page = open_report_page(browser, index, watch, 4, width=1280)  # bpp, val loss, 2 arms
     info = page.locator("#jobs-info")
     visible = "#jobs-table tbody tr:not([hidden])"
     assert page.locator("#jobs-table tbody tr").count() == MANY

@@ -6,53 +6,11 @@ every wait is for an event (a line, a page load, a drawn plot, an answer), never
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.browser.conftest import LONG_STEPS, SAFETY_S, Watch, open_page
 
-from tests.browser.test_report_browser import Watch, browser  # noqa: F401 (the fixture)
-from tests.conftest import Cli
-from tests.live_server import running_server
-from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_sample_job
-
-SAFETY_S = 180  # only a net under a page that never draws; no verdict depends on it
-LONG_STEPS = 20_000
 WINDOW = 2000  # points the explorer asks for
-
-
-@pytest.fixture
-def server(cli: Cli, tmp_path: Path) -> Iterator[str]:
-    jobs = {d.name: d for d in write_demo_jobs(tmp_path / "jobs", steps=300)}
-    for name in ("job1", "job2", "job3"):
-        meta = [arg for k, v in DEMO_META[name].items() for arg in ("--meta", f"{k}={v}")]
-        cli("ingest", str(jobs[name]), *meta)
-    long = write_sample_job(tmp_path / "long", steps=LONG_STEPS, arms=("ref_s0",))
-    cli("ingest", str(long), "--meta", "time=2026-11-20T09:00:00Z")
-    with running_server(cli.url) as base:
-        yield base
-
-
-def open_page(browser: Any, base: str, watch: Watch) -> Any:  # noqa: F811
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-
-    def route(request_route: Any) -> None:
-        url = request_route.request.url
-        if url.startswith((base, "data:", "blob:")):
-            request_route.continue_()
-        else:
-            watch.network.append(url)
-            request_route.abort()
-
-    context.route("**/*", route)
-    page = context.new_page()
-    page.on(
-        "console",
-        lambda msg: watch.console.append(msg.text) if msg.type in ("error", "warning") else None,
-    )
-    page.on("pageerror", lambda exc: watch.errors.append(str(exc)))
-    return page
 
 
 def drawn_figures(page: Any, count: int) -> None:
@@ -60,7 +18,7 @@ def drawn_figures(page: Any, count: int) -> None:
     page.locator(".js-plotly-plot").nth(count - 1).wait_for(timeout=SAFETY_S * 1000)
 
 
-def test_list_job_and_comparison(browser: Any, server: str) -> None:  # noqa: F811
+def test_list_job_and_comparison(browser: Any, server: str) -> None:
     watch = Watch()
     page = open_page(browser, server, watch)
     page.goto(f"{server}/", wait_until="load")
@@ -91,7 +49,7 @@ def points_between(page: Any, steps: str, low: int, high: int) -> int:
     return counted
 
 
-def test_zoom_draws_the_raw_points(browser: Any, server: str) -> None:  # noqa: F811
+def test_zoom_draws_the_raw_points(browser: Any, server: str) -> None:
     watch = Watch()
     page = open_page(browser, server, watch)
     page.goto(f"{server}/curve?job=long&arm=ref_s0", wait_until="load")
@@ -129,7 +87,7 @@ def test_zoom_draws_the_raw_points(browser: Any, server: str) -> None:  # noqa: 
     assert watch.problems() == {}
 
 
-def test_docs_draws_the_api_and_runs_it(browser: Any, server: str) -> None:  # noqa: F811
+def test_docs_draws_the_api_and_runs_it(browser: Any, server: str) -> None:
     watch = Watch()
     page = open_page(browser, server, watch)
     page.goto(f"{server}/docs", wait_until="load")
@@ -156,7 +114,7 @@ def cells(page: Any, column: int) -> list[str]:
     return found
 
 
-def test_runs_table_sorts_filters_and_plots_the_ticked(browser: Any, server: str) -> None:  # noqa: F811
+def test_runs_table_sorts_filters_and_plots_the_ticked(browser: Any, server: str) -> None:
     watch = Watch()
     page = open_page(browser, server, watch)
     page.goto(f"{server}/runs?columns=job,arm,final_loss", wait_until="load")

@@ -12,14 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.browser.test_report_browser import (  # noqa: F401 (the fixtures)
-    CROSS_JOB_TRACES,
-    Watch,
-    browser,
-    demo_report,
-)
-from tests.browser.test_report_browser import open_page as open_report_page
-from tests.browser.test_serve_browser import open_page, server  # noqa: F401 (the fixture)
+from tests.browser.conftest import Watch, open_page, open_report_page
+from tests.browser.test_report_browser import CROSS_JOB_TRACES
 from tests.conftest import Cli
 from tracker.jobdir.sample import write_sample_job
 
@@ -129,7 +123,7 @@ def assert_every_table_sorts_and_filters(page: Any, server_sorted: tuple[str, ..
     return len(tables)
 
 
-def test_report_tables_sort_and_filter(browser: Any, demo_report: Path) -> None:  # noqa: F811
+def test_report_tables_sort_and_filter(browser: Any, demo_report: Path) -> None:
     watch = Watch()
     page = open_report_page(browser, demo_report / "index.html", watch, len(CROSS_JOB_TRACES))
     # the jobs, the claims, the known setup differences, the bytes/param per variant, the
@@ -155,7 +149,7 @@ ORDERING_ROWS = [  # name, value (a numeric header), count (numbers only: numeri
 ]
 
 
-def test_tables_order_numbers_nan_inf_and_missing(browser: Any) -> None:  # noqa: F811
+def test_tables_order_numbers_nan_inf_and_missing(browser: Any) -> None:
     """tables.js alone on a page: its ordering rules, the filter, and cells kept inert."""
     from tracker.views.templates import TEMPLATES
 
@@ -203,7 +197,7 @@ PAGES = {
 
 
 @pytest.fixture
-def served(server: str, cli: Cli, tmp_path: Path) -> Iterator[str]:  # noqa: F811
+def served(server: str, cli: Cli, tmp_path: Path) -> Iterator[str]:
     """The demo jobs' server, and a job whose candidate stopped early (its curves table has
     numbers to order), ingested while the server runs."""
     uneven = write_sample_job(tmp_path / "uneven", seed=3, steps=300, arms=("ref_s0",))
@@ -213,7 +207,7 @@ def served(server: str, cli: Cli, tmp_path: Path) -> Iterator[str]:  # noqa: F81
 
 
 @pytest.mark.parametrize("path", PAGES)
-def test_every_table_sorts_and_filters(browser: Any, served: str, path: str) -> None:  # noqa: F811
+def test_every_table_sorts_and_filters(browser: Any, served: str, path: str) -> None:
     watch = Watch()
     page = open_page(browser, served, watch)
     page.goto(f"{served}{path}", wait_until="load")
@@ -223,7 +217,7 @@ def test_every_table_sorts_and_filters(browser: Any, served: str, path: str) -> 
     assert watch.problems() == {}  # a refused script or style would be a console error
 
 
-def test_home_jobs_sort_by_a_numeric_column_on_the_server(browser: Any, server: str) -> None:  # noqa: F811
+def test_home_jobs_sort_by_a_numeric_column_on_the_server(browser: Any, server: str) -> None:
     watch = Watch()
     page = open_page(browser, server, watch)
     page.goto(f"{server}/", wait_until="load")

@@ -7,6 +7,7 @@ value of a float and so matches the study script digit for digit.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,7 @@ import numpy as np
 import polars as pl
 
 from tracker.analysis.checks import BPP, GPT2_124M, TABLE4, Check
-from tracker.analysis.expectations import COMPONENTS, Expectations
+from tracker.analysis.expectations import COMPONENTS, Expectations, PaperTable
 from tracker.analysis.verdict import FAIL, KNOWN, NA, Verdict, within
 
 __all__ = ["fixed_overheads", "memory_analysis", "memory_notes", "memory_verdicts"]
@@ -267,60 +268,68 @@ def _bpp_verdicts(ok: pl.DataFrame, exp: Expectations) -> list[Verdict]:
     return verdicts
 
 
-def _relative(
-    check: str,
-    subject: str,
-    measured: float | None,
-    paper: float,
-    relative_tolerance: float,
-    what: str,
-    known: str | None = None,
-) -> Verdict:
-    tolerance = relative_tolerance * paper
-    status = within(measured, paper, tolerance)
-    detail = (
-        f"{what}: {_fmt(measured, '.3f')} GiB vs paper {paper:g} GiB (± {relative_tolerance:.0%})"
-    )
-    if status == FAIL and known:  # the expectations file says why: not a failure
-        status = KNOWN
-        detail += f"; known difference: {known}"
-    reason = known if status == KNOWN else None
-    return Verdict(check, subject, measured, paper, tolerance, status, detail, reason)
+def _paper_verdicts(
+    table: PaperTable,
+    measured: dict[str, dict[str, Any]],
+    checks: Mapping[str, Check],
+    columns: tuple[str, str],
+    known_differences: Mapping[str, str],
+    subject: Callable[[str], str],
+    missing: Callable[[str], str],
+    what: Callable[[str, dict[str, Any]], str],
+) -> list[Verdict]:
+    """Each paper row's GiB of params and optim against the ``columns`` of its variant's
+    measured row, within the table's relative tolerance; ``missing`` says why a variant has
+    none, ``what`` what a part's measurement is."""
+    verdicts = []
+    for variant, paper in table.rows.items():
+        row = measured.get(variant)
+        for (part, check), column in zip(checks.items(), columns, strict=True):
+            expected: float = getattr(paper, part)
+            if row is None:
+                why = missing(variant)
+                verdicts.append(Verdict(check, subject(variant), None, expected, None, NA, why))
+                continue
+            tolerance = table.relative_tolerance * expected
+            status = within(row[column], expected, tolerance)
+            detail = (
+                f"{what(part, row)}: {_fmt(row[column], '.3f')} GiB vs paper {expected:g} GiB "
+                f"(± {table.relative_tolerance:.0%})"
+            )
+            known = known_differences.get(variant)
+            if status == FAIL and known:  # the expectations file says why: not a failure
+                status = KNOWN
+                detail += f"; known difference: {known}"
+            reason = known if status == KNOWN else None
+            verdict = Verdict(
+                check, subject(variant), row[column], expected, tolerance, status, detail, reason
+            )
+            verdicts.append(verdict)
+    return verdicts
 
 
 def _table4_verdicts(ok: pl.DataFrame, exp: Expectations) -> list[Verdict]:
     mem = exp.memory
-    largest_of = _largest(ok)
-    verdicts = []
-    for variant, paper in mem.table4.rows.items():
-        row = largest_of.get(variant)
-        for part, column in (("params", "x_params_gib"), ("optim", "x_optim_gib")):
-            check = TABLE4[part]
-            expected: float = getattr(paper, part)
-            if row is None:
-                detail = (
-                    f"{variant} not measured on any {mem.scaling_model_prefix}* model: "
-                    "no extrapolation"
-                )
-                verdicts.append(Verdict(check, variant, None, expected, None, NA, detail))
-                continue
-            what = (
-                f"{part} extrapolated from {row['model']} "
-                f"({_fmt(row['bpp_params' if part == 'params' else 'bpp_state'], '.3f')} B/param) "
-                f"to {mem.extrapolate_params:,} parameters"
-            )
-            verdicts.append(
-                _relative(
-                    check,
-                    variant,
-                    row[column],
-                    expected,
-                    mem.table4.relative_tolerance,
-                    what,
-                    mem.known_differences.get(variant),
-                )
-            )
-    return verdicts
+
+    def what(part: str, row: dict[str, Any]) -> str:
+        bpp = row["bpp_params" if part == "params" else "bpp_state"]
+        return (
+            f"{part} extrapolated from {row['model']} ({_fmt(bpp, '.3f')} B/param) "
+            f"to {mem.extrapolate_params:,} parameters"
+        )
+
+    return _paper_verdicts(
+        mem.table4,
+        _largest(ok),
+        TABLE4,
+        ("x_params_gib", "x_optim_gib"),
+        mem.known_differences,
+        lambda variant: variant,
+        lambda variant: (
+            f"{variant} not measured on any {mem.scaling_model_prefix}* model: no extrapolation"
+        ),
+        what,
+    )
 
 
 def _gpt2_verdicts(ok: pl.DataFrame, failed: pl.DataFrame, exp: Expectations) -> list[Verdict]:
@@ -330,29 +339,16 @@ def _gpt2_verdicts(ok: pl.DataFrame, failed: pl.DataFrame, exp: Expectations) ->
         row["variant"]: row for row in ok.filter(pl.col("model") == model).iter_rows(named=True)
     }
     failed_variants = set(failed.filter(pl.col("model") == model)["variant"].to_list())
-    verdicts = []
-    for variant, paper in mem.gpt2_124m.rows.items():
-        subject = f"{model}/{variant}"
-        row = measured_rows.get(variant)
-        for part, column in (("params", "gib_params"), ("optim", "gib_optim")):
-            check = GPT2_124M[part]
-            expected: float = getattr(paper, part)
-            if row is None:
-                why = "probe failed" if variant in failed_variants else "not measured"
-                verdicts.append(Verdict(check, subject, None, expected, None, NA, why))
-                continue
-            verdicts.append(
-                _relative(
-                    check,
-                    subject,
-                    row[column],
-                    expected,
-                    mem.gpt2_124m.relative_tolerance,
-                    part,
-                    mem.known_differences.get(variant),
-                )
-            )
-    return verdicts
+    return _paper_verdicts(
+        mem.gpt2_124m,
+        measured_rows,
+        GPT2_124M,
+        ("gib_params", "gib_optim"),
+        mem.known_differences,
+        lambda variant: f"{model}/{variant}",
+        lambda variant: "probe failed" if variant in failed_variants else "not measured",
+        lambda part, _row: part,
+    )
 
 
 def _failed_verdicts(failed: pl.DataFrame) -> list[Verdict]:

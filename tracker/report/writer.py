@@ -164,17 +164,5 @@ def generate_report(
     return Report(index, jobs, removed)
 
 
-def write_report(
-    session: Session,
-    out_dir: Path,
-    exp: Expectations,
-    selection: Selection | None = None,
-    *,
-    force: bool = False,
-) -> Path:
-    """Write the report (see ``generate_report``) and return ``out_dir/index.html``."""
-    return generate_report(session, out_dir, exp, selection, force=force).index
-
-
 def _folders(entries: dict[str, object]) -> list[str]:
     return [str(e.get("folder")) for e in entries.values() if isinstance(e, dict)]
