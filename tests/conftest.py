@@ -186,9 +186,10 @@ def study(cli: Cli, tmp_path: Path, request: pytest.FixtureRequest) -> Cli:
     return cli
 
 
-def client_for(url: str, token: str | None = None) -> TestClient:
-    """The server on ``url`` (guarded by ``token``), answering errors as a client sees them."""
-    app = create_app(url, token)
+def client_for(url: str, token: str | None = None, study: str | None = None) -> TestClient:
+    """The server on ``url`` (guarded by ``token``; of ``study``'s jobs), answering errors as
+    a client sees them."""
+    app = create_app(url, token, study)
     return TestClient(app, base_url="http://127.0.0.1:8765", raise_server_exceptions=False)
 
 

@@ -103,9 +103,10 @@ def check_probes(records: Any) -> None:
             assert isinstance(name, str) and name.strip() and len(name) <= NAME_MAX, name
             assert not CONTROL_CHARS.search(name), name
             storable(name, "name")
-        if record.n_params is None:
-            assert record.peak_steady is None
-            assert all(getattr(record, key) is None for key in FLOAT_FIELDS)
+        columns = record.columns()
+        if record.failed:
+            assert columns["n_params"] is None and columns["peak_steady"] is None
+            assert all(columns[key] is None for key in FLOAT_FIELDS)
         else:
             assert type(record.n_params) is int and 1 <= record.n_params < INT_LIMIT
             assert type(record.peak_steady) is int and 0 <= record.peak_steady < INT_LIMIT

@@ -10,9 +10,10 @@ import pytest
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
-from tests.conftest import Cli
+from tests.conftest import Cli, client_for
 from tracker.analysis.checks import Check
 from tracker.analysis.expectations import study_expectations, study_names
+from tracker.figures.style import FALLBACK_COLORS, Palette, arm_style, variant_label
 from tracker.jobdir.sample import SAMPLE_STUDIES, write_sample_job
 from tracker.models import Job, JobVerdict
 
@@ -56,6 +57,19 @@ def test_every_packaged_study_loads_and_names_itself() -> None:
         assert exp.study is not None and exp.study.name == name
         assert exp.source == f"tracker/studies/{name}.toml (packaged)"
         assert set(SAMPLE_STUDIES[name].variants) >= set(exp.memory.expected_bpp)
+
+
+def test_figures_draw_each_study_by_its_style() -> None:
+    for name in study_names():
+        style = study_expectations(name).style
+        assert style is not None and style.variants and style.arms, name
+        for variant, look in style.variants.items():
+            assert variant_label(variant) == look.label
+            assert Palette()(variant) == look.color
+        for arm, look in style.arms.items():
+            assert arm_style(arm, Palette())[:2] == (look.label, look.color)
+    assert variant_label("adam8bit") == "8-bit Adam (block-wise)"
+    assert arm_style("nostudy_s1", Palette()) == ("nostudy (seed1)", FALLBACK_COLORS[0], "dash")
 
 
 def test_demo_of_the_8bit_study_is_judged_by_its_expectations(cli: Cli, tmp_path: Path) -> None:
@@ -104,6 +118,20 @@ def test_jobs_of_two_studies_are_judged_apart(cli: Cli, tmp_path: Path) -> None:
     ]
     compared = cli("compare", "flash1", "flash1", "-f", "json").stdout
     assert "adam8bit" not in compared
+    of_study = cli("compare", "eight1", "eight1", "--study", "adam8bit", "-f", "json").stdout
+    assert of_study == cli("compare", "eight1", "eight1", "-f", "json").stdout
+    for args in (("flash1", "eight1"), ("eight1", "flash1")):
+        result = cli("compare", *args, "--study", "adam8bit", ok=False)
+        assert result.exit_code == 1
+        assert result.stderr == "Error: job 'flash1' is of study 'flashoptim', not 'adam8bit'\n"
+    with client_for(cli.url, study="adam8bit") as client:
+        assert [row["job"] for row in client.get("/api/jobs").json()] == ["eight1"]
+        assert {row["job"] for row in client.get("/api/runs").json()["rows"]} == {"eight1"}
+        assert client.get("/api/claims").json() == alone
+        home = client.get("/")
+        assert home.status_code == 200 and "eight1" in home.text and "flash1" not in home.text
+    with client_for(cli.url) as client:
+        assert [row["job"] for row in client.get("/api/jobs").json()] == ["flash1", "eight1"]
 
 
 def test_study_given_at_ingest_wins_over_job_json(cli: Cli, tmp_path: Path) -> None:
@@ -120,6 +148,10 @@ def test_study_given_at_ingest_wins_over_job_json(cli: Cli, tmp_path: Path) -> N
          "adam8bit, flashoptim; did you mean adam8bit?"),
         (("report", "--study", "nope"), "unknown study 'nope'; the packaged studies: "
          "adam8bit, flashoptim"),
+        (("compare", "a", "b", "--study", "nope"), "unknown study 'nope'; the packaged "
+         "studies: adam8bit, flashoptim"),
+        (("serve", "--study", "adam8bt"), "unknown study 'adam8bt'; the packaged studies: "
+         "adam8bit, flashoptim; did you mean adam8bit?"),
         (("demo", "--study", "flashoptm"), "unknown study 'flashoptm'; the packaged studies: "
          "adam8bit, flashoptim; did you mean flashoptim?"),
     ],
@@ -127,7 +159,7 @@ def test_study_given_at_ingest_wins_over_job_json(cli: Cli, tmp_path: Path) -> N
 def test_an_unknown_study_is_one_error_line(
     cli: Cli, tmp_path: Path, args: tuple[str, ...], message: str
 ) -> None:
-    out = () if args[0] == "claims" else ("--out", str(tmp_path / "out"))
+    out = () if args[0] in ("claims", "compare", "serve") else ("--out", str(tmp_path / "out"))
     result = cli(*args, *out, ok=False)
     assert result.exit_code == 1
     assert result.stderr == f"Error: {message}\n"

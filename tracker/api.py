@@ -232,13 +232,15 @@ def comparison(
     *,
     expectations: Path | None = None,
     baseline_where: Where = None,
+    study: str | None = None,
 ) -> Comparison:
     """Two jobs compared: the table of ``compare``, its summary line and the regressions.
     The gate's yardstick is the jobs comparable to them (the same values of the
-    expectations' ``[gate] configuration`` keys), or those with ``baseline_where``'s metadata."""
-    exp = load_expectations(expectations)
+    expectations' ``[gate] configuration`` keys), or those with ``baseline_where``'s metadata.
+    ``study``: both jobs must be of it."""
+    exp = _judging(expectations, study)
     where = None if baseline_where is None else _equalities(baseline_where)
-    return with_session(db, lambda s: _compare.compare_jobs(s, job_a, job_b, exp, where))
+    return with_session(db, lambda s: _compare.compare_jobs(s, job_a, job_b, exp, where, study))
 
 
 def _equalities(where: Where) -> tuple[tuple[str, str], ...]:
@@ -354,14 +356,22 @@ def demo(
 
 
 def serve(
-    db: Database, *, host: str = "127.0.0.1", port: int = 8765, token: str | None = None
+    db: Database,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str | None = None,
+    study: str | None = None,
 ) -> None:
-    """Serve the workbench read-only on ``host:port`` until interrupted (``tracker serve``)."""
+    """Serve the workbench read-only on ``host:port`` until interrupted (``tracker serve``);
+    ``study``: only its jobs listed and judged together."""
     from tracker.server import create_app  # FastAPI and the server only for this
     from tracker.server.listen import serve as listen
     from tracker.server.security import check_host
 
     url = db.url.render_as_string(False) if isinstance(db, Engine) else database_url(db)
+    if study is not None:
+        study_expectations(study)  # an unknown study refused before the database is opened
     check_host(host, token)
     refuse_missing_file(create_tracker_engine(url))  # opened read-only, never created
-    listen(create_app(url, token), host, port)
+    listen(create_app(url, token, study), host, port)

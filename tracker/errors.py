@@ -299,5 +299,9 @@ def raised_by_interrupt(exc: BaseException) -> bool:
     return False
 
 
+class JobOfOtherStudy(TrackerError):
+    """job {job!r} is of study {actual!r}, not {study!r}"""
+
+
 class UnknownStudy(TrackerError):
     """unknown study {study!r}; the packaged studies: {known}"""

@@ -172,6 +172,20 @@ class Study(_Table):
     claims: list[String]  # the paper's claims the study checks, one sentence each
 
 
+class Look(_Table):
+    """How the figures draw a variant or an arm."""
+
+    label: String
+    color: Annotated[str, Field(strict=True, pattern=r"^#[0-9a-f]{6}$")]
+
+
+class Style(_Table):
+    """The labels and colours of the study's variants and of its training arms."""
+
+    variants: dict[str, Look]
+    arms: dict[str, Look]
+
+
 class Expectations(_Table):
     """An expectations file as it is written: every table and key, each checked."""
 
@@ -180,6 +194,7 @@ class Expectations(_Table):
     claims: ClaimsExpectations
     gate: GateExpectations
     study: Study | None = None  # a user's copy may leave it out
+    style: Style | None = None  # the figures read the packaged studies' (``study_styles``)
     _source: str = PrivateAttr("")
     _packaged: bool = PrivateAttr(False)
 
@@ -234,6 +249,21 @@ def study_expectations(name: str = DEFAULT_STUDY) -> Expectations:
     packaged = _parse(tomllib.loads(text), source)
     packaged._packaged = True
     return packaged
+
+
+@cache
+def study_styles() -> Style:
+    """Every packaged study's looks (a figure across jobs may draw several studies'
+    variants); of a name two studies style, the default study's look, else the first's."""
+    variants: dict[str, Look] = {}
+    arms: dict[str, Look] = {}
+    for name in study_names():
+        style = study_expectations(name).style or Style(variants={}, arms={})
+        for variant, look in style.variants.items():
+            variants.setdefault(variant, look)
+        for arm, look in style.arms.items():
+            arms.setdefault(arm, look)
+    return Style(variants=variants, arms=arms)
 
 
 def load_expectations(path: Path | None = None) -> Expectations:

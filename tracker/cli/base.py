@@ -249,6 +249,14 @@ def parse_since(since: str | None) -> Any:
         raise typer.BadParameter(str(exc), param_hint="--since") from None
 
 
+def job_selection(
+    job: list[str] | None, where: list[str] | None, since: str | None, study: str | None
+) -> dict[str, Any]:
+    """``--job``, ``--where``, ``--since`` and ``--study`` as ``tracker.api``'s keywords of a
+    selection of jobs, checked before the database opens."""
+    return dict(job=job, where=where_pairs(where), since=parse_since(since), study=study)
+
+
 def _key_problem(key: str) -> str:
     """What makes ``key`` no metadata key, in words: the first thing a reader must change."""
     if not key:

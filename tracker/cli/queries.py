@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -17,7 +20,7 @@ from tracker.cli.base import (
     VariantFilter,
     WhereFilter,
     app,
-    parse_since,
+    job_selection,
     query_app,
     state,
     where_pairs,
@@ -36,14 +39,49 @@ def _print_table(ctx: typer.Context, table: str, fmt: Format, **options: Any) ->
     print_frame(getattr(api, table)(state(ctx).url, **options), fmt)
 
 
-@query_app.command("probes")
+# The filters every table command takes, as its ``filters`` parameter stands in its help.
+TABLE_FILTERS = {
+    "job": JobFilter,
+    "model": ModelFilter,
+    "variant": VariantFilter,
+    "where": WhereFilter,
+    "group_by": GroupBy,
+}
+
+
+def _table_command(name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """``tracker query NAME``, with the options of ``TABLE_FILTERS`` in the place of the
+    command's ``filters`` parameter, which gets them as one dict."""
+
+    def register(command: Callable[..., None]) -> Callable[..., None]:
+        signature = inspect.signature(command, eval_str=True)
+        options = [
+            inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kind)
+            for key, kind in TABLE_FILTERS.items()
+        ]
+        parameters = [
+            replaced
+            for parameter in signature.parameters.values()
+            for replaced in (options if parameter.name == "filters" else [parameter])
+        ]
+
+        @functools.wraps(command)
+        def run(**given: Any) -> None:
+            command(filters={key: given.pop(key) for key in TABLE_FILTERS}, **given)
+
+        run.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            parameters=[p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in parameters]
+        )
+        query_app.command(name)(run)
+        return command
+
+    return register
+
+
+@_table_command("probes")
 def query_probes(
     ctx: typer.Context,
-    job: JobFilter = None,
-    model: ModelFilter = None,
-    variant: VariantFilter = None,
-    where: WhereFilter = None,
-    group_by: GroupBy = None,
+    filters: dict[str, Any],
     failed: Annotated[bool, typer.Option("--failed", help="Only failed probes.")] = False,
     fmt: FormatOption = Format.table,
 ) -> None:
@@ -51,18 +89,13 @@ def query_probes(
 
     Example: tracker query probes --model gpt-124m --variant flash --format csv
     """
-    filters = dict(job=job, model=model, variant=variant, where=where, group_by=group_by)
     _print_table(ctx, "probes", fmt, failed=failed, **filters)
 
 
-@query_app.command("runs")
+@_table_command("runs")
 def query_runs(
     ctx: typer.Context,
-    job: JobFilter = None,
-    model: ModelFilter = None,
-    variant: VariantFilter = None,
-    where: WhereFilter = None,
-    group_by: GroupBy = None,
+    filters: dict[str, Any],
     aggregate_seeds: Annotated[
         bool, typer.Option("--aggregate-seeds", help="Mean, std and count over seeds.")
     ] = False,
@@ -72,7 +105,6 @@ def query_runs(
 
     Example: tracker query runs --variant ref --aggregate-seeds --group-by flashoptim
     """
-    filters = dict(job=job, model=model, variant=variant, where=where, group_by=group_by)
     _print_table(ctx, "runs", fmt, aggregate_seeds=aggregate_seeds, **filters)
 
 
@@ -120,22 +152,17 @@ def query_curve(
     print_frame(frame, fmt)
 
 
-@query_app.command("trend")
+@_table_command("trend")
 def query_trend(
     ctx: typer.Context,
     metric: Annotated[str, typer.Option(help="A probe or run field, e.g. bpp_state, val_loss.")],
-    job: JobFilter = None,
-    model: ModelFilter = None,
-    variant: VariantFilter = None,
-    where: WhereFilter = None,
-    group_by: GroupBy = None,
+    filters: dict[str, Any],
     fmt: FormatOption = Format.table,
 ) -> None:
     """One figure of merit across jobs, in job order, with the change from the previous job.
 
     Example: tracker query trend --metric bpp_state --model gpt-124m --variant flash
     """
-    filters = dict(job=job, model=model, variant=variant, where=where, group_by=group_by)
     _print_table(ctx, "trend", fmt, metric=metric, **filters)
 
 
@@ -163,12 +190,14 @@ def compare(
             help="Judge against the jobs with this metadata (default: the same configuration).",
         ),
     ] = None,
+    study: StudyFilter = None,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Every verdict of two jobs side by side, with deltas and regressions first.
 
     Each change is judged against the comparable jobs (neither compared one; the same values
-    of the configuration keys, see docs/claims.md) and the check's tolerance.
+    of the configuration keys, see docs/claims.md) and the check's tolerance. With --study,
+    both jobs must be of that study.
 
     Example: tracker compare job2 job5 --fail-on-regression --changes-only
     """
@@ -178,7 +207,7 @@ def compare(
     if where is not None and any(condition.op != "=" for condition in where):
         raise typer.BadParameter("takes KEY=VALUE only", param_hint="--baseline-where")
     comparison = api.comparison(
-        state(ctx).url, job_a, job_b, expectations=expectations, baseline_where=where
+        state(ctx).url, job_a, job_b, expectations=expectations, baseline_where=where, study=study
     )
     shown = comparison.changes_only() if changes_only else comparison
     print_frame(shown.table, fmt)
@@ -228,17 +257,9 @@ def claims(
     """
     from tracker import api
 
-    pairs = where_pairs(where)
+    selected = job_selection(job, where, since, study)
     shown, gate = _claim_statuses(status, "--status"), _claim_statuses(fail_on, "--fail-on")
-    judged = api.claims(
-        state(ctx).url,
-        job=job,
-        where=pairs,
-        group_by=group_by,
-        since=parse_since(since),
-        expectations=expectations,
-        study=study,
-    )
+    judged = api.claims(state(ctx).url, group_by=group_by, expectations=expectations, **selected)
     frame = judged.filter(judged["status"].is_in(shown)) if shown else judged
     if fmt is Format.table and not wide:
         shown_rows = frame.to_dicts()

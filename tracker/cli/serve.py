@@ -14,9 +14,8 @@ from tracker.cli.base import (
     StudyFilter,
     WhereFilter,
     app,
-    parse_since,
+    job_selection,
     state,
-    where_pairs,
 )
 from tracker.errors import Interrupted, raised_by_interrupt
 
@@ -58,19 +57,10 @@ def report(
     """
     from tracker import api
 
-    pairs = where_pairs(where)
-    start = parse_since(since)
+    selected = job_selection(job, where, since, study)
     try:
         written = api.report(
-            state(ctx).url,
-            out,
-            job=job,
-            where=pairs,
-            since=start,
-            expectations=expectations,
-            force=force,
-            prune=prune,
-            study=study,
+            state(ctx).url, out, expectations=expectations, force=force, prune=prune, **selected
         )
     except BaseException as exc:  # each file is written whole (or not), the index and manifest last
         if not raised_by_interrupt(exc):
@@ -100,12 +90,16 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    study: StudyFilter = None,
 ) -> None:
     """Serve the tracker live and read-only in a browser, with its JSON API under /api/.
+
+    With --study, the pages and tables across jobs hold only that study's jobs (each job's
+    page still judged by its own study).
 
     Example: tracker serve --host 0.0.0.0 --port 8765 --token "$(cat ~/.tracker-token)"
     """
     from tracker import api
 
     # opened read-only (never created or migrated), the schema checked before listening
-    api.serve(state(ctx).url, host=host, port=port, token=token)
+    api.serve(state(ctx).url, host=host, port=port, token=token, study=study)

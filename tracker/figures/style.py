@@ -1,4 +1,5 @@
-"""Colours, labels and layout shared by the report's figures (those of the study's script).
+"""Colours, labels and layout shared by the report's figures (those of the study's script);
+the variants' and arms' labels and colours are the study files' (``study_styles``).
 
 Figures are plain plotly.js figure dicts (``{"data": [...], "layout": {...}}``), not
 ``plotly.graph_objects``: building and validating graph objects cost more than the rest of a
@@ -12,6 +13,7 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
+from tracker.analysis.expectations import study_styles
 from tracker.summary.arms import split_arm
 
 # A figure as plotly.js takes it: "data" (list of trace dicts) and "layout" (a dict).
@@ -19,45 +21,11 @@ Figure = dict[str, Any]
 INK, MUTED, GRID, SURF = "#0b0b0b", "#898781", "#e1e0d9", "#fcfcfb"
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 
-# The study's colour per variant, in the study's order.
-COLORS: dict[str, str] = {
-    "ref": "#2a78d6",
-    "flash": "#008300",
-    "flash_gr": "#1baf7a",
-    "split_only": "#e87ba4",
-    "quant_only": "#eda100",
-    "linear": "#e34948",
-    "adam32": "#2a78d6",  # the 8-bit Adam study's: its baseline drawn as ref, ...
-    "adam8bit": "#008300",  # ... its candidate as flash, its ablation as linear
-    "adam8lin": "#e34948",
-}
-# Colours for variants the study did not know, assigned in order of appearance.
+# Colours for variants no study styles (``[style]`` of tracker/studies/NAME.toml), assigned
+# in order of appearance.
 FALLBACK_COLORS: tuple[str, ...] = (
     "#7b4fc9", "#00a3b4", "#b3591f", "#5c6f82", "#c23b8f", "#6b8e23", "#3d4fb8", "#a88b00",
 )  # fmt: skip
-
-# The study's labels and colours of its four training arms.
-ARM_STYLES: dict[str, tuple[str, str]] = {
-    "ref_s0": ("AdamW (ref, seed0)", "#2a78d6"),
-    "flash_s0": ("FlashAdamW (seed0)", "#008300"),
-    "ref_s1": ("AdamW (ref, seed1)", "#e87ba4"),
-    "linear_s0": ("Linear-quant FlashAdamW", "#e34948"),
-    "adam32_s0": ("32-bit Adam (seed0)", "#2a78d6"),
-    "adam8bit_s0": ("8-bit Adam (seed0)", "#008300"),
-    "adam32_s1": ("32-bit Adam (seed1)", "#e87ba4"),
-    "adam8lin_s0": ("Linear-quant 8-bit Adam", "#e34948"),
-}
-VARIANT_LABELS: dict[str, str] = {
-    "ref": "AdamW (ref)",
-    "flash": "FlashAdamW",
-    "flash_gr": "FlashAdamW + grad release",
-    "split_only": "Weight split only",
-    "quant_only": "Optimizer quant only",
-    "linear": "Linear-quant FlashAdamW",
-    "adam32": "32-bit Adam",
-    "adam8bit": "8-bit Adam (block-wise)",
-    "adam8lin": "Linear-quant 8-bit Adam",
-}
 
 
 def plot_text(value: object) -> str:
@@ -69,15 +37,22 @@ def plot_text(value: object) -> str:
     return html.escape(str(value), quote=False)
 
 
+def variant_label(variant: str) -> str:
+    """A variant's label (plain text, not yet escaped): its study's, else its name."""
+    look = study_styles().variants.get(variant)
+    return variant if look is None else look.label
+
+
 class Palette:
-    """The study's colour for its variants; fallback colours, stable per name, for others."""
+    """The studies' colour for their variants; fallback colours, stable per name, for others."""
 
     def __init__(self) -> None:
         self._extra: dict[str, str] = {}
 
     def __call__(self, variant: str) -> str:
-        if variant in COLORS:
-            return COLORS[variant]
+        look = study_styles().variants.get(variant)
+        if look is not None:
+            return look.color
         if variant not in self._extra:
             self._extra[variant] = FALLBACK_COLORS[len(self._extra) % len(FALLBACK_COLORS)]
         return self._extra[variant]
@@ -85,11 +60,11 @@ class Palette:
 
 def arm_style(arm: str, palette: Palette) -> tuple[str, str, str]:
     """Label (plain text, not yet escaped), colour and dash of a training arm."""
-    if arm in ARM_STYLES:
-        label, color = ARM_STYLES[arm]
-        return label, color, "solid"
+    look = study_styles().arms.get(arm)
+    if look is not None:
+        return look.label, look.color, "solid"
     variant, seed = split_arm(arm)
-    label = VARIANT_LABELS.get(variant, variant)
+    label = variant_label(variant)
     if seed is not None:
         label = f"{label} (seed{seed})"
     return label, palette(variant), "solid" if not seed else "dash"
@@ -228,54 +203,48 @@ def panel_title(text: str, domain: list[float]) -> dict[str, Any]:
 
 def hline(y: float, label: str, xref: str = "x", yref: str = "y") -> tuple[dict, dict]:
     """A dotted muted line across a panel at ``y``, labelled at its right end."""
-    shape = dict(
-        type="line",
-        xref=f"{xref} domain",
-        x0=0,
-        x1=1,
-        yref=yref,
-        y0=y,
-        y1=y,
-        line=dict(dash="dot", color=MUTED, width=1.5),
-    )
-    note = dict(
-        text=label,
-        xref=f"{xref} domain",
-        x=1,
-        xanchor="right",
-        yref=yref,
-        y=y,
-        yanchor="bottom",
-        showarrow=False,
-        font=dict(color=MUTED),
-    )
-    return shape, note
+    return _dotted_line(f"{xref} domain", (0, 1), yref, (y, y), label, at=(1, y), anchor="bottom")
 
 
 def vline(x: float, label: str, xref: str = "x", yref: str = "y") -> tuple[dict, dict]:
     """A dotted muted vertical line at ``x``, labelled at its top, on its left."""
+    return _dotted_line(xref, (x, x), f"{yref} domain", (0, 1), label, at=(x, 1), anchor="top")
+
+
+def _dotted_line(
+    xref: str,
+    xs: tuple[float, float],
+    yref: str,
+    ys: tuple[float, float],
+    label: str,
+    *,
+    at: tuple[float, float],
+    anchor: str,
+) -> tuple[dict, dict]:
+    """A dotted muted line shape from ``(xs[0], ys[0])`` to ``(xs[1], ys[1])`` and its label,
+    right-aligned at ``at``."""
     shape = dict(
         type="line",
         xref=xref,
-        x0=x,
-        x1=x,
-        yref=f"{yref} domain",
-        y0=0,
-        y1=1,
+        x0=xs[0],
+        x1=xs[1],
+        yref=yref,
+        y0=ys[0],
+        y1=ys[1],
         line=dict(dash="dot", color=MUTED, width=1.5),
     )
-    note = dict(
+    text = dict(
         text=label,
         xref=xref,
-        x=x,
+        x=at[0],
         xanchor="right",
-        yref=f"{yref} domain",
-        y=1,
-        yanchor="top",
+        yref=yref,
+        y=at[1],
+        yanchor=anchor,
         showarrow=False,
         font=dict(color=MUTED),
     )
-    return shape, note
+    return shape, text
 
 
 def note(text: str) -> dict[str, Any]:

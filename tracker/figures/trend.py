@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tracker.figures.style import (
-    VARIANT_LABELS,
     Figure,
     Palette,
     axis,
@@ -17,6 +16,7 @@ from tracker.figures.style import (
     legend_under_title,
     plot_text,
     scatter,
+    variant_label,
 )
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def _model_figure(table: pl.DataFrame, model: str, metric: str) -> Figure:
             y=part.get_column("value").to_list(),
             customdata=[plot_text(job) for job in part.get_column("job")],
             mode="lines+markers",
-            name=plot_text(VARIANT_LABELS.get(str(variant), str(variant))),
+            name=plot_text(variant_label(str(variant))),
             line=dict(color=palette(str(variant))),
             marker=dict(color=palette(str(variant)), size=7),
             hovertemplate="%{customdata}<br>%{x}<br>%{y:.6g}<extra>%{fullData.name}</extra>",

@@ -1,21 +1,31 @@
-"""The JSON records of a job directory as pydantic models: probe records and arm summaries.
+"""The JSON records of a job directory as frozen pydantic models: the two kinds of probe
+record (a failed probe, a measured one) and an arm's summary.
 
-The models say which keys a record has and what each holds; the checks of a value are
-the field validators below, so every problem keeps the one-line message of a ``BadInput``
-(the same words whichever way the record is read). Unknown keys are not validated: they are
-kept as the record spells them (``extra``).
+A model says which keys a record has and what each holds, with pydantic's constraints for
+the numbers (types strict: ``true`` is no count); every problem becomes the one-line message
+of a ``BadInput`` (``_problem``), the same words whichever way the record is read. Unknown keys
+of a probe record are not validated: they are kept as the record spells them (``extra``).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
-from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError, ValidationInfo
-from pydantic_core import PydanticCustomError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    PrivateAttr,
+    StrictStr,
+    ValidationError,
+    ValidationInfo,
+)
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 from tracker.errors import BadInput
 
@@ -23,36 +33,26 @@ NAME_MAX = 200
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 SURROGATES = re.compile(r"[\ud800-\udfff]")
 FLOAT_FIELDS = ("bpp_params", "bpp_state", "bpp_grads", "bpp_params_state_grads")
+PROBE_COLUMNS = ("model", "variant", "n_params", *FLOAT_FIELDS, "peak_steady", "error")
 FAILURE_COLUMNS = ("model", "variant", "error")
 INT_LIMIT = 10**15  # no probed model has a quadrillion parameters or bytes
 SUMMARY_COLUMNS = ("model", "val_loss", "final_loss", "diverged")  # the rest is ``extra``
 
 
-@dataclass(frozen=True)
-class ProbeRecord:
-    model: str
-    variant: str
-    origin: str  # "mem_sweep.json record 3", for messages
-    n_params: int | None = None
-    bpp_params: float | None = None
-    bpp_state: float | None = None
-    bpp_grads: float | None = None
-    bpp_params_state_grads: float | None = None
-    peak_steady: int | None = None
-    error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def columns(self) -> dict[str, Any]:
-        """The record as probe-table columns."""
-        return {
-            "model": self.model,
-            "variant": self.variant,
-            "n_params": self.n_params,
-            **{name: getattr(self, name) for name in FLOAT_FIELDS},
-            "peak_steady": self.peak_steady,
-            "error": self.error,
-            "extra": self.extra,
-        }
+# The words of a constraint's error by its type; of a bytes/param field, their own.
+WORDS = {
+    "string_type": "{key} must be a non-empty string",
+    "int_type": "{key} must be an integer, got {got}",
+    "bool_type": "{key} must be true or false, got {got}",
+    "greater_than_equal": "{key} is out of range: {value}",
+    "less_than": "{key} is out of range: {value}",
+    "float_type": "{key} must be a number or null, got {got}",
+}
+BYTES_PER_PARAM_WORDS = {
+    "float_type": "{key} must be a number, got {got}",
+    "finite_number": "{key} must be a finite number >= 0, got {got}",
+    "greater_than_equal": "{key} must be a finite number >= 0, got {got}",
+}
 
 
 def _Problem(problem: str) -> PydanticCustomError:
@@ -86,10 +86,9 @@ def _key(info: ValidationInfo) -> str:
     return repr(info.field_name)
 
 
-def _name(value: Any, info: ValidationInfo) -> str:
-    if value is None:
-        raise _Problem(f"missing {_key(info)}")
-    if not isinstance(value, str) or not value.strip():
+def _name(value: str, info: ValidationInfo) -> str:
+    # the rules of a name beyond its type, in the order their messages take precedence
+    if not value.strip():
         raise _Problem(f"{_key(info)} must be a non-empty string")
     problem = name_problem(value, _key(info))
     if problem:
@@ -97,11 +96,8 @@ def _name(value: Any, info: ValidationInfo) -> str:
     return value
 
 
-def _optional_name(value: Any, info: ValidationInfo) -> str | None:
-    return None if value is None else _name(value, info)
-
-
 def _error_text(value: Any, _info: ValidationInfo) -> str | None:
+    # any JSON value says why a probe failed: kept as its text
     if value is None:
         return None
     text = value if isinstance(value, str) else json.dumps(value)
@@ -111,46 +107,9 @@ def _error_text(value: Any, _info: ValidationInfo) -> str | None:
     return text.replace("\x00", "\ufffd")  # PostgreSQL text cannot hold NUL
 
 
-def _bytes_per_param(value: Any, info: ValidationInfo) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _Problem(f"{_key(info)} must be a number, got {as_json(value)}")
-    try:
-        number = float(value)
-    except OverflowError:  # an integer beyond any float
-        number = math.inf
-    if not math.isfinite(number) or number < 0:
-        raise _Problem(f"{_key(info)} must be a finite number >= 0, got {as_json(value)}")
-    return number
-
-
-def _counter(low: int) -> PlainValidator:
-    def count(value: Any, info: ValidationInfo) -> int:
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise _Problem(f"{_key(info)} must be an integer, got {as_json(value)}")
-        if value < low or value >= INT_LIMIT:
-            raise _Problem(f"{_key(info)} is out of range: {value}")
-        return value
-
-    return PlainValidator(count)
-
-
-def _optional_number(value: Any, info: ValidationInfo) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _Problem(f"{_key(info)} must be a number or null, got {as_json(value)}")
-    try:
-        return float(value)
-    except OverflowError:  # an integer beyond any float: raised as it is, in field order
-        raise PydanticCustomError("overflow", "{problem}", {"problem": str(value)}) from None
-
-
-def _flag(value: Any, info: ValidationInfo) -> bool | None:
-    if value is not None and not isinstance(value, bool):
-        raise _Problem(f"{_key(info)} must be true or false, got {as_json(value)}")
-    return value
+def _whole_float_as_int(value: Any) -> Any:
+    # a writer may print a count as 3.0
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _seed(value: Any, info: ValidationInfo) -> Any:
@@ -160,31 +119,55 @@ def _seed(value: Any, info: ValidationInfo) -> Any:
     return value
 
 
-Name = Annotated[str, PlainValidator(_name)]
-ErrorText = Annotated[str | None, PlainValidator(_error_text)]
-BytesPerParam = Annotated[float, PlainValidator(_bytes_per_param)]
-OptionalNumber = Annotated[float | None, PlainValidator(_optional_number)]
+Name = Annotated[StrictStr, AfterValidator(_name)]
+Count = Annotated[int, BeforeValidator(_whole_float_as_int), Field(strict=True, lt=INT_LIMIT)]
+BytesPerParam = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
+OptionalNumber = Annotated[float | None, Field(strict=True)]
 
 
 class ProbeFailure(BaseModel):
     """A failed probe: its model, variant and error; whatever else it holds is kept."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
+    failed: ClassVar[bool] = True
 
     model: Name
     variant: Name
-    error: ErrorText = None
+    error: Annotated[str | None, PlainValidator(_error_text)] = None
+    # set by ``parse_probe_record``, never read from the record
+    _origin: str = PrivateAttr("")
+    _extra: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @property
+    def origin(self) -> str:
+        """Where the record was read ("mem_sweep.json record 3"), for messages."""
+        return self._origin
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """The record's other keys, as it spells them."""
+        return self._extra
+
+    def columns(self) -> dict[str, Any]:
+        """The record as probe-table columns (a failure has no measurements)."""
+        validated = {name: getattr(self, name) for name in type(self).model_fields}
+        return {**dict.fromkeys(PROBE_COLUMNS), **validated, "extra": self._extra}
 
 
 class ProbeMeasurement(ProbeFailure):
     """A probe that measured (it has ``n_params``): every measurement is required."""
 
-    n_params: Annotated[int, _counter(1)]
+    failed: ClassVar[bool] = False
+
+    n_params: Annotated[Count, Field(ge=1)]
     bpp_params: BytesPerParam
     bpp_state: BytesPerParam
     bpp_grads: BytesPerParam
     bpp_params_state_grads: BytesPerParam
-    peak_steady: Annotated[int, _counter(0)]
+    peak_steady: Annotated[Count, Field(ge=0)]
+
+
+ProbeRecord = ProbeFailure | ProbeMeasurement
 
 
 class ArmSummary(BaseModel):
@@ -192,11 +175,29 @@ class ArmSummary(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    model: Annotated[str | None, PlainValidator(_optional_name)] = None
+    model: Name | None = None
     seed: Annotated[Any, PlainValidator(_seed)] = None
     val_loss: OptionalNumber = None
     final_loss: OptionalNumber = None
-    diverged: Annotated[bool | None, PlainValidator(_flag)] = None
+    diverged: Annotated[bool | None, Field(strict=True)] = None
+
+
+def _problem(error: ErrorDetails) -> str:
+    """One constraint's error in the words of a ``BadInput``."""
+    kind, value, key = error["type"], error["input"], error["loc"][0]
+    if kind == "missing" or (kind == "string_type" and value is None):
+        return f"missing {key!r}"
+    if kind == "float_type" and isinstance(value, int) and not isinstance(value, bool):
+        # a JSON integer beyond any float: an infinite bytes/param; elsewhere raised as it
+        # is, in field order
+        if key not in FLOAT_FIELDS:
+            raise OverflowError("int too large to convert to float")
+        kind = "finite_number"
+    words = BYTES_PER_PARAM_WORDS if key in FLOAT_FIELDS else WORDS
+    template = words.get(kind)
+    if template is None:
+        return str(error["msg"])
+    return template.format(key=repr(key), got=as_json(value), value=value)
 
 
 def _first_problem(exc: ValidationError, first: tuple[str, ...]) -> str:
@@ -205,12 +206,7 @@ def _first_problem(exc: ValidationError, first: tuple[str, ...]) -> str:
     errors = exc.errors(include_url=False)
     named = [e for e in errors if e["loc"] and e["loc"][0] in first]
     missing = [e for e in errors if e["type"] == "missing"]
-    error = (named or missing or errors)[0]
-    if error["type"] == "missing":
-        return f"missing {error['loc'][0]!r}"
-    if error["type"] == "overflow":
-        raise OverflowError("int too large to convert to float")
-    return str(error["msg"])
+    return _problem((named or missing or errors)[0])
 
 
 def _says_error(value: Any) -> bool:
@@ -230,11 +226,9 @@ def parse_probe_record(record: Any, origin: str) -> ProbeRecord:
         probe = model.model_validate(record)
     except ValidationError as exc:
         raise BadInput(path=origin, problem=_first_problem(exc, FAILURE_COLUMNS)) from None
-    known = set(model.model_fields)
-    extra = {key: value for key, value in record.items() if key not in known}
-    # the fields as validated, not model_dump(): a serializer calls back into Python, and a
-    # Ctrl-C landing there would come out as a PydanticSerializationError
-    return ProbeRecord(origin=origin, extra=extra, **dict(probe))
+    probe._origin = origin
+    probe._extra = {key: value for key, value in record.items() if key not in model.model_fields}
+    return probe
 
 
 def parse_arm_summary(summary: Any, where: str, seed: int) -> tuple[ArmSummary, dict[str, Any]]:

@@ -35,6 +35,7 @@ from tracker.analysis.job import analyze_job
 from tracker.analysis.verdict import FAIL, NA, PASS, Verdict
 from tracker.conditions import Condition
 from tracker.domain import ArmName, Change
+from tracker.errors import JobOfOtherStudy
 from tracker.models import Job, JobMeta
 from tracker.queries.job_analysis import load_verdict_rows
 from tracker.store.catalog import check_meta_keys, check_meta_values, get_job
@@ -311,12 +312,21 @@ def other_jobs(
 
 
 def compare_jobs(
-    session: Session, job_a: str, job_b: str, exp: Expectations, where: Where | None = None
+    session: Session,
+    job_a: str,
+    job_b: str,
+    exp: Expectations,
+    where: Where | None = None,
+    study: str | None = None,
 ) -> Comparison:
     """Analyse two jobs, each judged by ``exp.judging`` its study, and compare their verdicts
     against the jobs of the second one's study comparable to them (``where``: those with this
-    metadata instead); the gate is the second job's study's."""
+    metadata instead); the gate is the second job's study's. ``study``: both jobs must be of
+    it (else ``JobOfOtherStudy``)."""
     studies = [get_job(session, job).study for job in (job_a, job_b)]
+    for job, actual in zip((job_a, job_b), studies, strict=True):
+        if study is not None and actual != study:
+            raise JobOfOtherStudy(job=job, actual=actual, study=study)
     verdicts_a, verdicts_b = (
         analyze_job(load_job_data(session, job), exp.judging(study)).verdicts
         for job, study in zip((job_a, job_b), studies, strict=True)

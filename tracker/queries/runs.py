@@ -10,7 +10,7 @@ the loss curve (a run that blew up and recovered, or logged a few NaN steps).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 from sqlalchemy import func, select
@@ -113,7 +113,7 @@ def run_table(session: Session, selection: Selection, digest: str) -> pl.DataFra
 
 def without_groups(selection: Selection) -> Selection:
     """The selection without groupings: every metadata key is a column of the table anyway."""
-    return Selection(selection.jobs, selection.models, selection.variants, selection.where)
+    return replace(selection, group_by=())
 
 
 def _known(table: pl.DataFrame, name: str) -> str:

@@ -14,7 +14,7 @@ from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
 
 import tracker
-from tracker.analysis.expectations import load_expectations
+from tracker.analysis.expectations import DEFAULT_STUDY, study_expectations
 from tracker.errors import (
     CurveNotFound,
     DamagedCurve,
@@ -110,9 +110,11 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     return _error(request, 500, message, SECURITY_HEADERS)
 
 
-def create_app(url: str, token: str | None = None) -> FastAPI:
-    """The live tracker on the database at ``url``, read-only; ``token`` guards every page."""
-    served = Served(ServedDatabase(url), load_expectations(), templates(), token or None)
+def create_app(url: str, token: str | None = None, study: str | None = None) -> FastAPI:
+    """The live tracker on the database at ``url``, read-only; ``token`` guards every page;
+    ``study``: only its jobs listed and judged together (each job by its own study)."""
+    exp = study_expectations(study or DEFAULT_STUDY)
+    served = Served(ServedDatabase(url), exp, templates(), token or None, study)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

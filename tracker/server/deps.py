@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
 import jinja2
@@ -32,6 +32,7 @@ class Served:
     exp: Expectations
     templates: jinja2.Environment
     token: str | None = None
+    study: str | None = None  # only its jobs are listed and judged together
     heavy: HeavyWork = field(default_factory=HeavyWork)
     job_views: DigestCache[Any] = field(init=False)
     analyses: DigestCache[Any] = field(init=False)
@@ -70,6 +71,7 @@ SessionDep = Annotated[Session, Depends(get_session)]
 
 
 def get_selection(
+    served: ServedDep,
     job: Annotated[list[str] | None, Query(description="Only this job; repeatable.")] = None,
     model: Annotated[list[str] | None, Query(description="Only this model; repeatable.")] = None,
     variant: Annotated[
@@ -89,7 +91,8 @@ def get_selection(
     """The jobs a cross-job query looks at, from the same filters as the CLI's queries."""
     try:
         given = [item for item in where or () if item.strip()]  # a form's empty field
-        return Selection.from_filters(job, model, variant, given, group_by)
+        selection = Selection.from_filters(job, model, variant, given, group_by)
+        return replace(selection, study=served.study)
     except ValueError as exc:
         raise HTTPException(status_code=422, detail=f"where: {exc}") from None
 

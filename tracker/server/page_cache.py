@@ -101,7 +101,7 @@ def catalog_state(session: Session) -> str:
 def job_list(served: Served, session: Session) -> list[dict[str, Any]]:
     """``list_jobs``, kept until a job is added, replaced, deleted or its metadata changes."""
     return served.across_jobs.get(
-        ("jobs", catalog_state(session)), lambda: catalog.list_jobs(session)
+        ("jobs", catalog_state(session)), lambda: catalog.list_jobs(session, served.study)
     )
 
 
@@ -132,7 +132,8 @@ def comparison(
     verdicts_a = job_analysis(served, session, a).verdicts
     verdicts_b = job_analysis(served, session, b).verdicts
     kept = served.across_jobs.get(
-        ("kept verdicts", catalog_state(session)), lambda: kept_verdicts(session, served.exp)
+        ("kept verdicts", catalog_state(session)),
+        lambda: kept_verdicts(session, served.exp, served.study),
     )
     others = kept.comparable((a, b), served.exp.gate.configuration, checked_where(session, where))
     return compare_verdicts(a, verdicts_a, b, verdicts_b, served.exp, others)

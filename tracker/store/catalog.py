@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, true
 from sqlalchemy.orm import Session
 
 from tracker.completeness import stopped_arms, summary_steps
@@ -80,9 +80,9 @@ def _meta(session: Session, job_ids: list[int]) -> dict[int, dict[str, str]]:
     return meta
 
 
-def list_jobs(session: Session) -> list[Row]:
-    """One row per job in job order (``time`` metadata, else ingest time), with counts and
-    its metadata as a dict by key; times are datetimes in UTC."""
+def list_jobs(session: Session, study: str | None = None) -> list[Row]:
+    """One row per job (of ``study``, or all) in job order (``time`` metadata, else ingest
+    time), with counts and its metadata as a dict by key; times are datetimes in UTC."""
     probes = (
         select(
             Probe.job_id,
@@ -115,6 +115,7 @@ def list_jobs(session: Session) -> list[Row]:
         )
         .outerjoin(probes, probes.c.job_id == Job.id)
         .outerjoin(runs, runs.c.job_id == Job.id)
+        .where(true() if study is None else Job.study == study)
         .order_by(Job.ingested_at, Job.id)
     ).all()
     meta = _meta(session, [row[0] for row in rows])

@@ -84,7 +84,7 @@ def store_job(
     if scanned.probes:
         session.execute(insert(Probe), [{"job_id": job.id, **p.columns()} for p in scanned.probes])
     written.probes = len(scanned.probes)
-    written.failed_probes = sum(p.n_params is None for p in scanned.probes)
+    written.failed_probes = sum(p.failed for p in scanned.probes)
     for arm in parsed:  # the loss curves are kept for the kept rows: no reading back
         said = (note for note in arm.notes if note.kind not in FINDINGS)
         written.warnings.extend(f"{arm.name}: {note}" for note in said)

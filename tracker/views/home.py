@@ -90,15 +90,21 @@ def index_view(
     )
 
 
-def live_index(session: Session, exp: Expectations, job_href: Callable[[str], str]) -> IndexView:
-    """The index of every job, read from the database: verdict counts from the verdicts kept
-    at ingest, the figures across jobs from the kept summaries."""
-    ordered = selected_jobs(session, Selection())
+def live_index(
+    session: Session,
+    exp: Expectations,
+    job_href: Callable[[str], str],
+    study: str | None = None,
+) -> IndexView:
+    """The index of every job (of ``study``, or all), read from the database: verdict counts
+    from the verdicts kept at ingest, the figures across jobs from the kept summaries."""
+    selection = Selection(study=study)
+    ordered = selected_jobs(session, selection)
     ids: list[int] = ordered.get_column("job_id").to_list()
     names: list[str] = ordered.get_column("job").to_list()
     derived = load_derived(session, ids, exp)
     _, meta = contents_and_meta(session, ids)
-    listed = {row["job"]: row for row in list_jobs(session)}
+    listed = {row["job"]: row for row in list_jobs(session, study)}
     entries = {
         name: IndexEntry(
             href=job_href(name),
@@ -111,7 +117,7 @@ def live_index(session: Session, exp: Expectations, job_href: Callable[[str], st
         for job_id, name in zip(ids, names, strict=True)
     }
     by_name = {name: meta.get(job_id, {}) for job_id, name in zip(ids, names, strict=True)}
-    return index_view(session, ordered, entries, by_name, exp, Selection())
+    return index_view(session, ordered, entries, by_name, exp, selection)
 
 
 def _tally_of(status: str) -> Callable[[JobRow], int]:

@@ -54,7 +54,7 @@ def index(
 
     def index_html() -> str:
         view = served.across_jobs.get(
-            ("home", state), lambda: live_index(session, served.exp, job_href)
+            ("home", state), lambda: live_index(session, served.exp, job_href, served.study)
         )
         return render(
             request,
