@@ -15,9 +15,8 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from bench.bench_claims_sequential import simulate
-from tests.conftest import Cli
+from tests.conftest import Cli, client_for
 from tests.test_claims import judge, row
-from tests.conftest import client_for
 from tracker.analysis.expectations import Expectations, load_expectations
 from tracker.analysis.job import analyze_job
 from tracker.analysis.outcomes import val_loss_verdicts
