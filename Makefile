@@ -36,8 +36,8 @@ test: $(VENV)/.installed-test
 CLI_DOCS = $(BIN)/typer tracker.cli utils docs --name tracker --title "tracker: command reference"
 
 check: $(VENV)/.installed-test
-	$(BIN)/ruff check tracker
-	$(BIN)/ruff format --check tracker
+	$(BIN)/ruff check
+	$(BIN)/ruff format --check
 	$(BIN)/mypy tracker
 	$(CLI_DOCS) --output $(VENV)/cli.md >/dev/null
 	diff -u docs/cli.md $(VENV)/cli.md || (echo "docs/cli.md is out of date: run make cli-docs"; exit 1)
