@@ -6,6 +6,7 @@ naming the job, arm, metric and steps, never other numbers."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TypeVarTuple
 
 import numpy as np
@@ -44,6 +45,22 @@ def read_curve(
     low = np.searchsorted(step, steps[0], side="left")
     high = np.searchsorted(step, steps[1], side="right")
     return step[low:high], value[low:high]
+
+
+def curve_chunks(
+    session: Session, curve_id: int, steps: tuple[int, int] | None = None
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The chunks ``read_curve`` reads, one at a time, each fetched and decoded only when
+    asked for: a long curve read through them is never whole in memory, not even encoded."""
+    keys = select(CurveChunk.first_step).where(CurveChunk.curve_id == curve_id)
+    if steps is not None:
+        keys = _overlapping(keys, curve_id, steps)
+    connection = session.connection()
+    for first in connection.scalars(keys.order_by(CurveChunk.first_step)).all():
+        chunk = select(*CHECKED).where(
+            CurveChunk.curve_id == curve_id, CurveChunk.first_step == first
+        )
+        yield checked_decode(session, curve_id, *connection.execute(chunk).one())
 
 
 def arm_points(

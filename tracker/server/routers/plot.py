@@ -106,11 +106,10 @@ PlotQueryDep = Annotated[PlotQuery, Depends(plot_query)]
 
 
 def _plot(served: Served, session: Session, query: PlotQuery) -> dict[str, Any]:
-    """The plot within one heavy slot for the whole computation: its curves, cached or not,
-    and all the work on them (a request of 50 runs is one slot, not 50 slots taken in turn
-    while other requests hold their own curves too)."""
+    """The plot within one heavy slot for the whole computation (a request of 50 runs is one
+    slot, not 50 slots taken in turn while other requests hold their own curves too)."""
     with served.heavy.slot():
-        return plot_series(session, query, served.plot_curves)
+        return plot_series(session, query)
 
 
 @router.get("/plot", response_class=HTMLResponse, include_in_schema=False)
