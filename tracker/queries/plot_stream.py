@@ -1,11 +1,15 @@
 """The plot's series and group means computed chunk by chunk: each run's window is read one
 chunk at a time and min/max-downsampled as it goes, so a request holds at most a chunk per run
-and a few times ``points`` points per series, whatever the curves' length.
+and ``points`` points per series, whatever the curves' length.
 
-A chunk's part in the window is cut down to ``points`` at once (``minmax_indices``), and the
-points kept so far again whenever they pass twice that: the extremes of every stretch survive
-each cut, so the drawn line keeps the whole window's envelope, spikes and gaps. A window of at
-most ``points`` points is never cut: every raw point is drawn.
+The downsampling is ``minmax_indices``' scheme on buckets of steps rather than of points, so
+that it can run before the window's size is known: every point is kept until there are more
+than ``points``; then the steps are cut into buckets of ``width`` steps from the first one,
+each keeping its first and last point, its lowest and highest finite value of each line drawn
+and its first non-finite one, and ``width`` doubles until the points kept fit. Doubling joins
+two buckets into one, whose points to keep are among theirs: cutting the kept points again is
+exactly cutting all the points, so the drawn line keeps the whole window's envelope, spikes
+and gaps. A window of at most ``points`` points is never cut: every raw point is drawn.
 """
 
 from __future__ import annotations
@@ -15,49 +19,70 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tracker.summary.downsample import minmax_indices
-
 Piece = dict[str, np.ndarray]  # columns of consecutive points: "steps" and the drawn ones
 
 
 @dataclass
 class Kept:
-    """At most ``points`` of the points given piece by piece, keeping the envelope of the
-    ``lines`` columns (half the budget each when there are two)."""
+    """At most ``points`` of the points given piece by piece in step order, keeping the
+    envelope of the ``lines`` columns (see the module docstring)."""
 
     points: int
     lines: tuple[str, ...]
     seen: int = 0
-    parts: list[Piece] = field(default_factory=list)
-    held: int = 0
+    held: Piece = field(default_factory=dict)
+    width: int = 1  # steps per bucket; 1: every point kept
+    origin: int = 0  # the first step given: the buckets start there
 
     def add(self, piece: Piece) -> None:
-        size = piece["steps"].size
-        self.seen += size
-        if size:
-            self.parts.append(self._cut(piece))
-            self.held += self.parts[-1]["steps"].size
-        if self.held > 2 * self.points:
-            self.parts = [self._cut(self._joined())]
-            self.held = self.parts[0]["steps"].size
+        if not piece["steps"].size:
+            return
+        if not self.seen:
+            self.origin = int(piece["steps"][0])
+        self.seen += piece["steps"].size
+        self.held = _joined(self.held, piece)
+        if self.width > 1:
+            self.held = self._cut(self.held)
+        steps = self.held["steps"]
+        while steps.size > self.points and self.width <= steps[-1] - steps[0]:
+            self.width *= 2
+            self.held = self._cut(self.held)
+            steps = self.held["steps"]
 
     def result(self) -> Piece:
         """The points kept: every one given when they were at most ``points``."""
-        return self._cut(self._joined())
-
-    def _joined(self) -> Piece:
-        if not self.parts:
-            return {}
-        return {name: np.concatenate([p[name] for p in self.parts]) for name in self.parts[0]}
+        return self.held
 
     def _cut(self, piece: Piece) -> Piece:
-        if not piece or piece["steps"].size <= self.points:
-            return piece
-        budget = self.points // len(self.lines)
-        keep = minmax_indices(piece[self.lines[0]], budget)
-        for line in self.lines[1:]:
-            keep = np.union1d(keep, minmax_indices(piece[line], budget))
+        steps = piece["steps"]
+        bucket = (steps - self.origin) // self.width
+        starts = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
+        counts = np.diff(np.r_[starts, steps.size])
+        which = np.repeat(np.arange(starts.size), counts)
+        picked = [starts, starts + counts - 1]
+        for line in self.lines:
+            values = piece[line]
+            finite = np.isfinite(values)
+            for fill, reduce in ((np.inf, np.minimum), (-np.inf, np.maximum)):
+                filled = np.where(finite, values, fill)
+                extreme = np.repeat(reduce.reduceat(filled, starts), counts)
+                picked.append(_firsts(np.flatnonzero(finite & (filled == extreme)), which))
+            picked.append(_firsts(np.flatnonzero(~finite), which))
+        keep = np.zeros(steps.size, bool)
+        keep[np.concatenate(picked)] = True
         return {name: column[keep] for name, column in piece.items()}
+
+
+def _firsts(indices: np.ndarray, which: np.ndarray) -> np.ndarray:
+    """The first of ``indices`` in each bucket (``which`` maps a point to its bucket)."""
+    if not indices.size:
+        return indices
+    buckets = which[indices]
+    return indices[np.r_[True, buckets[1:] != buckets[:-1]]]
+
+
+def _joined(first: Piece, second: Piece) -> Piece:
+    return {k: np.concatenate([first[k], second[k]]) for k in first} if first else second
 
 
 def drain(pieces: Iterator[Piece], kept: Kept) -> None:
@@ -69,10 +94,6 @@ def _cut_to(piece: Piece, frontier: float) -> tuple[Piece, Piece]:
     """``piece``'s points up to ``frontier`` (included), and the rest."""
     at = int(np.searchsorted(piece["steps"], frontier, side="right"))
     return {k: v[:at] for k, v in piece.items()}, {k: v[at:] for k, v in piece.items()}
-
-
-def _joined(first: Piece, second: Piece) -> Piece:
-    return {k: np.concatenate([first[k], second[k]]) for k in first} if first else second
 
 
 def group_mean(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -55,6 +56,15 @@ def get_served(request: Request) -> Served:
 
 
 ServedDep = Annotated[Served, Depends(get_served)]
+
+
+async def arrival() -> float:
+    """When the request arrived (``time.monotonic``): resolved on the event loop, before any
+    worker thread is free to take the request."""
+    return time.monotonic()
+
+
+ArrivedDep = Annotated[float, Depends(arrival)]
 
 
 def get_session(served: ServedDep) -> Iterator[Session]:
