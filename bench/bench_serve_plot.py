@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import threading
 from pathlib import Path
 
 from bench.bench_serve import CACHE
@@ -56,16 +57,46 @@ def run(url: str, clients: int, before: Path | None) -> None:
         server = Server(url, before)
         try:
             idle = server.memory_mb()[0]
+            sampled = Sampled(server)
             timings, statuses = asyncio.run(crowd(server.base, [[path]] * clients))
-            peak = server.memory_mb()[1]
+            peak = sampled.stop()
         finally:
             server.stop()
         other = sum(n for status, n in statuses.items() if status not in (200, 503))
+        code = server.process.returncode  # 130: stopped by the SIGTERM, as asked
+        died = "" if code in (0, 130) else f", died: exit {code}"
         print(
             f"| {name} | {len(timings)} | {statuses.get(200, 0)} | {statuses.get(503, 0)} "
-            f"| {other} | {max(timings) / 1000:.1f} s | {peak:.0f} MB (idle {idle:.0f}) |",
+            f"| {other} | {max(timings) / 1000:.1f} s | {peak:.0f} MB (idle {idle:.0f}){died} |",
             flush=True,
         )
+
+
+class Sampled:
+    """The server's peak memory: its VmHWM while it lives, else (it died) the highest VmRSS
+    seen by sampling every 0.1 s."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.highest = 0.0
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> None:
+        while not self.done.wait(0.1):
+            try:
+                self.highest = max(self.highest, self.server.memory_mb()[1])
+            except (KeyError, OSError):  # the process has ended
+                return
+
+    def stop(self) -> float:
+        self.done.set()
+        self.thread.join()
+        try:
+            return self.server.memory_mb()[1]
+        except (KeyError, OSError):
+            return self.highest
 
 
 def main() -> None:

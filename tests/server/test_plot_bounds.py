@@ -43,9 +43,11 @@ RUNS = "&".join(f"run={job}/{arm}" for job in JOBS for arm in ARMS)  # 50 runs
 def chunked(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Five jobs of ten arms (50 runs), each curve in chunks of ``CHUNK`` points."""
     monkeypatch.setattr(points, "CHUNK_POINTS", CHUNK)
-    directory = write_sample_job(tmp_path / "job", steps=STEPS, arms=ARMS, probes=False)
     engine = open_database(db_url)
-    for job in JOBS:
+    for seed, job in enumerate(JOBS):  # each of its own content: no answer shared
+        directory = write_sample_job(
+            tmp_path / job, seed=seed, steps=STEPS, arms=ARMS, probes=False
+        )
         in_write_transaction(engine, partial(ingest_job, directory=directory, name=job))
     engine.dispose()
     yield db_url
@@ -75,6 +77,7 @@ def test_a_50_run_plot_decodes_only_its_windows_chunks(
         assert decodes.count == 50 * 2  # chunks 200-299 and 300-399 of each run
         assert [s["in_window"] for s in body["series"]] == [100] * 50
         assert all(s["steps"] == list(range(250, 350)) for s in body["series"])
+        assert client.get(window).json() == body and decodes.count == 50 * 2  # kept by query
         decodes.count = 0
         client.get(f"{window}&smooth=0.9")
         assert decodes.count == 50 * 4  # the EMA runs on from the first step: 4 chunks each
@@ -90,11 +93,13 @@ def test_51_runs_are_refused_naming_the_cap(chunked: str) -> None:
     assert answer.json() == {"detail": "plot: 51 runs asked, at most 50 are drawn"}
 
 
-def whole(url: str, arm: str, metric: str = "loss") -> tuple[np.ndarray, np.ndarray]:
+def whole(
+    url: str, arm: str, metric: str = "loss", job: str = "j0"
+) -> tuple[np.ndarray, np.ndarray]:
     engine = open_database(url)
     try:
         with Session(engine) as session:
-            curve = curves_module.find_curve(session, "j0", arm, metric)
+            curve = curves_module.find_curve(session, job, arm, metric)
             return read_curve(session, curve.id)
     finally:
         engine.dispose()
@@ -119,12 +124,13 @@ def test_chunk_by_chunk_is_the_whole_curves_smoothing_time_and_envelope(chunked:
         finite = values[np.isfinite(values)]
         assert (np.nanmin(few["values"]), np.nanmax(few["values"])) == (finite.min(), finite.max())
         grouped = PlotQuery((("j0", "ref_s3"), ("j1", "ref_s4")), "loss", group="job", band=True)
-        other = whole(chunked, "ref_s4")[1]
+        other = whole(chunked, "ref_s4", job="j1")[1]
         groups = plot_series(session, grouped)["groups"]
         assert [g["runs"] for g in groups] == [["j0/ref_s3"], ["j1/ref_s4"]]
         np.testing.assert_array_equal(groups[1]["mean"], other)
         mixed = PlotQuery((("j0", "ref_s3"), ("j1", "ref_s3")), "loss", group="arm")
-        np.testing.assert_array_equal(plot_series(session, mixed)["groups"][0]["mean"], values)
+        mean = np.mean([values, whole(chunked, "ref_s3", job="j1")[1]], axis=0)
+        np.testing.assert_allclose(plot_series(session, mixed)["groups"][0]["mean"], mean)
     engine.dispose()
 
 

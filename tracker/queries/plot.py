@@ -16,9 +16,10 @@ whose time is in it, since runs of different speed reach a given second at diffe
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import dataclasses
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from sqlalchemy import select, tuple_
@@ -38,6 +39,7 @@ MAX_POINTS = 2000  # points per series in an answer: a window of at most this ma
 RUN_FIELDS = ("job", "arm", "model", "variant", "seed")  # colour/group keys besides metadata
 X_AXES = ("step", "time")
 SMOOTH_BY = ("step", "point")  # per step (gaps weigh), or per logged point as TensorBoard
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -248,11 +250,27 @@ def _group(label: str, runs: list[str], kept: Kept, timed: bool, band: bool) -> 
     return group | {"downsampled": bool(steps.size < kept.seen)}
 
 
-def plot_series(session: Session, query: PlotQuery) -> dict[str, Any]:
+class Cache(Protocol):
+    def get(self, key: Hashable, compute: Callable[[], T]) -> T: ...
+
+
+def _drained(cache: Cache | None, key: Hashable, pieces: Iterator[Piece], kept: Kept) -> Kept:
+    """``kept`` given every piece, or (with a cache) the one kept before under ``key``."""
+
+    def compute() -> Kept:
+        drain(pieces, kept)
+        return kept
+
+    return compute() if cache is None else cache.get(key, compute)
+
+
+def plot_series(session: Session, query: PlotQuery, cache: Cache | None = None) -> dict[str, Any]:
     """One series per chosen run (its labels, steps, raw and smoothed values in the window
     as numpy arrays, downsampled beyond ``points``) and, with ``group``, the groups' means
     (NaN at a step where a run of the group is NaN). Each run is read a chunk at a time
-    (``tracker.queries.plot_stream``): memory grows with runs x points, not the curves."""
+    (``tracker.queries.plot_stream``): memory grows with runs x points, not the curves.
+    Without ``group``, a ``cache`` keeps each run's downsampled series, keyed by its job's
+    content and the query: at most ``points`` points each."""
     _check(query)
     found = _curves(session, query)
     keys = {"job", "arm", "variant", *(k for k in (query.color, query.group) if k)}
@@ -268,8 +286,10 @@ def plot_series(session: Session, query: PlotQuery) -> dict[str, Any]:
     ]
     groups = []
     if query.group is None:
-        for run_pieces, kept in zip(pieces, kepts, strict=True):
-            drain(run_pieces, kept)
+        shape = dataclasses.replace(query, runs=(), color=None)
+        for i, ((run, job, curve), source) in enumerate(zip(found, sources, strict=True)):
+            key = ("plot", job.content_digest, run.arm, curve.metric, source and source.metric)
+            kepts[i] = _drained(cache, (*key, shape), pieces[i], kepts[i])
     else:
         members: dict[str, list[int]] = {}
         for i, run_labels in enumerate(labels):

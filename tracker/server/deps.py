@@ -20,6 +20,7 @@ from tracker.server.database import ServedDatabase
 JOB_VIEWS = 64  # a job's page holds its figures (~100 KB to 1 MB): the recent ones are kept
 ANALYSES = 4096  # verdicts of a job are small: every job of a large study stays cached
 CURVES = 256  # downsampled curve windows (<= 2,000 points each), by their step range
+PLOT_SERIES = 1024  # a plot's runs downsampled (<= 2,000 points, ~64 KB each), by query
 ACROSS_JOBS = 32  # results over all jobs (the jobs list, the index, claims), per selection
 
 
@@ -37,12 +38,14 @@ class Served:
     analyses: DigestCache[Any] = field(init=False)
     curves: DigestCache[Any] = field(init=False)
     across_jobs: DigestCache[Any] = field(init=False)
+    plot_series: DigestCache[Any] = field(init=False)
 
     def __post_init__(self) -> None:
         self.job_views = DigestCache(JOB_VIEWS, self.heavy)
         self.analyses = DigestCache(ANALYSES)
         self.curves = DigestCache(CURVES, self.heavy)
         self.across_jobs = DigestCache(ACROSS_JOBS)
+        self.plot_series = DigestCache(PLOT_SERIES, self.heavy)
 
     @property
     def engine(self) -> Engine:

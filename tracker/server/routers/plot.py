@@ -110,7 +110,7 @@ def _plot(served: Served, session: Session, query: PlotQuery, arrived: float) ->
     slot, not 50 slots taken in turn while other requests hold their own curves too), its
     patience counted from its arrival."""
     with served.heavy.slot(arrived):
-        return plot_series(session, query)
+        return plot_series(session, query, served.plot_series)
 
 
 @router.get("/plot", response_class=HTMLResponse, include_in_schema=False)
