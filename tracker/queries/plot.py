@@ -7,6 +7,8 @@ as it is read (``tracker.queries.plot_stream``). Without smoothing only the wind
 are read. Smoothing is the whole curve's, then cut: its state runs on from the curve's first
 step through the chunks before the window, so a zoomed view shows the values of the whole
 smoothed curve at its edges too (a window smoothed alone would restart the EMA there).
+Without groups, each run's downsampled series is kept in the server's cache, keyed by its
+job's content and the query, so the same view asked again reads no chunk.
 
 The x-axis is the step, or with ``x="time"`` the wall time where every chosen run's metrics
 give it (the rule: ``tracker.queries.walltime``), summed up from the time source's chunks
