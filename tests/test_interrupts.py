@@ -190,6 +190,33 @@ def test_a_signal_during_a_report_says_the_index_was_not_updated(
     assert not (out / "index.html").exists()
 
 
+def test_a_signal_during_an_export_leaves_whole_files_and_names_them(
+    db_url: str, job_dirs: list[Path], tmp_path: Path
+) -> None:
+    ingest_all(db_url, job_dirs)
+    out = tmp_path / "points"
+    process = start("--db", db_url, "export", str(out))
+    while not any(out.glob("*/curves.parquet")):  # the event: a first job's file is written
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.01)  # polling for the event; no verdict depends on the time
+    process.send_signal(signal.SIGINT)
+    _out, err = process.communicate(timeout=SAFETY_NET_S)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err, err
+    written = sorted(path.parent.name.removeprefix("job=") for path in out.glob("*/curves.parquet"))
+    assert written and written != list(JOBS), written  # three jobs: the signal came before the end
+    unwritten = JOBS[len(written)]
+    assert err.strip().splitlines()[-1] == (
+        f"interrupted: written before it: {', '.join(written)}; job {unwritten} and those "
+        "after it not written"
+    )
+    assert [path.name for path in out.rglob("*") if path.is_file()] == ["curves.parquet"] * len(
+        written
+    )  # no temporary file left
+    for name in written:  # each file whole
+        assert pl.read_parquet(out / f"job={name}" / "curves.parquet").height == 4 * 3 * STEPS
+
+
 # -- a PostgreSQL connection lost in the middle of a COPY --------------------------------------
 
 BIG_STEPS = 1_000_000  # ~20 MB of COPY data: more than the socket buffers hold

@@ -180,7 +180,7 @@ def test_with_every_heavy_slot_taken_a_request_is_answered_503_with_retry_after(
     long_curve: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plot = "/api/plot?run=job1/ref_s0&points=100"
-    assert long_curve.get(plot).status_code == 200  # its curve cached from now on
+    assert long_curve.get(plot).status_code == 200
     loads = HeldLoads(monkeypatch)
     heavy = long_curve.app.state.served.heavy  # type: ignore[attr-defined]
     heavy.patience_s = 0  # refuse at once rather than queue: the test holds the slots
@@ -197,7 +197,7 @@ def test_with_every_heavy_slot_taken_a_request_is_answered_503_with_retry_after(
     page = long_curve.get("/jobs/job1/")  # a job's first view is heavy work too
     assert page.status_code == 503 and page.headers["retry-after"] == "5"
     assert long_curve.get("/api/jobs").status_code == 200  # light work goes on
-    # a plot holds a slot for its whole computation, even of curves it finds cached
+    # a plot is heavy work: one slot for its whole computation, queued like the others
     assert long_curve.get(plot).status_code == 503
     loads.release.set()
     for thread in threads:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import accumulate
 
 import numpy as np
@@ -47,6 +48,25 @@ def smooth(steps: np.ndarray, values: np.ndarray, alpha: float) -> np.ndarray:
     within a block is a cumulative sum of exponentially re-weighted terms plus the decayed
     mean carried in from the block before.
     """
+    return smooth_on(steps, values, alpha, None)[0]
+
+
+@dataclass(frozen=True)
+class EmaState:
+    """Where ``smooth`` stands after some points: the first finite step (the debiasing
+    counts from it), the last finite step and its mean."""
+
+    first: float
+    at: float
+    mean: float
+
+
+def smooth_on(
+    steps: np.ndarray, values: np.ndarray, alpha: float, state: EmaState | None
+) -> tuple[np.ndarray, EmaState | None]:
+    """``smooth`` of the points that follow those ``state`` was left at (None: the first),
+    and the state after them: a curve smoothed piece by piece, each piece given the state
+    the one before left, equals ``smooth`` of the whole within its 1e-12."""
     if not 0.0 < alpha <= 1.0:
         raise ValueError(f"alpha must be in (0, 1], got {alpha}")
     steps = np.asarray(steps, dtype=np.float64)
@@ -54,26 +74,29 @@ def smooth(steps: np.ndarray, values: np.ndarray, alpha: float) -> np.ndarray:
     out = np.full(values.shape, np.nan)
     finite = np.flatnonzero(np.isfinite(values))
     if finite.size == 0:
-        return out
+        return out, state
+    at, x = steps[finite], values[finite]
+    first = float(at[0]) if state is None else state.first
     if alpha >= 1.0:  # no memory: each value is its own mean
         out[finite] = values[finite]
-        return out
-    at, x = steps[finite], values[finite]
+        return out, EmaState(first, float(at[-1]), float(x[-1]))
     rate = -np.log1p(-alpha)  # (1 - alpha) ** gap == exp(-rate * gap)
-    gain = -np.expm1(-rate * np.diff(at, prepend=at[0] - 1.0))
+    before = at[0] - 1.0 if state is None else state.at
+    gain = -np.expm1(-rate * np.diff(at, prepend=before))
     term = gain * x
     # larger values get shorter blocks, so that term * exp(BLOCK_EXP) cannot overflow
     limit = min(BLOCK_EXP, max(1.0, 600.0 - np.log(max(1.0, float(np.max(np.abs(x)))))))
     mean = np.empty_like(x)
-    carried, carried_at, start = 0.0, at[0], 0
+    carried, carried_at = (0.0, float(at[0])) if state is None else (state.mean, state.at)
+    start = 0
     while start < x.size:
         end = max(start + 1, int(np.searchsorted(at, at[start] + limit / rate, side="right")))
         since = at[start:end] - at[start]
         block = np.cumsum(term[start:end] * np.exp(rate * since)) * np.exp(-rate * since)
         mean[start:end] = block + carried * np.exp(-rate * (at[start:end] - carried_at))
         carried, carried_at, start = mean[end - 1], at[end - 1], end
-    out[finite] = mean / -np.expm1(-rate * (at - at[0] + 1.0))
-    return out
+    out[finite] = mean / -np.expm1(-rate * (at - first + 1.0))
+    return out, EmaState(first, float(at[-1]), float(mean[-1]))
 
 
 def smooth_points(values: np.ndarray, alpha: float) -> np.ndarray:
@@ -87,3 +110,22 @@ def smooth_points(values: np.ndarray, alpha: float) -> np.ndarray:
     """
     values = np.asarray(values, dtype=np.float64)
     return smooth(np.cumsum(np.isfinite(values)), values, alpha)
+
+
+class Smoother:
+    """``smooth`` (with ``by_point``: ``smooth_points``) of a curve given piece by piece in
+    step order, so that a long curve is smoothed without ever being whole in memory."""
+
+    def __init__(self, alpha: float, by_point: bool) -> None:
+        self.alpha = alpha
+        self.by_point = by_point
+        self.state: EmaState | None = None
+        self.ranks = 0  # finite values so far: the "steps" of smoothing per point
+
+    def __call__(self, steps: np.ndarray, values: np.ndarray) -> np.ndarray:
+        at = steps
+        if self.by_point:
+            at = self.ranks + np.cumsum(np.isfinite(values))
+            self.ranks = int(at[-1]) if at.size else self.ranks
+        out, self.state = smooth_on(at, values, self.alpha, self.state)
+        return out

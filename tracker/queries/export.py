@@ -88,11 +88,11 @@ def export_curves(session: Session, selection: Selection, directory: Path) -> pl
     done: list[dict[str, object]] = []
     for job_id, name in zip(job_ids, jobs["job"], strict=True):
         own = meta.get(job_id, {})
-        frame, curves = job_points(session, job_id, {key: own.get(key) for key in keys})
         folder = directory / f"job={name}"
         partial = folder / f".{FILE_NAME}.tmp"
         written = _written([str(row["job"]) for row in done])
-        try:
+        try:  # an interrupt while the job is read says what was written too
+            frame, curves = job_points(session, job_id, {key: own.get(key) for key in keys})
             folder.mkdir(parents=True, exist_ok=True)
             frame.write_parquet(partial, compression="zstd", statistics=True)
             os.replace(partial, folder / FILE_NAME)

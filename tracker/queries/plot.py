@@ -1,52 +1,47 @@
 """The series of the plot page: chosen runs' curves of one metric, smoothed, windowed and
 downsampled, and optionally their group means with a min-max band.
 
-Smoothing runs over the whole curve and only then is the window cut out, so a zoomed view
-shows exactly the values of the whole smoothed curve (a window smoothed alone would restart
-the EMA at its first step). Whole curves and their smoothings are kept in a cache keyed by
-the job's content digest, so a zoom reads nothing from the database but the runs' rows.
+A request's memory is bounded by runs x points, not by the curves' length: at most
+``MAX_RUNS`` runs, each read a chunk at a time and min/max-downsampled to at most ``points``
+as it is read (``tracker.queries.plot_stream``). Without smoothing only the window's chunks
+are read. Smoothing is the whole curve's, then cut: its state runs on from the curve's first
+step through the chunks before the window, so a zoomed view shows the values of the whole
+smoothed curve at its edges too (a window smoothed alone would restart the EMA there).
+Without groups, each run's downsampled series is kept in the server's cache, keyed by its
+job's content and the query, so the same view asked again reads no chunk.
 
 The x-axis is the step, or with ``x="time"`` the wall time where every chosen run's metrics
-give it (the rule: ``tracker.queries.walltime``); a time window (``start_s``/``end_s``) then
-keeps, per run, the points whose time is in it, since runs of different speed reach a given
-second at different steps.
+give it (the rule: ``tracker.queries.walltime``), summed up from the time source's chunks
+read one at a time; a time window (``start_s``/``end_s``) then keeps, per run, the points
+whose time is in it, since runs of different speed reach a given second at different steps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+import dataclasses
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from sqlalchemy import select, tuple_
 from sqlalchemy.orm import Session
 
-from tracker.analysis.smoothing import smooth, smooth_points
+from tracker.analysis.smoothing import Smoother
 from tracker.elapsed import ELAPSED_METRICS, MS_SUFFIX, STEP_MS
 from tracker.errors import BadPlot, RunNotFound, UnknownMetaKey, UnknownMetric, known_names
 from tracker.models import Curve, Job, JobMeta, Run
-from tracker.queries.walltime import TIME_SOURCES, elapsed_seconds, time_source, times_at
+from tracker.queries.plot_stream import Kept, Piece, drain, group_mean
+from tracker.queries.walltime import TIME_SOURCES, TimeCursor, time_source
 from tracker.store.catalog import get_job
-from tracker.store.curves import load_curves
-from tracker.summary.downsample import minmax_indices
+from tracker.store.curves import curve_chunks
 
-MAX_RUNS = 50  # runs per plot: each is a whole curve held in memory and a trace drawn
+MAX_RUNS = 50  # runs per plot: each a trace drawn and a chunk read at a time
 MAX_POINTS = 2000  # points per series in an answer: a window of at most this many is raw
 RUN_FIELDS = ("job", "arm", "model", "variant", "seed")  # colour/group keys besides metadata
 X_AXES = ("step", "time")
 SMOOTH_BY = ("step", "point")  # per step (gaps weigh), or per logged point as TensorBoard
 T = TypeVar("T")
-
-
-class Cache(Protocol):
-    def get(self, key: Hashable, compute: Callable[[], T]) -> T: ...
-
-
-class NoCache:
-    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
-        return compute()
 
 
 @dataclass(frozen=True)
@@ -69,18 +64,6 @@ class PlotQuery:
     start_s: float | None = None
     end_s: float | None = None
     smooth_by: str = "step"  # "point": TensorBoard's EMA per logged point (smooth_points)
-
-
-@dataclass
-class Whole:
-    """One run's whole curve, smoothed or not, with its wall time at each step."""
-
-    labels: dict[str, Any]
-    steps: np.ndarray
-    values: np.ndarray
-    smoothed: np.ndarray | None
-    times: np.ndarray | None
-    cut: slice | np.ndarray  # the window's points
 
 
 def parse_run(text: str) -> tuple[str, str]:
@@ -174,40 +157,6 @@ def _label(labels: dict[str, Any], key: str | None) -> str | None:
     return None if key is None else str(labels[key])
 
 
-def _frozen(array: np.ndarray) -> np.ndarray:
-    array.setflags(write=False)  # shared by every request that the cache answers
-    return array
-
-
-def _points(
-    session: Session, cache: Cache, job: Job, run: Run, curve: Curve
-) -> tuple[np.ndarray, np.ndarray]:
-    """A whole curve's steps and values, read once per job content."""
-
-    def read() -> tuple[np.ndarray, np.ndarray]:
-        frame = load_curves(session, [curve.id])
-        return _frozen(frame["step"].to_numpy()), _frozen(frame["value"].to_numpy())
-
-    return cache.get(("plot", job.content_digest, run.arm, curve.metric), read)
-
-
-def _whole(
-    session: Session,
-    cache: Cache,
-    run: Run,
-    job: Job,
-    curve: Curve,
-    alpha: float | None,
-    by_point: bool = False,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    steps, values = _points(session, cache, job, run, curve)
-    if alpha is None:
-        return steps, values, None
-    key = ("plot", job.content_digest, run.arm, curve.metric, alpha, by_point)
-    method = smooth_points if by_point else partial(smooth, steps)  # per point, or per step
-    return steps, values, cache.get(key, lambda: _frozen(method(values, alpha)))
-
-
 def _time_sources(session: Session, found: Sequence[tuple[Run, Job, Curve]]) -> list[Curve]:
     """Each run's curve its wall time is read from; a run without one is an error that names
     every such run."""
@@ -234,123 +183,125 @@ def _time_sources(session: Session, found: Sequence[tuple[Run, Job, Curve]]) -> 
     return [sources[run.id] for run, _, _ in found]
 
 
-def _times(
-    session: Session, cache: Cache, run: Run, job: Job, curve: Curve, source: Curve
-) -> np.ndarray:
-    """The wall time at each step of ``curve``."""
+def _pieces(
+    session: Session, curve: Curve, source: Curve | None, query: PlotQuery
+) -> Iterator[Piece]:
+    """The run's points in the window, a chunk at a time: steps, values, with smoothing
+    the smoothed values, with ``x="time"`` the times (and only the points in ``start_s`` to
+    ``end_s``). Smoothing starts at the curve's first step, so the chunks before the window
+    are read (one at a time) and only carry the EMA's state to it."""
+    if curve.first_step is None or curve.last_step is None:
+        return
+    low = curve.first_step if query.start is None else query.start
+    high = curve.last_step if query.end is None else query.end
+    by_point = query.smooth_by == "point"  # TensorBoard's smoothing
+    smoother = Smoother(1.0 - query.smooth, by_point) if query.smooth > 0 else None
+    cursor = None
+    if source is not None:
+        cursor = TimeCursor(source.metric, curve_chunks(session, source.id))
+    span = (curve.first_step if smoother else low, high)
+    for steps, values in curve_chunks(session, curve.id, span):
+        smoothed = None if smoother is None else smoother(steps, values)
+        inside = slice(np.searchsorted(steps, low, "left"), np.searchsorted(steps, high, "right"))
+        piece = {"steps": steps[inside], "values": values[inside]}
+        if smoothed is not None:
+            piece["smoothed"] = smoothed[inside]
+        if cursor is not None:
+            piece["times"] = times = cursor.at(piece["steps"])
+            if (query.start_s, query.end_s) != (None, None):
+                within = np.isfinite(times)  # a point without a time is not in a time window
+                if query.start_s is not None:
+                    within &= times >= query.start_s
+                if query.end_s is not None:
+                    within &= times <= query.end_s
+                piece = {name: column[within] for name, column in piece.items()}
+        yield piece
 
-    def compute() -> np.ndarray:
-        steps, _ = _points(session, cache, job, run, curve)
-        source_steps, values = _points(session, cache, job, run, source)
-        seconds = elapsed_seconds(source.metric, source_steps, values)
-        return _frozen(times_at(source_steps, seconds, steps))
 
-    return cache.get(("plot-time", job.content_digest, run.arm, curve.metric), compute)
-
-
-def _window(steps: np.ndarray, times: np.ndarray | None, query: PlotQuery) -> slice | np.ndarray:
-    """The points in the steps asked for, and with ``start_s``/``end_s`` in those seconds."""
-    low = 0 if query.start is None else int(np.searchsorted(steps, query.start, "left"))
-    high = steps.size if query.end is None else int(np.searchsorted(steps, query.end, "right"))
-    if times is None or (query.start_s is None and query.end_s is None):
-        return slice(low, high)
-    within = np.isfinite(times[low:high])  # a point without a time is not in a time window
-    if query.start_s is not None:
-        within &= times[low:high] >= query.start_s
-    if query.end_s is not None:
-        within &= times[low:high] <= query.end_s
-    return low + np.flatnonzero(within)
-
-
-def _kept(values: np.ndarray, smoothed: np.ndarray | None, points: int) -> np.ndarray:
-    """Indices of at most ``points`` points keeping the envelope of both lines drawn: half
-    the budget each for the raw and the smoothed one when there are two."""
-    if smoothed is None or values.size <= points:
-        return minmax_indices(values, points)
-    return np.union1d(minmax_indices(values, points // 2), minmax_indices(smoothed, points // 2))
-
-
-def _series(whole: Whole, query: PlotQuery) -> dict[str, Any]:
-    steps, values = whole.steps[whole.cut], whole.values[whole.cut]
-    smoothed = None if whole.smoothed is None else whole.smoothed[whole.cut]
-    times = None if whole.times is None else whole.times[whole.cut]
-    keep = _kept(values, smoothed, query.points)
+def _series(labels: dict[str, Any], kept: Kept, query: PlotQuery) -> dict[str, Any]:
+    points = kept.result()
+    empty = np.empty(0, np.float64)
+    steps = points.get("steps", np.empty(0, np.int64))
+    smoothed = None if query.smooth == 0 else points.get("smoothed", empty)
     return {
-        "job": whole.labels["job"],
-        "arm": whole.labels["arm"],
+        "job": labels["job"],
+        "arm": labels["arm"],
         "metric": query.metric,
-        "variant": whole.labels["variant"],
-        "color": _label(whole.labels, query.color),
-        "group": _label(whole.labels, query.group),
-        "steps": steps[keep],
-        "values": values[keep],
-        "smoothed": None if smoothed is None else smoothed[keep],
-        "times": None if times is None else times[keep],
-        "in_window": int(steps.size),
-        "downsampled": bool(keep.size < steps.size),
+        "variant": labels["variant"],
+        "color": _label(labels, query.color),
+        "group": _label(labels, query.group),
+        "steps": steps,
+        "values": points.get("values", empty),
+        "smoothed": smoothed,
+        "times": None if query.x != "time" else points.get("times", empty),
+        "in_window": kept.seen,
+        "downsampled": bool(steps.size < kept.seen),
     }
 
 
-def _groups(wholes: Sequence[Whole], key: str, band: bool, points: int) -> list[dict[str, Any]]:
-    """Per group: the mean of its runs' (smoothed) curves on the steps all of them have,
-    with the min and max over them as a band; with wall time, at the mean of their times."""
-    members: dict[str, list[Whole]] = {}
-    for whole in wholes:
-        members.setdefault(str(whole.labels[key]), []).append(whole)
-    groups = []
-    for label, runs in members.items():
-        common = runs[0].steps[runs[0].cut]
-        for other in runs[1:]:
-            common = np.intersect1d(common, other.steps[other.cut], assume_unique=True)
-        stack = np.array([_at(w, common) for w in runs]).reshape(len(runs), common.size)
-        with np.errstate(all="ignore"):
-            mean = stack.mean(axis=0)
-        keep = minmax_indices(mean, points)
-        group: dict[str, Any] = {"label": label}
-        group["runs"] = [f"{w.labels['job']}/{w.labels['arm']}" for w in runs]
-        group |= {"steps": common[keep], "mean": mean[keep], "times": None}
-        if runs[0].times is not None:
-            times = np.array([_at(w, common, w.times) for w in runs]).reshape(stack.shape)
-            with np.errstate(all="ignore"):
-                group["times"] = times.mean(axis=0)[keep]
-        group |= {"low": None, "high": None, "downsampled": bool(keep.size < common.size)}
-        if band:
-            with np.errstate(all="ignore"):
-                group |= {
-                    "low": stack.min(axis=0)[keep],
-                    "high": stack.max(axis=0)[keep],
-                }
-        groups.append(group)
-    return groups
+def _group(label: str, runs: list[str], kept: Kept, timed: bool, band: bool) -> dict[str, Any]:
+    points = kept.result()
+    empty = np.empty(0, np.float64)
+    steps = points.get("steps", np.empty(0, np.int64))
+    group: dict[str, Any] = {"label": label, "runs": runs, "steps": steps}
+    group |= {"mean": points.get("mean", empty), "times": None, "low": None, "high": None}
+    if timed:
+        group["times"] = points.get("times", empty)
+    if band:
+        group |= {"low": points.get("low", empty), "high": points.get("high", empty)}
+    return group | {"downsampled": bool(steps.size < kept.seen)}
 
 
-def _at(whole: Whole, steps: np.ndarray, of: np.ndarray | None = None) -> np.ndarray:
-    """``of`` (default: the drawn line's values) at ``steps``, which the curve has."""
-    if of is None:
-        of = whole.values if whole.smoothed is None else whole.smoothed
-    return of[np.searchsorted(whole.steps, steps)]
+class Cache(Protocol):
+    def get(self, key: Hashable, compute: Callable[[], T]) -> T: ...
+
+
+def _drained(cache: Cache | None, key: Hashable, pieces: Iterator[Piece], kept: Kept) -> Kept:
+    """``kept`` given every piece, or (with a cache) the one kept before under ``key``."""
+
+    def compute() -> Kept:
+        drain(pieces, kept)
+        return kept
+
+    return compute() if cache is None else cache.get(key, compute)
 
 
 def plot_series(session: Session, query: PlotQuery, cache: Cache | None = None) -> dict[str, Any]:
     """One series per chosen run (its labels, steps, raw and smoothed values in the window
     as numpy arrays, downsampled beyond ``points``) and, with ``group``, the groups' means
-    (NaN at a step where a run of the group is NaN)."""
+    (NaN at a step where a run of the group is NaN). Each run is read a chunk at a time
+    (``tracker.queries.plot_stream``): memory grows with runs x points, not the curves.
+    Without ``group``, a ``cache`` keeps each run's downsampled series, keyed by its job's
+    content and the query: at most ``points`` points each."""
     _check(query)
-    cache = NoCache() if cache is None else cache  # an empty cache is falsy (its len)
-    alpha = 1.0 - query.smooth if query.smooth > 0 else None
     found = _curves(session, query)
     keys = {"job", "arm", "variant", *(k for k in (query.color, query.group) if k)}
     sources: list[Curve | None] = [None] * len(found)
     if query.x == "time":
         sources = list(_time_sources(session, found))
-    wholes = []
-    labelled = zip(found, _labels(session, found, keys), sources, strict=True)
-    for (run, job, curve), labels, source in labelled:
-        by_point = query.smooth_by == "point"  # TensorBoard's smoothing
-        steps, values, smoothed = _whole(session, cache, run, job, curve, alpha, by_point)
-        times = None if source is None else _times(session, cache, run, job, curve, source)
-        cut = _window(steps, times, query)
-        wholes.append(Whole(labels, steps, values, smoothed, times, cut))
+    labels = _labels(session, found, keys)
+    lines = ("values",) if query.smooth == 0 else ("values", "smoothed")
+    kepts = [Kept(query.points, lines) for _ in found]
+    pieces = [
+        _pieces(session, curve, source, query)
+        for (_, _, curve), source in zip(found, sources, strict=True)
+    ]
+    groups = []
+    if query.group is None:
+        shape = dataclasses.replace(query, runs=(), color=None)
+        for i, ((run, job, curve), source) in enumerate(zip(found, sources, strict=True)):
+            key = ("plot", job.content_digest, run.arm, curve.metric, source and source.metric)
+            kepts[i] = _drained(cache, (*key, shape), pieces[i], kepts[i])
+    else:
+        members: dict[str, list[int]] = {}
+        for i, run_labels in enumerate(labels):
+            members.setdefault(str(run_labels[query.group]), []).append(i)
+        line = "values" if query.smooth == 0 else "smoothed"
+        for label, indices in members.items():
+            runs = [f"{labels[i]['job']}/{labels[i]['arm']}" for i in indices]
+            chosen = [pieces[i] for i in indices]
+            kept, timed = group_mean(chosen, [kepts[i] for i in indices], line, query.points)
+            groups.append(_group(label, runs, kept, timed, query.band))
     return {
         "metric": query.metric,
         "x": query.x,
@@ -363,8 +314,8 @@ def plot_series(session: Session, query: PlotQuery, cache: Cache | None = None) 
         "color": query.color,
         "group": query.group,
         "band": query.band,
-        "series": [_series(whole, query) for whole in wholes],
-        "groups": _groups(wholes, query.group, query.band, query.points) if query.group else [],
+        "series": [_series(lab, kept, query) for lab, kept in zip(labels, kepts, strict=True)],
+        "groups": groups,
     }
 
 

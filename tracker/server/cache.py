@@ -15,6 +15,7 @@ same or for different large windows cost one or a few computations at a time, no
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -32,8 +33,10 @@ RETRY_AFTER_S = 5  # what that 503 suggests
 class HeavyWork:
     """At most ``slots`` heavy computations at once. A request finding every slot taken
     waits up to ``patience_s`` for one, then is refused with ``ServerBusy`` (503 with
-    ``Retry-After``). A thread already holding a slot (a computation needing another
-    cached one) takes no second slot, so nested work cannot deadlock."""
+    ``Retry-After``); given when the request ``arrived``, its patience counts from then,
+    so that time spent queued for a worker thread is queueing too. A thread already holding
+    a slot (a computation needing another cached one) takes no second slot, so nested work
+    cannot deadlock."""
 
     def __init__(self, slots: int = HEAVY_SLOTS, patience_s: float = HEAVY_PATIENCE_S) -> None:
         self.slots = slots
@@ -42,11 +45,12 @@ class HeavyWork:
         self._held = threading.local()
 
     @contextmanager
-    def slot(self) -> Iterator[None]:
+    def slot(self, arrived: float | None = None) -> Iterator[None]:
         if getattr(self._held, "slot", False):
             yield
             return
-        if not self._free.acquire(timeout=self.patience_s):
+        waited = 0.0 if arrived is None else time.monotonic() - arrived
+        if not self._free.acquire(timeout=max(0.0, self.patience_s - waited)):
             raise ServerBusy(slots=self.slots, seconds=RETRY_AFTER_S)
         self._held.slot = True
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
@@ -19,14 +20,14 @@ from tracker.server.database import ServedDatabase
 JOB_VIEWS = 64  # a job's page holds its figures (~100 KB to 1 MB): the recent ones are kept
 ANALYSES = 4096  # verdicts of a job are small: every job of a large study stays cached
 CURVES = 256  # downsampled curve windows (<= 2,000 points each), by their step range
-PLOT_CURVES = 128  # whole curves and their smoothings for /api/plot (a 1M-step one: 16 MB)
+PLOT_SERIES = 1024  # a plot's runs downsampled (<= 2,000 points, ~64 KB each), by query
 ACROSS_JOBS = 32  # results over all jobs (the jobs list, the index, claims), per selection
 
 
 @dataclass
 class Served:
     """What every request shares: the read-only database, the expectations, the caches and
-    the bound on heavy work (a job's page, a curve window, a whole curve for a plot)."""
+    the bound on heavy work (a job's page, a curve window, a plot)."""
 
     database: ServedDatabase
     exp: Expectations
@@ -38,14 +39,14 @@ class Served:
     analyses: DigestCache[Any] = field(init=False)
     curves: DigestCache[Any] = field(init=False)
     across_jobs: DigestCache[Any] = field(init=False)
-    plot_curves: DigestCache[Any] = field(init=False)
+    plot_series: DigestCache[Any] = field(init=False)
 
     def __post_init__(self) -> None:
         self.job_views = DigestCache(JOB_VIEWS, self.heavy)
         self.analyses = DigestCache(ANALYSES)
         self.curves = DigestCache(CURVES, self.heavy)
         self.across_jobs = DigestCache(ACROSS_JOBS)
-        self.plot_curves = DigestCache(PLOT_CURVES, self.heavy)
+        self.plot_series = DigestCache(PLOT_SERIES, self.heavy)
 
     @property
     def engine(self) -> Engine:
@@ -59,6 +60,15 @@ def get_served(request: Request) -> Served:
 
 
 ServedDep = Annotated[Served, Depends(get_served)]
+
+
+async def arrival() -> float:
+    """When the request arrived (``time.monotonic``): resolved on the event loop, before any
+    worker thread is free to take the request."""
+    return time.monotonic()
+
+
+ArrivedDep = Annotated[float, Depends(arrival)]
 
 
 def get_session(served: ServedDep) -> Iterator[Session]:

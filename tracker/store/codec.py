@@ -27,6 +27,7 @@ the two agree byte for byte.
 from __future__ import annotations
 
 import struct
+import threading
 
 import numpy as np
 import xxhash
@@ -39,8 +40,16 @@ MAX_DECIMALS = 12
 EXACT_INT = 2**53  # below it every integer is exact in a float64, so the division is exact too
 HEADER = struct.Struct("<BBI")  # value encoding, decimal exponent, point count
 LEVEL = 3  # zstandard's default: higher levels cost ingest time for a few percent of size
-_compressor = zstandard.ZstdCompressor(level=LEVEL)
-_decompressor = zstandard.ZstdDecompressor()
+# zstandard's (de)compressor objects must not be shared between threads (a use from two at
+# once can crash the process; the server decodes in several): one of each per thread.
+_own = threading.local()
+
+
+def _zstd() -> threading.local:
+    if not hasattr(_own, "compressor"):
+        _own.compressor = zstandard.ZstdCompressor(level=LEVEL)
+        _own.decompressor = zstandard.ZstdDecompressor()
+    return _own
 
 
 class BadChunk(ValueError):
@@ -100,7 +109,7 @@ def encode(steps: np.ndarray, values: np.ndarray) -> bytes:
         header = HEADER.pack(SCALED, found[0], len(values))
         column = _delta(found[1])
     body = header + _split(_delta(steps)) + _split(column)
-    return bytes([VERSION]) + _compressor.compress(body)
+    return bytes([VERSION]) + _zstd().compressor.compress(body)
 
 
 def decode(data: bytes) -> tuple[np.ndarray, np.ndarray]:
@@ -110,7 +119,7 @@ def decode(data: bytes) -> tuple[np.ndarray, np.ndarray]:
     if data[0] != VERSION:
         raise BadChunk(f"chunk format {data[0]}, this tracker reads {VERSION}")
     try:
-        body = _decompressor.decompress(memoryview(data)[1:])
+        body = _zstd().decompressor.decompress(memoryview(data)[1:])
         encoding, decimals, n = HEADER.unpack_from(body)
     except (zstandard.ZstdError, struct.error):
         raise BadChunk("truncated or undecodable") from None

@@ -6,6 +6,7 @@ naming the job, arm, metric and steps, never other numbers."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TypeVarTuple
 
 import numpy as np
@@ -22,6 +23,7 @@ from tracker.store.points import ChunkRow
 
 Columns = TypeVarTuple("Columns")
 SCHEMA = {"curve_id": pl.Int64, "step": pl.Int64, "value": pl.Float64}
+CHUNKS_AT_ONCE = 8  # chunks fetched by one query of curve_chunks: 131,072 points at most
 
 
 def read_curve(
@@ -44,6 +46,30 @@ def read_curve(
     low = np.searchsorted(step, steps[0], side="left")
     high = np.searchsorted(step, steps[1], side="right")
     return step[low:high], value[low:high]
+
+
+def curve_chunks(
+    session: Session, curve_id: int, steps: tuple[int, int] | None = None
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The chunks ``read_curve`` reads, one at a time, fetched ``CHUNKS_AT_ONCE`` at a time
+    and each decoded only when asked for: a long curve read through them is never whole in
+    memory, not even encoded."""
+    keys = select(CurveChunk.first_step).where(CurveChunk.curve_id == curve_id)
+    if steps is not None:
+        keys = _overlapping(keys, curve_id, steps)
+    connection = session.connection()
+    firsts = connection.scalars(keys.order_by(CurveChunk.first_step)).all()
+    for at in range(0, len(firsts), CHUNKS_AT_ONCE):
+        batch = firsts[at : at + CHUNKS_AT_ONCE]
+        rows = connection.execute(
+            select(*CHECKED)
+            .where(
+                CurveChunk.curve_id == curve_id, CurveChunk.first_step.between(batch[0], batch[-1])
+            )
+            .order_by(CurveChunk.first_step)
+        ).all()
+        for row in rows:
+            yield checked_decode(session, curve_id, *row)
 
 
 def arm_points(

@@ -23,7 +23,7 @@ from tracker.queries.plot import (
     plot_series,
 )
 from tracker.row_formats import Format, render
-from tracker.server.deps import Served, ServedDep, SessionDep
+from tracker.server.deps import ArrivedDep, Served, ServedDep, SessionDep
 from tracker.server.responses import page
 from tracker.server.schemas import Plot, write_arrays
 
@@ -105,12 +105,12 @@ def plot_query(
 PlotQueryDep = Annotated[PlotQuery, Depends(plot_query)]
 
 
-def _plot(served: Served, session: Session, query: PlotQuery) -> dict[str, Any]:
-    """The plot within one heavy slot for the whole computation: its curves, cached or not,
-    and all the work on them (a request of 50 runs is one slot, not 50 slots taken in turn
-    while other requests hold their own curves too)."""
-    with served.heavy.slot():
-        return plot_series(session, query, served.plot_curves)
+def _plot(served: Served, session: Session, query: PlotQuery, arrived: float) -> dict[str, Any]:
+    """The plot within one heavy slot for the whole computation (a request of 50 runs is one
+    slot, not 50 slots taken in turn while other requests hold their own curves too), its
+    patience counted from its arrival."""
+    with served.heavy.slot(arrived):
+        return plot_series(session, query, served.plot_series)
 
 
 @router.get("/plot", response_class=HTMLResponse, include_in_schema=False)
@@ -136,20 +136,26 @@ def plot_page(
 
 @router.get("/api/plot", response_class=PlotJSON, response_model=Plot)
 def api_plot(
-    query: PlotQueryDep, session: SessionDep, served: ServedDep, y: Axis = "linear"
+    arrived: ArrivedDep,
+    query: PlotQueryDep,
+    session: SessionDep,
+    served: ServedDep,
+    y: Axis = "linear",
 ) -> Plot:
     """One series per run: the steps from ``start`` to ``end``, raw and smoothed values
     (the whole curve smoothed, then cut), every raw point when the window holds at most
     2,000, else min/max downsampled; with ``group`` each group's mean (and ``band``); with
     ``x=time`` each point's wall time too, and ``start_s``/``end_s`` a window of seconds."""
-    return Plot.model_validate({**_plot(served, session, query), "y": y})
+    return Plot.model_validate({**_plot(served, session, query, arrived), "y": y})
 
 
 @router.get("/api/plot.csv", include_in_schema=False)
-def api_plot_csv(query: PlotQueryDep, session: SessionDep, served: ServedDep) -> Response:
+def api_plot_csv(
+    arrived: ArrivedDep, query: PlotQueryDep, session: SessionDep, served: ServedDep
+) -> Response:
     """What ``/api/plot`` draws as CSV: job, arm, metric, step, (with x=time) time, value,
     smoothed."""
     time = ["time"] if query.x == "time" else []
     columns = ["job", "arm", "metric", "step", *time, "value", "smoothed"]
-    text = render(plot_rows(_plot(served, session, query)), Format.csv, columns)
+    text = render(plot_rows(_plot(served, session, query, arrived)), Format.csv, columns)
     return Response(text + "\n", media_type="text/csv")
