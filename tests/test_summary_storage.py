@@ -67,8 +67,8 @@ def summaries(engine: Engine) -> dict[str, Summary]:
     with Session(engine) as session:
         found = {}
         for job_id, name in session.execute(select(Job.id, Job.name)):
-            found[name] = load_summary(session, job_id, exp)
-            assert found[name].trajectories.lines  # drawn (or read) while the session is open
+            found[name] = load_summary(session, job_id, exp, trajectories=True)
+            assert found[name].trajectories.lines
         return found
 
 
