@@ -17,14 +17,17 @@ tracker into a SQLite file of its own, job by job as ``tracker ingest`` does. BA
    PAGES jobs, each its first visit: median and total.
 
 2-4 run ROUNDS times, the two trees in turn; each figure is the best of its rounds (per page
-for the pages). Times are of the work inside each process (after its imports): only the
-ratios are comparable across machines.
+for the pages). Times are of the work inside each process (after its imports); beside them
+the CPU seconds (``*_cpu``: of the whole report or claims process and its worker, imports
+included; of each page's request), which a machine shared with other work inflates less
+than the wall clock. Only the ratios are comparable across machines.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -40,6 +43,7 @@ from bench import REPO, compile_tracker
 from tracker.jobdir.sample import write_sample_job
 
 BASE = "4665314"  # the last commit storing the summary as JSON text
+ROUND_FIGURES = ("report_s", "report_cpu_s", "claims_s", "claims_cpu_s")
 CHILD = r"""
 import json, sys, time
 from pathlib import Path
@@ -61,14 +65,15 @@ if part == "build":
 elif part == "pages":
     from fastapi.testclient import TestClient
     from tracker.server import create_app
-    times = []
+    times, cpu = [], []
     with TestClient(create_app(url), base_url="http://127.0.0.1:8765") as client:
         for name in sys.argv[3:]:
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             response = client.get(f"/jobs/{name}/")
             times.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)
             assert response.status_code == 200, response.text
-    print(json.dumps(times))
+    print(json.dumps([times, cpu]))
 else:
     from tracker.cli import main
     sys.argv = ["tracker", "--db", url, *sys.argv[3:]]
@@ -100,7 +105,14 @@ def base_tree(commit: str) -> Iterator[Path]:
 
 def child(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The child script run by ``tree``'s tracker."""
+    done, _ = timed_child(tree, *args)
+    return done
+
+
+def timed_child(tree: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    """``child``, and the CPU seconds it and its own children took (imports included)."""
     env = {"PYTHONPATH": f"{tree}:{sysconfig.get_paths()['purelib']}", "PATH": "/usr/bin:/bin"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(
         [sys.executable, "-S", "-c", CHILD, *args],
         cwd=tree,
@@ -108,9 +120,11 @@ def child(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
     )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode:
         sys.exit(f"{tree}: {' '.join(args[:1] + args[2:])} failed:\n{done.stderr}")
-    return done
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return done, cpu
 
 
 def size(path: Path) -> tuple[float, int, int]:
@@ -144,12 +158,16 @@ def build(tree: Path, label: str, jobs: Path, work: Path) -> tuple[str, dict[str
 def timed(tree: Path, url: str, out: Path, pages: list[str]) -> dict[str, list[float]]:
     """One round of the cold report, ``claims`` and the job pages, each in a fresh process."""
     shutil.rmtree(out, ignore_errors=True)
-    report = child(tree, "cli", url, "report", "--out", str(out), "--force")
-    claims = child(tree, "cli", url, "claims")
+    report, report_cpu = timed_child(tree, "cli", url, "report", "--out", str(out), "--force")
+    claims, claims_cpu = timed_child(tree, "cli", url, "claims")
+    page_times, page_cpu = json.loads(child(tree, "pages", url, *pages).stdout)
     return {
         "report_s": [float(report.stderr.strip().splitlines()[-1])],
+        "report_cpu_s": [report_cpu],
         "claims_s": [float(claims.stderr.strip().splitlines()[-1])],
-        "pages": json.loads(child(tree, "pages", url, *pages).stdout),
+        "claims_cpu_s": [claims_cpu],
+        "pages": page_times,
+        "pages_cpu": page_cpu,
     }
 
 
@@ -183,11 +201,12 @@ def main() -> None:
     for label in trees:
         each = rounds[label]
         page_times = [min(r["pages"][i] for r in each) for i in range(len(pages))]
+        page_cpu = [min(r["pages_cpu"][i] for r in each) for i in range(len(pages))]
         results[label] = {
             **built[label][1],
-            "report_s": min(r["report_s"][0] for r in each),
-            "claims_s": min(r["claims_s"][0] for r in each),
+            **{key: min(r[key][0] for r in each) for key in ROUND_FIGURES},
             "page_median_ms": 1e3 * statistics.median(page_times),
+            "page_cpu_median_ms": 1e3 * statistics.median(page_cpu),
             "pages_s": sum(page_times),
         }
     workload = f"{args.jobs} jobs x 4 arms x {args.steps} steps x 3 columns"

@@ -146,7 +146,7 @@ def summary_of(engine: Engine, name: str) -> Summary:
     with Session(engine) as session:
         job_id = session.scalar(select(Job.id).where(Job.name == name))
         assert job_id is not None
-        return load_summary(session, job_id, load_expectations())
+        return load_summary(session, job_id, load_expectations(), trajectories=True)
 
 
 def nan_streak(rows: list[dict[str, str]]) -> list[dict[str, str]]:

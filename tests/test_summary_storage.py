@@ -67,8 +67,8 @@ def summaries(engine: Engine) -> dict[str, Summary]:
     with Session(engine) as session:
         found = {}
         for job_id, name in session.execute(select(Job.id, Job.name)):
-            found[name] = load_summary(session, job_id, exp)
-            assert found[name].trajectories.lines  # drawn (or read) while the session is open
+            found[name] = load_summary(session, job_id, exp, trajectories=True)
+            assert found[name].trajectories.lines
         return found
 
 
@@ -85,6 +85,22 @@ def test_only_a_long_jobs_lines_are_kept_and_both_read_back_as_built(
     for name, from_points in summaries(engine).items():
         assert read[name].trajectories.to_json() == from_points.trajectories.to_json()
         assert read[name].to_stored() == from_points.to_stored()
+
+
+def test_a_short_jobs_lines_are_drawn_only_when_asked_for_with_the_summary(
+    short_and_long: Cli, engine: Engine
+) -> None:
+    """Drawn in the caller's session as the summary is read: asked for later, when that
+    session may have closed, they are refused instead of drawn in a transaction nobody
+    ends; a long job's kept lines are there either way."""
+    exp = load_expectations()
+    with Session(engine) as session:
+        ids = {name: job_id for name, job_id in session.execute(select(Job.name, Job.id))}
+        short, long = (load_summary(session, ids[name], exp) for name in ("short", "long"))
+        drawn = load_summary(session, ids["short"], exp, trajectories=True)
+    assert drawn.trajectories.lines and long.trajectories.lines
+    with pytest.raises(AssertionError, match=r"load_summary\(\.\.\., trajectories=True\)"):
+        _ = short.trajectories
 
 
 def test_a_summary_of_an_unknown_format_is_refused(short_and_long: Cli, engine: Engine) -> None:

@@ -5,7 +5,7 @@ so a read-only database serves every request)."""
 from __future__ import annotations
 
 import polars as pl
-from sqlalchemy import Connection, Engine, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import Expectations
@@ -92,31 +92,33 @@ def load_verdict_rows(
     return rows, numbers
 
 
-def load_summary(session: Session, job_id: int, exp: Expectations) -> Summary:
+def load_summary(
+    session: Session, job_id: int, exp: Expectations, *, trajectories: bool = False
+) -> Summary:
     """A job's summary for ``exp.judging`` its study: the stored one, else made from its
-    points. A short job's drawn trajectories are made from its loss curves when first asked
-    for, in ``session``."""
-    exp = exp.judging(job_studies(session, [job_id]).get(job_id, exp.study_name))
+    points. ``trajectories``: a short job's drawn lines (none kept) are drawn now, from its
+    loss curves in ``session``; without it they are not to be asked for (the index and the
+    analyses never draw them, and drawing later could begin a transaction nobody ends)."""
+    name, study = session.execute(select(Job.name, Job.study).where(Job.id == job_id)).one()
+    exp = exp.judging(study)
     data = stored_summary(session, job_id, expectations_digest(exp))
     if data is None:
-        return summarize(load_job_data(session, _name(session, job_id)), exp)
-    bind = session.get_bind()
-    return read_summary(_name(session, job_id), data, lambda: _drawn(bind, job_id, exp))
+        return summarize(load_job_data(session, name), exp)
+    draw = (lambda: _drawn(session, job_id, exp)) if trajectories else _not_drawn
+    summary = read_summary(name, data, draw)
+    if trajectories:
+        _ = summary.trajectories  # drawn now, while ``session`` is open
+    return summary
 
 
-def _drawn(bind: Engine | Connection, job_id: int, exp: Expectations) -> TrajectoryDrawing:
-    """A job's trajectories figure's lines from its loss curves (read alone: no probes), in
-    a session of its own: a page may draw them after the session that read the summary has
-    closed, and drawing in that one would begin a transaction nobody ends."""
-    with Session(bind) as session:
-        points = arm_points(session, job_id)
+def _not_drawn() -> TrajectoryDrawing:
+    raise AssertionError("a short job's lines are drawn by load_summary(..., trajectories=True)")
+
+
+def _drawn(session: Session, job_id: int, exp: Expectations) -> TrajectoryDrawing:
+    """A job's trajectories figure's lines from its loss curves (read alone: no probes)."""
     frames = {
-        arm: pl.DataFrame({"step": step, "value": value}) for arm, (step, value) in points.items()
+        arm: pl.DataFrame({"step": step, "value": value})
+        for arm, (step, value) in arm_points(session, job_id).items()
     }
     return trajectory_drawing(frames, exp)
-
-
-def _name(session: Session, job_id: int) -> str:
-    name = session.scalar(select(Job.name).where(Job.id == job_id))
-    assert name is not None
-    return name

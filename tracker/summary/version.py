@@ -34,10 +34,23 @@ def code_digest(root: Path = PACKAGE, packages: tuple[str, ...] = CODE_PACKAGES)
 CODE_DIGEST = code_digest()
 
 
+# id -> (expectations, code digest, digest): the models are frozen, and their repr takes
+# about a millisecond, which every job page paid again; kept for a few at a time
+_digests: dict[int, tuple[Expectations, str, str]] = {}
+DIGESTS_KEPT = 16
+
+
 def expectations_digest(exp: Expectations) -> str:
     """What stored rows were judged against: the expectations' values (not their file
     name) and the code of the analysis."""
+    kept = _digests.get(id(exp))
+    if kept is not None and kept[0] is exp and kept[1] == CODE_DIGEST:
+        return kept[2]
     # the models' repr holds every value and never their source (a private attribute); not
     # model_dump_json(): a serializer calls back into Python, where a Ctrl-C would be wrapped
     text = f"{CODE_DIGEST}\n{exp!r}"
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if len(_digests) >= DIGESTS_KEPT:
+        _digests.clear()
+    _digests[id(exp)] = (exp, CODE_DIGEST, digest)
+    return digest

@@ -47,7 +47,7 @@ def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
     without a summary for ``exp`` is analysed from its points."""
     job = get_job(session, name)
     exp = exp.judging(job.study)
-    summary = load_summary(session, job.id, exp)
+    summary = load_summary(session, job.id, exp, trajectories=True)
     analysis = summary.analysis
     probes = load_probes(session, job.id)
     runs = session.execute(
