@@ -178,10 +178,13 @@ def trend(
     variant: Iterable[str] | str | None = None,
     where: Where = None,
     group_by: Iterable[str] | str | None = None,
+    expectations: Path | None = None,
 ) -> pl.DataFrame:
-    """One probe or run field across jobs in job order, with the change from the previous job."""
+    """One probe or run field across jobs in job order, with the change from the previous job
+    and the value each job's study expects with its tolerance band."""
     selection = _selection(job, model, variant, where, group_by)
-    return with_session(db, lambda s: tables.trend(s, selection, metric))
+    exp = load_expectations(expectations)
+    return with_session(db, lambda s: tables.trend(s, selection, metric, exp))
 
 
 def curve(
