@@ -762,7 +762,10 @@ def csv_matches_json(csv_value: str, json_value: Any) -> bool:
     ],
     ids=lambda args: " ".join(args[:3]),
 )
-def test_formats_parse_back(study: Study, args: tuple[str, ...]) -> None:
+def test_formats_parse_back(
+    study: Study, args: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # a row per line and unwrapped lines, to parse
     as_json = study.rows(*args)
     as_csv = list(csv.DictReader(io.StringIO(study.cli(*args, "--format", "csv").stdout)))
     table_text = study.cli(*args).stdout
@@ -838,7 +841,10 @@ def test_compare_lists_every_verdict_of_both_with_deltas(study: Study, engine: E
     assert unshifted and all(r["change"] != "regressed" for r in unshifted)
 
 
-def test_compare_fail_on_regression_names_the_flash_state_regression(study: Study) -> None:
+def test_compare_fail_on_regression_names_the_flash_state_regression(
+    study: Study, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # a row per line and unwrapped lines, to parse
     plain = study.cli("compare", "j1", "j3")
     gated = study.cli("compare", "j1", "j3", "--fail-on-regression", ok=False)
     assert gated.exit_code == 3
@@ -862,7 +868,10 @@ def test_compare_fail_on_regression_names_the_flash_state_regression(study: Stud
     assert as_json.exit_code == 3 and json.loads(as_json.stdout)
 
 
-def test_compare_a_probe_now_out_of_memory_is_a_regression(study: Study) -> None:
+def test_compare_a_probe_now_out_of_memory_is_a_regression(
+    study: Study, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # a row per line and unwrapped lines, to parse
     result = study.cli("compare", "j2", "j1", "--fail-on-regression", ok=False)
     assert result.exit_code == 3
     assert (
@@ -871,7 +880,10 @@ def test_compare_a_probe_now_out_of_memory_is_a_regression(study: Study) -> None
     ) in result.stdout
 
 
-def test_compare_identical_content_has_no_regression(study: Study) -> None:
+def test_compare_identical_content_has_no_regression(
+    study: Study, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # a row per line and unwrapped lines, to parse
     study.cli("ingest", str(study.dirs["j1"]), "--job", "j1-again", "--meta", "gpu=A10G")
     result = study.cli("compare", "j1", "j1-again", "--fail-on-regression")
     assert result.exit_code == 0
