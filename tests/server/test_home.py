@@ -202,7 +202,8 @@ def test_trend_draws_the_expected_value_and_its_tolerance_band(client: TestClien
     ]
     (fig,) = figures(client.get("/trend?metric=bpp_state&model=gpt-124m").text)
     traces = {trace["name"]: trace for trace in fig["data"]}
-    line, band = traces["FlashAdamW: expected"], traces["FlashAdamW: tolerance"]
+    line, band = traces["FlashAdamW: expected \u00b1 tolerance"], traces["FlashAdamW: tolerance"]
+    assert band["showlegend"] is False and band["legendgroup"] == line["legendgroup"]
     jobs = [row for row in table if row["variant"] == "flash"]
     assert line["y"] == [3.125] * len(jobs) and line["line"]["dash"] == "dot"
     assert band["fill"] == "toself"

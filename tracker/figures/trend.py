@@ -97,6 +97,7 @@ def _target_traces(part: pl.DataFrame, x: list[str], name: str, color: str) -> l
         line=dict(width=0),
         name=f"{name}: tolerance",
         legendgroup=name,
+        showlegend=False,  # the expected line's entry names both
         hoverinfo="skip",
     )
     # one job: a line and a band of no width would not show; a dash with the band as its bar
@@ -117,7 +118,7 @@ def _target_traces(part: pl.DataFrame, x: list[str], name: str, color: str) -> l
         y=expected,
         customdata=list(zip(lower, upper, strict=True)),
         **(alone if len(known) == 1 else dict(mode="lines")),
-        name=f"{name}: expected",
+        name=f"{name}: expected \u00b1 tolerance",
         legendgroup=name,
         line=dict(color=color, dash="dot", width=1.5),
         hovertemplate=(
