@@ -101,6 +101,15 @@ def test_an_unknown_job_or_value_is_an_error_and_writes_nothing(
     assert not out.exists()
 
 
+def test_a_metadata_key_named_study_keeps_its_name_behind_meta(cli: Cli, tmp_path: Path) -> None:
+    job = write_sample_job(tmp_path / "j1", steps=STEPS, probes=False, arms=("ref_s0",))
+    cli("ingest", str(job), "--meta", "study=ablation-3", "--study", "adam8bit")
+    out = tmp_path / "points"
+    cli("export", str(out))
+    dataset = read_dataset(out)
+    assert dataset.select("study", "meta.study").unique().rows() == [("adam8bit", "ablation-3")]
+
+
 def test_duckdb_reads_the_dataset(two_jobs: Cli, tmp_path: Path) -> None:
     out = tmp_path / "points"
     two_jobs("export", str(out))
