@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
+from tracker.analysis.expectations import load_expectations
 from tracker.jobdir.sample import write_sample_job
 from tracker.queries import tables
 from tracker.queries.selection import Selection
@@ -37,6 +38,7 @@ from tracker.store.schema import open_database
 from tracker.store.transactions import write_session
 
 TEMPLATE_STEPS = 50
+EXP = load_expectations()
 BYTES_PER_POINT = 22  # an upper bound: a point as a row took 22, in a chunk it takes 1-8
 TARGET = 1.5
 # The same expression fills the points and the curve summaries, so both agree to the bit;
@@ -47,8 +49,8 @@ QUERIES: dict[str, Callable[[Session], Any]] = {
     "probes": lambda s: tables.probes(s, Selection()),
     "runs": lambda s: tables.runs(s, Selection()),
     "runs --aggregate-seeds": lambda s: tables.runs(s, Selection(), aggregate_seeds=True),
-    "trend bpp_state (probe)": lambda s: tables.trend(s, Selection(), "bpp_state"),
-    "trend val_loss (run)": lambda s: tables.trend(s, Selection(), "val_loss"),
+    "trend bpp_state (probe)": lambda s: tables.trend(s, Selection(), "bpp_state", EXP),
+    "trend val_loss (run)": lambda s: tables.trend(s, Selection(), "val_loss", EXP),
 }
 CONTROL = "curve of one arm (control)"
 

@@ -343,7 +343,10 @@ def test_cli_claims_formats_and_errors(cli: Cli, tmp_path: Path) -> None:
     assert "(OP one of = != < <= > >=), got 'flashoptim'" in words
 
 
-def test_cli_claims_gate_filter_and_compact_table(cli: Cli, tmp_path: Path) -> None:
+def test_cli_claims_gate_filter_and_compact_table(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # a row per line and unwrapped lines, to parse
     make_jobs(cli, tmp_path, 2)
     cli("meta", "j0", "time=2026-10-01T00:00Z")
     cli("meta", "j1", "time=2026-11-01T00:00Z")

@@ -25,7 +25,7 @@ def two_jobs(cli: Cli, tmp_path: Path) -> Cli:
     first = write_sample_job(tmp_path / "j1", steps=STEPS)
     cli("ingest", str(first), "--meta", "gpu=A10G", "--meta", "time=2026-11-01T10:00Z")
     second = write_sample_job(tmp_path / "j2", seed=1, steps=STEPS, arms=("ref_s0", "linear_s0"))
-    cli("ingest", str(second), "--meta", "gpu=H100", "--meta", "step=odd")
+    cli("ingest", str(second), "--meta", "gpu=H100", "--meta", "step=odd", "--study", "adam8bit")
     return cli
 
 
@@ -46,9 +46,10 @@ def test_every_point_is_exported_with_its_job_and_metadata(
     dataset = read_dataset(out)
     # a metadata key named like a point column keeps its name behind "meta."
     assert dataset.columns == [
-        *("arm", "model", "variant", "seed", "metric", "step", "value"),
+        *("arm", "model", "variant", "seed", "metric", "step", "value", "study"),
         *("gpu", "meta.step", "time", "job"),
     ]
+    assert dataset.schema["study"] == pl.String
     assert dataset.schema["time"] == pl.Datetime("us", "UTC")  # a timestamp, not text
     assert dataset.filter(job="j1")["time"].unique().to_list() == [
         datetime(2026, 11, 1, 10, tzinfo=UTC)
@@ -67,8 +68,13 @@ def test_every_point_is_exported_with_its_job_and_metadata(
     values = linear["value"].to_numpy()
     assert values.view(np.uint64).tolist() == expected["value"].to_numpy().view(np.uint64).tolist()
     assert np.isnan(values).any() and np.isinf(values).any()  # the diverged arm, as stored
-    by_job = dataset.group_by("job").agg(pl.col("gpu").unique(), pl.col("meta.step").unique())
-    assert sorted(by_job.rows()) == [("j1", ["A10G"], [None]), ("j2", ["H100"], ["odd"])]
+    by_job = dataset.group_by("job").agg(
+        pl.col("gpu").unique(), pl.col("meta.step").unique(), pl.col("study").unique()
+    )
+    assert sorted(by_job.rows()) == [
+        ("j1", ["A10G"], [None], ["flashoptim"]),
+        ("j2", ["H100"], ["odd"], ["adam8bit"]),
+    ]
 
 
 def test_a_selection_exports_its_jobs_and_a_job_exported_again_replaces_its_file(
@@ -95,6 +101,15 @@ def test_an_unknown_job_or_value_is_an_error_and_writes_nothing(
     assert not out.exists()
 
 
+def test_a_metadata_key_named_study_keeps_its_name_behind_meta(cli: Cli, tmp_path: Path) -> None:
+    job = write_sample_job(tmp_path / "j1", steps=STEPS, probes=False, arms=("ref_s0",))
+    cli("ingest", str(job), "--meta", "study=ablation-3", "--study", "adam8bit")
+    out = tmp_path / "points"
+    cli("export", str(out))
+    dataset = read_dataset(out)
+    assert dataset.select("study", "meta.study").unique().rows() == [("adam8bit", "ablation-3")]
+
+
 def test_duckdb_reads_the_dataset(two_jobs: Cli, tmp_path: Path) -> None:
     out = tmp_path / "points"
     two_jobs("export", str(out))
@@ -106,3 +121,8 @@ def test_duckdb_reads_the_dataset(two_jobs: Cli, tmp_path: Path) -> None:
         *(("j1", m, 4 * STEPS) for m in ("loss", "lr", "step_ms")),
         *(("j2", m, 2 * STEPS) for m in ("loss", "lr", "step_ms")),
     ]
+    studies = duckdb.sql(
+        f"SELECT study, count(DISTINCT job) FROM read_parquet('{out}/*/*.parquet', "
+        "hive_partitioning = true) WHERE metric = 'loss' GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+    assert studies == [("adam8bit", 1), ("flashoptim", 1)]

@@ -526,9 +526,12 @@ def test_trend_of_a_probe_field_shows_the_regression(study: Study) -> None:
     rows = study.rows(
         "query", "trend", "--metric", "bpp_state", "--model", "gpt-124m", "--variant", "flash"
     )
+    targets = ["expected", "tolerance_lower", "tolerance_upper"]
     assert rows and all(
-        list(r) == ["job", "time", "model", "variant", "value", "change"] for r in rows
+        list(r) == ["job", "time", "model", "variant", "value", "change", *targets] for r in rows
     )
+    # flash's analytic state, 3.125 B/param, within the study's 0.05
+    assert all([r[t] for t in targets] == [3.125, 3.075, 3.175] for r in rows)
     values = {
         job: next(
             r["bpp_state"]
@@ -557,6 +560,10 @@ def test_trend_of_a_probe_field_has_one_series_per_model_and_variant(study: Stud
     series: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in rows:
         series.setdefault((row["model"], row["variant"]), []).append(row)
+    # the study checks no peak bytes/param: nothing is expected of it
+    assert {(r["expected"], r["tolerance_lower"], r["tolerance_upper"]) for r in rows} == {
+        (None, None, None)
+    }
     # the failed gpt-355m/ref probes (all jobs but j2) have no value: only j2 remains
     assert [r["job"] for r in series[("gpt-355m", "ref")]] == ["j2"]
     assert series[("gpt-355m", "ref")][0]["change"] is None
@@ -575,10 +582,10 @@ def test_trend_of_a_probe_field_has_one_series_per_model_and_variant(study: Stud
 
 def test_trend_of_a_run_field_aggregates_seeds(study: Study) -> None:
     rows = study.rows("query", "trend", "--metric", "val_loss", "--variant", "ref")
-    assert rows and all(
-        list(r) == ["job", "time", "model", "variant", "value", "std", "seeds", "change"]
-        for r in rows
-    )
+    columns = ["job", "time", "model", "variant", "value", "std", "seeds", "change"]
+    targets = ["expected", "tolerance_lower", "tolerance_upper"]
+    assert rows and all(list(r) == [*columns, *targets] for r in rows)
+    assert all([r[t] for t in targets] == pytest.approx([3.263, 3.213, 3.313]) for r in rows)
     expected_values = []
     for row, job in zip(rows, study.order, strict=True):
         check_time(study, job, row["time"])
@@ -755,7 +762,10 @@ def csv_matches_json(csv_value: str, json_value: Any) -> bool:
     ],
     ids=lambda args: " ".join(args[:3]),
 )
-def test_formats_parse_back(study: Study, args: tuple[str, ...]) -> None:
+def test_formats_parse_back(
+    study: Study, args: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # a row per line and unwrapped lines, to parse
     as_json = study.rows(*args)
     as_csv = list(csv.DictReader(io.StringIO(study.cli(*args, "--format", "csv").stdout)))
     table_text = study.cli(*args).stdout
@@ -831,7 +841,10 @@ def test_compare_lists_every_verdict_of_both_with_deltas(study: Study, engine: E
     assert unshifted and all(r["change"] != "regressed" for r in unshifted)
 
 
-def test_compare_fail_on_regression_names_the_flash_state_regression(study: Study) -> None:
+def test_compare_fail_on_regression_names_the_flash_state_regression(
+    study: Study, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # a row per line and unwrapped lines, to parse
     plain = study.cli("compare", "j1", "j3")
     gated = study.cli("compare", "j1", "j3", "--fail-on-regression", ok=False)
     assert gated.exit_code == 3
@@ -855,7 +868,10 @@ def test_compare_fail_on_regression_names_the_flash_state_regression(study: Stud
     assert as_json.exit_code == 3 and json.loads(as_json.stdout)
 
 
-def test_compare_a_probe_now_out_of_memory_is_a_regression(study: Study) -> None:
+def test_compare_a_probe_now_out_of_memory_is_a_regression(
+    study: Study, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # a row per line and unwrapped lines, to parse
     result = study.cli("compare", "j2", "j1", "--fail-on-regression", ok=False)
     assert result.exit_code == 3
     assert (
@@ -864,7 +880,10 @@ def test_compare_a_probe_now_out_of_memory_is_a_regression(study: Study) -> None
     ) in result.stdout
 
 
-def test_compare_identical_content_has_no_regression(study: Study) -> None:
+def test_compare_identical_content_has_no_regression(
+    study: Study, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # a row per line and unwrapped lines, to parse
     study.cli("ingest", str(study.dirs["j1"]), "--job", "j1-again", "--meta", "gpu=A10G")
     result = study.cli("compare", "j1", "j1-again", "--fail-on-regression")
     assert result.exit_code == 0
@@ -906,7 +925,7 @@ def test_probes_runs_and_trend_never_read_points(study: Study, engine: Engine) -
             assert tables.runs(session, everything).height > 0
             assert tables.runs(session, everything, aggregate_seeds=True).height > 0
             for metric in ("bpp_state", "peak_bpp", "val_loss", "min_loss", "last_loss", "points"):
-                assert tables.trend(session, everything, metric).height > 0
+                assert tables.trend(session, everything, metric, load_expectations()).height > 0
         summary_statements = list(statements)
         with Session(engine) as session:
             assert tables.curve(session, Selection(), ("ref_s0",)).height > 0

@@ -170,10 +170,18 @@ def runs(
     return with_session(db, lambda s: tables.runs(s, selection, aggregate_seeds=aggregate_seeds))
 
 
-def trend(db: Database, metric: str, **filters: Unpack[Filters]) -> pl.DataFrame:
-    """One probe or run field across jobs in job order, with the change from the previous job."""
+def trend(
+    db: Database,
+    metric: str,
+    *,
+    expectations: Path | None = None,
+    **filters: Unpack[Filters],
+) -> pl.DataFrame:
+    """One probe or run field across jobs in job order, with the change from the previous job
+    and the value each job's study expects with its tolerance band."""
     selection = _selection(**filters)
-    return with_session(db, lambda s: tables.trend(s, selection, metric))
+    exp = load_expectations(expectations)
+    return with_session(db, lambda s: tables.trend(s, selection, metric, exp))
 
 
 def curve(

@@ -74,12 +74,17 @@ def render(rows: list[dict[str, Any]], fmt: Format, columns: list[str] | None = 
         return buffer.getvalue().rstrip("\n")
     if not rows:
         return "(no rows)"
-    cells = [[_cell(row.get(name)) for name in names] for row in rows]
+    cells = table_cells(rows, names)
     widths = [max(len(name), *(len(line[i]) for line in cells)) for i, name in enumerate(names)]
     lines = ["  ".join(name.ljust(w) for name, w in zip(names, widths, strict=True))]
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in cells]
     return "\n".join(line.rstrip() for line in lines)
+
+
+def table_cells(rows: list[dict[str, Any]], names: list[str]) -> list[list[str]]:
+    """Each row's values as a text table shows them, in ``names``' order."""
+    return [[_cell(row.get(name)) for name in names] for row in rows]
 
 
 def _csv_cell(value: Any) -> Any:

@@ -136,9 +136,27 @@ def test_trend_draws_one_readable_figure_per_model(browser: Any, server: str) ->
     assert len(titles) > 1 and all(" of " in title for title in titles)
     colours = page.evaluate(
         "Array.from(document.querySelectorAll('.js-plotly-plot'))"
-        ".map(p => p.data.map(t => t.line.color))"
+        ".map(p => p.data.filter(t => t.mode === 'lines+markers').map(t => t.line.color))"
     )
     for per_variant in colours:
         assert len(set(per_variant)) == len(per_variant) > 1
+    assert_figures_laid_out(page)
+    assert watch.problems() == {}
+
+
+def test_trend_shades_the_tolerance_band_around_the_expected_value(
+    browser: Any,  # noqa: F811
+    server: str,  # noqa: F811
+) -> None:
+    watch = Watch()
+    page = open_at_1280(browser, f"{server}/trend?metric=bpp_state&model=gpt-124m", watch)
+    legend = page.locator(".js-plotly-plot .legendtext").all_text_contents()
+    assert "FlashAdamW: expected \u00b1 tolerance" in legend
+    # each band is one filled SVG path with an area, drawn under the lines
+    bands = page.evaluate(
+        "Array.from(document.querySelectorAll('.js-plotly-plot .scatterlayer .js-fill'))"
+        ".map(p => { const b = p.getBBox(); return [b.width, b.height, p.style.fill]; })"
+    )
+    assert len(bands) >= 4 and all(width > 500 and height > 0 for width, height, _ in bands)
     assert_figures_laid_out(page)
     assert watch.problems() == {}

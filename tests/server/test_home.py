@@ -183,11 +183,41 @@ def test_trend_draws_one_figure_per_model_and_a_colour_per_variant(client: TestC
     for model, fig in zip(models, drawn, strict=True):
         assert model in fig["layout"]["title"]["text"]
         variants = {row["variant"] for row in table if row["model"] == model}
-        colours = [trace["line"]["color"] for trace in fig["data"]]
-        assert len(fig["data"]) == len(variants)
+        values = [trace for trace in fig["data"] if trace["mode"] == "lines+markers"]
+        colours = [trace["line"]["color"] for trace in values]
+        assert len(values) == len(variants)
         assert len(set(colours)) == len(colours)
         assert fig["layout"]["xaxis"]["type"] == "date"
         assert fig["layout"]["legend"]["yref"] == "container"  # under the title, not over it
+
+
+def test_trend_draws_the_expected_value_and_its_tolerance_band(client: TestClient) -> None:
+    table = client.get("/api/trend?metric=bpp_state&model=gpt-124m").json()
+    by_variant = {row["variant"]: row for row in table}
+    # the study's analytic optimizer state and its 0.05 B/param either side
+    assert [by_variant["flash"][k] for k in ("expected", "tolerance_lower", "tolerance_upper")] == [
+        3.125,
+        3.075,
+        3.175,
+    ]
+    (fig,) = figures(client.get("/trend?metric=bpp_state&model=gpt-124m").text)
+    traces = {trace["name"]: trace for trace in fig["data"]}
+    line, band = traces["FlashAdamW: expected \u00b1 tolerance"], traces["FlashAdamW: tolerance"]
+    assert band["showlegend"] is False and band["legendgroup"] == line["legendgroup"]
+    jobs = [row for row in table if row["variant"] == "flash"]
+    assert line["y"] == [3.125] * len(jobs) and line["line"]["dash"] == "dot"
+    assert band["fill"] == "toself"
+    assert band["y"] == [3.175] * len(jobs) + [3.075] * len(jobs)  # upper edge, lower back
+    assert band["line"]["width"] == 0 and line["line"]["color"] == band["fillcolor"]
+    assert "tolerance %{customdata[0]:.6g} to %{customdata[1]:.6g}" in line["hovertemplate"]
+    assert line["customdata"] == [[3.075, 3.175]] * len(jobs)
+
+
+def test_trend_without_expectations_draws_no_band(client: TestClient) -> None:
+    table = client.get("/api/trend?metric=peak_bpp").json()
+    assert table and {row["expected"] for row in table} == {None}
+    for fig in figures(client.get("/trend?metric=peak_bpp").text):
+        assert all(trace["mode"] == "lines+markers" for trace in fig["data"])
 
 
 @pytest.mark.parametrize(

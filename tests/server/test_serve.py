@@ -53,7 +53,10 @@ def test_api_equals_the_cli_json(client: TestClient, study: Cli, path: str, args
     assert response.json() == cli_json(study, *args)
 
 
-def test_api_compare_equals_the_cli(client: TestClient, study: Cli) -> None:
+def test_api_compare_equals_the_cli(
+    client: TestClient, study: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # the regressions unwrapped, one a line
     body = client.get("/api/compare?a=j1&b=j3").json()
     assert body["table"] == cli_json(study, "compare", "j1", "j3")
     lines = study("compare", "j1", "j3").stdout.splitlines()

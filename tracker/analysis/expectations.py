@@ -24,6 +24,8 @@ from tracker.errors import BadExpectations, UnknownStudy, known_names
 STUDIES_PACKAGE = "tracker.studies"
 DEFAULT_STUDY = "flashoptim"
 COMPONENTS = ("params", "state", "grads")
+# The probe fields of bytes/param and the components each one sums.
+BPP_SUMS = {f"bpp_{c}": (c,) for c in COMPONENTS} | {"bpp_params_state_grads": COMPONENTS}
 
 # The constraints of a value; problem_of words their errors as the messages of the file.
 Number = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
@@ -206,6 +208,21 @@ class Expectations(_Table):
     @property
     def study_name(self) -> str:
         return DEFAULT_STUDY if self.study is None else self.study.name
+
+    def target(self, metric: str, variant: str) -> tuple[float, float] | None:
+        """What ``metric`` of ``variant`` is checked against and the tolerance either side:
+        the analytic bytes/param of a component or of their sum (``bpp_tolerance``), the
+        paper's final validation loss (``val_loss.tolerance``); None for anything else."""
+        if metric == "val_loss":
+            paper = self.training.val_loss.paper(variant)
+            return None if paper is None else (paper, self.training.val_loss.tolerance)
+        bpp = self.memory.expected_bpp.get(variant)
+        if bpp is None or metric not in BPP_SUMS:
+            return None
+        values = [bpp.get(component) for component in BPP_SUMS[metric]]
+        if None in values:
+            return None
+        return sum(v for v in values if v is not None), self.memory.bpp_tolerance
 
     def judging(self, study: str) -> Expectations:
         """What judges a job of ``study``: that study's packaged expectations when these are

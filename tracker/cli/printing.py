@@ -7,11 +7,34 @@ from typing import Any
 
 import typer
 
-from tracker.row_formats import Format, render
+from tracker.cli.fit import fitted_lines, fitted_table, terminal_width
+from tracker.row_formats import Format, render, table_cells
 
 
 def print_rows(rows: list[dict[str, Any]], fmt: Format, columns: list[str] | None = None) -> None:
     typer.echo(render(rows, fmt, columns))
+
+
+def print_fitted(
+    rows: list[dict[str, Any]],
+    columns: list[str],
+    *,
+    wrapped: tuple[str, ...],
+    spill: tuple[tuple[str, ...], ...] = (),
+) -> None:
+    """Rows as a text table within the terminal's width (``tracker.cli.fit.fitted_table``)."""
+    if not rows:
+        typer.echo(render(rows, Format.table))
+        return
+    cells = table_cells(rows, columns)
+    width = terminal_width()
+    typer.echo("\n".join(fitted_table(cells, columns, width, wrapped=wrapped, spill=spill)))
+
+
+def echo_fitted(lines: list[str]) -> None:
+    """Lines wrapped to the terminal's width, each one's continuations indented."""
+    if lines:
+        typer.echo("\n".join(fitted_lines(lines, terminal_width())))
 
 
 def print_frame(frame: Any, fmt: Format) -> None:

@@ -25,10 +25,14 @@ from tracker.cli.base import (
     state,
     where_pairs,
 )
-from tracker.cli.printing import print_frame, print_rows
+from tracker.cli.printing import echo_fitted, print_fitted, print_frame
 from tracker.config import MAX_BYTES, MAX_ROWS, STATEMENT_TIMEOUT_S
 from tracker.domain import LOSS, MIN_WINDOW_POINTS, ClaimStatus
 from tracker.row_formats import Format, render
+
+# A comparison within the terminal: names wrap; the numbers and the rule follow their row
+COMPARE_WRAPPED = ("check", "subject", "rule")
+COMPARE_SPILL = (("rule",), ("expected", "tolerance"), ("measured_a", "measured_b"))
 
 
 def _print_table(ctx: typer.Context, table: str, fmt: Format, **options: Any) -> None:
@@ -210,11 +214,13 @@ def compare(
         state(ctx).url, job_a, job_b, expectations=expectations, baseline_where=where, study=study
     )
     shown = comparison.changes_only() if changes_only else comparison
-    print_frame(shown.table, fmt)
     if fmt is Format.table:
-        typer.echo(f"\n{comparison.outcome_line()}")
-        for line in comparison.regressions:
-            typer.echo(f"  {line}")
+        table = shown.table
+        print_fitted(table.to_dicts(), table.columns, wrapped=COMPARE_WRAPPED, spill=COMPARE_SPILL)
+        regressions = [f"  {line}" for line in comparison.regressions]
+        echo_fitted(["", comparison.outcome_line(), *regressions])
+    else:
+        print_frame(shown.table, fmt)
     if fail_on_regression and comparison.regressed:
         raise typer.Exit(3)
 
@@ -263,10 +269,15 @@ def claims(
     frame = judged.filter(judged["status"].is_in(shown)) if shown else judged
     if fmt is Format.table and not wide:
         shown_rows = frame.to_dicts()
-        print_rows(*_compact_claims(shown_rows, group="group" in frame.columns))
-        for row in shown_rows:
-            if row.get("next_runs"):
-                typer.echo(f"to decide {row['claim']} ({row['subject']}): {row['next_runs']}")
+        compact = _compact_claims(shown_rows, group="group" in frame.columns)
+        print_fitted(*compact, wrapped=("group", "claim", "subject", "estimate"))
+        echo_fitted(
+            [
+                f"to decide {row['claim']} ({row['subject']}): {row['next_runs']}"
+                for row in shown_rows
+                if row.get("next_runs")
+            ]
+        )
     else:
         print_frame(frame, fmt)
     failing = [s for s in gate if s in judged["status"]]
@@ -288,7 +299,7 @@ def _claim_statuses(items: list[str] | None, hint: str) -> list[str]:
     return names
 
 
-def _compact_claims(rows: list[dict], *, group: bool) -> tuple[list[dict], Format, list[str]]:
+def _compact_claims(rows: list[dict], *, group: bool) -> tuple[list[dict], list[str]]:
     """The claims table a terminal shows: status, claim, subject, estimate with its
     interval, jobs (and the group, with --group-by)."""
 
@@ -303,7 +314,7 @@ def _compact_claims(rows: list[dict], *, group: bool) -> tuple[list[dict], Forma
 
     columns = [*(["group"] if group else []), "status", "claim", "subject", "estimate", "jobs"]
     compact = [{**row, "estimate": estimate(row), "jobs": row["n_jobs"]} for row in rows]
-    return compact, Format.table, columns
+    return compact, columns
 
 
 @app.command()

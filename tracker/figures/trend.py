@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 HEIGHT = 420
 WIDTH = 760  # the narrowest the page draws it
 TIME_TITLE = "job time (time metadata, else ingest time)"
+BAND_OPACITY = 0.15
 
 
 def trend_figures(table: pl.DataFrame, metric: str) -> list[tuple[str, Figure]]:
@@ -40,23 +41,30 @@ def trend_figures(table: pl.DataFrame, metric: str) -> list[tuple[str, Figure]]:
 
 
 def _model_figure(table: pl.DataFrame, model: str, metric: str) -> Figure:
-    """One line per variant of one model over job time; hover names the job."""
+    """One line per variant of one model over job time, hover naming the job; under each
+    line the value its study expects (dotted) and the tolerance around it (shaded)."""
     palette = Palette()
-    traces = [
-        scatter(
-            x=[time.isoformat() for time in part.get_column("time")],
-            y=part.get_column("value").to_list(),
-            customdata=[plot_text(job) for job in part.get_column("job")],
-            mode="lines+markers",
-            name=plot_text(variant_label(str(variant))),
-            line=dict(color=palette(str(variant))),
-            marker=dict(color=palette(str(variant)), size=7),
-            hovertemplate="%{customdata}<br>%{x}<br>%{y:.6g}<extra>%{fullData.name}</extra>",
+    traces = []
+    for (variant,), part in table.partition_by(
+        "variant", as_dict=True, maintain_order=True
+    ).items():
+        name = plot_text(variant_label(str(variant)))
+        color = palette(str(variant))
+        x = [time.isoformat() for time in part.get_column("time")]
+        traces += _target_traces(part, x, name, color)
+        traces.append(
+            scatter(
+                x=x,
+                y=part.get_column("value").to_list(),
+                customdata=[plot_text(job) for job in part.get_column("job")],
+                mode="lines+markers",
+                name=name,
+                legendgroup=name,
+                line=dict(color=color),
+                marker=dict(color=color, size=7),
+                hovertemplate="%{customdata}<br>%{x}<br>%{y:.6g}<extra>%{fullData.name}</extra>",
+            )
         )
-        for (variant,), part in table.partition_by(
-            "variant", as_dict=True, maintain_order=True
-        ).items()
-    ]
     fig = figure(
         traces,
         layout(
@@ -67,3 +75,55 @@ def _model_figure(table: pl.DataFrame, model: str, metric: str) -> Figure:
         ),
     )
     return legend_under_title(fig, WIDTH)
+
+
+def _target_traces(part: pl.DataFrame, x: list[str], name: str, color: str) -> list[Figure]:
+    """The tolerance band (one closed shape, lower edge back under the upper) and the
+    expected value's dotted line of one variant, over the jobs whose study expects one."""
+    known = [i for i, value in enumerate(part.get_column("expected")) if value is not None]
+    if not known:
+        return []
+    at = [x[i] for i in known]
+    expected = [part.get_column("expected")[i] for i in known]
+    lower = [part.get_column("tolerance_lower")[i] for i in known]
+    upper = [part.get_column("tolerance_upper")[i] for i in known]
+    band = scatter(
+        x=at + at[::-1],
+        y=upper + lower[::-1],
+        mode="lines",
+        fill="toself",
+        fillcolor=color,
+        opacity=BAND_OPACITY,
+        line=dict(width=0),
+        name=f"{name}: tolerance",
+        legendgroup=name,
+        showlegend=False,  # the expected line's entry names both
+        hoverinfo="skip",
+    )
+    # one job: a line and a band of no width would not show; a dash with the band as its bar
+    alone = dict(
+        mode="markers",
+        marker=dict(symbol="line-ew-open", size=18, color=color),
+        error_y=dict(
+            type="data",
+            array=[upper[0] - expected[0]],
+            arrayminus=[expected[0] - lower[0]],
+            color=color,
+            thickness=6,
+            width=0,
+        ),
+    )
+    line = scatter(
+        x=at,
+        y=expected,
+        customdata=list(zip(lower, upper, strict=True)),
+        **(alone if len(known) == 1 else dict(mode="lines")),
+        name=f"{name}: expected \u00b1 tolerance",
+        legendgroup=name,
+        line=dict(color=color, dash="dot", width=1.5),
+        hovertemplate=(
+            "expected %{y:.6g}<br>tolerance %{customdata[0]:.6g} to %{customdata[1]:.6g}"
+            "<extra>%{fullData.name}</extra>"
+        ),
+    )
+    return [band, line]

@@ -3,11 +3,12 @@
 The points themselves are compressed chunks that only the tracker reads; this writes them out
 as plain rows that DuckDB, polars or Spark read directly (also from object storage): one file
 per job, ``DIR/job=NAME/curves.parquet`` (hive partitioning: the job is the folder), with the
-columns ``arm``, ``model``, ``variant``, ``seed``, ``metric``, ``step``, ``value`` and one
-column per metadata key of any selected job (null where a job lacks it), so every file has the
-same schema: text, but for ``time``, a timestamp (UTC) that engines compare as one. A job's file is
-written whole or not at all (a temporary file renamed), one job in memory at a time: a full
-disk or an interrupt removes the temporary file and names the jobs written before it.
+columns ``arm``, ``model``, ``variant``, ``seed``, ``metric``, ``step``, ``value``, ``study``
+(the job's, whose expectations judge it) and one column per metadata key of any selected job
+(null where a job lacks it), so every file has the same schema: text, but for ``time``, a
+timestamp (UTC) that engines compare as one. A job's file is written whole or not at all (a
+temporary file renamed), one job in memory at a time: a full disk or an interrupt removes the
+temporary file and names the jobs written before it.
 """
 
 from __future__ import annotations
@@ -20,26 +21,28 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.errors import ExportFailed, Interrupted
-from tracker.models import Curve, JobMeta, Run
+from tracker.models import Curve, Job, JobMeta, Run
 from tracker.queries.selection import Selection, selected_jobs
 from tracker.store.curves import load_curves
 
 FILE_NAME = "curves.parquet"
 POINT_COLUMNS = ("arm", "model", "variant", "seed", "metric", "step", "value")
+STUDY = "study"
 TIME_KEY = "time"  # the metadata that orders jobs: a timestamp in the files
 
 
 def meta_column(key: str) -> str:
     """A metadata key's column: the key, or ``meta.KEY`` where it would take a point column's
     name (as ``/api/runs`` names such keys)."""
-    return f"meta.{key}" if key in (*POINT_COLUMNS, "job") else key
+    return f"meta.{key}" if key in (*POINT_COLUMNS, STUDY, "job") else key
 
 
 def job_points(
     session: Session, job_id: int, meta: dict[str, str | None]
 ) -> tuple[pl.DataFrame, int]:
-    """Every point of one job: ``arm``, ``metric``, ``step``, ``value`` and the ``meta``
-    columns, by arm, metric and step; and how many curves the job has."""
+    """Every point of one job: ``arm``, ``metric``, ``step``, ``value``, the job's ``study``
+    and the ``meta`` columns, by arm, metric and step; and how many curves the job has."""
+    study = session.scalar(select(Job.study).where(Job.id == job_id))
     curves = session.execute(
         select(Curve.id, Run.arm, Run.model, Run.variant, Run.seed, Curve.metric)
         .join(Run, Run.id == Curve.run_id)
@@ -61,7 +64,7 @@ def job_points(
     points = load_curves(session, [curve[0] for curve in curves])
     frame = (
         names.join(points, on="curve_id", maintain_order="left")
-        .select(*POINT_COLUMNS)
+        .select(*POINT_COLUMNS, pl.lit(study, pl.String).alias(STUDY))
         .with_columns(_meta_value(key, v).alias(meta_column(key)) for key, v in meta.items())
     )
     return frame, len(curves)

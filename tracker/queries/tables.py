@@ -3,7 +3,7 @@ points are read only by ``curve``."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -14,13 +14,16 @@ from tracker.analysis.smoothing import smooth
 from tracker.completeness import stopped_arms, summary_steps
 from tracker.domain import LOSS
 from tracker.errors import UnknownArm, UnknownMetric, did_you_mean, known_names
-from tracker.models import Curve, Probe, Run
+from tracker.models import Curve, Job, Probe, Run
 from tracker.queries.selection import Selection, selected_jobs
 from tracker.queries.window import check_window, kept, read_window
 from tracker.store.catalog import PROBE_NUMBERS
 from tracker.store.frames import query_frame
 from tracker.store.notes import notes_text, run_notes
 from tracker.store.runfilter import matching_runs, run_conditions
+
+if TYPE_CHECKING:
+    from tracker.analysis.expectations import Expectations
 
 PROBE_METRICS = (*PROBE_NUMBERS, "peak_bpp")
 ORDER = "#order"  # a column name no metadata key can take (see --group-by)
@@ -173,11 +176,13 @@ def runs(
     )
 
 
-def trend(session: Session, selection: Selection, metric: str) -> pl.DataFrame:
+def trend(session: Session, selection: Selection, metric: str, exp: Expectations) -> pl.DataFrame:
     """One figure of merit across jobs in job order, with the change from the previous job.
 
     A probe field gives one series per (model, variant); a run field one per (model, variant)
-    with seeds aggregated (mean, std, count).
+    with seeds aggregated (mean, std, count). ``expected``, ``tolerance_lower`` and
+    ``tolerance_upper``: what the job's study (``exp.judging``) checks the value against and
+    the band it allows (``Expectations.target``), null where it checks none.
     """
     series = ["model", "variant"]  # grouping adds columns; the change stays job to job
     if metric in PROBE_METRICS:
@@ -202,7 +207,25 @@ def trend(session: Session, selection: Selection, metric: str) -> pl.DataFrame:
     else:
         metrics = (*PROBE_METRICS, *RUN_METRICS)  # in their order, not sorted
         raise UnknownMetric(metric=metric, known=", ".join(metrics) + did_you_mean(metric, metrics))
-    return table.with_columns(change=pl.col("value").diff().over(series))
+    return _with_targets(
+        session, table.with_columns(change=pl.col("value").diff().over(series)), metric, exp
+    )
+
+
+def _with_targets(
+    session: Session, table: pl.DataFrame, metric: str, exp: Expectations
+) -> pl.DataFrame:
+    names = table.get_column("job").unique().to_list()
+    studies = dict(session.execute(select(Job.name, Job.study).where(Job.name.in_(names))).all())
+    targets = [
+        exp.judging(studies[job]).target(metric, variant)
+        for job, variant in table.select("job", "variant").iter_rows()
+    ]
+    return table.with_columns(
+        pl.Series("expected", [None if t is None else t[0] for t in targets], pl.Float64),
+        pl.Series("tolerance_lower", [None if t is None else t[0] - t[1] for t in targets]),
+        pl.Series("tolerance_upper", [None if t is None else t[0] + t[1] for t in targets]),
+    )
 
 
 def curve(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import scipy.special  # noqa: F401 (the claims' statistics: loaded before the first request)
@@ -33,6 +33,7 @@ from tracker.errors import (
 )
 from tracker.server.database import ServedDatabase
 from tracker.server.deps import Served
+from tracker.server.error_pages import error_response
 from tracker.server.responses import TrackerJSON, templates
 from tracker.server.routers import (
     assets,
@@ -46,7 +47,7 @@ from tracker.server.routers import (
     runs,
     trend,
 )
-from tracker.server.security import SECURITY_HEADERS, SecurityMiddleware, one_line_error
+from tracker.server.security import SECURITY_HEADERS, SecurityMiddleware
 from tracker.store.engine import first_line
 
 NOT_FOUND = (JobNotFound, CurveNotFound)
@@ -65,12 +66,6 @@ UNAVAILABLE = (
 log = logging.getLogger(__name__)
 
 
-def _error(
-    request: Request, status: int, message: str, headers: Mapping[str, str] | None = None
-) -> Response:
-    return one_line_error(request.url.path, status, message, headers)
-
-
 async def _tracker_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, TrackerError)
     headers = None
@@ -84,30 +79,30 @@ async def _tracker_error(request: Request, exc: Exception) -> Response:
         status = 500  # the stored data is wrong, not the request: the line says which
     else:
         status = 422
-    return _error(request, status, str(exc), headers)
+    return error_response(request, status, str(exc), headers)
 
 
 async def _bad_parameter(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     first = exc.errors()[0]
     where = ".".join(str(part) for part in first.get("loc", ())[1:]) or "request"
-    return _error(request, 422, f"bad parameter {where!r}: {first.get('msg', 'invalid')}")
+    return error_response(request, 422, f"bad parameter {where!r}: {first.get('msg', 'invalid')}")
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    return _error(request, exc.status_code, str(exc.detail), exc.headers)
+    return error_response(request, exc.status_code, str(exc.detail), exc.headers)
 
 
 async def _database_error(request: Request, exc: Exception) -> Response:
-    return _error(request, 503, f"database error: {first_line(exc)}")
+    return error_response(request, 503, f"database error: {first_line(exc)}")
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
     log.exception("error serving %s", request.url.path, exc_info=exc)
     # answered outside the middlewares (by Starlette's outermost one): its headers given here
     message = "internal error (the server's log has the details)"
-    return _error(request, 500, message, SECURITY_HEADERS)
+    return error_response(request, 500, message, SECURITY_HEADERS)
 
 
 def create_app(url: str, token: str | None = None, study: str | None = None) -> FastAPI:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from fastapi import Request
 
 TEMPLATES = Path(__file__).parent / "templates"
+FAVICON_PATH = "/static/favicon.svg"
 
 
 class TrackerJSON(JSONResponse):
@@ -37,7 +38,13 @@ def render(request: Request, template: str, **context: Any) -> str:
     script only when given ``plotly_src``: the server never does (its Content-Security-Policy
     forbids inline script) and links both scripts as files instead."""
     environment = request.app.state.served.templates
-    defaults = {"crumbs": "/", "job_name": "", "generated": "", "plotly_src": None}
+    defaults = {
+        "crumbs": "/",
+        "job_name": "",
+        "generated": "",
+        "plotly_src": None,
+        "favicon": FAVICON_PATH,
+    }
     return environment.get_template(template).render({**defaults, **context})
 
 

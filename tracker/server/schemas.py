@@ -207,6 +207,9 @@ class TrendRow(Row):
     variant: str
     value: Number
     change: Number
+    expected: Number = Field(description="What the job's study checks the value against.")
+    tolerance_lower: Number = Field(description="The lowest value the check allows.")
+    tolerance_upper: Number = Field(description="The highest value the check allows.")
 
 
 class CurveWindow(BaseModel):

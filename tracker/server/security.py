@@ -40,7 +40,7 @@ SECURITY_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # an error page's way back; no other site learns a URL
     "Cross-Origin-Opener-Policy": "same-origin",
 }
 # RFC 9110's Host: a name (letters, digits, '-', '.'), an IPv4 address or a bracketed IPv6

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from functools import cache
 from pathlib import Path
+from urllib.parse import quote
 
 from jinja2 import (
     Environment,
@@ -35,6 +36,7 @@ from tracker.views.values import (
 
 # where the templates are, for what serves one of them as a file (``render.js``)
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+FAVICON = "favicon.svg"
 
 
 class _QuietCache(FileSystemBytecodeCache):
@@ -72,4 +74,7 @@ def environment() -> Environment:
     env.filters["status_class"] = status_key
     env.globals.update(job_columns=JOB_COLUMNS, claim_class=CLAIM_CLASS)
     env.globals.update(ink=INK, muted=MUTED, grid=GRID, surf=SURF, font=FONT)
+    # inline for the report, whose folder has no /static/; the server links its own copy
+    favicon = quote((TEMPLATES / FAVICON).read_text("utf-8").strip())
+    env.globals["favicon"] = f"data:image/svg+xml,{favicon}"
     return env

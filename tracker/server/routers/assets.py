@@ -9,6 +9,7 @@ from fastapi import APIRouter, HTTPException
 from fastapi.responses import FileResponse
 from swagger_ui_bundle import swagger_ui_path
 
+from tracker.views.templates import FAVICON
 from tracker.views.templates import TEMPLATES as SHARED
 
 router = APIRouter(include_in_schema=False)
@@ -18,6 +19,7 @@ STATIC = Path(__file__).resolve().parent.parent / "static"
 FILES = {
     "render.js": (SHARED / "render.js", "text/javascript"),
     "tables.js": (SHARED / "tables.js", "text/javascript"),
+    "favicon.svg": (SHARED / FAVICON, "image/svg+xml"),  # the report inlines it
     "explorer.js": (STATIC / "explorer.js", "text/javascript"),
     "plot.js": (STATIC / "plot.js", "text/javascript"),
     "plotdraw.js": (STATIC / "plotdraw.js", "text/javascript"),
@@ -45,6 +47,12 @@ def _swagger_ui_dist() -> Path:
 @router.get("/static/plotly.min.js")
 def plotly_js() -> FileResponse:
     return FileResponse(_plotly_js(), media_type="text/javascript")
+
+
+@router.get("/favicon.ico")
+def favicon() -> FileResponse:
+    """What browsers ask for where no page names its icon (a JSON answer, an old client)."""
+    return static_file("favicon.svg")
 
 
 @router.get("/static/swagger-ui/{name}")
