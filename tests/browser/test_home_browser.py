@@ -145,8 +145,8 @@ def test_trend_draws_one_readable_figure_per_model(browser: Any, server: str) ->
 
 
 def test_trend_shades_the_tolerance_band_around_the_expected_value(
-    browser: Any,  # noqa: F811
-    server: str,  # noqa: F811
+    browser: Any,
+    server: str,
 ) -> None:
     watch = Watch()
     page = open_at_1280(browser, f"{server}/trend?metric=bpp_state&model=gpt-124m", watch)
