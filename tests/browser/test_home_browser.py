@@ -149,7 +149,7 @@ def test_trend_shades_the_tolerance_band_around_the_expected_value(
     server: str,
 ) -> None:
     watch = Watch()
-    page = open_at_1280(browser, f"{server}/trend?metric=bpp_state&model=gpt-124m", watch)
+    page = open_at_1280(browser, server, "/trend?metric=bpp_state&model=gpt-124m", watch)
     legend = page.locator(".js-plotly-plot .legendtext").all_text_contents()
     assert "FlashAdamW: expected \u00b1 tolerance" in legend
     # each band is one filled SVG path with an area, drawn under the lines
