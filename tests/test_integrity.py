@@ -213,3 +213,18 @@ def test_the_server_answers_500_with_the_line_and_stays_up(
     assert message(chunk, "job2", "checksum mismatch") in answer.text
     assert client.get("/api/curve?job=job1&arm=ref_s0&start=16384&end=17000").status_code == 200
     assert client.get("/api/curve?job=job2&arm=ref_s0&start=0&end=1000").status_code == 200
+
+
+def test_a_browser_sees_the_damage_on_a_page_in_the_site_layout(
+    client: TestClient, engine: Engine
+) -> None:
+    with Session(engine) as session:
+        chunk = chunk_of(session, "job2", first=True)
+        session.expunge(chunk)
+    set_chunk(engine, chunk, checksum=chunk.checksum ^ 1)
+    page = client.get("/jobs/job2", headers={"Accept": "text/html"})
+    assert page.status_code == 500
+    assert "<h1>500 Internal Server Error</h1>" in page.text
+    assert message(chunk, "job2", "checksum mismatch") in page.text
+    assert '<a href="/">all jobs</a>' in page.text
+    assert client.get("/jobs/job1", headers={"Accept": "text/html"}).status_code == 200

@@ -78,15 +78,17 @@ def arm_points(
     """Each arm's ``metric`` curve of a job, steps and values as ``read_curve`` gives them,
     by arm name: its chunks read in one query (an arm without points has empty arrays)."""
     query = (
-        select(Run.arm, CurveChunk.data)
+        select(Run.arm, Curve.id, *CHECKED)
         .join(Curve, Curve.run_id == Run.id)
         .outerjoin(CurveChunk, CurveChunk.curve_id == Curve.id)
         .where(Run.job_id == job_id, Curve.metric == metric)
         .order_by(Run.arm, CurveChunk.first_step)
     )
     chunks: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
-    for arm, data in session.connection().execute(query):
-        chunks.setdefault(arm, []).extend([] if data is None else [codec.decode(data)])
+    for arm, curve_id, data, checksum, n, first, last in session.connection().execute(query):
+        own = chunks.setdefault(arm, [])
+        if data is not None:  # a curve without points has no chunk (the outer join's row)
+            own.append(checked_decode(session, curve_id, data, checksum, n, first, last))
     return {
         arm: (
             np.concatenate([step for step, _ in parts] or [np.empty(0, np.int64)]),
