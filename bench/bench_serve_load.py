@@ -44,17 +44,18 @@ MIN_WIDTH = 100_000
 WHOLE = f"/api/curve?job=wide&arm=ref_s0&start=0&end={STEPS - 1}"
 
 
-def build() -> str:
+def build(name: str = "wide", steps: int = STEPS, arms: tuple[str, ...] = ("ref_s0",)) -> str:
+    """A database of one job ``name`` of ``arms`` of ``steps`` each, built once and cached."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / "serve-load.db"
+    path = CACHE / f"serve-{name}.db"
     url = f"sqlite:///{path}"
     if path.exists():
         return url
-    source = CACHE / f"serve-load-{STEPS}"
+    source = CACHE / f"serve-{name}-{steps}-{len(arms)}"
     if not source.is_dir():
-        write_sample_job(source, steps=STEPS, arms=("ref_s0",), probes=False)
+        write_sample_job(source, steps=steps, arms=arms, probes=False)
     engine = open_database(url)
-    in_write_transaction(engine, lambda session: ingest_job(session, source, name="wide"))
+    in_write_transaction(engine, lambda session: ingest_job(session, source, name=name))
     engine.dispose()
     return url
 

@@ -20,32 +20,12 @@ import asyncio
 import threading
 from pathlib import Path
 
-from bench.bench_serve import CACHE
-from bench.bench_serve_load import Server, crowd
-from tracker.jobdir.sample import write_sample_job
-from tracker.services.ingest import ingest_job
-from tracker.store.schema import open_database
-from tracker.store.transactions import in_write_transaction
+from bench.bench_serve_load import Server, build, crowd
 
 STEPS = 1_000_000
 ARMS = tuple(f"ref_s{i}" for i in range(10))
 RUNS = "&".join(f"run=long/{ARMS[i % len(ARMS)]}" for i in range(50))
 PLOTS = {"raw": f"/api/plot?{RUNS}", "smooth=0.9": f"/api/plot?{RUNS}&smooth=0.9"}
-
-
-def build() -> str:
-    CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / "serve-plot.db"
-    url = f"sqlite:///{path}"
-    if path.exists():
-        return url
-    source = CACHE / f"serve-plot-{STEPS}"
-    if not source.is_dir():
-        write_sample_job(source, steps=STEPS, arms=ARMS, probes=False)
-    engine = open_database(url)
-    in_write_transaction(engine, lambda session: ingest_job(session, source, name="long"))
-    engine.dispose()
-    return url
 
 
 def run(url: str, clients: int, before: Path | None) -> None:
@@ -104,7 +84,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--before", type=Path, default=None)
     args = parser.parse_args()
-    url = build()
+    url = build("long", STEPS, ARMS)
     run(url, args.clients, None)
     if args.before is not None:
         run(url, args.clients, args.before)

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 import tracker.queries.plot as plot_module
 import tracker.store.curves as curves_module
 from tests.conftest import client_for
+from tests.server.held import SAFETY_S, HeldCalls
 from tracker.analysis.smoothing import smooth, smooth_points
 from tracker.errors import ServerBusy
 from tracker.jobdir.sample import write_sample_job
@@ -31,7 +32,6 @@ from tracker.store.curves import read_curve
 from tracker.store.schema import open_database
 from tracker.store.transactions import in_write_transaction
 
-SAFETY_S = 300  # only a net under a hang; no verdict depends on it
 STEPS = 600
 CHUNK = 100
 JOBS = [f"j{i}" for i in range(5)]
@@ -134,33 +134,10 @@ def test_chunk_by_chunk_is_the_whole_curves_smoothing_time_and_envelope(chunked:
     engine.dispose()
 
 
-class HeldPlots:
-    """The plot's chunk reading, each call held until ``release``, counted as it starts."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls = 0
-        self.release = threading.Event()
-        self.entered = threading.Condition()
-        real = plot_module.curve_chunks
-
-        def held(*args: Any, **kwargs: Any) -> Any:
-            with self.entered:
-                self.calls += 1
-                self.entered.notify_all()
-            assert self.release.wait(SAFETY_S)
-            return real(*args, **kwargs)
-
-        monkeypatch.setattr(plot_module, "curve_chunks", held)
-
-    def wait_for_calls(self, n: int) -> None:
-        with self.entered:
-            assert self.entered.wait_for(lambda: self.calls >= n, SAFETY_S)
-
-
 def test_a_plot_queued_behind_held_plots_is_answered_503_when_its_wait_ends(
     chunked: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    held = HeldPlots(monkeypatch)
+    held = HeldCalls(monkeypatch, plot_module, "curve_chunks")
     with client_for(chunked) as client:
         heavy = client.app.state.served.heavy  # type: ignore[attr-defined]
         heavy.patience_s = 0  # the wait ends at once: the test holds the slots

@@ -17,12 +17,13 @@ from urllib.parse import urlsplit
 import pytest
 from fastapi.testclient import TestClient
 
+import tracker.server.routers.curve as curve_router
 from tests.live_server import running_server
+from tests.server.held import SAFETY_S, HeldCalls
 from tracker.jobdir.sample import write_sample_job
 from tracker.server import create_app
 from tracker.server.security import SECURITY_HEADERS
 
-SAFETY_S = 300  # only a net under a hang; no verdict depends on it
 GONE = (
     "database file {path} is gone (removed or moved away); pages answer again once a tracker "
     "database is back at that path"
@@ -102,32 +103,6 @@ def test_uvicorns_own_400_carries_the_security_headers(tmp_path: Path) -> None:
     assert body == "Invalid HTTP request received."
 
 
-class HeldLoads:
-    """``read_window`` of the curve router, counted, each call held until ``release``: the
-    real function runs once released."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        import tracker.server.routers.curve as curve_router
-
-        self.calls = 0
-        self.release = threading.Event()
-        self.entered = threading.Condition()
-        real = curve_router.read_window
-
-        def held(*args: Any, **kwargs: Any) -> Any:
-            with self.entered:
-                self.calls += 1
-                self.entered.notify_all()
-            assert self.release.wait(SAFETY_S)
-            return real(*args, **kwargs)
-
-        monkeypatch.setattr(curve_router, "read_window", held)
-
-    def wait_for_calls(self, n: int) -> None:
-        with self.entered:
-            assert self.entered.wait_for(lambda: self.calls >= n, SAFETY_S)
-
-
 @pytest.fixture
 def long_curve(tmp_path: Path) -> Iterator[TestClient]:
     path = tmp_path / "tracker.db"
@@ -155,7 +130,7 @@ def in_threads(client: TestClient, paths: list[str]) -> tuple[list[threading.Thr
 def test_concurrent_requests_for_one_window_share_one_computation(
     long_curve: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    loads = HeldLoads(monkeypatch)
+    loads = HeldCalls(monkeypatch, curve_router, "read_window")
     curves = long_curve.app.state.served.curves  # type: ignore[attr-defined]
     threads, answers = in_threads(long_curve, [window(0, 2999)] * 16)
     loads.wait_for_calls(1)
@@ -181,7 +156,7 @@ def test_with_every_heavy_slot_taken_a_request_is_answered_503_with_retry_after(
 ) -> None:
     plot = "/api/plot?run=job1/ref_s0&points=100"
     assert long_curve.get(plot).status_code == 200
-    loads = HeldLoads(monkeypatch)
+    loads = HeldCalls(monkeypatch, curve_router, "read_window")
     heavy = long_curve.app.state.served.heavy  # type: ignore[attr-defined]
     heavy.patience_s = 0  # refuse at once rather than queue: the test holds the slots
     held = [window(0, 999 + i) for i in range(heavy.slots)]
