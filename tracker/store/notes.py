@@ -16,15 +16,15 @@ SEPARATOR = "; "  # between a run's notes in one cell of a table
 def run_notes(session: Session, run_ids: Iterable[int]) -> dict[int, list[RunNote]]:
     """The notes of each run, in the order ingest wrote them; a run without any has none."""
     ids = list(run_ids)
-    rows = session.scalars(
-        select(RunNoteRow)
-        .where(RunNoteRow.run_id.in_(ids))
-        .order_by(RunNoteRow.run_id, RunNoteRow.position)
+    row = RunNoteRow
+    rows = session.execute(  # columns, not entities: the notes are read, never changed
+        select(row.run_id, row.kind, row.text, row.first_step, row.last_step, row.count)
+        .where(row.run_id.in_(ids))
+        .order_by(row.run_id, row.position)
     )
     notes: dict[int, list[RunNote]] = {}
-    for row in rows:
-        note = RunNote(row.kind, row.text, row.first_step, row.last_step, row.count)
-        notes.setdefault(row.run_id, []).append(note)
+    for run_id, *fields in rows:
+        notes.setdefault(run_id, []).append(RunNote(*fields))
     return notes
 
 
