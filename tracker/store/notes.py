@@ -23,8 +23,8 @@ def run_notes(session: Session, run_ids: Iterable[int]) -> dict[int, list[RunNot
         .order_by(row.run_id, row.position)
     )
     notes: dict[int, list[RunNote]] = {}
-    for run_id, *fields in rows:
-        notes.setdefault(run_id, []).append(RunNote(*fields))
+    for run_id, kind, text, first_step, last_step, count in rows:
+        notes.setdefault(run_id, []).append(RunNote(kind, text, first_step, last_step, count))
     return notes
 
 
