@@ -16,11 +16,17 @@ SEPARATOR = "; "  # between a run's notes in one cell of a table
 def run_notes(session: Session, run_ids: Iterable[int]) -> dict[int, list[RunNote]]:
     """The notes of each run, in the order ingest wrote them; a run without any has none."""
     ids = list(run_ids)
-    row = RunNoteRow
     rows = session.execute(  # columns, not entities: the notes are read, never changed
-        select(row.run_id, row.kind, row.text, row.first_step, row.last_step, row.count)
-        .where(row.run_id.in_(ids))
-        .order_by(row.run_id, row.position)
+        select(
+            RunNoteRow.run_id,
+            RunNoteRow.kind,
+            RunNoteRow.text,
+            RunNoteRow.first_step,
+            RunNoteRow.last_step,
+            RunNoteRow.count,
+        )
+        .where(RunNoteRow.run_id.in_(ids))
+        .order_by(RunNoteRow.run_id, RunNoteRow.position)
     )
     notes: dict[int, list[RunNote]] = {}
     for run_id, kind, text, first_step, last_step, count in rows:
