@@ -4,7 +4,6 @@ so a read-only database serves every request)."""
 
 from __future__ import annotations
 
-import polars as pl
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -17,7 +16,7 @@ from tracker.store.kept_rows import VerdictRow, stored_rows, stored_summary, ver
 from tracker.summary.build import derive, summarize
 from tracker.summary.model import Derived, Summary
 from tracker.summary.stored import read_summary
-from tracker.summary.trajectories import TrajectoryDrawing, trajectory_drawing
+from tracker.summary.trajectories import TrajectoryDrawing, drawing_of_points
 from tracker.summary.version import expectations_digest
 
 
@@ -99,8 +98,9 @@ def load_summary(
     points. ``trajectories``: a short job's drawn lines (none kept) are drawn now, from its
     loss curves in ``session``; without it they are not to be asked for (the index and the
     analyses never draw them, and drawing later could begin a transaction nobody ends)."""
-    name, study = session.execute(select(Job.name, Job.study).where(Job.id == job_id)).one()
-    exp = exp.judging(study)
+    job = session.get_one(Job, job_id)  # no query when the caller has read it
+    name = job.name
+    exp = exp.judging(job.study)
     data = stored_summary(session, job_id, expectations_digest(exp))
     if data is None:
         return summarize(load_job_data(session, name), exp)
@@ -117,8 +117,4 @@ def _not_drawn() -> TrajectoryDrawing:
 
 def _drawn(session: Session, job_id: int, exp: Expectations) -> TrajectoryDrawing:
     """A job's trajectories figure's lines from its loss curves (read alone: no probes)."""
-    frames = {
-        arm: pl.DataFrame({"step": step, "value": value})
-        for arm, (step, value) in arm_points(session, job_id).items()
-    }
-    return trajectory_drawing(frames, exp)
+    return drawing_of_points(arm_points(session, job_id), exp)

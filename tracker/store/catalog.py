@@ -276,17 +276,34 @@ def job_arms(session: Session, name: str) -> list[Row]:
 
 def job_curves(session: Session, name: str) -> list[Row]:
     """Every curve of a job's arms: ``arm``, ``metric``, ``points``, first and last step."""
-    job = get_job(session, name)
+    return run_curves(session, get_job(session, name).id)[1]
+
+
+def run_curves(
+    session: Session, job_id: int
+) -> tuple[dict[int, tuple[str, dict[str, Any] | None]], list[Row]]:
+    """A job's runs (id -> arm and extra, by variant and seed) and ``job_curves``, in one query."""
     rows = session.execute(
-        select(Run.arm, Curve.metric, Curve.n_points, Curve.first_step, Curve.last_step)
-        .join(Curve, Curve.run_id == Run.id)
-        .where(Run.job_id == job.id)
+        select(
+            Run.id,
+            Run.arm,
+            Run.extra,
+            Curve.metric,
+            Curve.n_points,
+            Curve.first_step,
+            Curve.last_step,
+        )
+        .outerjoin(Curve, Curve.run_id == Run.id)
+        .where(Run.job_id == job_id)
         .order_by(Run.variant, Run.seed, Curve.metric)
     ).all()
-    return [
+    runs = {run_id: (arm, extra) for run_id, arm, extra, *_ in rows}
+    curves = [
         {"arm": arm, "metric": metric, "points": n, "first_step": first, "last_step": last}
-        for arm, metric, n, first, last in rows
+        for _, arm, _, metric, n, first, last in rows
+        if metric is not None
     ]
+    return runs, curves
 
 
 def job_meta(session: Session, name: str) -> dict[str, str]:

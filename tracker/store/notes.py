@@ -16,15 +16,21 @@ SEPARATOR = "; "  # between a run's notes in one cell of a table
 def run_notes(session: Session, run_ids: Iterable[int]) -> dict[int, list[RunNote]]:
     """The notes of each run, in the order ingest wrote them; a run without any has none."""
     ids = list(run_ids)
-    rows = session.scalars(
-        select(RunNoteRow)
+    rows = session.execute(  # columns, not entities: the notes are read, never changed
+        select(
+            RunNoteRow.run_id,
+            RunNoteRow.kind,
+            RunNoteRow.text,
+            RunNoteRow.first_step,
+            RunNoteRow.last_step,
+            RunNoteRow.count,
+        )
         .where(RunNoteRow.run_id.in_(ids))
         .order_by(RunNoteRow.run_id, RunNoteRow.position)
     )
     notes: dict[int, list[RunNote]] = {}
-    for row in rows:
-        note = RunNote(row.kind, row.text, row.first_step, row.last_step, row.count)
-        notes.setdefault(row.run_id, []).append(note)
+    for run_id, kind, text, first_step, last_step, count in rows:
+        notes.setdefault(run_id, []).append(RunNote(kind, text, first_step, last_step, count))
     return notes
 
 

@@ -100,8 +100,22 @@ def trajectory_drawing(
     flatten the curves into one line). ``smoothed``: arm -> its ``smooth``, when the caller
     has it.
     """
+    points = {
+        arm: (frame.get_column("step").to_numpy(), frame.get_column("value").to_numpy())
+        for arm, frame in curves.items()
+    }
+    return drawing_of_points(points, exp, max_points, smoothed)
+
+
+def drawing_of_points(
+    points: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    exp: Expectations,
+    max_points: int = DEFAULT_MAX_POINTS,
+    smoothed: Mapping[str, np.ndarray] | None = None,
+) -> TrajectoryDrawing:
+    """``trajectory_drawing`` of each arm's steps and values (no frames to make)."""
     tr = exp.training
-    present = arm_order([arm for arm, frame in curves.items() if frame.height > 0], exp)
+    present = arm_order([arm for arm, (steps, _) in points.items() if len(steps)], exp)
     divergent_variant = split_arm(tr.divergent)[0]
     right = [a for a in present if split_arm(a)[0] == divergent_variant]
     left = [a for a in present if a not in right]
@@ -111,7 +125,7 @@ def trajectory_drawing(
 
     def add(arm: str, values: np.ndarray, *, on_right: bool, raw_baseline: bool = False) -> None:
         nonlocal total
-        steps = curves[arm].get_column("step").to_numpy()
+        steps = points[arm][0]
         x, y = downsample(steps, _drawable(values), max_points)
         total += len(steps)
         lines.append(Line(arm, on_right, raw_baseline, x, y))
@@ -120,18 +134,17 @@ def trajectory_drawing(
     for arm in left:
         series = smoothed.get(arm)
         if series is None:
-            frame = curves[arm]
-            series = smooth(frame["step"].to_numpy(), frame["value"].to_numpy(), tr.ema_alpha)
+            series = smooth(*points[arm], tr.ema_alpha)
         add(arm, series, on_right=False)
     for arm in right:
-        values = curves[arm].get_column("value").to_numpy()
+        steps, values = points[arm]
         add(arm, values, on_right=True)
         bad = np.flatnonzero(~np.isfinite(values))
         if bad.size:
-            non_finite_from.append(int(curves[arm].get_column("step")[int(bad[0])]))
-    baseline = curves.get(tr.baseline)
-    if right and baseline is not None and baseline.height > 0:
-        add(tr.baseline, baseline.get_column("value").to_numpy(), on_right=True, raw_baseline=True)
+            non_finite_from.append(int(steps[int(bad[0])]))
+    baseline = points.get(tr.baseline)
+    if right and baseline is not None and len(baseline[0]):
+        add(tr.baseline, baseline[1], on_right=True, raw_baseline=True)
     drawn = sum(len(line.x) for line in lines)
     zoom = late_range([(line.x, line.y) for line in lines if not line.right])
     return TrajectoryDrawing(lines, non_finite_from, drawn, total, zoom)

@@ -6,16 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tracker.completeness import stopped_arms, summary_steps
+from tracker.domain import LOSS
 from tracker.figures import memory_scaling, table4
 from tracker.figures.trajectories import trajectories_figure
 from tracker.jsonio import format_time
-from tracker.models import Run
 from tracker.queries.job_analysis import load_summary
-from tracker.store.catalog import get_job
-from tracker.store.jobdata import RUN_ORDER, load_probes
+from tracker.store.catalog import Row, get_job, run_curves
+from tracker.store.jobdata import load_probes
 from tracker.store.notes import run_notes
 from tracker.views.pages import JobFigure, JobView, figure_slot
 from tracker.views.values import counts, failures_first
@@ -40,6 +40,8 @@ class JobContent:
     curves: dict[str, GridCurve]  # arm -> smoothed loss on a grid, for the figures across jobs
     probes: int
     arms: int
+    curve_rows: list[Row]  # catalog.job_curves
+    stopped: dict[str, str]  # arm -> how it stopped early, for the arms that did
 
 
 def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
@@ -50,10 +52,8 @@ def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
     summary = load_summary(session, job.id, exp, trajectories=True)
     analysis = summary.analysis
     probes = load_probes(session, job.id)
-    runs = session.execute(
-        select(Run.id, Run.arm).where(Run.job_id == job.id).order_by(*RUN_ORDER)
-    ).all()
-    arms = [arm for _, arm in runs]
+    runs, curve_rows = run_curves(session, job.id)
+    arms = [arm for arm, _ in runs.values()]
     meta = {item.key: item.value for item in job.meta}
     gpu = meta.get("gpu")
     figures = {
@@ -66,8 +66,10 @@ def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
         notes.append("no memory probes in this job: no memory figure and no Table 4 figure")
     if not arms:
         notes.append("no training arms in this job: no trajectories figure")
-    kept = run_notes(session, [run_id for run_id, _ in runs])
-    notes += [f"{arm}: {note}" for run_id, arm in runs for note in kept.get(run_id, [])]
+    kept = run_notes(session, runs)
+    notes += [
+        f"{arm}: {note}" for run_id, (arm, _) in runs.items() for note in kept.get(run_id, [])
+    ]
     failed = int(probes.get_column("n_params").is_null().sum()) if probes.height else 0
     items = [
         ("job", job.name),
@@ -90,4 +92,7 @@ def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
             for key, title, height in FIGURES
         ],
     )
-    return JobContent(view, analysis, summary.curves, probes.height, len(arms))
+    loss_ends = {row["arm"]: row["last_step"] for row in curve_rows if row["metric"] == LOSS}
+    ends = {arm: (loss_ends.get(arm), summary_steps(extra)) for arm, extra in runs.values()}
+    stopped = {arm: found.message for arm, found in stopped_arms(ends).items()}
+    return JobContent(view, analysis, summary.curves, probes.height, len(arms), curve_rows, stopped)

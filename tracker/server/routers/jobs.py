@@ -89,16 +89,16 @@ def api_jobs(session: SessionDep, served: ServedDep) -> list[JobRow]:
 @router.get("/jobs/{name}/", response_class=HTMLResponse, include_in_schema=False)
 @router.get("/jobs/{name}/index.html", response_class=HTMLResponse, include_in_schema=False)
 def job_page(request: Request, name: str, session: SessionDep, served: ServedDep) -> HTMLResponse:
-    job = live_job(served, session, name).view
+    content = live_job(served, session, name)
     jobs = [row["job"] for row in job_list(served, session)]  # in job order
     at = jobs.index(name)
     return page(
         request,
         "server/job.html",
-        job=job,
+        job=content.view,
         job_name=name,
-        curves=job_curves(session, name),
-        stopped={a["arm"]: a["stopped"] for a in job_arms(session, name) if a["stopped"]},
+        curves=content.curve_rows,
+        stopped=content.stopped,
         previous=jobs[at - 1] if at > 0 else None,
         following=jobs[at + 1] if at + 1 < len(jobs) else None,
     )
