@@ -27,6 +27,9 @@ from tracker.server import create_app
 from tracker.store.schema import open_database
 
 POSTGRES_ENV = "TRACKER_TEST_POSTGRES_URL"
+# xdist sets COLUMNS=80 in its workers; the CLI fits its tables to COLUMNS, so unset, every test
+# sees what a pipe gets unless it asks for a width itself (as `tracker` run under CI would)
+os.environ.pop("COLUMNS", None)
 IN_CI = os.environ.get("CI") == "true"
 
 # No property test may depend on the machine's speed: no deadline per example, and no

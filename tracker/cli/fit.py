@@ -1,14 +1,17 @@
 """Tables and lines that fit the terminal: text columns wrapped (at spaces, ``_`` and ``/``,
 never inside a number), and what still does not fit moved under its row as ``name value``.
 
-The width is the terminal's when stdout is one, ``COLUMNS`` when set, else 80 (a pipe, a
-file, a CI log). ``--format csv|json`` never comes here.
+The width is ``COLUMNS`` when set, else the terminal's when stdout is one; a pipe, a file or
+a CI log gets every line whole (nothing to fit, and a line found by grep is the whole line).
+``--format csv|json`` never comes here.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import sys
 from collections.abc import Sequence
 
 INDENT = "    "  # a row's spilled columns and a long line's continuation
@@ -16,8 +19,12 @@ GAP = "  "
 BREAK_AFTER = re.compile(r"(?<=[ _/])")  # a piece ends after a space, "_" or "/"
 
 
-def terminal_width() -> int:
-    return shutil.get_terminal_size(fallback=(80, 24)).columns
+def terminal_width() -> int | None:
+    """The width to fit, or None: stdout is no terminal and ``COLUMNS`` is unset."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
 
 
 def wrap(text: str, width: int, later: int | None = None) -> list[str]:

@@ -22,19 +22,24 @@ def print_fitted(
     wrapped: tuple[str, ...],
     spill: tuple[tuple[str, ...], ...] = (),
 ) -> None:
-    """Rows as a text table within the terminal's width (``tracker.cli.fit.fitted_table``)."""
+    """Rows as a text table within the terminal's width (``tracker.cli.fit.fitted_table``);
+    as it is where there is no width to fit."""
     if not rows:
         typer.echo(render(rows, Format.table))
         return
-    cells = table_cells(rows, columns)
     width = terminal_width()
+    if width is None:
+        typer.echo(render(rows, Format.table, columns))
+        return
+    cells = table_cells(rows, columns)
     typer.echo("\n".join(fitted_table(cells, columns, width, wrapped=wrapped, spill=spill)))
 
 
 def echo_fitted(lines: list[str]) -> None:
     """Lines wrapped to the terminal's width, each one's continuations indented."""
+    width = terminal_width()
     if lines:
-        typer.echo("\n".join(fitted_lines(lines, terminal_width())))
+        typer.echo("\n".join(lines if width is None else fitted_lines(lines, width)))
 
 
 def print_frame(frame: Any, fmt: Format) -> None:
