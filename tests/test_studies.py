@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from tests.conftest import Cli, client_for
 from tracker.analysis.checks import Check
 from tracker.analysis.expectations import study_expectations, study_names
+from tracker.figures.memory import paper_lines
 from tracker.figures.style import FALLBACK_COLORS, Palette, arm_style, variant_label
 from tracker.jobdir.sample import SAMPLE_STUDIES, write_sample_job
 from tracker.models import Job, JobVerdict
@@ -70,6 +71,19 @@ def test_figures_draw_each_study_by_its_style() -> None:
             assert arm_style(arm, Palette())[:2] == (look.label, look.color)
     assert variant_label("adam8bit") == "8-bit Adam (block-wise)"
     assert arm_style("nostudy_s1", Palette()) == ("nostudy (seed1)", FALLBACK_COLORS[0], "dash")
+
+
+def test_the_memory_figure_draws_each_study_papers_totals() -> None:
+    lines = {name: paper_lines(study_expectations(name)) for name in study_names()}
+    assert lines["flashoptim"] == [
+        (16.0, "paper: AdamW 16 B/param"),
+        (7.125, "paper: FlashAdamW 7.125"),
+        (5.125, "paper: +grad release 5.125"),
+    ]
+    assert lines["adam8bit"] == [
+        (16.0, "paper: 32-bit Adam 16 B/param"),
+        (10.00390625, "paper: 8-bit Adam 10.0039"),
+    ]
 
 
 def test_demo_of_the_8bit_study_is_judged_by_its_expectations(cli: Cli, tmp_path: Path) -> None:

@@ -179,6 +179,8 @@ class Look(_Table):
 
     label: String
     color: Annotated[str, Field(strict=True, pattern=r"^#[0-9a-f]{6}$")]
+    # the memory figure's label of the paper's analytic total for a variant ({total}: B/param)
+    paper_line: String | None = None
 
 
 class Style(_Table):

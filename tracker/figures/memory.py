@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from tracker.analysis.expectations import study_styles
 from tracker.figures.style import (
     Figure,
     Palette,
@@ -24,19 +25,15 @@ from tracker.figures.style import (
 if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
 
-# The paper's totals drawn as reference lines: variant -> label (the script's wording).
-PAPER_LINES: dict[str, str] = {
-    "ref": "paper: AdamW {total} B/param",
-    "flash": "paper: FlashAdamW {total}",
-    "flash_gr": "paper: +grad release {total}",
-}
 HEIGHT = 480
 
 
 def paper_lines(exp: Expectations) -> list[tuple[float, str]]:
-    """(bytes/param, label) of the analytic totals of ref, flash and flash_gr."""
+    """(bytes/param, label) of the analytic totals of the variants whose look has a
+    ``paper_line`` (the study files' ``[style]``), in their order."""
     lines = []
-    for variant, label in PAPER_LINES.items():
+    looks = study_styles().variants.items()
+    for variant, label in ((v, look.paper_line) for v, look in looks if look.paper_line):
         bpp = exp.memory.expected_bpp.get(variant)
         if bpp is None or bpp.params is None or bpp.state is None or bpp.grads is None:
             continue
