@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import polars as pl
 
 from tracker.analysis.expectations import study_styles
@@ -64,13 +66,12 @@ def memory_scaling(probes: pl.DataFrame, exp: Expectations, *, gpu: str | None =
     prefix = exp.memory.scaling_model_prefix
     where = f" ({plot_text(gpu)}, one variant per process)" if gpu else " (one variant per process)"
     title = f"Measured CUDA bytes/param vs model size{where}"
-    scaling = probes.filter(pl.col("model").str.starts_with(prefix))
-    ok = scaling.filter(pl.col("n_params").is_not_null())
-    if ok.is_empty():
-        what = "no successful" if not scaling.is_empty() else "no"
+    scaling = _ScalingProbes.of(probes, prefix)
+    if not scaling.ok.any():
+        what = "no successful" if scaling.ok.size else "no"
         return empty_figure(title, HEIGHT, f"{what} {plot_text(prefix)}* memory probes in this job")
 
-    sizes = ok.get_column("n_params").cast(pl.Float64).to_numpy() / 1e6
+    sizes = scaling.sizes[scaling.ok]
     ticks = log_ticks(float(sizes.min()), float(sizes.max()))
     shapes, notes = [], []
     for y, label in paper_lines(exp):
@@ -83,7 +84,7 @@ def memory_scaling(probes: pl.DataFrame, exp: Expectations, *, gpu: str | None =
         notes.append(failed)
         extra["margin"] = dict(l=70, r=30, t=100, b=95)
     return figure(
-        data=_variant_lines(ok, exp),
+        data=_variant_lines(scaling, exp),
         layout=layout(
             title,
             HEIGHT,
@@ -104,22 +105,53 @@ def memory_scaling(probes: pl.DataFrame, exp: Expectations, *, gpu: str | None =
     )
 
 
-def _variant_lines(ok: pl.DataFrame, exp: Expectations) -> list[dict[str, Any]]:
-    """One line per variant through its successful probes ``ok``, by model size; the
-    expectations' variants first, in their order."""
-    present = ok.get_column("variant").unique(maintain_order=True).to_list()
+@dataclass(frozen=True)
+class _ScalingProbes:
+    """The scaling models' probes as plain columns, read out of the frame once: a polars
+    operation per variant would cost more than the whole figure."""
+
+    models: list[str]
+    variants: list[str]
+    sizes: np.ndarray  # millions of parameters, NaN for a failed probe
+    bpp: np.ndarray  # bpp_params_state_grads
+    ok: np.ndarray  # bool: the probe succeeded
+
+    @classmethod
+    def of(cls, probes: pl.DataFrame, prefix: str) -> _ScalingProbes:
+        rows = np.flatnonzero(probes.get_column("model").str.starts_with(prefix).to_numpy())
+        if not rows.size:  # nothing to draw, whatever other columns the frame has
+            return cls([], [], np.empty(0), np.empty(0), np.empty(0, dtype=bool))
+        n_params = probes.get_column("n_params")
+        models = probes.get_column("model").to_list()
+        variants = probes.get_column("variant").to_list()
+        return cls(
+            models=[models[row] for row in rows],
+            variants=[variants[row] for row in rows],
+            sizes=n_params.cast(pl.Float64).to_numpy()[rows] / 1e6,
+            bpp=probes.get_column("bpp_params_state_grads").to_numpy()[rows],
+            ok=n_params.is_not_null().to_numpy()[rows],
+        )
+
+
+def _variant_lines(scaling: _ScalingProbes, exp: Expectations) -> list[dict[str, Any]]:
+    """One line per variant through its successful probes, by model size (in the probes'
+    order between equal sizes); the expectations' variants first, in their order."""
+    ok = np.flatnonzero(scaling.ok)
+    present = list(dict.fromkeys(scaling.variants[row] for row in ok))
     order = [v for v in exp.memory.expected_bpp if v in present]
     order += [v for v in present if v not in order]
+    rows_of: dict[str, list[int]] = {variant: [] for variant in present}
+    for row in ok[np.argsort(scaling.sizes[ok], kind="stable")].tolist():
+        rows_of[scaling.variants[row]].append(row)
     palette = Palette()
     traces = []
-    by_variant = {key[0]: rows for key, rows in ok.partition_by("variant", as_dict=True).items()}
     for variant in order:
-        rows = by_variant[variant].sort("n_params", maintain_order=True)
+        rows = np.array(rows_of[variant], dtype=np.int64)
         traces.append(
             scatter(
-                x=rows.get_column("n_params").cast(pl.Float64).to_numpy() / 1e6,
-                y=rows.get_column("bpp_params_state_grads").to_numpy(),
-                text=[plot_text(m) for m in rows.get_column("model").to_list()],
+                x=scaling.sizes[rows],
+                y=scaling.bpp[rows],
+                text=[plot_text(scaling.models[row]) for row in rows],
                 mode="lines+markers",
                 name=plot_text(variant),
                 line=dict(color=palette(variant), width=2),
@@ -130,13 +162,13 @@ def _variant_lines(ok: pl.DataFrame, exp: Expectations) -> list[dict[str, Any]]:
     return traces
 
 
-def _failed_probes_note(scaling: pl.DataFrame) -> dict[str, Any] | None:
+def _failed_probes_note(scaling: _ScalingProbes) -> dict[str, Any] | None:
     """The footnote naming the failed probes (not drawn), None when none failed."""
-    failed = scaling.filter(pl.col("n_params").is_null())
-    if failed.is_empty():
+    failed = np.flatnonzero(~scaling.ok).tolist()
+    if not failed:
         return None
     names = [
-        f"{plot_text(m)}/{plot_text(v)}" for m, v in failed.select("model", "variant").iter_rows()
+        f"{plot_text(scaling.models[row])}/{plot_text(scaling.variants[row])}" for row in failed
     ]
     plural = "s" if len(names) > 1 else ""
     return footnote(f"not drawn: {len(names)} failed probe{plural} ({short_list(names)})")
