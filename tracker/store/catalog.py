@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select, true
+from sqlalchemy import bindparam, delete, func, select, true
 from sqlalchemy.orm import Session
 
 from tracker.completeness import stopped_arms, summary_steps
@@ -216,8 +216,22 @@ def meta_text(meta: Mapping[str, str]) -> str:
     return " ".join(f"{key}={value}" for key, value in sorted(meta.items()))
 
 
+# The statements every page runs are built once: a statement object keeps its cache key,
+# where building one per call costs SQLAlchemy more than the query (about 0.4 ms a page's
+# query on SQLite).
+_JOB_NAMED = select(Job).where(Job.name == bindparam("name"))
+_RUN_CURVES = (
+    select(
+        Run.id, Run.arm, Run.extra, Curve.metric, Curve.n_points, Curve.first_step, Curve.last_step
+    )
+    .outerjoin(Curve, Curve.run_id == Run.id)
+    .where(Run.job_id == bindparam("job_id"))
+    .order_by(Run.variant, Run.seed, Curve.metric)
+)
+
+
 def get_job(session: Session, name: str) -> Job:
-    job = session.scalars(select(Job).where(Job.name == name)).one_or_none()
+    job = session.scalars(_JOB_NAMED, {"name": name}).one_or_none()
     if job is None:
         raise UnknownJob(name=name, known=known_names(session.scalars(select(Job.name)), near=name))
     return job
@@ -283,20 +297,7 @@ def run_curves(
     session: Session, job_id: int
 ) -> tuple[dict[int, tuple[str, dict[str, Any] | None]], list[Row]]:
     """A job's runs (id -> arm and extra, by variant and seed) and ``job_curves``, in one query."""
-    rows = session.execute(
-        select(
-            Run.id,
-            Run.arm,
-            Run.extra,
-            Curve.metric,
-            Curve.n_points,
-            Curve.first_step,
-            Curve.last_step,
-        )
-        .outerjoin(Curve, Curve.run_id == Run.id)
-        .where(Run.job_id == job_id)
-        .order_by(Run.variant, Run.seed, Curve.metric)
-    ).all()
+    rows = session.execute(_RUN_CURVES, {"job_id": job_id}).all()
     runs = {run_id: (arm, extra) for run_id, arm, extra, *_ in rows}
     curves = [
         {"arm": arm, "metric": metric, "points": n, "first_step": first, "last_step": last}

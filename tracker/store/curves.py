@@ -11,7 +11,7 @@ from typing import TypeVarTuple
 
 import numpy as np
 import polars as pl
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from tracker.domain import LOSS
@@ -24,6 +24,14 @@ from tracker.store.points import ChunkRow
 Columns = TypeVarTuple("Columns")
 SCHEMA = {"curve_id": pl.Int64, "step": pl.Int64, "value": pl.Float64}
 CHUNKS_AT_ONCE = 8  # chunks fetched by one query of curve_chunks: 131,072 points at most
+# a chunk's columns that checked_decode takes
+CHECKED = (
+    CurveChunk.data,
+    CurveChunk.checksum,
+    CurveChunk.n_points,
+    CurveChunk.first_step,
+    CurveChunk.last_step,
+)
 
 
 def read_curve(
@@ -72,20 +80,24 @@ def curve_chunks(
             yield checked_decode(session, curve_id, *row)
 
 
+# built once, as every job page runs it (tracker.store.catalog says why)
+_ARM_CHUNKS = (
+    select(Run.arm, Curve.id, *CHECKED)
+    .join(Curve, Curve.run_id == Run.id)
+    .outerjoin(CurveChunk, CurveChunk.curve_id == Curve.id)
+    .where(Run.job_id == bindparam("job_id"), Curve.metric == bindparam("metric"))
+    .order_by(Run.arm, CurveChunk.first_step)
+)
+
+
 def arm_points(
     session: Session, job_id: int, metric: str = LOSS
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Each arm's ``metric`` curve of a job, steps and values as ``read_curve`` gives them,
     by arm name: its chunks read in one query (an arm without points has empty arrays)."""
-    query = (
-        select(Run.arm, Curve.id, *CHECKED)
-        .join(Curve, Curve.run_id == Run.id)
-        .outerjoin(CurveChunk, CurveChunk.curve_id == Curve.id)
-        .where(Run.job_id == job_id, Curve.metric == metric)
-        .order_by(Run.arm, CurveChunk.first_step)
-    )
     chunks: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
-    for arm, curve_id, data, checksum, n, first, last in session.connection().execute(query):
+    rows = session.connection().execute(_ARM_CHUNKS, {"job_id": job_id, "metric": metric})
+    for arm, curve_id, data, checksum, n, first, last in rows:
         own = chunks.setdefault(arm, [])
         if data is not None:  # a curve without points has no chunk (the outer join's row)
             own.append(checked_decode(session, curve_id, data, checksum, n, first, last))
@@ -131,15 +143,6 @@ def _overlapping(
         CurveChunk.first_step <= steps[1],
         CurveChunk.first_step >= func.coalesce(before, steps[0]),
     )
-
-
-CHECKED = (
-    CurveChunk.data,
-    CurveChunk.checksum,
-    CurveChunk.n_points,
-    CurveChunk.first_step,
-    CurveChunk.last_step,
-)
 
 
 def checked_decode(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -30,7 +30,9 @@ def _dtype(sql_type: Any) -> Any:
 RAW_TYPES = (Integer, BigInteger, String, Text, ExactFloat)
 
 
-def plain_rows(session: Session, query: Any) -> Sequence[Any]:
+def plain_rows(
+    session: Session, query: Any, parameters: Mapping[str, Any] | None = None
+) -> Sequence[Any]:
     """Run a Core ``select`` on the session's connection (flushed first, as the session's own
     execute would) and return its rows without the ORM's loading. When every column's type
     is in ``RAW_TYPES`` the rows are the driver's own, with SQLite's text 'NaN' of an
@@ -38,7 +40,7 @@ def plain_rows(session: Session, query: Any) -> Sequence[Any]:
     than the query for thousands of rows."""
     types = [column.type for column in query.selected_columns]
     session.flush()
-    result = session.connection().execute(query)
+    result = session.connection().execute(query, parameters)
     if not all(isinstance(t, RAW_TYPES) for t in types):
         return result.all()
     rows = result.cursor.fetchall()
@@ -54,10 +56,13 @@ def _exact_floats(row: Any, positions: list[int]) -> tuple[Any, ...]:
     return tuple(values)
 
 
-def query_frame(session: Session, query: Any) -> pl.DataFrame:
-    """Run a Core ``select`` and return its rows as a frame, one column per selected column."""
+def query_frame(
+    session: Session, query: Any, parameters: Mapping[str, Any] | None = None
+) -> pl.DataFrame:
+    """Run a Core ``select`` (with its bound ``parameters``) and return its rows as a frame,
+    one column per selected column."""
     schema = {column.name: _dtype(column.type) for column in query.selected_columns}
-    rows = plain_rows(session, query)
+    rows = plain_rows(session, query, parameters)
     # column by column: built from rows, polars looks into object values (a JSON document
     # holding an integer beyond 64 bits overflows)
     columns = zip(*rows, strict=True) if rows else ([] for _ in schema)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import polars as pl
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from tracker.domain import LOSS, JobData
@@ -19,12 +19,15 @@ RUN_COLUMNS = ("arm", "model", "variant", "seed", "val_loss", "final_loss", "div
 
 def load_probes(session: Session, job_id: int) -> pl.DataFrame:
     """A job's probes: ``PROBE_COLUMNS`` in the order its files listed them."""
-    return query_frame(
-        session,
-        select(*(getattr(Probe, c) for c in PROBE_COLUMNS))
-        .where(Probe.job_id == job_id)
-        .order_by(Probe.id),
-    )
+    return query_frame(session, _PROBES, {"job_id": job_id})
+
+
+# built once, as every job page runs it (tracker.store.catalog says why)
+_PROBES = (
+    select(*(getattr(Probe, c) for c in PROBE_COLUMNS))
+    .where(Probe.job_id == bindparam("job_id"))
+    .order_by(Probe.id)
+)
 
 
 def load_job_data(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from sqlalchemy import Select, delete, insert, or_, select
+from sqlalchemy import Select, bindparam, delete, insert, or_, select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.verdict import Verdict
@@ -110,13 +110,15 @@ def judged_against(digest: str) -> Select[int]:
     return select(JobNumber.job_id).distinct().where(JobNumber.expectations == digest)
 
 
+# built once, as every page runs it (tracker.store.catalog says why)
+_SUMMARY = select(JobSummary.data).where(
+    JobSummary.job_id == bindparam("job_id"), JobSummary.expectations == bindparam("digest")
+)
+
+
 def stored_summary(session: Session, job_id: int, digest: str) -> bytes | None:
     """A job's summary stored for ``digest``, if any."""
-    data = session.scalar(
-        select(JobSummary.data).where(
-            JobSummary.job_id == job_id, JobSummary.expectations == digest
-        )
-    )
+    data = session.scalar(_SUMMARY, {"job_id": job_id, "digest": digest})
     return None if data is None else bytes(data)
 
 
