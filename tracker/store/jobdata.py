@@ -17,17 +17,17 @@ RUN_ORDER = (Run.variant, Run.seed)  # a job's arms, as its runs frame lists the
 RUN_COLUMNS = ("arm", "model", "variant", "seed", "val_loss", "final_loss", "diverged", "extra")
 
 
-def load_probes(session: Session, job_id: int) -> pl.DataFrame:
-    """A job's probes: ``PROBE_COLUMNS`` in the order its files listed them."""
-    return query_frame(session, _PROBES, {"job_id": job_id})
-
-
 # built once, as every job page runs it (tracker.store.catalog says why)
 _PROBES = (
     select(*(getattr(Probe, c) for c in PROBE_COLUMNS))
     .where(Probe.job_id == bindparam("job_id"))
     .order_by(Probe.id)
 )
+
+
+def load_probes(session: Session, job_id: int) -> pl.DataFrame:
+    """A job's probes: ``PROBE_COLUMNS`` in the order its files listed them."""
+    return query_frame(session, _PROBES, {"job_id": job_id})
 
 
 def load_job_data(
