@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TypedDict, Unpack
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 import polars as pl
 from sqlalchemy import Engine
@@ -59,7 +59,6 @@ from tracker.queries import tables
 from tracker.queries.compare import Comparison
 from tracker.queries.export import export_curves
 from tracker.queries.selection import Selection
-from tracker.report import Report, generate_report
 from tracker.services.copy import copy_jobs
 from tracker.services.ingest import (
     IngestResult,
@@ -68,6 +67,9 @@ from tracker.services.ingest import (
 from tracker.store.engine import create_tracker_engine
 from tracker.store.readonly import SqlLimits
 from tracker.store.sqlite_files import refuse_missing_file
+
+if TYPE_CHECKING:
+    from tracker.report import Report
 
 # pairs (a key may repeat) or conditions: "val_loss<3.3", Condition("seed", "0", "!=")
 Where = Mapping[str, str] | Iterable[tuple[str, str] | str | Condition] | None
@@ -322,6 +324,9 @@ def report(
     which also writes into a folder holding no report); the pages of other jobs stay unless
     they were deleted from the database, or ``prune``. ``study``: only its jobs, and its
     expectations for the pages across jobs (each job's own page: its own study's)."""
+    # imported here: the report's templates (jinja2) would add 60 ms to every other command
+    from tracker.report import generate_report
+
     selection = replace(_selection(job, None, None, where, None), since=since, study=study)
     exp = _judging(expectations, study)
     return with_session(
