@@ -11,6 +11,7 @@ import gc
 import os
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -21,6 +22,7 @@ from hypothesis import HealthCheck, settings
 from sqlalchemy import Engine, create_engine, make_url, text
 from typer.testing import CliRunner
 
+from tests.templates import Templates
 from tracker.cli import app
 from tracker.jobdir.sample import write_sample_job
 from tracker.server import create_app
@@ -84,6 +86,16 @@ def require(condition: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
+def schema_url(server: str, schema: str) -> str:
+    """A URL on ``server`` whose tables live in ``schema``, created here."""
+    admin = create_engine(server, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+    admin.dispose()
+    separator = "&" if "?" in server else "?"
+    return f"{server}{separator}options={quote(f'-csearch_path={schema}')}"
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
@@ -93,14 +105,20 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     require(bool(server), NO_POSTGRES)
     assert server is not None
     schema = f"t_{uuid.uuid4().hex[:16]}"
+    yield schema_url(server, schema)
     admin = create_engine(server, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
-    separator = "&" if "?" in server else "?"
-    yield f"{server}{separator}options={quote(f'-csearch_path={schema}')}"
     with admin.connect() as connection:
         connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
     admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Templates]:
+    """The databases that many tests read, built once a session (``study``'s)."""
+    server = os.environ.get(POSTGRES_ENV, "")
+    built = Templates(tmp_path_factory.mktemp("templates"), partial(schema_url, server), Cli)
+    yield built
+    built.drop(server)
 
 
 @pytest.fixture
@@ -181,12 +199,17 @@ def ingest_jobs(
 
 
 @pytest.fixture
-def study(cli: Cli, tmp_path: Path, request: pytest.FixtureRequest) -> Cli:
+def study(db_url: str, request: pytest.FixtureRequest, templates: Templates) -> Cli:
     """The command line on a database holding the sample jobs: the test module's ``JOBS``
-    of ``STEPS`` steps, else this module's."""
+    of ``STEPS`` steps, else this module's (built once a session, copied for each test)."""
     jobs = getattr(request.module, "JOBS", JOBS)
-    ingest_jobs(cli, tmp_path, jobs, getattr(request.module, "STEPS", STEPS))
-    return cli
+    steps = getattr(request.module, "STEPS", STEPS)
+
+    def build(cli: Cli, root: Path) -> None:
+        ingest_jobs(cli, root, jobs, steps)
+
+    templates.copy_into(db_url, ("study", repr(jobs), steps), build)
+    return Cli(db_url)
 
 
 def client_for(url: str, token: str | None = None, study: str | None = None) -> TestClient:

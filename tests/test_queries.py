@@ -25,6 +25,7 @@ from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
+from tests.templates import Templates
 from tracker.analysis.expectations import load_expectations
 from tracker.analysis.job import analyze_job
 from tracker.jobdir.sample import write_sample_job
@@ -210,8 +211,8 @@ class Study:
         return parsed
 
 
-@pytest.fixture
-def study(cli: Cli, sample_dirs: dict[str, Path]) -> Study:
+def ingest_study(cli: Cli, sample_dirs: dict[str, Path]) -> tuple[datetime, datetime]:
+    """Ingest the jobs in ``INGEST_ORDER``; returns the bracket around j4's ingest."""
     bracket = (datetime.now(UTC), datetime.now(UTC))
     for name in INGEST_ORDER:
         meta = [item for key, value in META[name].items() for item in ("--meta", f"{key}={value}")]
@@ -219,6 +220,14 @@ def study(cli: Cli, sample_dirs: dict[str, Path]) -> Study:
         cli("ingest", str(sample_dirs[name]), *meta)
         if name == "j4":
             bracket = (before, datetime.now(UTC) + timedelta(seconds=1))
+    return bracket
+
+
+@pytest.fixture
+def study(db_url: str, templates: Templates, sample_dirs: dict[str, Path]) -> Study:
+    bracket = templates.copy_into(
+        db_url, "query-study", lambda cli, _: ingest_study(cli, sample_dirs)
+    )
     moments = {
         name: datetime.strptime(t, TIME_FORMAT).replace(tzinfo=UTC)
         for name, t in SHOWN_TIME.items()
@@ -227,7 +236,7 @@ def study(cli: Cli, sample_dirs: dict[str, Path]) -> Study:
     assert not any(bracket[0] <= moments[n] <= bracket[1] for n in SHOWN_TIME)
     order = sorted(moments, key=moments.__getitem__)
     assert order != list(INGEST_ORDER)  # the order is not the ingest order
-    return Study(cli, sample_dirs, order, dict(SHOWN_TIME), bracket)
+    return Study(Cli(db_url), sample_dirs, order, dict(SHOWN_TIME), bracket)
 
 
 def check_time(study: Study, job: str, shown: str) -> None:
