@@ -7,10 +7,14 @@ UV_VERSION := 0.13.9
 .PHONY: demo test check lock cli-docs bench
 
 # uv installs the locked set in seconds; where uv cannot be installed or fails, pip installs the
-# same pins (a fully pinned set gives pip's resolver nothing to backtrack through).
+# same pins (a fully pinned set gives pip's resolver nothing to backtrack through). Both write
+# bytecode, and so does compileall for the tracker's own (editable) modules: where Python writes
+# none itself (PYTHONDONTWRITEBYTECODE, read-only installs) each command would compile its
+# libraries again, 2-3x its CPU (bench/bench_startup.py).
 define install
-	$(BIN)/uv pip install --quiet --python $(BIN)/python --constraint $(LOCK) $(1) \
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python --constraint $(LOCK) $(1) \
 		|| $(BIN)/python -m pip install --quiet --constraint $(LOCK) $(1)
+	$(BIN)/python -m compileall -q tracker
 endef
 
 # What the demo needs: the package and its dependencies, not the test extras.
@@ -29,8 +33,11 @@ $(VENV)/.installed-test: $(VENV)/.installed-demo
 demo: $(VENV)/.installed-demo
 	$(BIN)/tracker demo
 
+# One worker per core (PYTEST_XDIST_AUTO_NUM_WORKERS overrides it), or WORKERS=N; no test
+# depends on speed or order.
+WORKERS ?= auto
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n auto  # one worker per core; no test depends on speed or order
+	$(BIN)/python -m pytest -n $(WORKERS)
 
 # docs/cli.md is typer's own help, generated; a help text changed without `make cli-docs` fails here.
 CLI_DOCS = $(BIN)/typer tracker.cli utils docs --name tracker --title "tracker: command reference"
