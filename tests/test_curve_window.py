@@ -16,6 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.conftest import Cli
+from tests.templates import Templates
 from tests.test_cli import flat
 from tracker import api
 from tracker.errors import TooFewPoints, WindowReversed
@@ -36,12 +37,16 @@ CASES = [
 ]
 
 
-@pytest.fixture
-def long_job(cli: Cli, tmp_path: Path) -> Cli:
+def ingest_long_job(cli: Cli, root: Path) -> None:
     arms = ("ref_s0", "linear_s0")  # linear_s0 diverges: NaN and inf in its loss
-    job = write_sample_job(tmp_path / "long", steps=STEPS, arms=arms, failed_probe=None)
+    job = write_sample_job(root / "long", steps=STEPS, arms=arms, failed_probe=None)
     cli("ingest", str(job))
-    return cli
+
+
+@pytest.fixture
+def long_job(db_url: str, templates: Templates) -> Cli:
+    templates.copy_into(db_url, "long-job", ingest_long_job)
+    return Cli(db_url)
 
 
 @pytest.fixture

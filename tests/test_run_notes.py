@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
+from tests.templates import Templates
 from tracker import api
 from tracker.analysis.smoothing import smooth, smooth_points
 from tracker.conditions import Condition, parse_condition
@@ -34,11 +35,15 @@ NAN_NOTES = (
 OPERATORS = "expected KEY=VALUE or KEY OP VALUE (OP one of = != < <= > >=), got 'val_loss<'"
 
 
-@pytest.fixture
-def logs(cli: Cli) -> Cli:
+def ingest_logs(cli: Cli, _: Path) -> None:
     for name in ("resumed", "restarted", "modded_nanogpt"):
         cli("ingest", str(DATA / name), "--meta", f"lr={'0.002' if name == 'resumed' else '1e-3'}")
-    return cli
+
+
+@pytest.fixture
+def logs(db_url: str, templates: Templates) -> Cli:
+    templates.copy_into(db_url, "real-logs", ingest_logs)
+    return Cli(db_url)
 
 
 def unboxed(text: str) -> str:
