@@ -16,9 +16,11 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import Cli, require
 from tests.live_server import running_server
+from tests.templates import Templates
 from tracker.analysis.expectations import load_expectations
 from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_sample_job
 from tracker.report import generate_report
+from tracker.store.schema import open_database
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -128,7 +130,6 @@ def small_jobs_report(
     regressed optimizer state in every ``fails_every``-th) from a SQLite database under
     ``root``: a page's test, not a database's."""
     from tracker.services.ingest import ingest_job
-    from tracker.store.schema import open_database
     from tracker.store.transactions import write_session
 
     engine = open_database(f"sqlite:///{root / 'jobs.db'}")
@@ -155,17 +156,28 @@ def ingest_demo_jobs(cli: Cli, directory: Path, names: tuple[str, ...]) -> None:
         cli("ingest", str(jobs[name]), *meta)
 
 
-@pytest.fixture
-def demo_report(cli: Cli, engine: Engine, tmp_path: Path) -> Path:
-    ingest_demo_jobs(cli, tmp_path / "jobs", ("job2", "job3", "job1"))  # not in time order
-    return report_of(engine, tmp_path / "report")
+def ingest_unordered_demo(cli: Cli, root: Path) -> None:
+    ingest_demo_jobs(cli, root / "jobs", ("job2", "job3", "job1"))  # not in time order
 
 
 @pytest.fixture
-def server(cli: Cli, tmp_path: Path) -> Iterator[str]:
-    """``tracker serve`` over the demo jobs and a long one, at the URL it yields."""
-    ingest_demo_jobs(cli, tmp_path / "jobs", ("job1", "job2", "job3"))
-    long = write_sample_job(tmp_path / "long", steps=LONG_STEPS, arms=("ref_s0",))
+def demo_report(db_url: str, templates: Templates, tmp_path: Path) -> Iterator[Path]:
+    templates.copy_into(db_url, "demo-unordered", ingest_unordered_demo)
+    engine = open_database(db_url)
+    yield report_of(engine, tmp_path / "report")
+    engine.dispose()
+
+
+def ingest_served_jobs(cli: Cli, root: Path) -> None:
+    """The demo jobs and a long one."""
+    ingest_demo_jobs(cli, root / "jobs", ("job1", "job2", "job3"))
+    long = write_sample_job(root / "long", steps=LONG_STEPS, arms=("ref_s0",))
     cli("ingest", str(long), "--meta", "time=2026-11-20T09:00:00Z")
-    with running_server(cli.url) as base:
+
+
+@pytest.fixture
+def server(db_url: str, templates: Templates) -> Iterator[str]:
+    """``tracker serve`` over the demo jobs and a long one, at the URL it yields."""
+    templates.copy_into(db_url, "served", ingest_served_jobs)
+    with running_server(db_url) as base:
         yield base
