@@ -428,10 +428,12 @@ def test_the_stratified_bootstrap_agrees_with_scipys_on_strata_as_samples(
         method="percentile",
         rng=np.random.default_rng(1),
     ).confidence_interval
-    low, high = stratified_bootstrap(candidate, baseline, exp)  # type: ignore[misc]
+    spec = next(c for c in exp.claims if c.kind == "equivalence")
+    low, high = stratified_bootstrap(candidate, baseline, spec)  # type: ignore[arg-type,misc]
     assert low == pytest.approx(oracle.low, abs=0.1)
     assert high == pytest.approx(oracle.high, abs=0.1)
-    assert stratified_bootstrap({"a": np.array([1.0])}, {"a": np.array([2.0])}, exp) is None
+    one = {"a": np.array([1.0])}, {"a": np.array([2.0])}
+    assert stratified_bootstrap(*one, spec) is None  # type: ignore[arg-type]
 
 
 def test_separating_metadata_names_only_keys_that_split_failing_from_passing() -> None:

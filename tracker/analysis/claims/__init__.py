@@ -21,6 +21,9 @@ Inputs, one row per job and item, jobs already filtered and de-duplicated by the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import polars as pl
 
 from tracker.analysis.claims.common import (
@@ -30,19 +33,35 @@ from tracker.analysis.claims.common import (
     NOT_REPRODUCED,
     REPRODUCED,
     Claim,
+    Evidence,
 )
+from tracker.analysis.claims.compare import judge_compared
 from tracker.analysis.claims.rules import (
     deterministic_claims,
+    judge_memory,
     probe_failure_claims,
     separating_metadata,
+)
+from tracker.analysis.claims.specs import (
+    SPECS,
+    ClaimSpec,
+    Compared,
+    DivergesClaim,
+    EquivalenceClaim,
+    MemoryClaim,
+    NoninferiorityClaim,
+    ThresholdClaim,
+    TracksClaim,
 )
 from tracker.analysis.claims.stochastic import (
     ablation_diverges,
     stratified_bootstrap,
     tracks_within_seed_noise,
-    val_loss_equivalence,
 )
-from tracker.analysis.expectations import Expectations
+from tracker.analysis.claims.threshold import judge_threshold
+
+if TYPE_CHECKING:
+    from tracker.analysis.expectations import Expectations
 
 __all__ = [
     "COLUMNS",
@@ -50,20 +69,23 @@ __all__ = [
     "MIXED",
     "NOT_REPRODUCED",
     "REPRODUCED",
+    "SPECS",
     "Claim",
     "ablation_diverges",
     "deterministic_claims",
     "judge_claims",
     "probe_failure_claims",
+    "run_metrics",
     "separating_metadata",
     "stratified_bootstrap",
     "tracks_within_seed_noise",
-    "val_loss_equivalence",
 ]
 
 
 # what the runs may carry beyond the columns above: run length, why a run is cut short, hours
 RUN_EXTRAS = {"steps": pl.Int64, "stopped": pl.String, "hours": pl.Float64}
+# the kinds judged on the runs (the others on the jobs' verdicts): none without a run
+ON_RUNS = (Compared, ThresholdClaim, TracksClaim, DivergesClaim)
 
 
 def _with_roles(numbers: pl.DataFrame, runs: pl.DataFrame, exp: Expectations) -> pl.DataFrame:
@@ -81,6 +103,33 @@ def _with_roles(numbers: pl.DataFrame, runs: pl.DataFrame, exp: Expectations) ->
     return numbers.join(per_job, on="job", how="left", maintain_order="left")
 
 
+def run_metrics(exp: Expectations) -> set[str]:
+    """The runs' final metrics the claims of ``exp`` judge (``val_loss`` is always there)."""
+    return {spec.metric for spec in exp.claims if isinstance(spec, Compared | ThresholdClaim)}
+
+
+def _tracks(spec: TracksClaim, evidence: Evidence, exp: Expectations) -> list[Claim]:
+    return [tracks_within_seed_noise(_with_roles(evidence.numbers, evidence.runs, exp), spec, exp)]
+
+
+def _diverges(spec: DivergesClaim, evidence: Evidence, exp: Expectations) -> list[Claim]:
+    return [ablation_diverges(evidence.runs, evidence.numbers, spec, exp)]
+
+
+# The registry of claim kinds: each kind's parameters (specs.SPECS) and its judge function,
+# which gives the kind's rows over the jobs' evidence.
+Judge = Callable[[Any, Evidence, "Expectations"], list[Claim]]
+JUDGES: dict[type[ClaimSpec], Judge] = {
+    MemoryClaim: judge_memory,
+    EquivalenceClaim: judge_compared,
+    NoninferiorityClaim: judge_compared,
+    ThresholdClaim: judge_threshold,
+    TracksClaim: _tracks,
+    DivergesClaim: _diverges,
+}
+assert set(JUDGES) == set(SPECS.values()), "every kind has its judge"
+
+
 def judge_claims(
     verdicts: pl.DataFrame,
     numbers: pl.DataFrame,
@@ -88,17 +137,17 @@ def judge_claims(
     meta: pl.DataFrame,
     exp: Expectations,
 ) -> pl.DataFrame:
-    """Every claim over the given jobs, as COLUMNS; stochastic claims only with arms."""
-    claims = deterministic_claims(verdicts, meta)
-    claims += probe_failure_claims(verdicts, meta)
-    if runs.height:
-        runs = runs.with_columns(
-            pl.lit(None, dtype).alias(name)
-            for name, dtype in RUN_EXTRAS.items()
-            if name not in runs.columns
-        )
-        claims += val_loss_equivalence(runs, exp)
-        claims.append(tracks_within_seed_noise(_with_roles(numbers, runs, exp), exp))
-        claims.append(ablation_diverges(runs, numbers, exp))
+    """Every claim the study lists (``exp.claims``, in its order) over the given jobs, as
+    COLUMNS; the claims judged on runs only when the jobs have runs."""
+    runs = runs.with_columns(
+        pl.lit(None, dtype).alias(name)
+        for name, dtype in RUN_EXTRAS.items()
+        if name not in runs.columns
+    )
+    evidence = Evidence(verdicts, numbers, runs, meta)
+    claims: list[Claim] = []
+    for spec in exp.claims:
+        if runs.height or not isinstance(spec, ON_RUNS):
+            claims += JUDGES[type(spec)](spec, evidence, exp)
     rows = [{name: getattr(claim, name) for name in COLUMNS} for claim in claims]
     return pl.DataFrame(rows, schema=COLUMNS)
