@@ -645,9 +645,8 @@ def test_custom_file_changes_a_tolerance_and_flips_a_verdict(
             "claims #2 (equivalence): design must be 'anytime' or 'fixed', got 'fixd'",
         ),
         (
-            lambda t: t.replace('lengths = "matched"', 'lengths = "own"', 1),
-            "claims #2 (equivalence): lengths = 'own' (each variant at its own length) is not "
-            "available yet; use lengths = 'matched'",
+            lambda t: t.replace('lengths = "matched"', 'lengths = "mine"', 1),
+            "claims #2 (equivalence): lengths must be 'matched' or 'own', got 'mine'",
         ),
         (
             lambda t: t.replace('kind = "diverges"', "", 1),

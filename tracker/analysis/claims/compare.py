@@ -63,6 +63,17 @@ def _length_words(steps: int | None, paper: int) -> str:
     return f"runs of {steps:,} steps; the paper's number is for {paper:,}"
 
 
+def _own_lengths(runs: pl.DataFrame, pair: tuple[str, str]) -> str:
+    """'flash at 1,750 steps, ref at 2,000': each variant at its own full length."""
+    named = []
+    for variant in pair:
+        steps = runs.filter(pl.col("variant") == variant)["steps"].drop_nulls()
+        named.append(
+            f"{variant} at {steps[0]:,} steps" if steps.len() else f"{variant} of unknown length"
+        )
+    return f"each at its own full length: {', '.join(named)}"
+
+
 def _worse(spec: Compared) -> float:
     """+1 when a higher value of the metric is worse (a loss), -1 when it is better."""
     return -1.0 if isinstance(spec, NoninferiorityClaim) and spec.better == "higher" else 1.0
@@ -182,19 +193,22 @@ def judge_compared(spec: Compared, evidence: Evidence, exp: Expectations) -> lis
         f"{job}/{arm} {message}"
         for job, arm, message in stopped.select("job", "arm", "stopped").iter_rows()
     )
-    lengths = finished["steps"].unique(maintain_order=True).sort(nulls_last=True).to_list()
     pair = (cand_variant, base_variant)
+    paper = exp.training.val_loss.paper_steps
+    if spec.lengths == "own":
+        own = finished.filter(pl.col("steps").eq_missing(pl.col("steps").max().over("variant")))
+        return [_compare(spec, own, pair, subject, _own_lengths(own, pair), left_out)]
+    lengths = finished["steps"].unique(maintain_order=True).sort(nulls_last=True).to_list()
     if len(lengths) <= 1:
         steps = lengths[0] if lengths else None
-        return [_compare(spec, finished, exp, pair, subject, steps, left_out)]
+        return [_compare(spec, finished, pair, subject, _length_words(steps, paper), left_out)]
     return [
         _compare(
             spec,
             finished.filter(pl.col("steps").eq_missing(steps)),
-            exp,
             pair,
             f"{subject}, {'unknown' if steps is None else f'{steps:,}'} steps",
-            steps,
+            _length_words(steps, paper),
             left_out,
         )
         for steps in lengths
@@ -214,16 +228,14 @@ def _no_metric(spec: Compared, subject: str) -> Claim:
 def _compare(
     spec: Compared,
     finished: pl.DataFrame,
-    exp: Expectations,
     pair: tuple[str, str],
     subject: str,
-    steps: int | None,
+    lengths: str,
     left_out: str,
 ) -> Claim:
     """The claim over the finished runs of one length."""
     cand_variant, base_variant = pair
     margin, what = spec.margin, metric_words(spec.metric)
-    lengths = _length_words(steps, exp.training.val_loss.paper_steps)
     if isinstance(spec, NoninferiorityClaim):
         statement = (
             f"{cand_variant}'s final {what} is no worse than {base_variant}'s by more than "

@@ -46,20 +46,12 @@ class Compared(ClaimSpec):
     margin: Positive
     level: Fraction = 0.90
     design: Design = "anytime"
+    # "matched": only runs of one length compared (a row per length); "own": each variant's
+    # runs at its own full length (a record's point may be fewer steps to the same loss)
     lengths: Lengths = "matched"
     planned_runs: Positive = 20.0  # runs per variant where the confidence sequence is tightest
     bootstrap_resamples: Integer = 2000
     bootstrap_seed: Integer = 1
-
-    @model_validator(mode="after")
-    def _lengths_available(self) -> Compared:
-        if self.lengths == "own":
-            raise PydanticCustomError(
-                "expectation",
-                "lengths = 'own' (each variant at its own length) is not available yet; "
-                "use lengths = 'matched'",
-            )
-        return self
 
 
 class EquivalenceClaim(Compared):
