@@ -77,6 +77,8 @@ class ThresholdClaim(ClaimSpec):
     level: Fraction = 0.95
     design: Design = "anytime"
     variants: tuple[String, ...] | None = None  # unset: every variant the study's jobs ran
+    # only the jobs whose metadata has these values (the speedrun's track = "2"); unset: all
+    where: dict[str, String] | None = None
     planned_runs: Positive = 20.0
 
     @model_validator(mode="after")

@@ -49,15 +49,19 @@ def runs_to_settle(gap: float, sd: float, spec: ThresholdClaim, n: int) -> int |
     return int(found[0] + 1) if found.size else None
 
 
+def _where_words(spec: ThresholdClaim) -> str:
+    return ", ".join(f"{key}={value}" for key, value in (spec.where or {}).items())
+
+
 def _statement(spec: ThresholdClaim, variant: str) -> str:
-    how = (
+    scope = f"{_where_words(spec)}; " if spec.where else ""
+    how = scope + (
         f"a one-sided t test at p < {1 - spec.level:g} on the runs given"
         if spec.design == "fixed"
         else f"its {spec.level:.0%} one-sided confidence sequence"
     )
-    return (
-        f"{variant}'s mean final {metric_words(spec.metric)} is {spec.side} {spec.target:g} ({how})"
-    )
+    whose = "each variant's" if variant == EVERY_VARIANT else f"{variant}'s"
+    return f"{whose} mean final {metric_words(spec.metric)} is {spec.side} {spec.target:g} ({how})"
 
 
 def _judge(claim: Claim, spec: ThresholdClaim, x: np.ndarray, words: str, cost: str) -> str:
@@ -145,16 +149,35 @@ def _variant_claim(spec: ThresholdClaim, variant: str, runs: pl.DataFrame, left_
     return claim
 
 
+def _jobs_where(meta: pl.DataFrame, where: dict[str, str]) -> list[str]:
+    """The jobs whose metadata has every value of ``where``."""
+    if meta.height == 0:
+        return []
+    found = None
+    for key, value in where.items():
+        jobs = set(meta.filter((pl.col("key") == key) & (pl.col("value") == value))["job"])
+        found = jobs if found is None else found & jobs
+    return sorted(found or ())
+
+
 def judge_threshold(spec: ThresholdClaim, evidence: Evidence, exp: Expectations) -> list[Claim]:
     """One row per variant the claim names (else per variant the jobs ran); a variant or a
     metric no run has is a row that says so."""
     runs = evidence.runs
+    if spec.where:
+        runs = runs.filter(pl.col("job").is_in(_jobs_where(evidence.meta, spec.where)))
     named = (
         list(spec.variants)
         if spec.variants
         else runs["variant"].unique(maintain_order=True).to_list()
     )
-    if spec.metric not in runs.columns:
+    scope = f" with {_where_words(spec)}" if spec.where else ""
+    if not named or spec.metric not in runs.columns:
+        missing = (
+            f"no job of the study{scope} has a run"
+            if not named
+            else f"no run of the study's jobs has a final {spec.metric!r}"
+        )
         return [
             Claim(
                 f"{spec.metric}_threshold",
@@ -164,17 +187,17 @@ def judge_threshold(spec: ThresholdClaim, evidence: Evidence, exp: Expectations)
                 0,
                 0,
                 expected=spec.target,
-                detail=f"no run of the study's jobs has a final {spec.metric!r}",
+                detail=missing,
             )
             for variant in named or [EVERY_VARIANT]
         ]
     values = finite_rows(runs.with_columns(pl.col(spec.metric).alias("value")), "value")
     claims = []
-    for variant in named or [EVERY_VARIANT]:
+    for variant in named:
         mine = values.filter(pl.col("variant") == variant)
         if runs.filter(pl.col("variant") == variant).height == 0:
             claim = _variant_claim(spec, variant, mine, "")
-            claim.detail = f"no job of the study has a run of variant {variant!r}"
+            claim.detail = f"no job of the study{scope} has a run of variant {variant!r}"
             claims.append(claim)
             continue
         stopped = mine.filter(pl.col("stopped").is_not_null())
