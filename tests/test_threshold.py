@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from tests.conftest import Cli
+from tests.conftest import Cli, client_for
 from tracker.analysis.claims import judge_claims
 from tracker.analysis.claims.specs import ThresholdClaim
 from tracker.analysis.claims.threshold import runs_to_settle
@@ -67,6 +67,11 @@ def test_real_records_are_judged_by_the_record_rule(cli: Cli) -> None:
         assert row["claim"] == "val_loss_threshold"
         if variant in README_P:
             assert round(p, 4) == README_P[variant]
+    with client_for(cli.url, study="speedrun") as client:
+        served = client.get("/api/claims").json()
+        assert {row["subject"]: row for row in served} == rows
+        home = client.get("/")
+        assert home.status_code == 200 and "CautiousWDAdam" in home.text
     # two runs 3.2784 and 3.2787: below 3.28, but p = 0.033 by the rule's test
     lm_head = rows["ImprovedLMHead"]
     assert lm_head["next_runs"].startswith("run 1 more ImprovedLMHead run (about ")
