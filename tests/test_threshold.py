@@ -169,3 +169,15 @@ def test_the_speedrun_jobs_are_arms_only(cli: Cli, tmp_path: Path) -> None:
     assert not list(job.glob("mem_sweep.json"))
     out = cli("ingest", str(job), "--study", "speedrun").stdout
     assert out == "LogitRescale: ingested 0 probes (0 failed), 9 arms, 162 points\n"
+
+
+def test_the_stated_error_rates_of_the_record_rule() -> None:
+    """bench/bench_threshold.py's rates at 10 runs (docs/claims.md), seeded: the fixed rule's
+    1% holds at one look, not when looking after every run; the anytime rule's stays low."""
+    from bench.bench_threshold import SD, TARGET, reproduced
+
+    rng = np.random.default_rng(5)
+    fixed, anytime = reproduced(rng.normal(TARGET, SD, (20_000, 10)))
+    assert 0.007 < fixed[:, -1].mean() < 0.013
+    assert fixed.any(axis=1).mean() > 0.03  # peeking: several times the 1%
+    assert anytime.any(axis=1).mean() < 0.02

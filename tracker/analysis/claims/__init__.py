@@ -1,5 +1,9 @@
 """Claims: the study's verdicts judged on every job's evidence together (docs/claims.md).
 
+The registry of claim kinds: each kind's parameters are a pydantic model (``specs.SPECS``,
+what a study file's ``[[claims]]`` picks) and its rows come from its judge function
+(``JUDGES``); a study judges exactly the claims its file lists, in their order.
+
 Pure statistics over polars frames; the statistics are scipy.stats': Welch's interval
 (``ttest_ind(equal_var=False).confidence_interval``), the equivalence test as two one-sided
 Welch tests, ``binomtest(k, n).proportion_ci`` and ``mannwhitneyu`` for the probability of
