@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from tracker.analysis.claims import judge_claims
+from tracker.analysis.claims.judge import judge_claims
 from tracker.analysis.claims.specs import (
     EquivalenceClaim,
     NoninferiorityClaim,

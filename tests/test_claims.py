@@ -410,7 +410,7 @@ def test_the_demo_prints_its_claims_and_they_decide(cli: Cli, tmp_path: Path) ->
 def test_the_stratified_bootstrap_agrees_with_scipys_on_strata_as_samples(
     exp: Expectations,
 ) -> None:
-    from tracker.analysis.claims import stratified_bootstrap
+    from tracker.analysis.claims.stochastic import stratified_bootstrap
 
     candidate = {"a": np.array([1.0, 2.0, 4.0]), "b": np.array([3.0, 5.0]), "c": np.array([2.0])}
     baseline = {"a": np.array([0.5, 1.5]), "b": np.array([2.0, 2.5, 2.0, 7.0])}
@@ -437,7 +437,7 @@ def test_the_stratified_bootstrap_agrees_with_scipys_on_strata_as_samples(
 
 
 def test_separating_metadata_names_only_keys_that_split_failing_from_passing() -> None:
-    from tracker.analysis.claims import separating_metadata
+    from tracker.analysis.claims.rules import separating_metadata
 
     meta = pl.DataFrame(
         {

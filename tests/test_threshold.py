@@ -16,7 +16,7 @@ import pytest
 from scipy import stats
 
 from tests.conftest import Cli, client_for
-from tracker.analysis.claims import judge_claims
+from tracker.analysis.claims.judge import judge_claims
 from tracker.analysis.claims.specs import ThresholdClaim
 from tracker.analysis.claims.threshold import runs_to_settle
 from tracker.analysis.expectations import Expectations, study_expectations

@@ -13,7 +13,7 @@ import polars as pl
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
-from tracker.analysis.claims import COLUMNS, judge_claims, run_metrics
+from tracker.analysis.claims.judge import COLUMNS, judge_claims, run_metrics
 from tracker.completeness import summary_steps
 from tracker.domain import LOSS
 from tracker.models import Curve, Job, JobMeta, Run
