@@ -623,6 +623,36 @@ def test_custom_file_changes_a_tolerance_and_flips_a_verdict(
             "gate.configuration must be a non-empty string, got ''",
         ),
         (lambda t: t.replace(GATE_KEYS, "", 1), "missing key gate.configuration"),
+        (
+            lambda t: t.replace('kind = "equivalence"', 'kind = "equivalance"', 1),
+            "claims #2: unknown claim kind 'equivalance'; the known kinds: memory, equivalence, "
+            "noninferiority, threshold, tracks_seed_noise, diverges; did you mean equivalence?",
+        ),
+        (
+            lambda t: t.replace("\nmargin = 0.01\n", "\n", 1),
+            "claims #2 (equivalence): missing key margin",
+        ),
+        (
+            lambda t: t.replace("min_share = 0.25", "min_share = 1.5", 1),
+            "claims #3 (tracks_seed_noise): min_share must be in (0, 1), got 1.5",
+        ),
+        (
+            lambda t: t.replace("min_share = 0.25", "min_shares = 0.25", 1),
+            "claims #3 (tracks_seed_noise): unknown key min_shares; did you mean min_share?",
+        ),
+        (
+            lambda t: t.replace('design = "anytime"', 'design = "fixd"', 1),
+            "claims #2 (equivalence): design must be 'anytime' or 'fixed', got 'fixd'",
+        ),
+        (
+            lambda t: t.replace('lengths = "matched"', 'lengths = "mine"', 1),
+            "claims #2 (equivalence): lengths must be 'matched' or 'own', got 'mine'",
+        ),
+        (
+            lambda t: t.replace('kind = "diverges"', "", 1),
+            "claims #4: missing key kind (one of memory, equivalence, noninferiority, "
+            "threshold, tracks_seed_noise, diverges)",
+        ),
     ],
 )
 def test_broken_file_raises_bad_expectations(tmp_path: Path, edit: Any, problem: str) -> None:

@@ -121,7 +121,7 @@ def test_a_clean_jobs_validation_loss_check_fails_at_most_at_the_stated_rate(
     a clean job) fail at most (1 - confidence) / 2 of the time; truly equal ones never."""
     rng = np.random.default_rng(11)
     margin, sd = exp.training.val_loss.candidate_margin, 0.003
-    for shift, bound in ((0.0, 0.005), (margin, (1 - exp.claims.confidence) / 2 + 0.02)):
+    for shift, bound in ((0.0, 0.005), (margin, (1 - exp.training.val_loss.level) / 2 + 0.02)):
         fails = 0
         for _ in range(800):
             losses = 3.28 + sd * rng.standard_normal(3)

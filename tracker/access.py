@@ -70,16 +70,17 @@ def check_study(name: str) -> str:
 
 
 def studies() -> list[Row]:
-    """The packaged studies: ``name``, ``title``, ``paper`` and how many of its ``claims``
-    each checks, the default study first."""
+    """The packaged studies: ``name``, ``title``, ``paper`` and how many ``claims`` each
+    judges (its ``[[claims]]``), the default study first."""
     from tracker.analysis.expectations import study_expectations, study_names
 
     rows: list[Row] = []
     for name in study_names():
-        study = study_expectations(name).study
+        exp = study_expectations(name)
+        study = exp.study
         assert study is not None  # every packaged file says which paper it reproduces
         rows.append(
-            {"name": name, "title": study.title, "paper": study.paper, "claims": len(study.claims)}
+            {"name": name, "title": study.title, "paper": study.paper, "claims": len(exp.claims)}
         )
     return rows
 

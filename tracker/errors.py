@@ -303,5 +303,9 @@ class JobOfOtherStudy(TrackerError):
     """job {job!r} is of study {actual!r}, not {study!r}"""
 
 
+class NoSampleJobs(TrackerError):
+    """study {study!r} has no sample jobs for the demo; the studies that have: {known}"""
+
+
 class UnknownStudy(TrackerError):
     """unknown study {study!r}; the packaged studies: {known}"""

@@ -18,7 +18,9 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, PrivateAttr, ValidationError
 from pydantic_core import PydanticCustomError
 
+from tracker.analysis.claims.specs import ClaimSpec, parse_claims
 from tracker.analysis.expectations_file import problem_of
+from tracker.analysis.fields import Fraction, Integer, Number, Positive, Rate, String
 from tracker.errors import BadExpectations, UnknownStudy, known_names
 
 STUDIES_PACKAGE = "tracker.studies"
@@ -26,14 +28,6 @@ DEFAULT_STUDY = "flashoptim"
 COMPONENTS = ("params", "state", "grads")
 # The probe fields of bytes/param and the components each one sums.
 BPP_SUMS = {f"bpp_{c}": (c,) for c in COMPONENTS} | {"bpp_params_state_grads": COMPONENTS}
-
-# The constraints of a value; problem_of words their errors as the messages of the file.
-Number = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
-Positive = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
-Fraction = Annotated[float, Field(strict=True, gt=0, lt=1, allow_inf_nan=False)]
-Rate = Annotated[float, Field(strict=True, gt=0, le=1, allow_inf_nan=False)]
-Integer = Annotated[int, Field(strict=True, ge=1)]
-String = Annotated[str, Field(strict=True, pattern=r"\S")]
 
 
 def _keys(value: Any) -> tuple[str, ...]:
@@ -121,6 +115,7 @@ class ValLoss(_Rows):
     tolerance: Number
     candidate_margin: Positive  # candidate minus baseline, per job
     paper_steps: Integer  # the paper's run length: where its validation losses apply
+    level: Fraction  # of the interval of the job's own check (candidate minus baseline)
     __pydantic_extra__: dict[str, Positive]
 
     def paper(self, variant: str) -> float | None:
@@ -140,20 +135,6 @@ class TrainingExpectations(_Table):
     val_loss: ValLoss
 
 
-class ClaimsExpectations(_Table):
-    """How cross-job claims are decided (see docs/claims.md)."""
-
-    confidence: (
-        Fraction  # of the CS, the Welch interval (TOST at (1 - confidence)/2 a side), bootstrap
-    )
-    val_loss_margin: Positive  # equivalence margin of the final validation losses
-    bootstrap_resamples: Integer
-    bootstrap_seed: Integer
-    min_share_within: Fraction  # share of jobs within seed noise the tracking claim needs
-    proportion_confidence: Fraction  # of the binomial interval of that share
-    sequential_planned_runs: Positive = 20.0  # runs per arm where the equivalence CS is tightest
-
-
 class GateExpectations(_Table):
     """When ``compare`` counts a change as a regression."""
 
@@ -171,7 +152,6 @@ class Study(_Table):
     title: String
     paper: String  # authors, title, venue and year
     source: String  # where its numbers come from
-    claims: list[String]  # the paper's claims the study checks, one sentence each
 
 
 class Look(_Table):
@@ -195,7 +175,8 @@ class Expectations(_Table):
 
     memory: MemoryExpectations
     training: TrainingExpectations
-    claims: ClaimsExpectations
+    # what the study claims, judged across its jobs, in this order (``[[claims]]``)
+    claims: Annotated[tuple[ClaimSpec, ...], PlainValidator(parse_claims)]
     gate: GateExpectations
     study: Study | None = None  # a user's copy may leave it out
     style: Style | None = None  # the figures read the packaged studies' (``study_styles``)

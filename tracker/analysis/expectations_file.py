@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 TABLES = frozenset(
-    {"memory", "training", "claims", "gate", "study", "memory.expected_bpp", "memory.table4",
+    {"memory", "training", "gate", "study", "memory.expected_bpp", "memory.table4",
      "memory.gpt2_124m", "memory.known_differences", "training.val_loss"}
 )  # fmt: skip
 
@@ -70,10 +70,10 @@ def problem_of(exc: ValidationError) -> str:
         return f"missing table [{where}]" if where in TABLES else f"missing key {where}"
     if error["type"] in ("model_type", "dict_type"):
         return f"{where} must be a table, got {error['input']!r:.60}"
-    return f"{where} {_words(error)}"
+    return f"{where} {words(error)}"
 
 
-def _words(error: Any) -> str:
+def words(error: Any) -> str:
     """What is wrong with the value, as the file's readers have always been told."""
     kind, value = error["type"], error["input"]
     if kind in ("float_type", "finite_number"):

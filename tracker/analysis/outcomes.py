@@ -2,7 +2,7 @@
 
 * ``diverged``: the divergent ablation must diverge, and no other arm may;
 * ``val_loss`` (per seed of the candidate): the candidate's final validation loss minus the
-  mean of the job's baseline seeds, FAIL only when its interval at ``[claims] confidence``,
+  mean of the job's baseline seeds, FAIL only when its interval at ``[training.val_loss] level``,
   from the job's own seed spread, lies outside ``[training.val_loss] candidate_margin``; the
   job's own baseline is the reference, whatever the run's length;
 * ``val_loss_paper`` (per arm of a variant the paper reports): the paper's number, only for
@@ -200,7 +200,7 @@ def _candidate_verdict(
             f"within ± {margin:g} (the job's seed spread: sd {spread.sd:.4f}, {spread.df} df){note}"
         )
         return Verdict("val_loss", cand, diff, 0.0, margin, PASS, detail)
-    level = exp.claims.confidence
+    level = exp.training.val_loss.level
     half = t_quantile(1 - (1 - level) / 2, spread.df) * spread.sd * math.sqrt(1 + 1 / len(kept))
     low, high = diff - half, diff + half
     status = FAIL if low > margin or high < -margin else PASS

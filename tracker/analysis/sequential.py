@@ -33,6 +33,7 @@ __all__ = [
     "Interval",
     "bernoulli_cs",
     "boundary_factor",
+    "mean_cs",
     "mean_difference_cs",
     "small_sample_factor",
 ]
@@ -82,6 +83,16 @@ def mean_difference_cs(x: np.ndarray, y: np.ndarray, level: float, planned: floa
     half = se * float(boundary_factor(t, alpha, planned)) * float(small_sample_factor(df, alpha))
     diff = float(x.mean() - y.mean())
     return Interval(diff - half, diff + half)
+
+
+def mean_cs(x: np.ndarray, level: float, planned: float) -> Interval:
+    """The CS at ``level`` of ``mean(x)``, two or more values: ``mean_difference_cs``'s
+    boundary with one sample's standard error, widened at its ``n - 1`` degrees of freedom."""
+    alpha, n = 1 - level, len(x)
+    se = math.sqrt(x.var(ddof=1) / n)
+    half = se * float(boundary_factor(n, alpha, planned)) * float(small_sample_factor(n - 1, alpha))
+    mean = float(x.mean())
+    return Interval(mean - half, mean + half)
 
 
 def _log_ratio(k: int, n: int, p: np.ndarray) -> np.ndarray:

@@ -132,3 +132,22 @@ def mann_whitney_u(a: np.ndarray, b: np.ndarray) -> float:
     below = np.searchsorted(ordered, a, side="left").sum()
     not_above = np.searchsorted(ordered, a, side="right").sum()
     return float(below + not_above) / 2
+
+
+def one_sample_ttest(x: np.ndarray, target: float, alternative: Alternative) -> WelchTest:
+    """Student's one-sample t test of ``mean(x)`` against ``target``, two or more finite
+    values: ``scipy.stats.ttest_1samp(x, target, alternative=alternative)``, ``t = (mean(x)
+    - target) / (s / sqrt(n))`` on ``n - 1`` degrees of freedom; t = ±inf (p 0 or 1) when
+    every value is the same and not the target."""
+    n = len(x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sd = np.sqrt(np.mean((x - x.mean()) ** 2) * (n / np.float64(n - 1)))
+        t = (np.float64(x.mean()) - np.float64(target)) / (sd / np.sqrt(np.float64(n)))
+    stdtr, df = _scipy_special().stdtr, float(n - 1)
+    if alternative == "less":
+        pvalue = stdtr(df, t)
+    elif alternative == "greater":
+        pvalue = stdtr(df, -t)
+    else:
+        pvalue = 2 * stdtr(df, -abs(t))
+    return WelchTest(float(t), df, float(pvalue))

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tracker.errors import NoSampleJobs, known_names
 from tracker.jobdir.sample_arms import parse_arm, write_arm
 from tracker.jobdir.sample_probes import (
     ADAM8BIT_VARIANTS,
@@ -154,6 +155,13 @@ SAMPLE_STUDIES: dict[str, SampleStudy] = {
 }
 
 
+def sample_study(study: str) -> SampleStudy:
+    """The sample jobs' parameters of ``study``; ``NoSampleJobs`` when it has none."""
+    if study not in SAMPLE_STUDIES:
+        raise NoSampleJobs(study=study, known=known_names(SAMPLE_STUDIES))
+    return SAMPLE_STUDIES[study]
+
+
 def demo_meta(name: str) -> dict[str, str]:
     """The ingest metadata of the demo job ``name``: ``DEMO_META``'s, another study's job with
     its own library's version."""
@@ -175,7 +183,7 @@ def write_demo_jobs(root: Path, steps: int = 2000, study: str = "flashoptim") ->
     library regression, in the flashoptim study). Another study's names start with its
     ``job_prefix``; ``demo_meta`` holds their ingest metadata.
     """
-    root, sample = Path(root), SAMPLE_STUDIES[study]
+    root, sample = Path(root), sample_study(study)
     shift = 0.5 if study == "flashoptim" else 0.0
     return [
         write_sample_job(
@@ -195,7 +203,7 @@ def write_demo_seed_jobs(root: Path, steps: int = 2000, study: str = "flashoptim
     """Three more demo jobs, ``job4`` to ``job6`` (seeds 3 to 5, no failed probe), each with
     two seeds of the baseline and of the candidate (``seed_arms``): the pooled seeds the
     cross-job claims judge. ``demo_meta`` holds their ingest metadata."""
-    root, sample = Path(root), SAMPLE_STUDIES[study]
+    root, sample = Path(root), sample_study(study)
     return [
         write_sample_job(
             root / f"{sample.job_prefix}job{seed + 1}",

@@ -13,7 +13,7 @@ import polars as pl
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
-from tracker.analysis.claims import COLUMNS, judge_claims
+from tracker.analysis.claims.judge import COLUMNS, judge_claims, run_metrics
 from tracker.completeness import summary_steps
 from tracker.domain import LOSS
 from tracker.models import Curve, Job, JobMeta, Run
@@ -100,7 +100,8 @@ def claims(
     jobs = jobs.with_columns(
         pl.col("job_id").replace_strict(studies, default=exp.study_name).alias(STUDY)
     )
-    evidence = _evidence(session, jobs, exp)
+    metrics = set().union(*(run_metrics(exp.judging(s)) for s in jobs[STUDY].unique()))
+    evidence = _evidence(session, jobs, exp, metrics)
     keys = ((STUDY,) if jobs[STUDY].n_unique() > 1 else ()) + selection.group_by
     groups = jobs.group_by(list(dict.fromkeys((STUDY, *keys))), maintain_order=True).agg(
         pl.col("job")
@@ -123,10 +124,12 @@ def claims(
     return pl.concat(frames) if frames else pl.DataFrame(schema=schema)
 
 
-def _runs(session: Session, ids: list[int]) -> pl.DataFrame:
+def _runs(session: Session, ids: list[int], metrics: set[str]) -> pl.DataFrame:
     """The runs of the jobs ``ids``, with their length (``run_steps``: the summary's, else
     the loss curve's last step + 1), whether they stopped early (``stopped``: the message,
-    else null) and their logged wall time in hours."""
+    else null), their logged wall time in hours and the ``metrics`` their summaries give
+    beyond ``val_loss`` (a column each, null where a summary has no such number)."""
+    extras = sorted(metrics - set(RUN_SCHEMA))
     query = (
         select(Run.job_id, Run.arm, Run.variant, Run.val_loss, Run.diverged, Run.extra)
         .add_columns(Curve.last_step)
@@ -147,15 +150,22 @@ def _runs(session: Session, ids: list[int]) -> pl.DataFrame:
                 "diverged": row.diverged,
                 "steps": steps if steps is not None or row.last_step is None else row.last_step + 1,
                 "hours": wall / 3600 if isinstance(wall, int | float) else None,
+                **{name: _number(extra.get(name)) for name in extras},
             }
         )
-    frame = pl.DataFrame(records, schema={k: v for k, v in RUN_SCHEMA.items() if k != "stopped"})
+    schema = {k: v for k, v in RUN_SCHEMA.items() if k != "stopped"}
+    frame = pl.DataFrame(records, schema=schema | dict.fromkeys(extras, pl.Float64))
     stopped = stopped_runs(session, ids)
-    return frame.join(stopped, on=["job_id", "arm"], how="left").select(list(RUN_SCHEMA))
+    return frame.join(stopped, on=["job_id", "arm"], how="left").select(*RUN_SCHEMA, *extras)
+
+
+def _number(value: object) -> float | None:
+    """A summary's number as a float; None for anything else (text, a flag, nothing)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _evidence(
-    session: Session, jobs: pl.DataFrame, exp: Expectations
+    session: Session, jobs: pl.DataFrame, exp: Expectations, metrics: set[str]
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """What the claims judge, each frame with a ``job`` column naming the job: the stored
     verdicts (in job order), the derived numbers, the runs and the metadata of ``jobs``."""
@@ -178,7 +188,7 @@ def _evidence(
         ],
         schema={"job": pl.String, **dict.fromkeys(NUMBERS, pl.Float64)},
     )
-    runs = _runs(session, ids)
+    runs = _runs(session, ids, metrics)
     meta = query_frame(
         session,
         select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(ids)),

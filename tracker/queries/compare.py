@@ -115,10 +115,10 @@ def _unit(check: str) -> str:
 
 
 def _tolerance(a: Verdict, b: Verdict, exp: Expectations) -> float | None:
-    """The check's own tolerance: the claims' margin for the validation loss, else the first
+    """The check's own tolerance: its margin for the validation loss, else the first
     job's verdict's (a bytes/param tolerance with that job's fixed overhead), else the second's."""
     if a.check == VAL_LOSS_CHECK:
-        return exp.claims.val_loss_margin
+        return exp.training.val_loss.candidate_margin
     found = a.tolerance if a.tolerance is not None else b.tolerance
     return float(found) if found is not None else None
 

@@ -92,3 +92,14 @@ def spread(values: pl.Series) -> tuple[float | None, float | None, float | None]
 def finite_rows(frame: pl.DataFrame, column: str) -> pl.DataFrame:
     """The rows of ``frame`` whose ``column`` is a finite number."""
     return frame.filter(pl.col(column).is_not_null() & pl.col(column).is_finite())
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the claims judge, one row per job and item (tracker.analysis.claims' docstring):
+    the jobs' own ``verdicts``, their derived ``numbers``, their ``runs`` and ``meta``."""
+
+    verdicts: pl.DataFrame
+    numbers: pl.DataFrame
+    runs: pl.DataFrame
+    meta: pl.DataFrame

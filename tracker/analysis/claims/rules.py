@@ -5,11 +5,11 @@ the failing jobs from the others."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from tracker.analysis.checks import CLAIM_OF, Check
+from tracker.analysis.checks import BPP, CLAIM_OF, GPT2_124M, TABLE4, Check
 from tracker.analysis.claims.common import (
     INCONCLUSIVE,
     MIXED,
@@ -17,12 +17,17 @@ from tracker.analysis.claims.common import (
     RANGE,
     REPRODUCED,
     Claim,
+    Evidence,
     finite_float,
     num,
     some_jobs,
 )
+from tracker.analysis.claims.specs import MemoryClaim
 from tracker.analysis.stats import clopper_pearson
 from tracker.analysis.verdict import FAIL, KNOWN, PASS
+
+if TYPE_CHECKING:
+    from tracker.analysis.expectations import Expectations
 
 # Per-job verdict checks judged job by job, and the claim each one feeds.
 DETERMINISTIC = CLAIM_OF
@@ -76,13 +81,11 @@ def _statement(claim: str, subject: str, expected: float | None, tolerance: floa
     return f"{subject}: its {part} {exp} GiB as in the paper's appendix (± {tol} GiB)"
 
 
-def _deterministic_groups(verdicts: pl.DataFrame) -> pl.DataFrame:
-    """One row per deterministic check and subject: how many jobs judged it, which passed and
-    which failed, the spread of the measured values and the expected value."""
+def _deterministic_groups(verdicts: pl.DataFrame, checks: list[Check]) -> pl.DataFrame:
+    """One row per deterministic check of ``checks`` and subject: how many jobs judged it,
+    which passed and which failed, the spread of the measured values and the expected value."""
     # a verdict without an expected value has nothing to reproduce (no analytic bytes/param)
-    checked = verdicts.filter(
-        pl.col("check").is_in(list(DETERMINISTIC)) & pl.col("expected").is_not_null()
-    )
+    checked = verdicts.filter(pl.col("check").is_in(checks) & pl.col("expected").is_not_null())
     # one aggregation for all of them: a filter per claim costs more than judging it
     # KNOWN: outside tolerance for a reason the expectations file names; the paper's number is
     # still not reproduced, so it counts against the claim, and the claim says why
@@ -161,10 +164,31 @@ def _judged_claim(name: str, subject: str, group: dict[str, Any], meta: pl.DataF
     )
 
 
-def deterministic_claims(verdicts: pl.DataFrame, meta: pl.DataFrame) -> list[Claim]:
-    """One claim per deterministic check and subject, judged job by job."""
+# The deterministic checks of each part of the ``memory`` claim kind.
+MEMORY_CHECKS = {
+    "bytes_per_param": list(BPP.values()),
+    "table4": list(TABLE4.values()),
+    "gpt2_124m": list(GPT2_124M.values()),
+}
+
+
+def judge_memory(spec: MemoryClaim, evidence: Evidence, exp: Expectations) -> list[Claim]:
+    """The per-job memory checks ``spec`` lists, judged job by job, then failed probes."""
+    checks = [check for part in spec.checks for check in MEMORY_CHECKS.get(part, [])]
+    claims = deterministic_claims(evidence.verdicts, evidence.meta, checks)
+    if "probe_failures" in spec.checks:
+        claims += probe_failure_claims(evidence.verdicts, evidence.meta)
+    return claims
+
+
+def deterministic_claims(
+    verdicts: pl.DataFrame, meta: pl.DataFrame, checks: list[Check] | None = None
+) -> list[Claim]:
+    """One claim per deterministic check (of ``checks``, else all) and subject, judged job
+    by job."""
     claims = []
-    for group in _deterministic_groups(verdicts).iter_rows(named=True):
+    chosen = list(DETERMINISTIC) if checks is None else checks
+    for group in _deterministic_groups(verdicts, chosen).iter_rows(named=True):
         name, subject = DETERMINISTIC[group["check"]], group["subject"]
         if group["n"] == 0:
             claims.append(_unjudged_claim(name, subject, group))
