@@ -30,7 +30,7 @@ from tracker.analysis.job import analyze_job
 from tracker.jobdir.sample import write_sample_job
 from tracker.queries import tables
 from tracker.queries.compare import CHANGES
-from tracker.queries.selection import Selection
+from tracker.queries.selection import JobSelection
 from tracker.store.jobdata import load_job_data
 
 STEPS = 40
@@ -927,16 +927,16 @@ def test_probes_runs_and_trend_never_read_points(study: Study, engine: Engine) -
     event.listen(engine, "before_cursor_execute", record)
     try:
         with Session(engine) as session:
-            everything = Selection(group_by=("gpu",), where=(("gpu", "A10G"),))
+            everything = JobSelection(group_by=("gpu",), where=(("gpu", "A10G"),))
             assert tables.probes(session, everything).height > 0
-            assert tables.probes(session, Selection(), failed=True).height > 0
+            assert tables.probes(session, JobSelection(), failed=True).height > 0
             assert tables.runs(session, everything).height > 0
             assert tables.runs(session, everything, aggregate_seeds=True).height > 0
             for metric in ("bpp_state", "peak_bpp", "val_loss", "min_loss", "last_loss", "points"):
                 assert tables.trend(session, everything, metric, load_expectations()).height > 0
         summary_statements = list(statements)
         with Session(engine) as session:
-            assert tables.curve(session, Selection(), ("ref_s0",)).height > 0
+            assert tables.curve(session, JobSelection(), ("ref_s0",)).height > 0
     finally:
         event.remove(engine, "before_cursor_execute", record)
     point = re.compile(r"\bcurve_chunk\b", re.IGNORECASE)

@@ -15,7 +15,7 @@ from tracker.completeness import stopped_arms, summary_steps
 from tracker.domain import LOSS
 from tracker.errors import UnknownArm, UnknownMetric, did_you_mean, known_names
 from tracker.models import Curve, Job, Probe, Run
-from tracker.queries.selection import Selection, selected_jobs
+from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.queries.window import check_window, kept, read_window
 from tracker.store.catalog import PROBE_NUMBERS
 from tracker.store.frames import query_frame
@@ -31,7 +31,7 @@ RUN_ID = "#run"
 RUN_METRICS = ("val_loss", "final_loss", "min_loss", "last_loss", "points")
 
 
-def _filtered(query: Any, entity: Any, selection: Selection, job_ids: list[int]) -> Any:
+def _filtered(query: Any, entity: Any, selection: JobSelection, job_ids: list[int]) -> Any:
     query = query.where(entity.job_id.in_(job_ids))
     if selection.models:
         query = query.where(entity.model.in_(selection.models))
@@ -49,7 +49,7 @@ def with_jobs(jobs: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
 
 def probes(
     session: Session,
-    selection: Selection,
+    selection: JobSelection,
     *,
     failed: bool = False,
     jobs: pl.DataFrame | None = None,
@@ -79,7 +79,7 @@ def probes(
     )
 
 
-def arm_rows(session: Session, selection: Selection, job_ids: list[int]) -> pl.DataFrame:
+def arm_rows(session: Session, selection: JobSelection, job_ids: list[int]) -> pl.DataFrame:
     """One row per arm of the jobs ``job_ids`` (``job_id`` first) that the selection's models,
     variants and conditions on runs keep: its summary and its loss curve's (steps: the last
     step; points; nonfinite: its NaN and infinite points), and its notes in one line."""
@@ -138,7 +138,7 @@ def stopped_runs(session: Session, job_ids: list[int]) -> pl.DataFrame:
 
 def runs(
     session: Session,
-    selection: Selection,
+    selection: JobSelection,
     *,
     aggregate_seeds: bool = False,
     jobs: pl.DataFrame | None = None,
@@ -176,7 +176,9 @@ def runs(
     )
 
 
-def trend(session: Session, selection: Selection, metric: str, exp: Expectations) -> pl.DataFrame:
+def trend(
+    session: Session, selection: JobSelection, metric: str, exp: Expectations
+) -> pl.DataFrame:
     """One figure of merit across jobs in job order, with the change from the previous job.
 
     A probe field gives one series per (model, variant); a run field one per (model, variant)
@@ -230,7 +232,7 @@ def _with_targets(
 
 def curve(
     session: Session,
-    selection: Selection,
+    selection: JobSelection,
     arms: tuple[str, ...],
     *,
     metric: str = LOSS,
