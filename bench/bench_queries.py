@@ -31,11 +31,13 @@ from sqlalchemy.orm import Session
 from tracker.analysis.expectations import load_expectations
 from tracker.jobdir.sample import write_sample_job
 from tracker.queries import tables
+from tracker.queries.runs import run_table
 from tracker.queries.selection import JobSelection
 from tracker.services.ingest import ingest_job
 from tracker.store.points import INSERT_SQLITE, chunk_rows
 from tracker.store.schema import open_database
 from tracker.store.transactions import write_session
+from tracker.summary.version import expectations_digest
 
 TEMPLATE_STEPS = 50
 EXP = load_expectations()
@@ -47,8 +49,8 @@ VALUE = "2.9 + 8.0 / (1.0 + ({step}) / 50.0) + (({run_id}) % 97) * 1e-4"
 
 QUERIES: dict[str, Callable[[Session], Any]] = {
     "probes": lambda s: tables.probes(s, JobSelection()),
-    "runs": lambda s: tables.runs(s, JobSelection()),
-    "runs --aggregate-seeds": lambda s: tables.runs(s, JobSelection(), aggregate_seeds=True),
+    "runs": lambda s: run_table(s, JobSelection(), expectations_digest(EXP)),
+    "runs --aggregate-seeds": lambda s: tables.seeds(s, JobSelection()),
     "trend bpp_state (probe)": lambda s: tables.trend(s, JobSelection(), "bpp_state", EXP),
     "trend val_loss (run)": lambda s: tables.trend(s, JobSelection(), "val_loss", EXP),
 }

@@ -29,9 +29,11 @@ from tracker.queries import compare as _compare
 from tracker.queries import tables
 from tracker.queries.compare import Comparison
 from tracker.queries.export import export_curves
+from tracker.queries.runs import run_table
 from tracker.queries.selection import JobSelection
 from tracker.store.engine import create_tracker_engine
 from tracker.store.sqlite_files import refuse_missing_file
+from tracker.summary.version import expectations_digest
 
 if TYPE_CHECKING:
     from tracker.report import Report
@@ -131,9 +133,14 @@ def runs(
     aggregate_seeds: bool = False,
     **filters: Unpack[Filters],
 ) -> pl.DataFrame:
-    """One row per arm per job, or per (job, model, variant) with seeds aggregated."""
+    """The runs table of ``/api/runs``: one row per arm per job (``RUN_COLUMNS``, its job's
+    counts of verdicts by status for the packaged expectations, one column per metadata key);
+    or one per (job, model, variant) with seeds aggregated."""
     selection = _selection(selection, **filters)
-    return with_session(db, lambda s: tables.runs(s, selection, aggregate_seeds=aggregate_seeds))
+    if aggregate_seeds:
+        return with_session(db, lambda s: tables.seeds(s, selection))
+    digest = expectations_digest(load_expectations())
+    return with_session(db, lambda s: run_table(s, selection, digest))
 
 
 def trend(

@@ -136,32 +136,24 @@ def stopped_runs(session: Session, job_ids: list[int]) -> pl.DataFrame:
     return pl.DataFrame(found, schema=schema, orient="row")
 
 
-def runs(
-    session: Session,
-    selection: JobSelection,
-    *,
-    aggregate_seeds: bool = False,
-    jobs: pl.DataFrame | None = None,
+def arm_table(
+    session: Session, selection: JobSelection, jobs: pl.DataFrame | None = None
 ) -> pl.DataFrame:
-    """One row per arm per job; with ``aggregate_seeds`` one per (job, model, variant) with the
-    mean, standard deviation and count over seeds. Grouped by metadata keys, the seeds of all
-    jobs sharing the keys' values are pooled: one row per (values, model, variant), with the
-    number of jobs pooled. ``jobs`` as for ``probes``."""
+    """``arm_rows`` of the selected jobs with their name, time and group columns, in job
+    order. ``jobs`` as for ``probes``."""
     jobs = selected_jobs(session, selection) if jobs is None else jobs
-    table = with_jobs(jobs, arm_rows(session, selection, jobs["job_id"].to_list()))
+    return with_jobs(jobs, arm_rows(session, selection, jobs["job_id"].to_list()))
+
+
+def seeds(
+    session: Session, selection: JobSelection, *, jobs: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """One row per (job, model, variant) with the mean, standard deviation and count over
+    seeds. Grouped by metadata keys, the seeds of all jobs sharing the keys' values are
+    pooled: one row per (values, model, variant), with the number of jobs pooled. ``jobs``
+    as for ``probes``. (One row per arm: ``tracker.queries.runs.run_table``.)"""
+    table = arm_table(session, selection, jobs)
     keys = ["job", "time", *selection.group_by, "model", "variant"]
-    if not aggregate_seeds:
-        return table.select(
-            *keys,
-            "arm",
-            "seed",
-            *RUN_METRICS[:-1],
-            "points",
-            "nonfinite",
-            "diverged",
-            "stopped",
-            "notes",
-        )
     metrics = ("val_loss", "final_loss", "min_loss")
     pooled = []
     if selection.group_by:
@@ -198,7 +190,7 @@ def trend(
         )
     elif metric in RUN_METRICS:
         table = (
-            runs(session, selection)
+            arm_table(session, selection)
             .group_by(["job", "time", *selection.group_by, *series], maintain_order=True)
             .agg(
                 pl.col(metric).cast(pl.Float64).mean().alias("value"),

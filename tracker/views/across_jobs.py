@@ -171,7 +171,7 @@ def cross_job_view(
     if len(jobs) < 2:
         return note(len(jobs))
     probes = tables.probes(session, JobSelection(), jobs=selected)
-    runs = tables.runs(session, JobSelection(), aggregate_seeds=True, jobs=selected)
+    runs = tables.seeds(session, JobSelection(), jobs=selected)
     choice = pick_model(probes, exp.memory.scaling_model_prefix)
 
     def slot(fig: Any, key: str, title: str, height: int, width: int = FULL_WIDTH) -> FigureSlot:
