@@ -10,7 +10,7 @@ ingested by ``ingest_job``, which also stores the job's derived rows; the folder
 removed. The file is kept (default under /tmp, outside git) and reused by later runs when it
 holds the asked number of jobs. Then, in one warm process, best of REPEAT each:
 
-* ``claims(session, Selection(), exp)``: every claim over every job (target < 3 s);
+* ``claims(session, JobSelection(), exp)``: every claim over every job (target < 3 s);
 * the baseline: reading every loss point of every job (``load_curves``, a job at a time),
   the least any computation from points would cost.
 """
@@ -32,7 +32,7 @@ from tracker.analysis.expectations import load_expectations
 from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, Job, Run
 from tracker.queries.claims import claims
-from tracker.queries.selection import Selection
+from tracker.queries.selection import JobSelection
 from tracker.services.ingest import ingest_job
 from tracker.store.curves import load_curves
 from tracker.store.schema import open_database
@@ -106,7 +106,7 @@ def main() -> None:
 
     engine = open_database(url)
     exp = load_expectations()
-    selection = Selection()
+    selection = JobSelection()
     with Session(engine) as session:
         claims(session, selection, exp)  # warm: imports, statement caches, file cache
     claim_s, frame = best_of(engine, lambda s: claims(s, selection, exp), args.repeat)

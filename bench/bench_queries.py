@@ -31,11 +31,13 @@ from sqlalchemy.orm import Session
 from tracker.analysis.expectations import load_expectations
 from tracker.jobdir.sample import write_sample_job
 from tracker.queries import tables
-from tracker.queries.selection import Selection
+from tracker.queries.runs import run_table
+from tracker.queries.selection import JobSelection
 from tracker.services.ingest import ingest_job
 from tracker.store.points import INSERT_SQLITE, chunk_rows
 from tracker.store.schema import open_database
 from tracker.store.transactions import write_session
+from tracker.summary.version import expectations_digest
 
 TEMPLATE_STEPS = 50
 EXP = load_expectations()
@@ -46,11 +48,11 @@ TARGET = 1.5
 VALUE = "2.9 + 8.0 / (1.0 + ({step}) / 50.0) + (({run_id}) % 97) * 1e-4"
 
 QUERIES: dict[str, Callable[[Session], Any]] = {
-    "probes": lambda s: tables.probes(s, Selection()),
-    "runs": lambda s: tables.runs(s, Selection()),
-    "runs --aggregate-seeds": lambda s: tables.runs(s, Selection(), aggregate_seeds=True),
-    "trend bpp_state (probe)": lambda s: tables.trend(s, Selection(), "bpp_state", EXP),
-    "trend val_loss (run)": lambda s: tables.trend(s, Selection(), "val_loss", EXP),
+    "probes": lambda s: tables.probes(s, JobSelection()),
+    "runs": lambda s: run_table(s, JobSelection(), expectations_digest(EXP)),
+    "runs --aggregate-seeds": lambda s: tables.seeds(s, JobSelection()),
+    "trend bpp_state (probe)": lambda s: tables.trend(s, JobSelection(), "bpp_state", EXP),
+    "trend val_loss (run)": lambda s: tables.trend(s, JobSelection(), "val_loss", EXP),
 }
 CONTROL = "curve of one arm (control)"
 
@@ -173,7 +175,7 @@ def measure(path: Path, repeat: int) -> dict[str, tuple[float, int]]:
     engine = open_database(f"sqlite:///{path}")
     try:
         results = {name: best_of(engine, query, repeat) for name, query in QUERIES.items()}
-        control = Selection(jobs=("job0001",))
+        control = JobSelection(jobs=("job0001",))
         results[CONTROL] = best_of(engine, lambda s: tables.curve(s, control, ("ref_s0",)), repeat)
     finally:
         engine.dispose()

@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 from bench import REPO, compile_tracker
 from tracker.analysis.expectations import load_expectations
 from tracker.jobdir.sample import write_sample_job
-from tracker.queries.selection import Selection
+from tracker.queries.selection import JobSelection
 from tracker.report import generate_report
 from tracker.services.ingest import ingest_job
 from tracker.store.schema import open_database
@@ -85,7 +85,7 @@ def main() -> int:
 
         def library(i: int) -> None:
             with Session(engine) as session:
-                generate_report(session, tmp / f"lib{i}", exp, Selection(jobs=(JOB,)))
+                generate_report(session, tmp / f"lib{i}", exp, JobSelection(jobs=(JOB,)))
 
         def cli(i: int) -> None:
             command = [sys.executable, "-m", "tracker", "--db", url, "report"]

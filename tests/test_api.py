@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import math
 import shlex
@@ -89,6 +91,13 @@ CASES: list[tuple[str, Query, tuple[str, ...]]] = [
         ("query", "curve", "--arm", "ref_s0", "--arm", "flash_s0"),
     ),
     ("compare", lambda db: api.compare(db, "j1", "j3"), ("compare", "j1", "j3")),
+    (
+        "a selection given whole",
+        lambda db: api.runs(
+            db, api.JobSelection(variants=("ref",), group_by=("gpu",)), aggregate_seeds=True
+        ),
+        ("query", "runs", "--variant", "ref", "--group-by", "gpu", "--aggregate-seeds"),
+    ),
 ]
 
 
@@ -313,3 +322,26 @@ def test_the_code_digest_follows_every_source_file(tmp_path: Path) -> None:
     assert edited != version.CODE_DIGEST
     (tmp_path / "summary" / "new_part.py").write_text("")
     assert version.code_digest(tmp_path) not in (edited, version.CODE_DIGEST)
+
+
+def test_a_selection_is_given_whole_or_by_keywords_not_both(study: Cli, db_url: str) -> None:
+    with pytest.raises(TypeError, match="give a JobSelection or its parts as keywords"):
+        api.runs(db_url, api.JobSelection(variants=("ref",)), model="gpt-124m")
+
+
+def test_the_front_door_names_each_name_once_by_its_module() -> None:
+    """``tracker.api`` loads a name's module when the name is asked for: the names mypy sees
+    (its ``TYPE_CHECKING`` imports) are those it loads, and each module exports them."""
+    tree = ast.parse(Path(api.__file__).read_text(encoding="utf-8"))
+    typed = {
+        alias.name: node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module != "__future__"
+        for alias in node.names
+        if alias.asname == alias.name
+    }
+    assert typed == api._HOMES
+    for name, module in api._HOMES.items():
+        assert getattr(api, name) is getattr(importlib.import_module(module), name)
+    for module in {module for module in api._HOMES.values() if module.startswith("tracker.api.")}:
+        assert set(importlib.import_module(module).__all__) <= set(api._HOMES)

@@ -24,7 +24,7 @@ from tracker import api
 from tracker.analysis.expectations import Expectations, load_expectations
 from tracker.jobdir.sample import write_sample_job
 from tracker.queries.claims import claims
-from tracker.queries.selection import Selection
+from tracker.queries.selection import JobSelection
 
 STEPS = 60
 SEEDS = ("ref_s0", "ref_s1", "flash_s0", "flash_s1", "linear_s0")
@@ -102,7 +102,7 @@ def row(frame: pl.DataFrame, claim: str, subject: str | None = None) -> dict[str
 
 def judge(engine: Engine, exp: Expectations, **selection: Any) -> pl.DataFrame:
     with Session(engine) as session:
-        return claims(session, Selection(**selection), exp)
+        return claims(session, JobSelection(**selection), exp)
 
 
 def test_equal_distributions_over_many_jobs_and_seeds_are_reproduced(
@@ -284,7 +284,7 @@ def test_claims_read_a_database_opened_read_only(
         engine = create_engine(db_url, execution_options={"postgresql_readonly": True})
     before = judge(api.connect(db_url), exp)
     with Session(engine) as session:
-        read_only = claims(session, Selection(), exp)
+        read_only = claims(session, JobSelection(), exp)
     engine.dispose()
     assert read_only.equals(before)
     # other expectations than the stored ones: analysed from the points, still without writing
@@ -298,7 +298,7 @@ def test_claims_read_a_database_opened_read_only(
         execution_options={} if db_url.startswith("sqlite") else {"postgresql_readonly": True},
     )
     with Session(engine) as session:
-        loose = claims(session, Selection(), load_expectations(custom))
+        loose = claims(session, JobSelection(), load_expectations(custom))
     engine.dispose()
     assert row(loose, "tracks_within_seed_noise")["estimate"] == 1.0
 

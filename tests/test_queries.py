@@ -31,8 +31,10 @@ from tracker.analysis.job import analyze_job
 from tracker.jobdir.sample import write_sample_job
 from tracker.queries import tables
 from tracker.queries.compare import CHANGES
-from tracker.queries.selection import Selection
+from tracker.queries.runs import run_table
+from tracker.queries.selection import JobSelection
 from tracker.store.jobdata import load_job_data
+from tracker.summary.version import expectations_digest
 
 STEPS = 40
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
@@ -68,23 +70,10 @@ PROBE_COLUMNS = [
     "peak_bpp",
     "error",
 ]
-RUN_COLUMNS = [
-    "job",
-    "time",
-    "model",
-    "variant",
-    "arm",
-    "seed",
-    "val_loss",
-    "final_loss",
-    "min_loss",
-    "last_loss",
-    "points",
-    "nonfinite",
-    "diverged",
-    "stopped",
-    "notes",
-]
+# the runs table's (that of /api/runs too): the arm's, its job's verdict counts, its metadata
+RUN_COLUMNS = ["job", "time", "arm", "model", "variant", "seed", "steps", "stopped", "points"]
+RUN_COLUMNS += ["final_loss", "min_loss", "last_loss", "nonfinite", "val_loss", "diverged"]
+RUN_COLUMNS += ["notes", "PASS", "FAIL", "KNOWN", "N/A", "flashoptim", "gpu", "meta.time"]
 AGGREGATE_COLUMNS = [
     "job",
     "time",
@@ -366,6 +355,7 @@ def expected_run(study: Study, job: str, arm: str) -> dict[str, Any]:
         "final_loss": js(info["final_loss"]),
         "min_loss": min(finite),
         "last_loss": js(losses[-1]),
+        "steps": STEPS - 1,
         "points": STEPS,
         "nonfinite": len(losses) - len(finite),
         "diverged": info["diverged"],
@@ -391,8 +381,13 @@ def nonfinite_notes(losses: list[float]) -> str:
 
 
 def test_runs_match_summaries_and_curves(study: Study) -> None:
-    rows = study.rows("query", "runs")
-    assert rows and all(list(r) == RUN_COLUMNS for r in rows)
+    table = study.rows("query", "runs")
+    assert table and all(list(r) == RUN_COLUMNS for r in table)
+    for row in table:
+        meta = {key: row[key] for key in ("flashoptim", "gpu")}
+        assert meta == {key: META[row["job"]].get(key) for key in meta}
+        assert row["meta.time"] == (SHOWN_TIME[row["job"]] if "time" in META[row["job"]] else None)
+    rows = [{k: v for k, v in r.items() if k in arm_columns(study)} for r in table]
     for row in rows:
         check_time(study, row["job"], row.pop("time"))
     expected = [
@@ -403,9 +398,16 @@ def test_runs_match_summaries_and_curves(study: Study) -> None:
     assert rows == expected
     linear = [r for r in rows if r["variant"] == "linear"]
     assert linear and all(r["diverged"] and r["final_loss"] == "NaN" for r in linear)
-    assert study.rows("query", "runs", "--variant", "linear", "--job", "j3") == [
-        {**expected_run(study, "j3", "linear_s0"), "time": SHOWN_TIME["j3"]}
-    ]
+    (linear_j3,) = study.rows("query", "runs", "--variant", "linear", "--job", "j3")
+    assert {k: v for k, v in linear_j3.items() if k in arm_columns(study)} == {
+        **expected_run(study, "j3", "linear_s0"),
+        "time": SHOWN_TIME["j3"],
+    }
+
+
+def arm_columns(study: Study) -> list[str]:
+    """The runs table's columns of an arm's own (``expected_run``'s)."""
+    return [*expected_run(study, "j1", "ref_s0"), "time"]
 
 
 def expected_aggregates(keys: dict[str, Any], arms: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -658,7 +660,7 @@ def test_group_by_adds_a_metadata_column(study: Study) -> None:
     plain = study.rows("query", "probes", "--model", "gpt-124m")
     assert [{k: v for k, v in r.items() if k != "flashoptim"} for r in probes] == plain
     runs = study.rows("query", "runs", "--group-by", "flashoptim", "--group-by", "gpu")
-    assert list(runs[0])[:5] == ["job", "time", "flashoptim", "gpu", "model"]
+    assert list(runs[0]) == RUN_COLUMNS  # every metadata key is a column of the runs table
     gpus = {job: META[job]["gpu"] for job in META}
     assert all((r["flashoptim"], r["gpu"]) == (flashoptim[r["job"]], gpus[r["job"]]) for r in runs)
     trend = study.rows(
@@ -936,16 +938,17 @@ def test_probes_runs_and_trend_never_read_points(study: Study, engine: Engine) -
     event.listen(engine, "before_cursor_execute", record)
     try:
         with Session(engine) as session:
-            everything = Selection(group_by=("gpu",), where=(("gpu", "A10G"),))
+            everything = JobSelection(group_by=("gpu",), where=(("gpu", "A10G"),))
             assert tables.probes(session, everything).height > 0
-            assert tables.probes(session, Selection(), failed=True).height > 0
-            assert tables.runs(session, everything).height > 0
-            assert tables.runs(session, everything, aggregate_seeds=True).height > 0
+            assert tables.probes(session, JobSelection(), failed=True).height > 0
+            digest = expectations_digest(load_expectations())
+            assert run_table(session, everything, digest).height > 0
+            assert tables.seeds(session, everything).height > 0
             for metric in ("bpp_state", "peak_bpp", "val_loss", "min_loss", "last_loss", "points"):
                 assert tables.trend(session, everything, metric, load_expectations()).height > 0
         summary_statements = list(statements)
         with Session(engine) as session:
-            assert tables.curve(session, Selection(), ("ref_s0",)).height > 0
+            assert tables.curve(session, JobSelection(), ("ref_s0",)).height > 0
     finally:
         event.remove(engine, "before_cursor_execute", record)
     point = re.compile(r"\bcurve_chunk\b", re.IGNORECASE)

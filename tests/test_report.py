@@ -38,7 +38,7 @@ from tracker.figures.crossjob import (
 from tracker.figures.trajectories import trajectories_figure
 from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_sample_job
 from tracker.queries.compare import compare_jobs
-from tracker.queries.selection import Selection
+from tracker.queries.selection import JobSelection
 from tracker.report import generate_report
 from tracker.store.jobdata import load_job_data
 from tracker.store.schema import open_database
@@ -77,7 +77,7 @@ def html_files(root: Path) -> list[Path]:
 
 
 def report(engine: Engine, out: Path, exp, jobs=None, force=False):  # type: ignore[no-untyped-def]
-    selection = Selection(jobs=tuple(jobs or ()))
+    selection = JobSelection(jobs=tuple(jobs or ()))
     with Session(engine) as session:
         return generate_report(session, out, exp, selection, force=force)
 
@@ -449,7 +449,7 @@ def test_unknown_job_raises_before_writing(
     cli("ingest", str(write_sample_job(tmp_path / "job1", steps=50)))
     out = tmp_path / "report"
     with Session(engine) as session, pytest.raises(JobNotFound, match="'nope'"):
-        generate_report(session, out, exp, Selection(jobs=("job1", "nope")))
+        generate_report(session, out, exp, JobSelection(jobs=("job1", "nope")))
     assert not out.exists()
 
 

@@ -162,11 +162,11 @@ import json, sys
 from sqlalchemy.orm import Session
 from tracker.analysis.expectations import load_expectations
 from tracker.queries.claims import claims
-from tracker.queries.selection import Selection
+from tracker.queries.selection import JobSelection
 from tracker.store.schema import open_database
 
 with Session(open_database(sys.argv[1])) as session:
-    frame = claims(session, Selection(), load_expectations())
+    frame = claims(session, JobSelection(), load_expectations())
 found = {"claims": sorted(set(frame["claim"])), "scipy.stats": "scipy.stats" in sys.modules}
 print(json.dumps(found))
 """

@@ -10,6 +10,7 @@ import math
 import socket
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from fastapi.testclient import TestClient
@@ -70,6 +71,30 @@ def test_one_row_per_arm_with_verdict_counts_and_metadata(client: TestClient) ->
             assert {s: row[s] for s in counts} == counts
     arms = {(a["arm"], a["final_loss"]) for a in client.get("/api/jobs/j2").json()["arms"]}
     assert {(r["arm"], r["final_loss"]) for r in body["rows"] if r["job"] == "j2"} == arms
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        (),
+        ("--job", "j1", "--where", "gpu=A10G"),
+        ("--where", "val_loss<3.3"),
+        ("--group-by", "gpu"),
+    ],
+)
+def test_the_cli_and_the_server_give_one_runs_table(
+    study: Cli, client: TestClient, db_url: str, options: tuple[str, ...]
+) -> None:
+    """``tracker query runs --format csv`` and ``/api/runs.csv`` of one selection: the same
+    header and rows (``api.runs`` the same columns)."""
+    printed = study("query", "runs", *options, "--format", "csv").stdout
+    pairs = zip(options[::2], options[1::2], strict=True)
+    query = urlencode([(option.removeprefix("--").replace("-", "_"), v) for option, v in pairs])
+    served = client.get(f"/api/runs.csv?{query}")
+    assert served.status_code == 200, served.text
+    assert printed.splitlines()[0] == ",".join([*BASE, "gpu", "note", "meta.time"])
+    assert printed == served.text
+    assert api.runs(db_url).columns == printed.splitlines()[0].split(",")
 
 
 def test_sort_any_column_both_ways(client: TestClient) -> None:

@@ -1,6 +1,5 @@
-"""The ``tracker`` command line: a shell over ``tracker.api`` (its light half,
-``tracker.access``, for the commands that need no polars); each command parses its arguments,
-calls one library function and prints what it returns.
+"""The ``tracker`` command line: a shell over ``tracker.api``, which it imports and nothing below
+it; each command parses its arguments, calls one library function and prints what it returns.
 
 Expected errors (``TrackerError``) become one ``Error: ...`` line on stderr and exit code 1.
 The commands live by subject in this package's modules (importing one registers its

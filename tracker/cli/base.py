@@ -2,7 +2,8 @@
 of the query commands and the parsing of ``KEY=VALUE`` items.
 
 Nothing here imports the library's heavy modules (polars, plotly, the store): the commands
-import ``tracker.api`` when they run, so ``tracker --help`` starts fast.
+ask ``tracker.api`` for a name when they run (it loads the name's module then), so ``tracker
+--help`` starts fast.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -25,6 +26,9 @@ from tracker.config import DATABASE_URL_ENV, database_url
 from tracker.domain import META_KEY
 from tracker.errors import Interrupted, TrackerError, raised_by_interrupt
 from tracker.row_formats import Format, shown
+
+if TYPE_CHECKING:
+    from tracker.api import JobSelection
 
 SIZE = re.compile(r"(\d{1,15})\s*((?:[KMGT]i?B)?)", re.IGNORECASE)
 SIZE_UNITS = (
@@ -56,7 +60,7 @@ class ErrorReportingGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         from sqlalchemy.exc import DBAPIError
 
-        from tracker.access import first_line
+        from tracker import api
 
         main = threading.current_thread() is threading.main_thread()
         before = signal.signal(signal.SIGTERM, _interrupt) if main else None
@@ -72,7 +76,7 @@ class ErrorReportingGroup(TyperGroup):
             if isinstance(exc, TrackerError):  # names in it may come from anywhere
                 typer.echo(f"Error: {shown(str(exc))}", err=True)
             elif isinstance(exc, DBAPIError):  # reads: a damaged file, a server gone away
-                typer.echo(f"Error: database error: {first_line(exc)}", err=True)
+                typer.echo(f"Error: database error: {api.first_line(exc)}", err=True)
             else:
                 raise
             raise typer.Exit(1) from None
@@ -166,17 +170,17 @@ class State:
 
     def engine(self, *, may_create_file: bool = False) -> Any:
         """Only the commands that store data (ingest, demo) may create a SQLite file."""
-        from tracker import access
+        from tracker import api
 
-        return access.open_engine(
+        return api.open_engine(
             self.url, may_create_file=may_create_file, on_lock_wait=_tell_waiting
         )
 
     def storing_engine(self) -> Any:
-        """The engine of a command that stores jobs (``access.storing_engine``)."""
-        from tracker import access
+        """The engine of a command that stores jobs (``api.storing_engine``)."""
+        from tracker import api
 
-        return access.storing_engine(self.url, on_lock_wait=_tell_waiting)
+        return api.storing_engine(self.url, on_lock_wait=_tell_waiting)
 
 
 def _tell_waiting(engine: Any) -> None:
@@ -241,20 +245,37 @@ def parse_meta(items: list[str], param_hint: str = "--meta") -> dict[str, str]:
 
 def parse_since(since: str | None) -> Any:
     """``--since`` as a datetime in UTC (None: every job), checked before the database opens."""
-    from tracker.access import parse_time
+    from tracker import api
 
     try:
-        return None if since is None else parse_time(since)
+        return None if since is None else api.parse_time(since)
     except TrackerError as exc:
         raise typer.BadParameter(str(exc), param_hint="--since") from None
 
 
 def job_selection(
-    job: list[str] | None, where: list[str] | None, since: str | None, study: str | None
-) -> dict[str, Any]:
-    """``--job``, ``--where``, ``--since`` and ``--study`` as ``tracker.api``'s keywords of a
-    selection of jobs, checked before the database opens."""
-    return dict(job=job, where=where_pairs(where), since=parse_since(since), study=study)
+    job: list[str] | None = None,
+    model: list[str] | None = None,
+    variant: list[str] | None = None,
+    where: list[str] | None = None,
+    group_by: list[str] | None = None,
+    since: str | None = None,
+    study: str | None = None,
+) -> JobSelection:
+    """``--job``, ``--model``, ``--variant``, ``--where``, ``--group-by``, ``--since`` and
+    ``--study`` as the ``tracker.api.JobSelection`` they make, checked before the database
+    opens."""
+    from tracker import api
+
+    return api.JobSelection(
+        jobs=tuple(job or ()),
+        models=tuple(model or ()),
+        variants=tuple(variant or ()),
+        where=where_pairs(where),
+        group_by=tuple(group_by or ()),
+        since=parse_since(since),
+        study=study,
+    )
 
 
 def _key_problem(key: str) -> str:
@@ -272,10 +293,10 @@ def _key_problem(key: str) -> str:
 def where_pairs(where: list[str] | None, option: str = "--where") -> tuple[Condition, ...]:
     """``--where`` (or ``option``) items as conditions, checked before the database is
     opened."""
-    from tracker.access import parse_where
+    from tracker import api
 
     try:
-        return parse_where(where)
+        return api.parse_where(where)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint=option) from None
 

@@ -76,9 +76,9 @@ def db_check(ctx: typer.Context) -> None:
 
     Example: tracker db check
     """
-    from tracker.services.check import check_database
+    from tracker import api
 
-    checked = check_database(_state(ctx).engine(may_create_file=False))
+    checked = api.check(_state(ctx).engine(may_create_file=False))
     for _job, line in checked.damage:
         typer.echo(f"Error: {line}", err=True)
     typer.echo(checked.outcome_line())
@@ -92,8 +92,8 @@ def db_current(ctx: typer.Context) -> None:
 
     Example: tracker db current
     """
-    from tracker import access
+    from tracker import api
 
-    revision = access.schema_revision(_state(ctx).url)
-    state = "up to date" if revision == access.HEAD else "run `tracker db upgrade`"
-    typer.echo(f"revision {revision or '(empty database)'}, head {access.HEAD}: {state}")
+    revision = api.schema_revision(_state(ctx).url)
+    state = "up to date" if revision == api.HEAD else "run `tracker db upgrade`"
+    typer.echo(f"revision {revision or '(empty database)'}, head {api.HEAD}: {state}")

@@ -8,12 +8,12 @@ from typing import Annotated, Any
 
 import typer
 
+from tracker.api import MAX_FILE_SIZE, size_text
 from tracker.cli.base import StorageOptions, StudyOption, app, parse_storage_options
 from tracker.cli.base import parse_meta as _parse_meta
 from tracker.cli.base import parse_size as _parse_size
 from tracker.cli.base import state as _state
 from tracker.domain import DEFAULT_ARM_MODEL
-from tracker.jobdir.limits import MAX_FILE_SIZE, size_text
 from tracker.row_formats import shown
 
 PROGRESS_MIN_BYTES = 10_000_000
@@ -66,14 +66,13 @@ def ingest(
 
     Example: tracker ingest downloads/job2 --meta gpu=A10G --meta flashoptim=0.1.4
     """
-    from tracker import access
-    from tracker.services.ingest import IngestOptions, ingest_directories
+    from tracker import api
 
     if job is not None and len(directories) > 1:
         raise typer.BadParameter("--job names one job; give one directory", param_hint="--job")
     storage_options = parse_storage_options(storage_option or [])
     size_limit = _parse_size(max_file_size, "--max-file-size")
-    options = IngestOptions(
+    options = api.IngestOptions(
         job,
         _parse_meta(meta or []),
         replace,
@@ -81,12 +80,12 @@ def ingest(
         strict_steps,
         storage_options,
         size_limit,
-        None if study is None else access.check_study(study),
+        None if study is None else api.check_study(study),
     )
     with ExitStack() as stack:
         engine = stack.enter_context(_state(ctx).storing_engine())
         progress = _ingest_progress(stack, many=len(directories) > 1)
-        report = ingest_directories(engine, directories, options, progress)
+        report = api.ingest_directories(engine, directories, options, progress)
     closing = report.outcome_line()
     if closing is not None:
         typer.echo(closing)
@@ -97,9 +96,9 @@ def ingest(
 def _ingest_progress(stack: ExitStack, *, many: bool) -> Any:
     """What ``tracker ingest`` draws as it goes: a progress bar on stderr (several
     directories, or much to read), and each directory's outcome on a line of its own."""
-    from tracker.services.ingest import IngestProgress
+    from tracker import api
 
-    class Progress(IngestProgress):
+    class Progress(api.IngestProgress):
         bar: Any = None
         clear_bar = ""
 

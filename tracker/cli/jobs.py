@@ -36,9 +36,9 @@ def studies(fmt: FormatOption = Format.table) -> None:
 
     Example: tracker studies --format json
     """
-    from tracker import access
+    from tracker import api
 
-    print_rows(access.studies(), fmt)
+    print_rows(api.studies(), fmt)
 
 
 @app.command()
@@ -62,12 +62,12 @@ def jobs(
 
     Example: tracker jobs --where gpu=A10G --sort -time --limit 5
     """
-    from tracker import access
+    from tracker import api
 
     pairs, start = where_pairs(where), parse_since(since)
-    rows = access.job_rows(state(ctx).url, where=pairs, since=start, sort=sort, limit=limit)
+    rows = api.job_rows(state(ctx).url, where=pairs, since=start, sort=sort, limit=limit)
     if fmt is not Format.json:
-        rows = [{**row, "meta": access.meta_text(row["meta"])} for row in rows]
+        rows = [{**row, "meta": api.meta_text(row["meta"])} for row in rows]
     print_rows(rows, fmt)
 
 
@@ -90,14 +90,14 @@ def show(
 
     Example: tracker show job2 --part arms --format csv
     """
-    from tracker import access
+    from tracker import api
 
     if fmt is Format.csv and part is None:
         raise typer.BadParameter(
             "CSV holds one table: add --part probes or --part arms", param_hint="--part"
         )
     parts = list(ShowPart) if part is None else [part]
-    print_tables(job, access.show(state(ctx).url, job, parts), fmt)
+    print_tables(job, api.show(state(ctx).url, job, parts), fmt)
 
 
 @app.command("meta")
@@ -116,7 +116,7 @@ def meta_command(
 
     Example: tracker meta job4 gpu=A100 time=2026-10-15T09:00Z --unset flashoptim
     """
-    from tracker import access
+    from tracker import api
 
     values = parse_meta(pairs or [], param_hint="KEY=VALUE")
     removed = unset or []
@@ -124,9 +124,9 @@ def meta_command(
         if key in values:
             raise typer.BadParameter(f"{key!r} is both set and unset", param_hint="--unset")
     if values or removed:
-        stored = access.edit_meta(state(ctx).engine(), job, values, removed)
+        stored = api.edit_meta(state(ctx).engine(), job, values, removed)
     else:
-        stored = access.job_meta(state(ctx).url, job)
+        stored = api.job_meta(state(ctx).url, job)
     pairs_text = " ".join(f"{key}={value}" for key, value in stored.items())
     typer.echo(f"{job}: {pairs_text or 'no metadata'}")
 
@@ -147,13 +147,13 @@ def delete(
     """
     from sqlalchemy import make_url
 
-    from tracker import access
+    from tracker import api
     from tracker.errors import UnknownJob, known_names
 
     if bool(jobs) == bool(where):
         raise typer.BadParameter("name the jobs to delete, or choose them with --where")
     url = state(ctx).url
-    listed = [row["job"] for row in access.job_rows(url, where=where_pairs(where))]
+    listed = [row["job"] for row in api.job_rows(url, where=where_pairs(where))]
     for name in jobs or []:
         if name not in listed:
             raise UnknownJob(name=name, known=known_names(listed, near=name))
@@ -172,6 +172,6 @@ def delete(
         if sys.stdin.readline().strip().lower() not in ("y", "yes"):
             typer.echo("nothing deleted", err=True)
             raise typer.Exit(1)
-    access.delete(state(ctx).engine(), names)
+    api.delete(state(ctx).engine(), names)
     for name in names:
         typer.echo(f"deleted {name}")

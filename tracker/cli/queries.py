@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -35,57 +32,14 @@ COMPARE_WRAPPED = ("check", "subject", "rule")
 COMPARE_SPILL = (("rule",), ("expected", "tolerance"), ("measured_a", "measured_b"))
 
 
-def _print_table(ctx: typer.Context, table: str, fmt: Format, **options: Any) -> None:
-    """One of ``tracker.api``'s tables (``probes``, ``runs``, ``trend``), printed."""
-    from tracker import api
-
-    options["where"] = where_pairs(options["where"])
-    print_frame(getattr(api, table)(state(ctx).url, **options), fmt)
-
-
-# The filters every table command takes, as its ``filters`` parameter stands in its help.
-TABLE_FILTERS = {
-    "job": JobFilter,
-    "model": ModelFilter,
-    "variant": VariantFilter,
-    "where": WhereFilter,
-    "group_by": GroupBy,
-}
-
-
-def _table_command(name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """``tracker query NAME``, with the options of ``TABLE_FILTERS`` in the place of the
-    command's ``filters`` parameter, which gets them as one dict."""
-
-    def register(command: Callable[..., None]) -> Callable[..., None]:
-        signature = inspect.signature(command, eval_str=True)
-        options = [
-            inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kind)
-            for key, kind in TABLE_FILTERS.items()
-        ]
-        parameters = [
-            replaced
-            for parameter in signature.parameters.values()
-            for replaced in (options if parameter.name == "filters" else [parameter])
-        ]
-
-        @functools.wraps(command)
-        def run(**given: Any) -> None:
-            command(filters={key: given.pop(key) for key in TABLE_FILTERS}, **given)
-
-        run.__signature__ = signature.replace(  # type: ignore[attr-defined]
-            parameters=[p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in parameters]
-        )
-        query_app.command(name)(run)
-        return command
-
-    return register
-
-
-@_table_command("probes")
+@query_app.command("probes")
 def query_probes(
     ctx: typer.Context,
-    filters: dict[str, Any],
+    job: JobFilter = None,
+    model: ModelFilter = None,
+    variant: VariantFilter = None,
+    where: WhereFilter = None,
+    group_by: GroupBy = None,
     failed: Annotated[bool, typer.Option("--failed", help="Only failed probes.")] = False,
     fmt: FormatOption = Format.table,
 ) -> None:
@@ -93,13 +47,20 @@ def query_probes(
 
     Example: tracker query probes --model gpt-124m --variant flash --format csv
     """
-    _print_table(ctx, "probes", fmt, failed=failed, **filters)
+    from tracker import api
+
+    selection = job_selection(job, model, variant, where, group_by)
+    print_frame(api.probes(state(ctx).url, selection, failed=failed), fmt)
 
 
-@_table_command("runs")
+@query_app.command("runs")
 def query_runs(
     ctx: typer.Context,
-    filters: dict[str, Any],
+    job: JobFilter = None,
+    model: ModelFilter = None,
+    variant: VariantFilter = None,
+    where: WhereFilter = None,
+    group_by: GroupBy = None,
     aggregate_seeds: Annotated[
         bool, typer.Option("--aggregate-seeds", help="Mean, std and count over seeds.")
     ] = False,
@@ -109,7 +70,10 @@ def query_runs(
 
     Example: tracker query runs --variant ref --aggregate-seeds --group-by flashoptim
     """
-    _print_table(ctx, "runs", fmt, aggregate_seeds=aggregate_seeds, **filters)
+    from tracker import api
+
+    selection = job_selection(job, model, variant, where, group_by)
+    print_frame(api.runs(state(ctx).url, selection, aggregate_seeds=aggregate_seeds), fmt)
 
 
 @query_app.command("curve")
@@ -156,18 +120,25 @@ def query_curve(
     print_frame(frame, fmt)
 
 
-@_table_command("trend")
+@query_app.command("trend")
 def query_trend(
     ctx: typer.Context,
     metric: Annotated[str, typer.Option(help="A probe or run field, e.g. bpp_state, val_loss.")],
-    filters: dict[str, Any],
+    job: JobFilter = None,
+    model: ModelFilter = None,
+    variant: VariantFilter = None,
+    where: WhereFilter = None,
+    group_by: GroupBy = None,
     fmt: FormatOption = Format.table,
 ) -> None:
     """One figure of merit across jobs, in job order, with the change from the previous job.
 
     Example: tracker query trend --metric bpp_state --model gpt-124m --variant flash
     """
-    _print_table(ctx, "trend", fmt, metric=metric, **filters)
+    from tracker import api
+
+    selection = job_selection(job, model, variant, where, group_by)
+    print_frame(api.trend(state(ctx).url, metric, selection), fmt)
 
 
 @app.command()
@@ -263,9 +234,9 @@ def claims(
     """
     from tracker import api
 
-    selected = job_selection(job, where, since, study)
+    selection = job_selection(job, where=where, group_by=group_by, since=since, study=study)
     shown, gate = _claim_statuses(status, "--status"), _claim_statuses(fail_on, "--fail-on")
-    judged = api.claims(state(ctx).url, group_by=group_by, expectations=expectations, **selected)
+    judged = api.claims(state(ctx).url, selection, expectations=expectations)
     frame = judged.filter(judged["status"].is_in(shown)) if shown else judged
     if fmt is Format.table and not wide:
         shown_rows = frame.to_dicts()
@@ -344,11 +315,11 @@ def sql(
 
     Example: tracker sql --timeout 10 "SELECT name, ingested_at FROM job ORDER BY ingested_at"
     """
-    from tracker import access
-    from tracker.store.readonly import SqlLimits
+    from tracker import api
 
     # the schema checked before reading
-    result = access.sql_result(state(ctx).url, statement, SqlLimits(timeout, max_rows, max_bytes))
+    limits = api.SqlLimits(timeout, max_rows, max_bytes)
+    result = api.sql_result(state(ctx).url, statement, limits)
     text = render(result.as_dicts(), fmt, result.columns)
     result.check_time()
     typer.echo(text)

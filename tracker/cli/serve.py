@@ -57,10 +57,10 @@ def report(
     """
     from tracker import api
 
-    selected = job_selection(job, where, since, study)
+    selection = job_selection(job, where=where, since=since, study=study)
     try:
         written = api.report(
-            state(ctx).url, out, expectations=expectations, force=force, prune=prune, **selected
+            state(ctx).url, out, selection, expectations=expectations, force=force, prune=prune
         )
     except BaseException as exc:  # each file is written whole (or not), the index and manifest last
         if not raised_by_interrupt(exc):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from functools import partial
 from typing import Annotated, Any
 
 import typer
@@ -46,41 +44,40 @@ def sync(
 
     Example: tracker sync hf://buckets/ORG/flashoptim-repro/ --watch 300
     """
-    from tracker import access
-    from tracker.services.interrupts import Tally, telling_interrupts
-    from tracker.services.sync import SyncOptions, job_stored, sync_prefix
+    from tracker import api
 
-    options = SyncOptions(
-        meta=_parse_meta(meta or []),
+    parsed_meta = _parse_meta(meta or [])
+    storage_options = parse_storage_options(storage_option or [])
+    checked_study = None if study is None else api.check_study(study)
+    report = api.sync(  # Ctrl-C: one line naming the jobs stored and not
+        _state(ctx).engine(may_create_file=not dry_run),
+        prefix,
+        meta=parsed_meta,
         replace=replace,
         dry_run=dry_run,
-        storage_options=parse_storage_options(storage_option or []),
-        study=None if study is None else access.check_study(study),
+        storage_options=storage_options,
+        on_job=_tell,
+        study=checked_study,
+        watch=watch,
+        on_round=_tell_round,
     )
-    engine = _state(ctx).engine(may_create_file=not dry_run)
-    tally = Tally([], landed=partial(job_stored, engine))
-    with telling_interrupts(tally):  # Ctrl-C: one line naming the jobs stored and not
-        while True:
-            try:
-                report = sync_prefix(engine, prefix, options, _tell, tally)
-            except TrackerError as exc:
-                if watch is None:
-                    raise
-                typer.echo(f"Error: {shown(str(exc))}", err=True)  # a watch outlasts a blip
-            else:
-                typer.echo(shown(report.outcome_line()))
-            if watch is None:
-                break
-            time.sleep(watch)
     if report.failed:
         raise typer.Exit(1)
 
 
 def _tell(job: Any) -> None:
     """Each job that is not simply unchanged, on a line of its own as it is done."""
-    from tracker.services.sync import SyncStatus
+    from tracker import api
 
-    if job.status == SyncStatus.FAILED:
+    if job.status == api.SyncStatus.FAILED:
         typer.echo(f"Error: {shown(job.detail)}", err=True)
-    elif job.status != SyncStatus.UNCHANGED or job.detail:
+    elif job.status != api.SyncStatus.UNCHANGED or job.detail:
         typer.echo(shown(job.line()))
+
+
+def _tell_round(outcome: Any) -> None:
+    """Each pass's closing line; under --watch, a pass's error (the watch goes on)."""
+    if isinstance(outcome, TrackerError):
+        typer.echo(f"Error: {shown(str(outcome))}", err=True)
+    else:
+        typer.echo(shown(outcome.outcome_line()))

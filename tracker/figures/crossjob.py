@@ -249,7 +249,7 @@ def _bpp_notes(rows: pl.DataFrame, exp: Expectations, choice: ModelChoice) -> li
 def val_loss_across_jobs(runs: pl.DataFrame, jobs: Sequence[Job], exp: Expectations) -> Figure:
     """Validation loss per variant over job time: mean over seeds, the std as an error bar.
 
-    ``runs`` is ``tracker.queries.tables.runs(..., aggregate_seeds=True)``. One trace per
+    ``runs`` is ``tracker.queries.tables.seeds(...)``. One trace per
     variant (per model and variant when several models trained); the paper's value of a
     variant, when the expectations have one, is a dotted line of its colour.
     """

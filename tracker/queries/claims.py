@@ -18,7 +18,7 @@ from tracker.completeness import summary_steps
 from tracker.domain import LOSS
 from tracker.models import Curve, Job, JobMeta, Run
 from tracker.queries.job_analysis import job_studies, load_verdict_rows
-from tracker.queries.selection import Selection, selected_jobs
+from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.queries.tables import stopped_runs
 from tracker.store.frames import query_frame
 from tracker.summary.model import NUMBERS
@@ -83,7 +83,7 @@ def _distinct_content(session: Session, jobs: pl.DataFrame) -> tuple[pl.DataFram
 
 def claims(
     session: Session,
-    selection: Selection,
+    selection: JobSelection,
     exp: Expectations,
     *,
     jobs: pl.DataFrame | None = None,

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from tracker.errors import ExportFailed, Interrupted
 from tracker.models import Curve, Job, JobMeta, Run
-from tracker.queries.selection import Selection, selected_jobs
+from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.store.curves import load_curves
 
 FILE_NAME = "curves.parquet"
@@ -77,7 +77,7 @@ def _meta_value(key: str, value: str | None) -> pl.Expr:
     return text.str.to_datetime("%Y-%m-%dT%H:%M:%SZ", time_unit="us", time_zone="UTC")
 
 
-def export_curves(session: Session, selection: Selection, directory: Path) -> pl.DataFrame:
+def export_curves(session: Session, selection: JobSelection, directory: Path) -> pl.DataFrame:
     """Write the points of the selected jobs under ``directory`` (see the module docstring);
     one row per job written: ``job``, ``curves``, ``points``, ``path`` (of its file)."""
     jobs = selected_jobs(session, selection)

@@ -19,8 +19,9 @@ from sqlalchemy.orm import Session
 from tracker.domain import Status
 from tracker.errors import UnknownColumn, UnknownStatus, known_names
 from tracker.models import JobVerdict
-from tracker.queries.selection import Selection, contents_and_meta, selected_jobs
+from tracker.queries.selection import JobSelection, contents_and_meta, selected_jobs
 from tracker.queries.tables import arm_rows, with_jobs
+from tracker.store.catalog import check_meta_keys
 from tracker.store.frames import query_frame
 from tracker.store.kept_rows import judged_against
 
@@ -98,10 +99,13 @@ def _meta_frame(session: Session, job_ids: list[int]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
-def run_table(session: Session, selection: Selection, digest: str) -> pl.DataFrame:
-    """Every arm of the selected jobs in job order (then variant, seed): ``RUN_COLUMNS``,
-    then one column per metadata key. ``digest``: the expectations whose stored verdicts are
-    counted (``tracker.summary.version.expectations_digest``)."""
+def run_table(session: Session, selection: JobSelection, digest: str) -> pl.DataFrame:
+    """The runs table of ``tracker query runs``, ``/runs`` and ``/api/runs``: every arm of the
+    selected jobs in job order (then variant, seed), ``RUN_COLUMNS``, then one column per
+    metadata key (a key to group by must be one: each is a column anyway). ``digest``: the
+    expectations whose stored verdicts are counted
+    (``tracker.summary.version.expectations_digest``)."""
+    check_meta_keys(session, selection.group_by)
     jobs = selected_jobs(session, without_groups(selection))
     job_ids = jobs["job_id"].to_list()
     frame = arm_rows(session, selection, job_ids)
@@ -111,7 +115,7 @@ def run_table(session: Session, selection: Selection, digest: str) -> pl.DataFra
     return table.select(*RUN_COLUMNS, *(c for c in table.columns if c not in RUN_COLUMNS))
 
 
-def without_groups(selection: Selection) -> Selection:
+def without_groups(selection: JobSelection) -> JobSelection:
     """The selection without groupings: every metadata key is a column of the table anyway."""
     return replace(selection, group_by=())
 

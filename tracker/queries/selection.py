@@ -38,7 +38,12 @@ from tracker.store.runfilter import matching_runs, meta_conditions, run_conditio
 
 
 @dataclass(frozen=True)
-class Selection:
+class JobSelection:
+    """Which jobs and rows a query keeps: these jobs, models and variants (none: all), the
+    jobs and runs satisfying ``where``, at or after ``since``, of ``study``; and the metadata
+    keys it groups by (``group_by``). ``tracker.api`` takes it as it is, or its parts as
+    keywords."""
+
     jobs: tuple[str, ...] = ()
     models: tuple[str, ...] = ()
     variants: tuple[str, ...] = ()
@@ -59,7 +64,7 @@ class Selection:
         variant: Iterable[str] | None = None,
         where: Iterable[str] | None = None,
         group_by: Iterable[str] | None = None,
-    ) -> Selection:
+    ) -> JobSelection:
         """The filters as users type them (``where`` as KEY=VALUE or KEY OP VALUE items, for the
         command line and the server); a ``ValueError`` names the operators."""
         return cls(
@@ -110,7 +115,7 @@ TABLE_COLUMNS = frozenset(
 )
 
 
-def _check_values(session: Session, selection: Selection) -> None:
+def _check_values(session: Session, selection: JobSelection) -> None:
     """A model, variant or metadata value that no job has is an error naming the known ones."""
     check_meta_values(session, meta_conditions(selection.where))
     for what, wanted, probe_column, run_column in (
@@ -127,7 +132,7 @@ def _check_values(session: Session, selection: Selection) -> None:
                 raise UnknownValue(what=f"{what} {value}", known=known_names(known), hint=hint)
 
 
-def _check_keys(session: Session, selection: Selection) -> None:
+def _check_keys(session: Session, selection: JobSelection) -> None:
     for key in selection.group_by:
         if key in TABLE_COLUMNS:
             raise GroupKeyClash(key=key)
@@ -135,7 +140,7 @@ def _check_keys(session: Session, selection: Selection) -> None:
     check_meta_keys(session, [*meta_keys, *selection.group_by])
 
 
-def selected_jobs(session: Session, selection: Selection) -> pl.DataFrame:
+def selected_jobs(session: Session, selection: JobSelection) -> pl.DataFrame:
     """``job_id``, ``job``, ``time`` and one column per group-by key, in job order. A name,
     key or value no job has, or a ``since`` after every selected job, is an error."""
     _check_keys(session, selection)

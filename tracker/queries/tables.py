@@ -15,7 +15,7 @@ from tracker.completeness import stopped_arms, summary_steps
 from tracker.domain import LOSS
 from tracker.errors import UnknownArm, UnknownMetric, did_you_mean, known_names
 from tracker.models import Curve, Job, Probe, Run
-from tracker.queries.selection import Selection, selected_jobs
+from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.queries.window import check_window, kept, read_window
 from tracker.store.catalog import PROBE_NUMBERS
 from tracker.store.frames import query_frame
@@ -31,7 +31,7 @@ RUN_ID = "#run"
 RUN_METRICS = ("val_loss", "final_loss", "min_loss", "last_loss", "points")
 
 
-def _filtered(query: Any, entity: Any, selection: Selection, job_ids: list[int]) -> Any:
+def _filtered(query: Any, entity: Any, selection: JobSelection, job_ids: list[int]) -> Any:
     query = query.where(entity.job_id.in_(job_ids))
     if selection.models:
         query = query.where(entity.model.in_(selection.models))
@@ -49,7 +49,7 @@ def with_jobs(jobs: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
 
 def probes(
     session: Session,
-    selection: Selection,
+    selection: JobSelection,
     *,
     failed: bool = False,
     jobs: pl.DataFrame | None = None,
@@ -79,7 +79,7 @@ def probes(
     )
 
 
-def arm_rows(session: Session, selection: Selection, job_ids: list[int]) -> pl.DataFrame:
+def arm_rows(session: Session, selection: JobSelection, job_ids: list[int]) -> pl.DataFrame:
     """One row per arm of the jobs ``job_ids`` (``job_id`` first) that the selection's models,
     variants and conditions on runs keep: its summary and its loss curve's (steps: the last
     step; points; nonfinite: its NaN and infinite points), and its notes in one line."""
@@ -136,32 +136,24 @@ def stopped_runs(session: Session, job_ids: list[int]) -> pl.DataFrame:
     return pl.DataFrame(found, schema=schema, orient="row")
 
 
-def runs(
-    session: Session,
-    selection: Selection,
-    *,
-    aggregate_seeds: bool = False,
-    jobs: pl.DataFrame | None = None,
+def arm_table(
+    session: Session, selection: JobSelection, jobs: pl.DataFrame | None = None
 ) -> pl.DataFrame:
-    """One row per arm per job; with ``aggregate_seeds`` one per (job, model, variant) with the
-    mean, standard deviation and count over seeds. Grouped by metadata keys, the seeds of all
-    jobs sharing the keys' values are pooled: one row per (values, model, variant), with the
-    number of jobs pooled. ``jobs`` as for ``probes``."""
+    """``arm_rows`` of the selected jobs with their name, time and group columns, in job
+    order. ``jobs`` as for ``probes``."""
     jobs = selected_jobs(session, selection) if jobs is None else jobs
-    table = with_jobs(jobs, arm_rows(session, selection, jobs["job_id"].to_list()))
+    return with_jobs(jobs, arm_rows(session, selection, jobs["job_id"].to_list()))
+
+
+def seeds(
+    session: Session, selection: JobSelection, *, jobs: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """One row per (job, model, variant) with the mean, standard deviation and count over
+    seeds. Grouped by metadata keys, the seeds of all jobs sharing the keys' values are
+    pooled: one row per (values, model, variant), with the number of jobs pooled. ``jobs``
+    as for ``probes``. (One row per arm: ``tracker.queries.runs.run_table``.)"""
+    table = arm_table(session, selection, jobs)
     keys = ["job", "time", *selection.group_by, "model", "variant"]
-    if not aggregate_seeds:
-        return table.select(
-            *keys,
-            "arm",
-            "seed",
-            *RUN_METRICS[:-1],
-            "points",
-            "nonfinite",
-            "diverged",
-            "stopped",
-            "notes",
-        )
     metrics = ("val_loss", "final_loss", "min_loss")
     pooled = []
     if selection.group_by:
@@ -176,7 +168,9 @@ def runs(
     )
 
 
-def trend(session: Session, selection: Selection, metric: str, exp: Expectations) -> pl.DataFrame:
+def trend(
+    session: Session, selection: JobSelection, metric: str, exp: Expectations
+) -> pl.DataFrame:
     """One figure of merit across jobs in job order, with the change from the previous job.
 
     A probe field gives one series per (model, variant); a run field one per (model, variant)
@@ -196,7 +190,7 @@ def trend(session: Session, selection: Selection, metric: str, exp: Expectations
         )
     elif metric in RUN_METRICS:
         table = (
-            runs(session, selection)
+            arm_table(session, selection)
             .group_by(["job", "time", *selection.group_by, *series], maintain_order=True)
             .agg(
                 pl.col(metric).cast(pl.Float64).mean().alias("value"),
@@ -230,7 +224,7 @@ def _with_targets(
 
 def curve(
     session: Session,
-    selection: Selection,
+    selection: JobSelection,
     arms: tuple[str, ...],
     *,
     metric: str = LOSS,

@@ -36,7 +36,7 @@ from tracker.analysis.expectations import Expectations
 from tracker.errors import NotADirectory, NotAReportFolder
 from tracker.jsonio import format_time
 from tracker.queries.job_analysis import job_studies
-from tracker.queries.selection import Selection, contents_and_meta, selected_jobs
+from tracker.queries.selection import JobSelection, contents_and_meta, selected_jobs
 from tracker.report.cleanup import remove_unused
 from tracker.report.files import INDEX, MANIFEST, job_folders
 from tracker.report.index import CLAIMS_NONE, index_entries, write_index
@@ -84,7 +84,7 @@ def generate_report(
     session: Session,
     out_dir: Path,
     exp: Expectations,
-    selection: Selection | None = None,
+    selection: JobSelection | None = None,
     *,
     force: bool = False,
     prune: bool = False,
@@ -101,7 +101,7 @@ def generate_report(
     else than a directory.
     """
     out_dir = Path(out_dir)
-    selection = selection or Selection()
+    selection = selection or JobSelection()
     ordered = selected_jobs(session, selection)
     if out_dir.exists() and not out_dir.is_dir():
         raise NotADirectory(path=str(out_dir))

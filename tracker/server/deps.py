@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import Expectations
-from tracker.queries.selection import Selection
+from tracker.queries.selection import JobSelection
 from tracker.server.cache import DigestCache, HeavyWork
 from tracker.server.database import ServedDatabase
 
@@ -97,14 +97,14 @@ def get_selection(
     group_by: Annotated[
         list[str] | None, Query(description="Add this metadata as a column; repeatable.")
     ] = None,
-) -> Selection:
+) -> JobSelection:
     """The jobs a cross-job query looks at, from the same filters as the CLI's queries."""
     try:
         given = [item for item in where or () if item.strip()]  # a form's empty field
-        selection = Selection.from_filters(job, model, variant, given, group_by)
+        selection = JobSelection.from_filters(job, model, variant, given, group_by)
         return replace(selection, study=served.study)
     except ValueError as exc:
         raise HTTPException(status_code=422, detail=f"where: {exc}") from None
 
 
-SelectionDep = Annotated[Selection, Depends(get_selection)]
+SelectionDep = Annotated[JobSelection, Depends(get_selection)]

@@ -33,7 +33,7 @@ from tracker.figures.crossjob import (
 from tracker.figures.style import legend_under_title
 from tracker.queries import tables
 from tracker.queries.compare import Comparison, compare_verdicts, other_jobs
-from tracker.queries.selection import Selection
+from tracker.queries.selection import JobSelection
 from tracker.summary.grid import GridCurve
 from tracker.summary.trajectories import arm_order
 from tracker.views.pages import FigureSlot, figure_slot
@@ -170,8 +170,8 @@ def cross_job_view(
     jobs = [Job(name, time) for name, time in selected.select("job", "time").iter_rows()]
     if len(jobs) < 2:
         return note(len(jobs))
-    probes = tables.probes(session, Selection(), jobs=selected)
-    runs = tables.runs(session, Selection(), aggregate_seeds=True, jobs=selected)
+    probes = tables.probes(session, JobSelection(), jobs=selected)
+    runs = tables.seeds(session, JobSelection(), jobs=selected)
     choice = pick_model(probes, exp.memory.scaling_model_prefix)
 
     def slot(fig: Any, key: str, title: str, height: int, width: int = FULL_WIDTH) -> FigureSlot:

@@ -18,7 +18,7 @@ from tracker.domain import Status
 from tracker.jsonio import format_time
 from tracker.queries.claims import claims
 from tracker.queries.job_analysis import load_derived, load_summary
-from tracker.queries.selection import Selection, contents_and_meta, selected_jobs
+from tracker.queries.selection import JobSelection, contents_and_meta, selected_jobs
 from tracker.store.catalog import list_jobs
 from tracker.views.across_jobs import cross_job_view
 from tracker.views.pages import CLAIMS_MISSING, IndexView, JobRow, meta_text, status_of
@@ -57,7 +57,7 @@ def index_view(
     entries: Mapping[str, IndexEntry],
     meta: Mapping[str, Mapping[str, str]],
     exp: Expectations,
-    selection: Selection,
+    selection: JobSelection,
     claims_note: str = CLAIMS_MISSING,
 ) -> IndexView:
     """What the index shows of the ``ordered`` jobs (``selected_jobs``); ``meta``: name ->
@@ -98,7 +98,7 @@ def live_index(
 ) -> IndexView:
     """The index of every job (of ``study``, or all), read from the database: verdict counts
     from the verdicts kept at ingest, the figures across jobs from the kept summaries."""
-    selection = Selection(study=study)
+    selection = JobSelection(study=study)
     ordered = selected_jobs(session, selection)
     ids: list[int] = ordered.get_column("job_id").to_list()
     names: list[str] = ordered.get_column("job").to_list()

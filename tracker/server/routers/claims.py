@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from tracker.domain import ClaimStatus
 from tracker.queries.claims import claims
-from tracker.queries.selection import Selection, selected_jobs
+from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.server.deps import SelectionDep, Served, ServedDep, SessionDep
 from tracker.server.page_cache import catalog_state
 from tracker.server.responses import TrackerJSON, page, rows
@@ -30,7 +30,7 @@ StatusFilter = Annotated[
 ]
 
 
-def claims_table(served: Served, session: Session, selection: Selection) -> pl.DataFrame:
+def claims_table(served: Served, session: Session, selection: JobSelection) -> pl.DataFrame:
     """The claims, kept until a job is added, replaced, deleted or its metadata changes."""
     key = (catalog_state(session), selection)
     return served.across_jobs.get(key, lambda: claims(session, selection, served.exp))

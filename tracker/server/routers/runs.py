@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse, Response
 from tracker.errors import UnknownColumn, UnknownMetaKey, UnknownStatus
 from tracker.queries import tables
 from tracker.queries.runs import STATUSES, RunsPage, RunsView, run_table, runs_page
-from tracker.queries.selection import Selection
+from tracker.queries.selection import JobSelection
 from tracker.row_formats import Format, render
 from tracker.server.deps import SelectionDep, Served, ServedDep, SessionDep
 from tracker.server.page_cache import catalog_state
@@ -66,7 +66,7 @@ Limit = Annotated[int, Query(ge=1, le=MAX_PAGE, description="Rows per page.")]
 class Asked:
     """A page of the runs table as the URL asks for it."""
 
-    selection: Selection
+    selection: JobSelection
     view: RunsView
     offset: int
     limit: int
@@ -81,7 +81,7 @@ def get_asked(
 AskedDep = Annotated[Asked, Depends(get_asked)]
 
 
-def _table(served: Served, session: SessionDep, selection: Selection) -> pl.DataFrame:
+def _table(served: Served, session: SessionDep, selection: JobSelection) -> pl.DataFrame:
     """The whole runs table of a selection, kept until a job or its metadata changes."""
     key = ("runs", catalog_state(session), selection)
     digest = expectations_digest(served.exp)
@@ -91,7 +91,7 @@ def _table(served: Served, session: SessionDep, selection: Selection) -> pl.Data
 def _page(
     served: Served,
     session: SessionDep,
-    selection: Selection,
+    selection: JobSelection,
     view: RunsView,
     at: tuple[int, int | None],
 ) -> RunsPage:

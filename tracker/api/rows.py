@@ -1,11 +1,10 @@
-"""The light half of ``tracker.api``: opening a tracker database, the catalog's reads and
-edits (rows and dicts, no polars), raw read-only SQL and the schema revision.
+"""The light part of ``tracker.api``: opening a tracker database, the catalog's reads and
+edits (rows and dicts, no polars), raw read-only SQL and the schema revision, and the
+parsing of ``--where`` and ``--since`` by the catalog's own rules.
 
 The command line's light commands (``jobs``, ``show``, ``meta``, ``delete``, ``sql``,
-``db current``) call these directly, so that they start without polars;
-``tracker.api`` exposes every one of them too. The commands also open their engines here
-(``open_engine``, ``storing_engine``) and parse ``--where`` and ``--since`` with the
-catalog's own rules.
+``db current``) call only these, so that they start without polars; import them from
+``tracker.api``, which loads this module alone for them.
 """
 
 from __future__ import annotations
@@ -40,6 +39,8 @@ __all__ = [
     "HEAD",
     "Database",
     "Row",
+    "SqlLimits",
+    "SqlResult",
     "check_study",
     "connect",
     "delete",

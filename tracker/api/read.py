@@ -1,24 +1,17 @@
-"""The tracker from Python, for notebooks: the CLI's queries as polars DataFrames.
+"""The queries of ``tracker.api`` as polars DataFrames (``tracker query``, ``claims``,
+``compare``, ``export``, ``sql``), the report and the server; import them from
+``tracker.api``.
 
-    >>> from tracker import api
-    >>> api.trend(None, "bpp_state", model="gpt-124m", variant="flash")   # default database
-    >>> api.runs("postgresql+psycopg://team@db/tracker", aggregate_seeds=True)
+Which jobs and rows a query keeps is a ``JobSelection``; the functions also take its parts as
+keywords (``job``, ``model``, ``variant``, ``where``, ``group_by``), as notebooks write them:
 
-Every function takes the database as its first argument: a URL, an ``Engine`` from
-``api.connect``, or None for ``TRACKER_DATABASE_URL`` / ``sqlite:///tracker.db`` (which
-``jobs``, ``probes`` and ``runs`` also take when it is left out). The ``tracker`` command
-line is a shell over these functions: each command parses, calls one of them and prints;
-storing works from here too:
-
-    >>> api.ingest("sqlite:///study.db", "s3://bucket/job2", meta={"gpu": "A10G"})
-    >>> api.sync(None, "hf://buckets/ORG/flashoptim-repro/")
-    >>> api.upgrade(None)   # migrate, then refill the kept rows (api.rederive)
+    >>> api.runs(db, variant="ref", aggregate_seeds=True, group_by="flashoptim")
+    >>> api.runs(db, JobSelection(variants=("ref",), group_by=("flashoptim",)))
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, Unpack
@@ -26,47 +19,21 @@ from typing import TYPE_CHECKING, TypedDict, Unpack
 import polars as pl
 from sqlalchemy import Engine
 
-from tracker.access import (
-    HEAD,
-    Database,
-    Row,
-    connect,
-    delete,
-    edit_meta,
-    job_meta,
-    job_rows,
-    schema_revision,
-    show,
-    sql_result,
-    storing_engine,
-    studies,
-    with_session,
-)
-from tracker.analysis.expectations import (
-    DEFAULT_STUDY,
-    Expectations,
-    load_expectations,
-    study_expectations,
-)
-from tracker.api_writes import ingest, rederive, sync, upgrade
+from tracker.analysis.expectations import Expectations, load_expectations, study_expectations
+from tracker.api.rows import Database, SqlLimits, job_rows, sql_result, with_session
 from tracker.conditions import Condition, as_conditions
 from tracker.config import MAX_BYTES, MAX_ROWS, STATEMENT_TIMEOUT_S, database_url
 from tracker.domain import LOSS
-from tracker.jobdir.sample import write_demo_jobs, write_demo_seed_jobs
 from tracker.queries import claims as _claims
 from tracker.queries import compare as _compare
 from tracker.queries import tables
 from tracker.queries.compare import Comparison
 from tracker.queries.export import export_curves
-from tracker.queries.selection import Selection
-from tracker.services.copy import copy_jobs
-from tracker.services.ingest import (
-    IngestResult,
-    ingest_demo_jobs,
-)
+from tracker.queries.runs import run_table
+from tracker.queries.selection import JobSelection
 from tracker.store.engine import create_tracker_engine
-from tracker.store.readonly import SqlLimits
 from tracker.store.sqlite_files import refuse_missing_file
+from tracker.summary.version import expectations_digest
 
 if TYPE_CHECKING:
     from tracker.report import Report
@@ -76,9 +43,9 @@ Where = Mapping[str, str] | Iterable[tuple[str, str] | str | Condition] | None
 
 
 class Filters(TypedDict, total=False):
-    """The rows ``probes``, ``runs`` and ``trend`` keep: only these jobs, models and variants
-    (a name or several), jobs with this metadata or runs with this number (``where``); and
-    the metadata keys shown as columns (``group_by``)."""
+    """The rows ``probes``, ``runs`` and ``trend`` keep, as keywords: only these jobs, models
+    and variants (a name or several), jobs with this metadata or runs with this number
+    (``where``); and the metadata keys shown as columns (``group_by``)."""
 
     job: Iterable[str] | str | None
     model: Iterable[str] | str | None
@@ -88,56 +55,47 @@ class Filters(TypedDict, total=False):
 
 
 __all__ = [
-    "HEAD",
-    "Database",
-    "Demo",
+    "Comparison",
     "Filters",
-    "Row",
+    "JobSelection",
     "Where",
     "claims",
     "compare",
     "comparison",
-    "connect",
-    "copy_jobs",
     "curve",
-    "delete",
-    "demo",
-    "demo_jobs",
-    "edit_meta",
     "export",
-    "ingest",
-    "job_meta",
-    "job_rows",
     "jobs",
     "probes",
-    "rederive",
     "report",
     "runs",
-    "schema_revision",
     "serve",
-    "show",
     "sql",
-    "sql_result",
-    "studies",
-    "sync",
     "trend",
-    "upgrade",
 ]
 
 
 def _selection(
+    given: JobSelection | None,
     job: Iterable[str] | str | None = None,
     model: Iterable[str] | str | None = None,
     variant: Iterable[str] | str | None = None,
     where: Where = None,
     group_by: Iterable[str] | str | None = None,
-) -> Selection:
+    since: datetime | None = None,
+    study: str | None = None,
+) -> JobSelection:
+    """``given``, or the selection its parts given as keywords make (not both)."""
+
     def many(value: Iterable[str] | str | None) -> tuple[str, ...]:
         return (value,) if isinstance(value, str) else tuple(value or ())
 
-    return Selection(
-        many(job), many(model), many(variant), as_conditions(_pairs(where)), many(group_by)
-    )
+    parts = (many(job), many(model), many(variant), as_conditions(_pairs(where)), many(group_by))
+    keywords = JobSelection(*parts, since=since, study=study)
+    if given is None:
+        return keywords
+    if keywords != JobSelection():
+        raise TypeError("give a JobSelection or its parts as keywords, not both")
+    return given
 
 
 def _pairs(where: Where) -> tuple[tuple[str, str] | str | Condition, ...]:
@@ -157,31 +115,45 @@ def jobs(db: Database = None) -> pl.DataFrame:
 
 
 def probes(
-    db: Database = None, *, failed: bool = False, **filters: Unpack[Filters]
+    db: Database = None,
+    selection: JobSelection | None = None,
+    *,
+    failed: bool = False,
+    **filters: Unpack[Filters],
 ) -> pl.DataFrame:
     """One row per (job, model, variant): bytes/param, parameters, peak memory."""
-    selection = _selection(**filters)
+    selection = _selection(selection, **filters)
     return with_session(db, lambda s: tables.probes(s, selection, failed=failed))
 
 
 def runs(
-    db: Database = None, *, aggregate_seeds: bool = False, **filters: Unpack[Filters]
+    db: Database = None,
+    selection: JobSelection | None = None,
+    *,
+    aggregate_seeds: bool = False,
+    **filters: Unpack[Filters],
 ) -> pl.DataFrame:
-    """One row per arm per job, or per (job, model, variant) with seeds aggregated."""
-    selection = _selection(**filters)
-    return with_session(db, lambda s: tables.runs(s, selection, aggregate_seeds=aggregate_seeds))
+    """The runs table of ``/api/runs``: one row per arm per job (``RUN_COLUMNS``, its job's
+    counts of verdicts by status for the packaged expectations, one column per metadata key);
+    or one per (job, model, variant) with seeds aggregated."""
+    selection = _selection(selection, **filters)
+    if aggregate_seeds:
+        return with_session(db, lambda s: tables.seeds(s, selection))
+    digest = expectations_digest(load_expectations())
+    return with_session(db, lambda s: run_table(s, selection, digest))
 
 
 def trend(
     db: Database,
     metric: str,
+    selection: JobSelection | None = None,
     *,
     expectations: Path | None = None,
     **filters: Unpack[Filters],
 ) -> pl.DataFrame:
     """One probe or run field across jobs in job order, with the change from the previous job
     and the value each job's study expects with its tolerance band."""
-    selection = _selection(**filters)
+    selection = _selection(selection, **filters)
     exp = load_expectations(expectations)
     return with_session(db, lambda s: tables.trend(s, selection, metric, exp))
 
@@ -204,7 +176,7 @@ def curve(
 
         >>> api.curve(None, "ref_s0", job="job2", start=10_000, end=12_000, points=500)
     """
-    selection = _selection(job, None, None, None, None)
+    selection = _selection(None, job)
     arms = (arm,) if isinstance(arm, str) else tuple(arm)
     return with_session(
         db,
@@ -231,7 +203,7 @@ def export(
     """Every point of the selected jobs as a Parquet dataset partitioned by job, which
     ``pl.scan_parquet(f"{directory}/**/*.parquet", hive_partitioning=True)`` or DuckDB read;
     one row per job written: ``job``, ``curves``, ``points``, ``path``."""
-    selection = _selection(job, None, None, where, None)
+    selection = _selection(None, job, where=where)
     return with_session(db, lambda s: export_curves(s, selection, Path(directory)))
 
 
@@ -278,6 +250,7 @@ def _judging(expectations: Path | None, study: str | None) -> Expectations:
 
 def claims(
     db: Database = None,
+    selection: JobSelection | None = None,
     *,
     job: Iterable[str] | str | None = None,
     where: Where = None,
@@ -289,8 +262,8 @@ def claims(
     """The studies' claims judged on all selected jobs together (only jobs whose ``time`` is
     at or after ``since``; of ``study``, or of every study, each judged apart), one row per
     claim and subject (with ``group_by``, per group of jobs in a ``group`` column)."""
-    exp = _judging(expectations, study)
-    selection = replace(_selection(job, None, None, where, group_by), since=since, study=study)
+    selection = _selection(selection, job, where=where, group_by=group_by, since=since, study=study)
+    exp = _judging(expectations, selection.study)
     return with_session(db, lambda s: _claims.claims(s, selection, exp))
 
 
@@ -310,6 +283,7 @@ def sql(
 def report(
     db: Database,
     out: Path,
+    selection: JobSelection | None = None,
     *,
     job: Iterable[str] | str | None = None,
     where: Where = None,
@@ -327,45 +301,11 @@ def report(
     # imported here: the report's templates (jinja2) would add 60 ms to every other command
     from tracker.report import generate_report
 
-    selection = replace(_selection(job, None, None, where, None), since=since, study=study)
-    exp = _judging(expectations, study)
+    selection = _selection(selection, job, where=where, since=since, study=study)
+    exp = _judging(expectations, selection.study)
     return with_session(
         db, lambda s: generate_report(s, out, exp, selection, force=force, prune=prune)
     )
-
-
-def demo_jobs(directory: Path, *, steps: int = 2000, study: str = DEFAULT_STUDY) -> list[Path]:
-    """Write the demo's sample job directories of ``study`` under ``directory`` (an unknown
-    study is refused before anything is written)."""
-    study_expectations(study)
-    return write_demo_jobs(directory, steps=steps, study=study) + write_demo_seed_jobs(
-        directory, steps=steps, study=study
-    )
-
-
-@dataclass
-class Demo:
-    """What ``demo`` did: each claim status with its count (most first), the report's index."""
-
-    statuses: list[tuple[str, int]]
-    index: Path
-
-
-def demo(
-    db: Database,
-    directories: list[Path],
-    *,
-    out: Path = Path("report"),
-    on_job: Callable[[IngestResult], None] | None = None,
-    study: str = DEFAULT_STUDY,
-) -> Demo:
-    """Ingest the demo's sample jobs of ``study`` (``demo_jobs``), replacing an earlier
-    demo's, and write the report of that study's jobs under ``out``."""
-    with storing_engine(db) as engine:
-        ingest_demo_jobs(engine, directories, on_job or (lambda _result: None), study)
-        statuses = claims(engine, study=study)["status"].value_counts(sort=True)
-        index = report(engine, out, study=study).index
-    return Demo([(status, n) for status, n in statuses.iter_rows()], index)
 
 
 def serve(
