@@ -9,11 +9,13 @@ lost, and does not fire on noise (docs/claims.md, "The regression gate", has the
   existed gone (rule ``fail closed``); otherwise it is ``gone`` (fewer seeds, a probe dropped
   for one model but kept for others is still judged by its remaining checks);
 * every numeric check but the EMA tracking is judged against its yardstick: the comparable
-  jobs (``KeptVerdicts.comparable``: neither compared job, the same check and subject, the
-  compared jobs' configuration) and the check's tolerance (``tracker.analysis.gate``). A rise
-  beyond both is a regression; a PASS -> FAIL within them is ``noise``, one on a value that
-  fell as far (a design that needs less memory) is ``changed``, never a regression. Checks
-  with neither, or without a number (failed probes, divergence), fall back to the status;
+  jobs (``tracker.queries.yardsticks``: neither compared job, the same check and subject,
+  the compared jobs' configuration, run length included) and the check's tolerance
+  (``tracker.analysis.gate``). A value beyond both is a regression; a PASS -> FAIL within
+  them is ``noise``, listed with the regressions (``Comparison.within_noise``), one on a
+  value that fell as far (a design that needs less memory) is ``changed``, never a
+  regression. Checks with neither, or without a number (failed probes, divergence), fall
+  back to the status;
 * the EMA tracking check keeps its seed-noise test against the comparable jobs' seed noise.
 
 The table lists the rows in ``Change`` order, regressions first and ``same`` last.
