@@ -78,10 +78,12 @@ class Case:
     shift: bool  # b shifted: a catch; else both directions count
     tolerance: float
     seeds: bool = True
+    keys: bool = True  # the jobs' gpu key looked at (a split detected)
 
 
-def _judged(others: Sequence[Job], a: Job, b: Job, tolerance: float, seeds: bool) -> bool:
-    meta = [{"gpu": job.gpu} for job in others]
+def _judged(others: Sequence[Job], a: Job, b: Job, case: Case) -> bool:
+    tolerance, seeds = case.tolerance, case.seeds
+    meta = [{"gpu": job.gpu} for job in others] if case.keys else []
     fired = False
     for row in range(len(b.values)):
         values = [job.values[row] for job in others]
@@ -106,7 +108,7 @@ def rate(case: Case, sd: float, trials: int, rng: np.random.Generator) -> float:
         others, a, b = case.draw(rng, sd)
         pairs = [(a, b)] if case.shift else [(a, b), (b, a)]
         for first, second in pairs:
-            fired += _judged(others, first, second, case.tolerance, case.seeds)
+            fired += _judged(others, first, second, case)
             judged += 1
     return fired / judged
 
@@ -160,6 +162,8 @@ BPP_CASES = [
     Case("+0.5, a faulty job", bpp_case(5, 0.5, faulty=True), True, BPP_TOL, False),
     Case("same distribution, split history", bpp_case(5, split=True), False, SMALL_TOL, False),
     Case("+0.1, split history", bpp_case(5, 0.1, split=True), True, SMALL_TOL, False),
+    Case("+0.1, split history, gpu not looked at", bpp_case(5, 0.1, split=True), True,
+         SMALL_TOL, False, keys=False),
     Case("+0.5, split history", bpp_case(5, 0.5, split=True), True, SMALL_TOL, False),
 ]  # fmt: skip
 
