@@ -152,9 +152,8 @@ def measure_noise(stick: Yardstick, seeds: tuple[float, float] | None) -> Noise:
     (chi-square test at ``HETEROGENEITY``), then their standard deviation."""
     median, mad = robust_spread(stick.values)
     reach = TRIM * max(seeds[0] if seeds else 0.0, mad)
-    kept = [i for i, v in enumerate(stick.values) if abs(v - median) <= reach]
-    aside = [job for i, job in enumerate(stick.jobs) if i not in kept]
-    values = [stick.values[i] for i in kept]
+    values = [v for v in stick.values if abs(v - median) <= reach]
+    aside = [job for job, v in zip(stick.jobs, stick.values) if abs(v - median) > reach]
     n = len(values)
     centre = statistics.fmean(values)
     between = statistics.variance(values) if n > 1 else 0.0
