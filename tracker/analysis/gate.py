@@ -153,7 +153,8 @@ def measure_noise(stick: Yardstick, seeds: tuple[float, float] | None) -> Noise:
     median, mad = robust_spread(stick.values)
     reach = TRIM * max(seeds[0] if seeds else 0.0, mad)
     values = [v for v in stick.values if abs(v - median) <= reach]
-    aside = [job for job, v in zip(stick.jobs, stick.values) if abs(v - median) > reach]
+    far = zip(stick.jobs, stick.values, strict=True)
+    aside = [job for job, v in far if abs(v - median) > reach]
     n = len(values)
     centre = statistics.fmean(values)
     between = statistics.variance(values) if n > 1 else 0.0
