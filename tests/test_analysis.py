@@ -653,6 +653,10 @@ def test_custom_file_changes_a_tolerance_and_flips_a_verdict(
             "claims #4: missing key kind (one of memory, equivalence, noninferiority, "
             "threshold, tracks_seed_noise, diverges)",
         ),
+        (
+            lambda t: t.replace("false_alarm = 0.01", "false_alarm = 1.5", 1),
+            "gate.false_alarm must be in (0, 1), got 1.5",
+        ),
     ],
 )
 def test_broken_file_raises_bad_expectations(tmp_path: Path, edit: Any, problem: str) -> None:

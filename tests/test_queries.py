@@ -877,9 +877,9 @@ def test_compare_fail_on_regression_names_the_flash_state_regression(
     assert int(tail[0].split()[0]) == len(tail) - 1
     flash = [line for line in tail if line.startswith("  bpp_state gpt-124m/flash: ")]
     assert len(flash) == 1 and re.fullmatch(
-        r"  bpp_state gpt-124m/flash: PASS -> FAIL \(delta \+0\.4\d*\); tolerance "
-        r"0\.0\d+ B/param \(2 comparable jobs: j4, j2, fewer than 3 to measure a spread\): "
-        r"rise \+0\.4\d*",
+        r"  bpp_state gpt-124m/flash: PASS -> FAIL \(delta \+0\.4\d*\); rise \+0\.4\d*, limit "
+        r"the tolerance 0\.0\d+ B/param \(a FAIL\) \(2 comparable jobs \(steps=40\): j4, j2, "
+        r"fewer than 3 to measure a spread between jobs\)",
         flash[0],
     )
     assert all("/flash" in line or " flash" in line for line in tail[1:])  # nothing else

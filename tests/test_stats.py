@@ -30,7 +30,9 @@ from scipy import stats
 from tests.conftest import Cli
 from tracker.analysis.stats import (
     Alternative,
+    chi2_quantile,
     clopper_pearson,
+    f_survival,
     mann_whitney_u,
     normal_quantile,
     t_quantile,
@@ -128,6 +130,18 @@ def test_normal_quantile_is_norm_ppf_to_the_bit(q: float) -> None:
 @example(0.5, 3)
 def test_t_quantile_is_t_ppf_to_the_bit(q: float, df: int) -> None:
     np.testing.assert_array_equal(t_quantile(q, df), stats.t.ppf(q, df))
+
+
+@given(st.floats(0.001, 0.999), st.integers(1, 1_000))
+@example(0.99, 1)
+def test_chi2_quantile_is_chi2_ppf(q: float, df: int) -> None:
+    np.testing.assert_allclose(chi2_quantile(q, df), stats.chi2.ppf(q, df), rtol=1e-12)
+
+
+@given(st.floats(0, 1e6), st.integers(1, 20), st.integers(1, 200))
+@example(0.0, 1, 1)
+def test_f_survival_is_f_sf(x: float, dfn: int, dfd: int) -> None:
+    np.testing.assert_allclose(f_survival(x, dfn, dfd), stats.f.sf(x, dfn, dfd), rtol=1e-12)
 
 
 @given(trials(), levels)

@@ -57,7 +57,7 @@ def test_a_narrow_comparison_keeps_every_number(demo: Cli) -> None:
     )
     regressions = [line for line in lines if line.startswith("  bpp_state gpt-124m/flash: ")]
     first = f"  bpp_state gpt-124m/flash: PASS -> FAIL (delta +{flash['delta']:.4g});"
-    assert regressions == [f"{first} median/MAD of 4"]
+    assert regressions == [f"{first} 4 comparable jobs"]
 
 
 def test_csv_and_json_ignore_the_width(demo: Cli) -> None:

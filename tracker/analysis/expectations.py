@@ -142,7 +142,7 @@ class GateExpectations(_Table):
     alpha: Fraction  # significance of the EMA delta against the comparable jobs' seed noise
     min_noise_jobs: Integer  # comparable jobs' values needed to measure a spread; fewer: tolerance
     ema_margin_factor: Positive  # candidate delta above this many pooled seed-noise deltas
-    spread_factor: Positive  # a rise beyond this many (scaled) MADs of the comparable jobs
+    false_alarm: Fraction = 0.01  # one-sided level of the comparable jobs' prediction bound
 
 
 class Study(_Table):

@@ -64,6 +64,18 @@ def t_quantile(q: float, df: float) -> float:
     return float(_scipy_special().stdtrit(df, q))
 
 
+def chi2_quantile(q: float, df: float) -> float:
+    """The chi-square quantile at ``0 < q < 1`` with ``df`` degrees of freedom:
+    ``scipy.stats.chi2.ppf(q, df)``, i.e. ``scipy.special.chdtri(df, 1 - q)``."""
+    return float(_scipy_special().chdtri(df, 1 - q))
+
+
+def f_survival(x: float, dfn: float, dfd: float) -> float:
+    """P(F > x) of the F distribution with ``dfn`` and ``dfd`` degrees of freedom:
+    ``scipy.stats.f.sf(x, dfn, dfd)``, i.e. ``scipy.special.fdtrc(dfn, dfd, x)``."""
+    return float(_scipy_special().fdtrc(dfn, dfd, x))
+
+
 @dataclass(frozen=True)
 class WelchTest:
     """Statistic, degrees of freedom and p-value of scipy's ``TtestResult``."""

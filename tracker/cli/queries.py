@@ -189,6 +189,7 @@ def compare(
         table = shown.table
         print_fitted(table.to_dicts(), table.columns, wrapped=COMPARE_WRAPPED, spill=COMPARE_SPILL)
         regressions = [f"  {line}" for line in comparison.regressions]
+        regressions += [f"  within noise: {line}" for line in comparison.within_noise]
         echo_fitted(["", comparison.outcome_line(), *regressions])
     else:
         print_frame(shown.table, fmt)

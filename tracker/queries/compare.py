@@ -9,11 +9,13 @@ lost, and does not fire on noise (docs/claims.md, "The regression gate", has the
   existed gone (rule ``fail closed``); otherwise it is ``gone`` (fewer seeds, a probe dropped
   for one model but kept for others is still judged by its remaining checks);
 * every numeric check but the EMA tracking is judged against its yardstick: the comparable
-  jobs (``KeptVerdicts.comparable``: neither compared job, the same check and subject, the
-  compared jobs' configuration) and the check's tolerance (``tracker.analysis.gate``). A rise
-  beyond both is a regression; a PASS -> FAIL within them is ``noise``, one on a value that
-  fell as far (a design that needs less memory) is ``changed``, never a regression. Checks
-  with neither, or without a number (failed probes, divergence), fall back to the status;
+  jobs (``tracker.queries.yardsticks``: neither compared job, the same check and subject,
+  the compared jobs' configuration, run length included) and the check's tolerance
+  (``tracker.analysis.gate``). A value beyond both is a regression; a PASS -> FAIL within
+  them is ``noise``, listed with the regressions (``Comparison.within_noise``), one on a
+  value that fell as far (a design that needs less memory) is ``changed``, never a
+  regression. Checks with neither, or without a number (failed probes, divergence), fall
+  back to the status;
 * the EMA tracking check keeps its seed-noise test against the comparable jobs' seed noise.
 
 The table lists the rows in ``Change`` order, regressions first and ``same`` last.
@@ -21,26 +23,23 @@ The table lists the rows in ``Change`` order, regressions first and ``same`` las
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.checks import BPP, Check
-from tracker.analysis.gate import Judged, Yardstick, judge_ema, judge_rise, signed
+from tracker.analysis.gate import Judged, Rise, judge_ema, judge_rise, signed
 from tracker.analysis.job import analyze_job
 from tracker.analysis.verdict import FAIL, NA, PASS, Verdict
-from tracker.conditions import Condition
 from tracker.domain import ArmName, Change
 from tracker.errors import JobOfOtherStudy
-from tracker.models import Job, JobMeta
-from tracker.queries.job_analysis import load_verdict_rows
-from tracker.store.catalog import check_meta_keys, check_meta_values, get_job
+from tracker.queries.yardsticks import OtherJobs, Where, other_jobs
+from tracker.store.catalog import get_job
 from tracker.store.jobdata import load_job_data
-from tracker.summary.model import SEED_NOISE
 
 if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
@@ -49,8 +48,6 @@ BPP_CHECKS = tuple(BPP.values())
 EMA_CHECK = Check.EMA_DELTA_VS_SEED_NOISE
 VAL_LOSS_CHECK = Check.VAL_LOSS
 CHANGES = tuple(Change)  # the one order of the kinds of change: tables, tallies, pages
-Key = tuple[str, str]  # (check, subject)
-Where = Sequence[tuple[str, str]]
 
 
 @dataclass
@@ -59,6 +56,7 @@ class Comparison:
     job_b: str
     table: pl.DataFrame  # one row per (check, subject) present in either job, in CHANGES order
     regressions: list[str]  # one line each
+    within_noise: list[str]  # PASS -> FAIL within the noise, one line each: never hidden
 
     @property
     def regressed(self) -> bool:
@@ -81,23 +79,6 @@ class Comparison:
     def changes_only(self) -> Comparison:
         """The same comparison without its ``same`` rows."""
         return replace(self, table=self.table.filter(pl.col("change") != Change.SAME))
-
-
-@dataclass(frozen=True)
-class OtherJobs:
-    """What the comparable jobs show: each one's seed-noise EMA delta and the measured values
-    of every (check, subject), by job name, and how they were chosen."""
-
-    ema: Mapping[str, float] = field(default_factory=dict)
-    measured: Mapping[Key, Sequence[tuple[str, float]]] = field(default_factory=dict)
-    scope: str = ""
-
-    def yardstick(self, key: Key) -> Yardstick:
-        found = self.measured.get(key, ())
-        return Yardstick([job for job, _ in found], [value for _, value in found], self.scope)
-
-    def seed_noise(self) -> Yardstick:
-        return Yardstick(list(self.ema), list(self.ema.values()), self.scope)
 
 
 def _number(value: Any) -> float | None:
@@ -123,13 +104,45 @@ def _tolerance(a: Verdict, b: Verdict, exp: Expectations) -> float | None:
     return float(found) if found is not None else None
 
 
-def _against_others(a: Verdict, b: Verdict, exp: Expectations, others: OtherJobs) -> Judged | None:
+@dataclass(frozen=True)
+class _Seeds:
+    """The second job's validation-loss rows: how many (they share the level) and the
+    variance of one in seed variances, 1 + 1/(its baseline seeds)."""
+
+    rows: int = 1
+    factor: float | None = None
+
+    @classmethod
+    def of(cls, verdicts: Iterable[Verdict], exp: Expectations) -> _Seeds:
+        baseline = ArmName.find(exp.training.baseline)
+        rows = base = 0
+        for v in verdicts:
+            rows += v.check == VAL_LOSS_CHECK
+            arm = ArmName.find(v.subject) if v.check == Check.VAL_LOSS_PAPER else None
+            value = _number(v.measured)
+            finite = value is not None and math.isfinite(value)
+            base += bool(arm and baseline and arm.variant == baseline.variant and finite)
+        return cls(max(rows, 1), 1 + 1 / base if base else None)
+
+
+def _against_others(a: Verdict, b: Verdict, exp: Expectations, context: _Context) -> Judged | None:
     """A numeric check judged by its yardstick; None when it cannot tell (the status decides)."""
     before, after = _number(a.measured), _number(b.measured)
     if before is None or after is None:
         return None
-    stick = others.yardstick((a.check, a.subject))
-    return judge_rise(before, after, _tolerance(a, b, exp), _unit(a.check), stick, exp.gate)
+    stick = context.others.yardstick((a.check, a.subject))
+    loss = a.check == VAL_LOSS_CHECK
+    rise = Rise(
+        before,
+        after,
+        _tolerance(a, b, exp),
+        _unit(a.check),
+        failed=b.status == FAIL,
+        seed_factor=context.seeds.factor if loss else None,
+        rows=context.seeds.rows if loss else 1,
+        meta=context.others.own,
+    )
+    return judge_rise(rise, stick, exp.gate)
 
 
 @dataclass(frozen=True)
@@ -164,6 +177,7 @@ class _Context:
     passed: frozenset[str]  # subjects with a PASS in the first job
     evidence: Evidence  # of the second job
     others: OtherJobs
+    seeds: _Seeds  # of the second job
 
 
 def _change(
@@ -191,7 +205,7 @@ def _change(
             return (Change.REGRESSED if beyond else Change.NOISE), why
         judged = None
     else:
-        judged = _against_others(a, b, exp, context.others)
+        judged = _against_others(a, b, exp, context)
     if judged is not None and judged.rose:
         return Change.REGRESSED, judged.rule
     rule = judged.rule if judged else None
@@ -210,105 +224,6 @@ def _delta(a: Verdict | None, b: Verdict | None) -> float | None:
     before = _number(a.measured) if a else None
     after = _number(b.measured) if b else None
     return None if before is None or after is None else after - before
-
-
-def _scope(key: str, values: set[str | None]) -> str:
-    """'optimizer=adamw', 'optimizer=adamw or sgd', 'optimizer unset'."""
-    parts = [f"{key}={value}" for value in sorted(v for v in values if v is not None)]
-    return " or ".join(parts + ([f"{key} unset"] if None in values else []))
-
-
-@dataclass(frozen=True)
-class KeptVerdicts:
-    """What every job of the database shows, by job id, from the rows kept at ingest, and its
-    metadata: the gate's yardstick before the comparable jobs are picked (the server keeps it
-    per database state, so a comparison reads no verdict rows)."""
-
-    names: Mapping[int, str]  # job id -> name, in job id order
-    meta: Mapping[int, Mapping[str, str]]  # job id -> its metadata
-    ema: Mapping[int, float]  # job id -> its seed-noise EMA delta
-    measured: Mapping[Key, Sequence[tuple[int, float]]]  # (check, subject) -> (job id, value)
-
-    def comparable(
-        self, compared: Sequence[str], configuration: Sequence[str], where: Where | None = None
-    ) -> OtherJobs:
-        """The jobs the two ``compared`` are judged against: neither of them (a shifted job
-        must not widen the spread it is judged against), and those with ``where``'s metadata
-        (one key given twice: either value) or, without it, one of the compared jobs' values
-        of each ``configuration`` key (a job lacking a key they carry is unlike them, as is
-        one carrying a key they both lack)."""
-        ids = {name: job_id for job_id, name in self.names.items()}
-        left_out = {ids[name] for name in compared if name in ids}
-        wanted: dict[str, set[str | None]] = {}
-        if where is not None:
-            for key, value in where:
-                wanted.setdefault(key, set()).add(value)
-        else:
-            for key in configuration:
-                wanted[key] = {self.meta.get(job_id, {}).get(key) for job_id in left_out}
-        carried = {key for own in self.meta.values() for key in own}
-        wanted = {key: values for key, values in wanted.items() if key in carried}
-        kept = {
-            job_id
-            for job_id in self.names
-            if job_id not in left_out
-            and all(self.meta.get(job_id, {}).get(k) in vs for k, vs in wanted.items())
-        }
-        measured = {
-            key: [(self.names[job_id], value) for job_id, value in values if job_id in kept]
-            for key, values in self.measured.items()
-        }
-        ema = {self.names[job_id]: v for job_id, v in self.ema.items() if job_id in kept}
-        scope = ", ".join(_scope(key, values) for key, values in wanted.items())
-        return OtherJobs(ema, measured, scope)
-
-
-def kept_verdicts(session: Session, exp: Expectations, study: str | None = None) -> KeptVerdicts:
-    """Every job's (of ``study``, or all) kept verdict values, seed-noise delta and metadata
-    (``KeptVerdicts``)."""
-    query = select(Job.id, Job.name).order_by(Job.id)
-    if study is not None:
-        query = query.where(Job.study == study)
-    names = {job_id: name for job_id, name in session.execute(query)}
-    meta: dict[int, dict[str, str]] = {}
-    stored = session.execute(
-        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(list(names)))
-    )
-    for job_id, key, text in stored:
-        meta.setdefault(job_id, {})[key] = text
-    rows, numbers = load_verdict_rows(session, list(names), exp)
-    ema = {
-        job_id: value
-        for job_id, own in numbers.items()
-        if (value := own.get(SEED_NOISE)) is not None
-    }
-    measured: dict[Key, list[tuple[int, float]]] = {}
-    for job_id, check, subject, value, *_ in sorted(rows, key=lambda row: row[0]):
-        if isinstance(value, float):
-            measured.setdefault((check, subject), []).append((job_id, value))
-    return KeptVerdicts(names, meta, ema, measured)
-
-
-def checked_where(session: Session, where: Where | None) -> Where | None:
-    """``--baseline-where`` pairs, each key and value one some job has (else an error naming
-    the known ones)."""
-    if where is not None:
-        check_meta_keys(session, [key for key, _ in where])
-        check_meta_values(session, [Condition(key, value) for key, value in where])
-    return where
-
-
-def other_jobs(
-    session: Session,
-    exp: Expectations,
-    compared: Sequence[str],
-    where: Where | None = None,
-    study: str | None = None,
-) -> OtherJobs:
-    """The jobs (of ``study``, or all) comparable to the ``compared`` ones, from the rows
-    kept at ingest."""
-    kept = kept_verdicts(session, exp, study)
-    return kept.comparable(compared, exp.gate.configuration, checked_where(session, where))
 
 
 def compare_jobs(
@@ -364,7 +279,8 @@ def compare_verdicts(
     verdicts = [{(v.check, v.subject): v for v in found} for found in (verdicts_a, verdicts_b)]
     keys = list(verdicts[0]) + [key for key in verdicts[1] if key not in verdicts[0]]
     passed = frozenset(subject for (_, subject), v in verdicts[0].items() if v.status == PASS)
-    context = _Context(passed, Evidence.of(verdicts[1].values()), others or OtherJobs())
+    seeds = _Seeds.of(verdicts[1].values(), exp)
+    context = _Context(passed, Evidence.of(verdicts[1].values()), others or OtherJobs(), seeds)
     rows = []
     for key in keys:
         a, b = verdicts[0].get(key), verdicts[1].get(key)
@@ -389,11 +305,21 @@ def compare_verdicts(
     rows.sort(key=lambda row: CHANGES.index(row["change"]))  # stable: checks in job order
     schema = {name: getattr(pl, dtype) for name, dtype in SCHEMA.items()}
     table = pl.DataFrame(rows, schema=schema)
-    regressions = [
+    return Comparison(
+        job_a, job_b, table, _lines(table, Change.REGRESSED), _lines(table, Change.NOISE)
+    )
+
+
+def _lines(table: pl.DataFrame, change: Change) -> list[str]:
+    """The rows of ``change`` (of noise: those that flipped PASS -> FAIL), one line each:
+    'check subject: PASS -> FAIL (delta +0.5); rule'."""
+    rows = table.filter(pl.col("change") == change)
+    if change == Change.NOISE:
+        rows = rows.filter((pl.col("status_a") == PASS) & (pl.col("status_b") == FAIL))
+    return [
         f"{row['check']} {row['subject']}: {row['status_a'] or 'absent'} -> "
         f"{row['status_b'] or 'gone'}"
         + (f" (delta {signed(row['delta'])})" if row["delta"] is not None else "")
         + f"; {row['rule']}"
-        for row in table.filter(pl.col("change") == Change.REGRESSED).iter_rows(named=True)
+        for row in rows.iter_rows(named=True)
     ]
-    return Comparison(job_a, job_b, table, regressions)

@@ -21,14 +21,9 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis.job import JobAnalysis
 from tracker.models import Job, JobMeta
-from tracker.queries.compare import (
-    Comparison,
-    Where,
-    checked_where,
-    compare_verdicts,
-    kept_verdicts,
-)
+from tracker.queries.compare import Comparison, compare_verdicts
 from tracker.queries.job_analysis import load_summary
+from tracker.queries.yardsticks import Where, checked_where, kept_verdicts
 from tracker.store import catalog
 from tracker.store.catalog import get_job
 from tracker.views.job import JobContent, job_content

@@ -189,11 +189,13 @@ class ComparisonRow(BaseModel):
 
 
 class Comparison(BaseModel):
-    """``/api/compare``: two jobs' verdicts side by side, and the regressions as lines."""
+    """``/api/compare``: two jobs' verdicts side by side, and the regressions as lines (and
+    the PASS -> FAIL rows judged within the noise, listed with them)."""
 
     a: str
     b: str
     regressions: list[str]
+    within_noise: list[str]
     table: list[ComparisonRow]
 
 

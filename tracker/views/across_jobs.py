@@ -32,8 +32,9 @@ from tracker.figures.crossjob import (
 )
 from tracker.figures.style import legend_under_title
 from tracker.queries import tables
-from tracker.queries.compare import Comparison, compare_verdicts, other_jobs
+from tracker.queries.compare import Comparison, compare_verdicts
 from tracker.queries.selection import JobSelection
+from tracker.queries.yardsticks import other_jobs
 from tracker.summary.grid import GridCurve
 from tracker.summary.trajectories import arm_order
 from tracker.views.pages import FigureSlot, figure_slot
@@ -67,6 +68,7 @@ class ComparisonView:
     href_b: str
     tally: list[tuple[str, int]]  # change -> rows, in the order of Change, only those present
     regressions: list[str]
+    within_noise: list[str]  # PASS -> FAIL judged within the noise: listed with the regressions
     rows: list[dict[str, Any]]  # in the table's order: regressions first, the same ones last
     hidden: int = 0  # rows of no change left out (``changes_only``)
 
@@ -144,6 +146,7 @@ def comparison_view(
         href_b=job_href(folders, comparison.job_b),
         tally=[(str(change), n) for change, n in comparison.counts().items() if n],
         regressions=list(comparison.regressions),
+        within_noise=list(comparison.within_noise),
         rows=shown.table.to_dicts(),
         hidden=comparison.table.height - shown.table.height,
     )

@@ -70,6 +70,7 @@ def api_compare(found: ComparedDep, changes_only: ChangesOnly = False) -> schema
             "a": found.job_a,
             "b": found.job_b,
             "regressions": result.regressions,
+            "within_noise": result.within_noise,
             "table": rows(result.table),
         }
     )

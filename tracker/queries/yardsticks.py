@@ -1,0 +1,194 @@
+"""The regression gate's comparable jobs: what every job of the database shows, from the rows
+kept at ingest, and which of them a comparison is judged against (docs/claims.md, "The
+regression gate").
+
+A job's run length is part of its configuration: where the study's ``[gate] configuration``
+names ``steps`` and a job has no ``steps`` metadata, its arms' run length (the longest arm's
+summary ``steps``) stands in, so a job of 5,100 steps is no yardstick for jobs of 1,500.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tracker.analysis.checks import Check
+from tracker.analysis.gate import Yardstick
+from tracker.completeness import summary_steps
+from tracker.conditions import Condition
+from tracker.domain import ArmName
+from tracker.models import Job, JobMeta, Run
+from tracker.queries.job_analysis import load_verdict_rows
+from tracker.store.catalog import check_meta_keys, check_meta_values
+from tracker.summary.model import SEED_NOISE
+
+if TYPE_CHECKING:
+    from tracker.analysis.expectations import Expectations
+
+Key = tuple[str, str]  # (check, subject)
+Where = Sequence[tuple[str, str]]
+LENGTH_KEY = "steps"  # the configuration key a job's run length stands in for
+Seeds = tuple[float, int]  # sum of squares of a job's seeds about their variants' means, df
+
+
+@dataclass(frozen=True)
+class OtherJobs:
+    """What the comparable jobs show: each one's seed-noise EMA delta, the measured values
+    of every (check, subject), each one's metadata and seeds, by job name; how they were
+    chosen, and the metadata of the second compared job."""
+
+    ema: Mapping[str, float] = field(default_factory=dict)
+    measured: Mapping[Key, Sequence[tuple[str, float]]] = field(default_factory=dict)
+    scope: str = ""
+    meta: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    seeds: Mapping[str, Seeds] = field(default_factory=dict)
+    own: Mapping[str, str] = field(default_factory=dict)
+
+    def yardstick(self, key: Key) -> Yardstick:
+        jobs = [job for job, _ in self.measured.get(key, ())]
+        values = [value for _, value in self.measured.get(key, ())]
+        meta = [self.meta.get(job, {}) for job in jobs]
+        seeds = [self.seeds.get(job, (0.0, 0)) for job in jobs]
+        return Yardstick(jobs, values, self.scope, meta, seeds)
+
+    def seed_noise(self) -> Yardstick:
+        return Yardstick(list(self.ema), list(self.ema.values()), self.scope)
+
+
+def _scope(key: str, values: set[str | None]) -> str:
+    """'optimizer=adamw', 'optimizer=adamw or sgd', 'optimizer unset'."""
+    parts = [f"{key}={value}" for value in sorted(v for v in values if v is not None)]
+    return " or ".join(parts + ([f"{key} unset"] if None in values else []))
+
+
+@dataclass(frozen=True)
+class KeptVerdicts:
+    """What every job of the database shows, by job id, from the rows kept at ingest, and its
+    metadata (a run length standing in for ``steps``) and seeds: the gate's yardstick before
+    the comparable jobs are picked (the server keeps it per database state, so a comparison
+    reads no verdict rows)."""
+
+    names: Mapping[int, str]  # job id -> name, in job id order
+    meta: Mapping[int, Mapping[str, str]]  # job id -> its metadata
+    ema: Mapping[int, float]  # job id -> its seed-noise EMA delta
+    measured: Mapping[Key, Sequence[tuple[int, float]]]  # (check, subject) -> (job id, value)
+    seeds: Mapping[int, Seeds] = field(default_factory=dict)
+
+    def comparable(
+        self, compared: Sequence[str], configuration: Sequence[str], where: Where | None = None
+    ) -> OtherJobs:
+        """The jobs the two ``compared`` are judged against: neither of them (a shifted job
+        must not widen the spread it is judged against), and those with ``where``'s metadata
+        (one key given twice: either value) or, without it, one of the compared jobs' values
+        of each ``configuration`` key (a job lacking a key they carry is unlike them, as is
+        one carrying a key they both lack)."""
+        ids = {name: job_id for job_id, name in self.names.items()}
+        left_out = {ids[name] for name in compared if name in ids}
+        wanted: dict[str, set[str | None]] = {}
+        if where is not None:
+            for key, value in where:
+                wanted.setdefault(key, set()).add(value)
+        else:
+            for key in configuration:
+                wanted[key] = {self.meta.get(job_id, {}).get(key) for job_id in left_out}
+        carried = {key for own in self.meta.values() for key in own}
+        wanted = {key: values for key, values in wanted.items() if key in carried}
+        kept = {
+            job_id
+            for job_id in self.names
+            if job_id not in left_out
+            and all(self.meta.get(job_id, {}).get(k) in vs for k, vs in wanted.items())
+        }
+        measured = {
+            key: [(self.names[job_id], value) for job_id, value in values if job_id in kept]
+            for key, values in self.measured.items()
+        }
+        ema = {self.names[job_id]: v for job_id, v in self.ema.items() if job_id in kept}
+        scope = ", ".join(_scope(key, values) for key, values in wanted.items())
+        meta = {self.names[job_id]: self.meta.get(job_id, {}) for job_id in kept}
+        seeds = {self.names[job_id]: s for job_id, s in self.seeds.items() if job_id in kept}
+        second = ids.get(compared[-1]) if compared else None
+        own = self.meta.get(second, {}) if second is not None else {}
+        return OtherJobs(ema, measured, scope, meta, seeds, own)
+
+
+def _seeds(measured: Mapping[Key, Sequence[tuple[int, float]]]) -> dict[int, Seeds]:
+    """Each job's arms' final validation losses: their sum of squares about each variant's
+    mean and its degrees of freedom (seeds less one, summed over the variants)."""
+    losses: dict[tuple[int, str], list[float]] = {}
+    for (check, subject), values in measured.items():
+        arm = ArmName.find(subject) if check == Check.VAL_LOSS_PAPER else None
+        for job_id, value in values if arm else ():
+            losses.setdefault((job_id, arm.variant), []).append(value)  # type: ignore[union-attr]
+    seeds: dict[int, Seeds] = {}
+    for (job_id, _), own in losses.items():
+        mean = sum(own) / len(own)
+        ss, df = seeds.get(job_id, (0.0, 0))
+        seeds[job_id] = (ss + sum((v - mean) ** 2 for v in own), df + len(own) - 1)
+    return seeds
+
+
+def _lengths(session: Session, ids: Sequence[int]) -> dict[int, int]:
+    """Each job's run length: its longest arm's summary ``steps``."""
+    lengths: dict[int, int] = {}
+    for job_id, extra in session.execute(select(Run.job_id, Run.extra).where(Run.job_id.in_(ids))):
+        steps = summary_steps(extra)
+        if steps is not None:
+            lengths[job_id] = max(steps, lengths.get(job_id, 0))
+    return lengths
+
+
+def kept_verdicts(session: Session, exp: Expectations, study: str | None = None) -> KeptVerdicts:
+    """Every job's (of ``study``, or all) kept verdict values, seed-noise delta, metadata
+    (its run length for ``steps`` where it has none) and seeds (``KeptVerdicts``)."""
+    query = select(Job.id, Job.name).order_by(Job.id)
+    if study is not None:
+        query = query.where(Job.study == study)
+    names = {job_id: name for job_id, name in session.execute(query)}
+    meta: dict[int, dict[str, str]] = {job_id: {} for job_id in names}
+    stored = session.execute(
+        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(list(names)))
+    )
+    for job_id, key, text in stored:
+        meta[job_id][key] = text
+    if LENGTH_KEY in exp.gate.configuration:
+        for job_id, steps in _lengths(session, list(names)).items():
+            meta[job_id].setdefault(LENGTH_KEY, str(steps))
+    rows, numbers = load_verdict_rows(session, list(names), exp)
+    ema = {
+        job_id: value
+        for job_id, own in numbers.items()
+        if (value := own.get(SEED_NOISE)) is not None
+    }
+    measured: dict[Key, list[tuple[int, float]]] = {}
+    for job_id, check, subject, value, *_ in sorted(rows, key=lambda row: row[0]):
+        if isinstance(value, float):
+            measured.setdefault((check, subject), []).append((job_id, value))
+    meta = {job_id: own for job_id, own in meta.items() if own}
+    return KeptVerdicts(names, meta, ema, measured, _seeds(measured))
+
+
+def checked_where(session: Session, where: Where | None) -> Where | None:
+    """``--baseline-where`` pairs, each key and value one some job has (else an error naming
+    the known ones)."""
+    if where is not None:
+        check_meta_keys(session, [key for key, _ in where])
+        check_meta_values(session, [Condition(key, value) for key, value in where])
+    return where
+
+
+def other_jobs(
+    session: Session,
+    exp: Expectations,
+    compared: Sequence[str],
+    where: Where | None = None,
+    study: str | None = None,
+) -> OtherJobs:
+    """The jobs (of ``study``, or all) comparable to the ``compared`` ones, from the rows
+    kept at ingest."""
+    kept = kept_verdicts(session, exp, study)
+    return kept.comparable(compared, exp.gate.configuration, checked_where(session, where))
