@@ -38,7 +38,7 @@ from tracker.analysis.gate_split import find_split
 from tracker.analysis.stats import t_quantile
 
 SEED_SDS = (0.001, 0.003, 0.004)
-MARGIN = 0.01  # [claims] val_loss_margin: the validation loss's tolerance
+MARGIN = 0.01  # [training.val_loss] candidate_margin: the validation loss's tolerance
 CONFIDENCE = 0.90  # [claims] confidence: the per-job check's interval
 BPP, BPP_SD, BPP_EXPECTED, BPP_TOL = 3.153, 0.003, 3.125, 0.072
 SMALL, SMALL_TOL, SMALL_GAP = 3.22, 0.14, 0.08
