@@ -117,7 +117,8 @@ def test_truncated_and_unknown_chunks_are_one_line_even_with_a_matching_checksum
     set_chunk(engine, chunk, data=data)
     result = two_jobs("query", "curve", "--job", "job1", "--arm", "ref_s0", ok=False)
     assert result.stderr == f"Error: {message(chunk, 'job1', 'checksum mismatch')}\n"
-    set_chunk(engine, chunk, checksum=codec.checksum(data, chunk.curve_id))
+    seed = codec.curve_seed(chunk.curve_id, "job1", "ref_s0", "loss")
+    set_chunk(engine, chunk, checksum=codec.checksum(data, seed))
     result = two_jobs("query", "curve", "--job", "job1", "--arm", "ref_s0", ok=False)
     assert (result.exit_code, result.stderr) == (1, f"Error: {message(chunk, 'job1', reason)}\n")
 

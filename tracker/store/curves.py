@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TypeVarTuple
 
 import numpy as np
@@ -48,6 +49,11 @@ class StoredCurve:
     n_points: int
     first_step: int | None
     last_step: int | None
+
+    @cached_property
+    def seed(self) -> int:
+        """What its chunks' checksums are seeded with: its id and place (``codec.curve_seed``)."""
+        return codec.curve_seed(self.id, self.job, self.arm, self.metric)
 
     def damaged(self, first: int | None, last: int | None, reason: str) -> DamagedCurve:
         """The error naming this curve's steps ``first`` to ``last`` as damaged."""
@@ -218,7 +224,7 @@ def checked_decode(
 ) -> tuple[np.ndarray, np.ndarray]:
     """A chunk of ``curve``: its ``(steps, values)``, once it is checked against its row."""
     try:
-        if codec.checksum(data, curve.id) != checksum:
+        if codec.checksum(data, curve.seed) != checksum:
             raise codec.BadChunk("checksum mismatch")
         steps, values = codec.decode(data)
         if len(steps) != n or steps[0] != first or steps[-1] != last:
