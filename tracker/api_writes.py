@@ -85,11 +85,13 @@ def rederive(
     *,
     expectations: Path | None = None,
     on_job: Callable[[str], None] | None = None,
+    force: bool = False,
 ) -> Rederived:
     """Refill the kept rows (verdicts, numbers, summary) of every job lacking them for the
-    expectations (packaged by default) and today's analysis code, one transaction per job."""
+    expectations (packaged by default) and today's analysis code, one transaction per job
+    (``force``: of every job, rebuilding them)."""
     with using_engine(db) as engine:
-        return _rederive(engine, load_expectations(expectations), on_job)
+        return _rederive(engine, load_expectations(expectations), on_job, force)
 
 
 def upgrade(db: Database, *, on_migrated: Callable[[Upgrade], None] | None = None) -> Upgrade:

@@ -1,0 +1,152 @@
+"""Derived rows (a job's kept summary, verdicts, numbers; a curve's numbers) checked against
+what they derive from or by a checksum, on every read and by ``db check``, which rebuilds
+them with ``--repair`` (``db rederive --force`` rebuilds every job's); SQLite's own
+``integrity_check`` run by ``db check``."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, select, update
+from sqlalchemy.orm import Session
+
+from tests.conftest import Cli, client_for
+from tracker.jobdir.sample import write_sample_job
+from tracker.models import Job, JobSummary
+from tracker.store.schema import downgrade, upgrade
+
+STEPS = 300
+
+
+@pytest.fixture
+def two_jobs(cli: Cli, tmp_path: Path) -> Cli:
+    for name, seed in (("job1", 0), ("job2", 1)):
+        cli("ingest", str(write_sample_job(tmp_path / name, seed=seed, steps=STEPS)))
+    return cli
+
+
+@pytest.fixture
+def client(two_jobs: Cli) -> Iterator[TestClient]:
+    with client_for(two_jobs.url) as client:
+        yield client
+
+
+def summary_of(engine: Engine, job: str) -> bytes:
+    with Session(engine) as session:
+        return bytes(
+            session.scalars(
+                select(JobSummary.data)
+                .join(Job, Job.id == JobSummary.job_id)
+                .where(Job.name == job)
+            ).one()
+        )
+
+
+def set_summary(engine: Engine, job: str, data: bytes) -> None:
+    with engine.begin() as connection:
+        job_id = connection.scalar(select(Job.id).where(Job.name == job))
+        connection.execute(update(JobSummary).where(JobSummary.job_id == job_id).values(data=data))
+
+
+SUMMARY_DAMAGED = (
+    "stored summary of job job2 is damaged (checksum mismatch); re-ingest the job from its files"
+)
+
+
+@pytest.mark.parametrize("at", [-1, 20, 9])  # the frame's end, its middle, its first byte
+def test_a_flipped_bit_in_a_kept_summary_is_refused_and_repaired(
+    two_jobs: Cli, client: TestClient, engine: Engine, tmp_path: Path, at: int
+) -> None:
+    intact = summary_of(engine, "job2")
+    damaged = bytearray(intact)
+    damaged[at] ^= 0x10
+    set_summary(engine, "job2", bytes(damaged))
+    for path in ("/jobs/job2/", "/api/jobs/job2", "/"):
+        answer = client.get(path)
+        assert answer.status_code == 500 and SUMMARY_DAMAGED in answer.text, path
+    assert client.get("/api/jobs/job1").status_code == 200
+    report = two_jobs("report", "--out", str(tmp_path / "report"), ok=False)
+    assert (report.exit_code, report.stderr) == (1, f"Error: {SUMMARY_DAMAGED}\n")
+    checked = two_jobs("db", "check", ok=False)
+    assert (checked.exit_code, checked.stderr) == (1, f"Error: {SUMMARY_DAMAGED}\n")
+    assert checked.stdout.endswith("summaries: 1 jobs damaged: job2\n")
+    repaired = two_jobs("db", "check", "--repair")
+    assert repaired.stdout.splitlines()[0] == "job2: rebuilt"
+    assert repaired.stdout.endswith(
+        "1 jobs damaged: job2; derived rows rebuilt from the points: job2\n"
+    )
+    assert summary_of(engine, "job2") == intact
+    assert two_jobs("db", "check").stdout.endswith(": no damage found\n")
+    assert client.get("/jobs/job2/").status_code == 200
+
+
+def test_db_check_does_not_repair_what_the_points_cannot_rebuild(
+    two_jobs: Cli, engine: Engine
+) -> None:
+    damaged = bytearray(summary_of(engine, "job2"))
+    damaged[-1] ^= 1
+    set_summary(engine, "job2", bytes(damaged))
+    with engine.begin() as connection:  # job2's points lost too: its files are needed
+        connection.exec_driver_sql(
+            "DELETE FROM curve_chunk WHERE curve_id IN (SELECT c.id FROM curve c JOIN run r"
+            " ON r.id = c.run_id JOIN job j ON j.id = r.job_id WHERE j.name = 'job2')"
+        )
+    checked = two_jobs("db", "check", "--repair", ok=False)
+    assert checked.exit_code == 1
+    assert checked.stderr.splitlines()[-1] == f"Error: {SUMMARY_DAMAGED}"
+    assert checked.stdout.endswith("summaries: 1 jobs damaged: job2\n")
+
+
+def test_rederive_force_rebuilds_every_job(two_jobs: Cli, engine: Engine) -> None:
+    damaged = bytearray(summary_of(engine, "job1"))
+    damaged[-1] ^= 1
+    set_summary(engine, "job1", bytes(damaged))
+    assert two_jobs("db", "rederive").stdout == "0 jobs rederived, 2 already up to date\n"
+    forced = two_jobs("db", "rederive", "--force")
+    assert forced.stdout == (
+        "job1: rederived\njob2: rederived\n2 jobs rederived, 0 already up to date\n"
+    )
+    assert two_jobs("db", "check").stdout.endswith(": no damage found\n")
+
+
+def test_db_check_runs_sqlites_integrity_check(two_jobs: Cli, db_url: str) -> None:
+    if not db_url.startswith("sqlite"):
+        pytest.skip("PostgreSQL has no built-in checker of its pages (amcheck is an extension)")
+    path = db_url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as connection:  # an index that disagrees with its table
+        connection.execute("PRAGMA writable_schema = ON")
+        connection.execute(
+            "UPDATE sqlite_master SET sql = 'CREATE INDEX ix_run_job_id ON run (seed)'"
+            " WHERE name = 'ix_run_job_id'"
+        )
+    connection.close()
+    checked = two_jobs("db", "check", ok=False)
+    assert checked.exit_code == 1
+    lines = checked.stderr.splitlines()
+    assert lines and all(line.startswith("Error: SQLite's integrity_check: ") for line in lines), (
+        lines
+    )
+    assert "missing from index ix_run_job_id" in lines[0]
+    assert checked.stdout.endswith(
+        f": no damage found; the database file is damaged ({len(lines)} problems found by"
+        " SQLite's integrity_check)\n"
+    )
+
+
+def test_0013_adds_the_checksum_and_its_downgrade_takes_it_out(
+    two_jobs: Cli, engine: Engine
+) -> None:
+    intact = summary_of(engine, "job1")
+    damaged = bytearray(summary_of(engine, "job2"))
+    damaged[-1] ^= 1
+    set_summary(engine, "job2", bytes(damaged))
+    downgrade(engine, "0012")
+    assert summary_of(engine, "job1") == b"\x01" + intact[9:]  # format 1, as 0008 wrote it
+    with Session(engine) as session:  # a damaged one is not carried over as intact
+        assert session.scalars(select(Job.name).join(JobSummary)).all() == ["job1"]
+    upgrade(engine)
+    assert summary_of(engine, "job1") == intact
