@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import Cli, client_for
 from tracker.jobdir.sample import write_sample_job
-from tracker.models import Job, JobSummary
+from tracker.models import Curve, Job, JobNumber, JobSummary, JobVerdict, Run
 from tracker.store.schema import downgrade, upgrade
 
 STEPS = 300
@@ -150,3 +150,73 @@ def test_0013_adds_the_checksum_and_its_downgrade_takes_it_out(
         assert session.scalars(select(Job.name).join(JobSummary)).all() == ["job1"]
     upgrade(engine)
     assert summary_of(engine, "job1") == intact
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("last_value", 9.5), ("min_value", -1.0), ("first_value", float("nan")), ("n_nonfinite", 7)],
+)
+def test_altered_curve_numbers_are_found_and_rewritten_from_the_points(
+    two_jobs: Cli, engine: Engine, column: str, value: float
+) -> None:
+    with engine.begin() as connection:
+        curve_id, kept = connection.execute(
+            select(Curve.id, getattr(Curve, column))
+            .join(Run, Run.id == Curve.run_id)
+            .join(Job, Job.id == Run.job_id)
+            .where(Job.name == "job2", Run.arm == "ref_s1", Curve.metric == "loss")
+        ).one()
+        connection.execute(update(Curve).where(Curve.id == curve_id).values({column: value}))
+    line = (
+        f"stored curve job2/ref_s1 loss: its row's {column} is {value}, its points give {kept};"
+        " rebuild it with `tracker db check --repair`"
+    )
+    checked = two_jobs("db", "check", ok=False)
+    assert (checked.exit_code, checked.stderr) == (1, f"Error: {line}\n")
+    assert checked.stdout.endswith(": 1 jobs damaged: job2\n")
+    repaired = two_jobs("db", "check", "--repair")
+    assert repaired.stdout.endswith("derived rows rebuilt from the points: job2\n")
+    with Session(engine) as session:
+        assert repr(session.get(Curve, curve_id).__dict__[column]) == repr(kept)  # type: ignore[union-attr]
+    assert two_jobs("db", "check").stdout.endswith(": no damage found\n")
+
+
+def test_an_altered_verdict_or_number_is_found_and_rebuilt(two_jobs: Cli, engine: Engine) -> None:
+    with engine.begin() as connection:
+        job2 = connection.scalar(select(Job.id).where(Job.name == "job2"))
+        connection.execute(
+            update(JobVerdict)
+            .where(JobVerdict.job_id == job2, JobVerdict.position == 0)
+            .values(
+                status="FAIL"
+                if connection.scalar(
+                    select(JobVerdict.status).where(
+                        JobVerdict.job_id == job2, JobVerdict.position == 0
+                    )
+                )
+                != "FAIL"
+                else "PASS"
+            )
+        )
+        first = connection.execute(
+            select(JobVerdict.check, JobVerdict.subject).where(
+                JobVerdict.job_id == job2, JobVerdict.position == 0
+            )
+        ).one()
+        job1 = connection.scalar(select(Job.id).where(Job.name == "job1"))
+        connection.execute(
+            update(JobNumber)
+            .where(JobNumber.job_id == job1, JobNumber.name == "ema_delta")
+            .values(value=0.5)
+        )
+    checked = two_jobs("db", "check", ok=False)
+    assert checked.exit_code == 1
+    assert checked.stderr.splitlines() == [
+        "Error: stored verdicts and numbers of job job1 differ from its summary (number"
+        " ema_delta); rebuild them with `tracker db check --repair`",
+        f"Error: stored verdicts and numbers of job job2 differ from its summary (verdict 1,"
+        f" {first[0]} {first[1]}); rebuild them with `tracker db check --repair`",
+    ]
+    repaired = two_jobs("db", "check", "--repair")
+    assert repaired.stdout.splitlines()[:2] == ["job1: rebuilt", "job2: rebuilt"]
+    assert two_jobs("db", "check").stdout.endswith(": no damage found\n")

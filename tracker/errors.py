@@ -305,3 +305,11 @@ class JobOfOtherStudy(TrackerError):
 
 class UnknownStudy(TrackerError):
     """unknown study {study!r}; the packaged studies: {known}"""
+
+
+class DamagedCurveNumbers(TrackerError):
+    """stored curve {job}/{arm} {metric}: its row's {column} is {stored}, its points give {derived}; rebuild it with `tracker db check --repair`"""
+
+
+class DamagedVerdicts(TrackerError):
+    """stored verdicts and numbers of job {job} differ from its summary ({difference}); rebuild them with `tracker db check --repair`"""

@@ -14,15 +14,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from tracker.errors import DamagedCurve, DamagedSummary
-from tracker.models import Curve, Job, JobSummary, Run
+from tracker.models import Curve, CurveChunk, Job, JobSummary, Run
+from tracker.services.check_derived import (
+    curve_numbers,
+    not_drawn,
+    rewrite_curve_numbers,
+    verdicts_of,
+)
 from tracker.services.rederive import rederive
-from tracker.store.curves import stored_chunks
+from tracker.store import transactions
+from tracker.store.curves import read_curve
 from tracker.summary.stored import read_summary
-from tracker.summary.trajectories import TrajectoryDrawing
 
 
 @dataclass
@@ -34,6 +40,7 @@ class Checked:
     derived_damage: set[str] = field(default_factory=set)  # jobs with damaged derived rows
     engine_damage: list[str] = field(default_factory=list)  # the engine's checker's lines
     repaired: list[str] = field(default_factory=list)  # jobs whose derived rows were rebuilt
+    curve_numbers: dict[int, dict[str, object]] = field(default_factory=dict)  # to rewrite
 
     @property
     def damaged_jobs(self) -> list[str]:
@@ -77,6 +84,7 @@ def check_database(
             checked.engine_damage = [
                 f"SQLite's integrity_check: {line}" for line in found if line != "ok"
             ]
+        checked.chunks = session.scalar(select(func.count()).select_from(CurveChunk)) or 0
         curves = session.execute(
             select(Curve.id, Job.name)
             .join(Run, Run.id == Curve.run_id)
@@ -85,27 +93,45 @@ def check_database(
         ).all()
         for curve_id, job in curves:
             try:
-                checked.chunks += len(stored_chunks(session, curve_id))
+                numbers, wrong = curve_numbers(session, curve_id, *read_curve(session, curve_id))
             except DamagedCurve as exc:
                 checked.damage.append((job, str(exc)))
                 checked.points_damage.add(job)
+                continue
+            if wrong is not None:
+                checked.damage.append((job, str(wrong)))
+                checked.curve_numbers[curve_id] = numbers
         summaries = session.execute(
             select(Job.name, JobSummary.data).join(Job, Job.id == JobSummary.job_id)
         )
         for job, data in summaries:
             checked.summaries += 1
             try:
-                read_summary(job, data, _not_drawn)
+                read_summary(job, data, not_drawn)
             except DamagedSummary as exc:
                 checked.damage.append((job, str(exc)))
                 checked.derived_damage.add(job)
-    repairable = checked.derived_damage - checked.points_damage  # the others: re-ingested
-    if repair and repairable:
-        checked.repaired = rederive(
-            engine, on_job=on_repaired, force=True, only=repairable
-        ).refilled
+        for job_id, job, study in session.execute(select(Job.id, Job.name, Job.study)):
+            differs = verdicts_of(session, job_id, job, study)
+            if differs is not None:
+                checked.damage.append((job, str(differs)))
+                checked.derived_damage.add(job)
+    if repair:
+        _repair(engine, checked, on_repaired)
     return checked
 
 
-def _not_drawn() -> TrajectoryDrawing:
-    raise AssertionError("a check reads a summary and never draws its lines")
+def _repair(engine: Engine, checked: Checked, on_repaired: Callable[[str], None] | None) -> None:
+    """Rewrite the curve numbers found wrong, then rebuild the derived rows of the jobs whose
+    points are intact (the others need their files: a re-ingest)."""
+    if checked.curve_numbers:
+
+        def rewrite(session: Session) -> None:
+            for curve_id, numbers in checked.curve_numbers.items():
+                rewrite_curve_numbers(session, curve_id, numbers)
+
+        transactions.in_write_transaction(engine, rewrite)
+    rewritten = {job for job, _ in checked.damage} - checked.derived_damage
+    repairable = checked.derived_damage - checked.points_damage
+    rebuilt = rederive(engine, on_job=on_repaired, force=True, only=repairable).refilled
+    checked.repaired = sorted((rewritten - checked.points_damage) | set(rebuilt))
