@@ -313,3 +313,7 @@ class DamagedCurveNumbers(TrackerError):
 
 class DamagedVerdicts(TrackerError):
     """stored verdicts and numbers of job {job} differ from its summary ({difference}); rebuild them with `tracker db check --repair`"""
+
+
+class ReportFailed(TrackerError):
+    """report to {directory} failed ({reason}); its index.html and manifest not updated, job pages written so far are kept and rendered again by the next run"""
