@@ -317,3 +317,7 @@ class DamagedVerdicts(TrackerError):
 
 class ReportFailed(TrackerError):
     """report to {directory} failed ({reason}); its index.html and manifest not updated, job pages written so far are kept and rendered again by the next run"""
+
+
+class BadMetaValue(TrackerError):
+    """metadata {key}: the value {value!r} contains {character}, a character that is not printable (a value is printable text: no control, invisible or text-direction character)"""
