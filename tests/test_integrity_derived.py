@@ -181,7 +181,9 @@ def test_altered_curve_numbers_are_found_and_rewritten_from_the_points(
     assert two_jobs("db", "check").stdout.endswith(": no damage found\n")
 
 
-def test_an_altered_verdict_or_number_is_found_and_rebuilt(two_jobs: Cli, engine: Engine) -> None:
+def test_an_altered_verdict_or_number_is_found_and_rebuilt(
+    two_jobs: Cli, engine: Engine, tmp_path: Path
+) -> None:
     with engine.begin() as connection:
         job2 = connection.scalar(select(Job.id).where(Job.name == "job2"))
         connection.execute(
@@ -198,25 +200,34 @@ def test_an_altered_verdict_or_number_is_found_and_rebuilt(two_jobs: Cli, engine
                 else "PASS"
             )
         )
-        first = connection.execute(
-            select(JobVerdict.check, JobVerdict.subject).where(
-                JobVerdict.job_id == job2, JobVerdict.position == 0
-            )
-        ).one()
         job1 = connection.scalar(select(Job.id).where(Job.name == "job1"))
         connection.execute(
             update(JobNumber)
             .where(JobNumber.job_id == job1, JobNumber.name == "ema_delta")
             .values(value=0.5)
         )
+    damaged = (
+        "stored verdicts and numbers of job {} are damaged (checksum mismatch); rebuild them"
+        " with `tracker db check --repair`"
+    )
     checked = two_jobs("db", "check", ok=False)
     assert checked.exit_code == 1
     assert checked.stderr.splitlines() == [
-        "Error: stored verdicts and numbers of job job1 differ from its summary (number"
-        " ema_delta); rebuild them with `tracker db check --repair`",
-        f"Error: stored verdicts and numbers of job job2 differ from its summary (verdict 1,"
-        f" {first[0]} {first[1]}); rebuild them with `tracker db check --repair`",
+        f"Error: {damaged.format(job)}" for job in ("job1", "job2")
     ]
+    # every read of them: claims, the report, compare; the runs table, home page, claims served
+    for args in (
+        ("claims",),
+        ("report", "--out", str(tmp_path / "report")),
+        ("compare", "job1", "job2"),
+    ):
+        result = two_jobs(*args, ok=False)
+        assert result.exit_code == 1, args
+        assert result.stderr == f"Error: {damaged.format('job1')}\n", args
+    with client_for(two_jobs.url) as client:
+        for path in ("/api/runs", "/runs", "/", "/api/claims"):
+            answer = client.get(path)
+            assert answer.status_code == 500 and damaged.format("job1") in answer.text, path
     repaired = two_jobs("db", "check", "--repair")
     assert repaired.stdout.splitlines()[:2] == ["job1: rebuilt", "job2: rebuilt"]
     assert two_jobs("db", "check").stdout.endswith(": no damage found\n")

@@ -312,7 +312,7 @@ class DamagedCurveNumbers(TrackerError):
 
 
 class DamagedVerdicts(TrackerError):
-    """stored verdicts and numbers of job {job} differ from its summary ({difference}); rebuild them with `tracker db check --repair`"""
+    """stored verdicts and numbers of job {job} are damaged ({difference}); rebuild them with `tracker db check --repair`"""
 
 
 class ReportFailed(TrackerError):

@@ -76,7 +76,10 @@ def verdicts_of(session: Session, job_id: int, job: str, study: str) -> DamagedV
             JobSummary.job_id == job_id, JobSummary.expectations == digest
         )
     )
-    numbers, rows = stored_rows(session, [job_id], digest)
+    try:
+        numbers, rows = stored_rows(session, [job_id], digest)  # their checksum checked first
+    except DamagedVerdicts as exc:
+        return exc
     if data is None or not numbers:
         return None
     try:
@@ -86,15 +89,17 @@ def verdicts_of(session: Session, job_id: int, job: str, study: str) -> DamagedV
     expected = [verdict_row(job_id, v) for v in derived.verdicts]
     if len(rows) != len(expected):
         return DamagedVerdicts(
-            job=job, difference=f"{len(rows)} verdicts, its summary {len(expected)}"
+            job=job, difference=f"{len(rows)} verdicts, its summary gives {len(expected)}"
         )
     for position, (kept, made) in enumerate(zip(rows, expected, strict=True)):
         if not _same(tuple(kept), made):
             subject = f"{made[1]} {made[2]}"
-            return DamagedVerdicts(job=job, difference=f"verdict {position + 1}, {subject}")
+            difference = f"verdict {position + 1}, {subject}, differs from its summary"
+            return DamagedVerdicts(job=job, difference=difference)
     for name, value in derived.numbers.items():
         if not _same(numbers[job_id].get(name), None if value is None else float(value)):
-            return DamagedVerdicts(job=job, difference=f"number {name}")
+            difference = f"number {name} differs from its summary"
+            return DamagedVerdicts(job=job, difference=difference)
     return None
 
 
