@@ -15,10 +15,10 @@ RUNNING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:\d+)")
 
 
 @contextmanager
-def running_server(url: str) -> Iterator[str]:
-    """``tracker serve --port 0`` on the database ``url``; yields its base URL once uvicorn
-    names it (the event waited for), and stops the server after."""
-    command = [sys.executable, "-m", "tracker", "--db", url, "serve", "--port", "0"]
+def running_server(url: str, *options: str) -> Iterator[str]:
+    """``tracker serve --port 0`` (and ``options``) on the database ``url``; yields its base
+    URL once uvicorn names it (the event waited for), and stops the server after."""
+    command = [sys.executable, "-m", "tracker", "--db", url, "serve", "--port", "0", *options]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()
 

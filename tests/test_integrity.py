@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xxhash
 import zstandard
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select, update
@@ -117,7 +118,8 @@ def test_truncated_and_unknown_chunks_are_one_line_even_with_a_matching_checksum
     set_chunk(engine, chunk, data=data)
     result = two_jobs("query", "curve", "--job", "job1", "--arm", "ref_s0", ok=False)
     assert result.stderr == f"Error: {message(chunk, 'job1', 'checksum mismatch')}\n"
-    set_chunk(engine, chunk, checksum=codec.checksum(data, chunk.curve_id))
+    seed = codec.curve_seed(chunk.curve_id, "job1", "ref_s0", "loss")
+    set_chunk(engine, chunk, checksum=codec.checksum(data, seed))
     result = two_jobs("query", "curve", "--job", "job1", "--arm", "ref_s0", ok=False)
     assert (result.exit_code, result.stderr) == (1, f"Error: {message(chunk, 'job1', reason)}\n")
 
@@ -164,11 +166,12 @@ def test_db_check_reports_the_damaged_jobs(two_jobs: Cli, engine: Engine) -> Non
         session.expunge(chunk)
         job1 = session.scalar(select(Job.id).where(Job.name == "job1"))
     set_chunk(engine, chunk, data=chunk.data[:-3])
+    frame = zstandard.compress(b'{"steps": 1}')  # not a summary, with a matching checksum
     with engine.begin() as connection:
         connection.execute(
             update(JobSummary)
             .where(JobSummary.job_id == job1)
-            .values(data=bytes([STORED_FORMAT]) + zstandard.compress(b'{"steps": 1}'))
+            .values(data=bytes([STORED_FORMAT]) + xxhash.xxh3_64_digest(frame) + frame)
         )
     result = two_jobs("db", "check", ok=False)
     assert result.exit_code == 1

@@ -177,8 +177,8 @@ def full_snapshot(engine: Engine, leave_out: set[str] | None = None) -> Snapshot
         if "point" in inspect(connection).get_table_names():
             stored = connection.execute(text("SELECT * FROM point ORDER BY 1, 2")).all()
             points = [(c, s, math.nan if v is None else v) for c, s, v in stored]
-        elif "checksum" not in {c["name"] for c in inspect(connection).get_columns("curve_chunk")}:
-            points = unchecked_points(connection)  # before 0010: chunks without a checksum
+        elif connection.execute(text("SELECT version_num FROM alembic_version")).scalar() < "0012":
+            points = unchecked_points(connection)  # checksums of an older seed, or none
         else:
             with Session(bind=connection) as session:
                 points = stored_points(session).select("curve_id", "step", "value").rows()
@@ -188,7 +188,8 @@ def full_snapshot(engine: Engine, leave_out: set[str] | None = None) -> Snapshot
 
 
 def unchecked_points(connection: Connection) -> list[tuple[int, int, float]]:
-    """Every point of chunks stored without a checksum, decoded as they are."""
+    """Every point of chunks stored without a checksum (or one of an older seed), decoded
+    as they are."""
     stored = connection.execute(
         text("SELECT curve_id, data FROM curve_chunk ORDER BY curve_id, first_step")
     )
@@ -256,7 +257,8 @@ def database_at_0001_with_data(tmp_path: Path) -> tuple[Engine, str, Path]:
             "VALUES (1, 1, 'ref_s0', 'gpt-124m', 'ref', 0, '{}')"
         )
         connection.execute(
-            "INSERT INTO curve (id, run_id, metric, n_points) VALUES (1, 1, 'loss', 3)"
+            "INSERT INTO curve (id, run_id, metric, n_points, first_step, last_step)"
+            " VALUES (1, 1, 'loss', 3, 0, 2)"
         )
         connection.executemany(
             "INSERT INTO point VALUES (1, ?, ?)", [(0, 10.5), (1, float("inf")), (2, None)]

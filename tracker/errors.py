@@ -309,3 +309,19 @@ class NoSampleJobs(TrackerError):
 
 class UnknownStudy(TrackerError):
     """unknown study {study!r}; the packaged studies: {known}"""
+
+
+class DamagedCurveNumbers(TrackerError):
+    """stored curve {job}/{arm} {metric}: its row's {column} is {stored}, its points give {derived}; rebuild it with `tracker db check --repair`"""
+
+
+class DamagedVerdicts(TrackerError):
+    """stored verdicts and numbers of job {job} are damaged ({difference}); rebuild them with `tracker db check --repair`"""
+
+
+class ReportFailed(TrackerError):
+    """report to {directory} failed ({reason}); its index.html and manifest not updated, job pages written so far are kept and rendered again by the next run"""
+
+
+class BadMetaValue(TrackerError):
+    """metadata {key}: the value {value!r} contains {character}, a character that is not printable (a value is printable text: no control, invisible or text-direction character)"""

@@ -283,3 +283,6 @@ class JobSummary(Base):
     job_id: Mapped[int] = mapped_column(ForeignKey("job.id", ondelete="CASCADE"), primary_key=True)
     expectations: Mapped[str] = mapped_column(String(64), primary_key=True)
     data: Mapped[bytes] = mapped_column(LargeBinary)
+    # the xxh3-64 of the job's verdict and number rows written with it (checked on every read
+    # of them: tracker.store.kept_rows); NULL: written before it was kept, read as not kept
+    rows_checksum: Mapped[int | None] = mapped_column(BigInteger)

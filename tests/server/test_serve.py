@@ -23,6 +23,7 @@ from tracker.jobdir.sample import write_sample_job
 from tracker.queries.compare import CHANGES
 from tracker.server import create_app, schemas
 from tracker.server.security import CONTENT_SECURITY_POLICY, SECURITY_HEADERS, check_host
+from tracker.store import codec
 
 STEPS = 3000
 EVIL = "<img src=x onerror=alert(1)>"  # HTML, and no slash: a job page's path holds it
@@ -513,6 +514,28 @@ def test_openapi_has_a_response_schema_for_every_api_route(client: TestClient) -
 def test_job_names_holding_html_stay_inert(study: Cli, db_url: str, engine: Engine) -> None:
     with engine.begin() as connection:  # ingest refuses such names; another tool may not
         connection.execute(text("UPDATE job SET name = :evil WHERE name = 'j2'"), {"evil": EVIL})
+        # ...and must then reseed its chunks' checksums (seeded with the job's name)
+        chunks = connection.execute(
+            text(
+                "SELECT c.curve_id, c.first_step, c.data, r.arm, cu.metric FROM curve_chunk c"
+                " JOIN curve cu ON cu.id = c.curve_id JOIN run r ON r.id = cu.run_id"
+                " JOIN job j ON j.id = r.job_id WHERE j.name = :evil"
+            ),
+            {"evil": EVIL},
+        ).all()
+        for curve_id, first_step, data, arm, metric in chunks:
+            checksum = codec.checksum(bytes(data), codec.curve_seed(curve_id, EVIL, arm, metric))
+            connection.execute(
+                text(
+                    "UPDATE curve_chunk SET checksum = :checksum"
+                    " WHERE curve_id = :curve AND first_step = :first"
+                ),
+                {
+                    "checksum": checksum,
+                    "curve": curve_id,
+                    "first": first_step,
+                },
+            )
     with client_for(db_url) as client:
         index = client.get("/").text
         escaped = "&lt;img src=x onerror=alert(1)&gt;"

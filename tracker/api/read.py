@@ -315,9 +315,12 @@ def serve(
     port: int = 8765,
     token: str | None = None,
     study: str | None = None,
+    header_timeout_s: float = 10.0,
+    max_connections: int = 500,
 ) -> None:
     """Serve the workbench read-only on ``host:port`` until interrupted (``tracker serve``);
-    ``study``: only its jobs listed and judged together."""
+    ``study``: only its jobs listed and judged together; a client gets ``header_timeout_s``
+    to send a request's head, and at most ``max_connections`` are held at once."""
     from tracker.server import create_app  # FastAPI and the server only for this
     from tracker.server.listen import serve as listen
     from tracker.server.security import check_host
@@ -327,4 +330,4 @@ def serve(
         study_expectations(study)  # an unknown study refused before the database is opened
     check_host(host, token)
     refuse_missing_file(create_tracker_engine(url))  # opened read-only, never created
-    listen(create_app(url, token, study), host, port)
+    listen(create_app(url, token, study), host, port, header_timeout_s, max_connections)

@@ -166,11 +166,13 @@ def rederive(
     *,
     expectations: Path | None = None,
     on_job: Callable[[str], None] | None = None,
+    force: bool = False,
 ) -> Rederived:
     """Refill the kept rows (verdicts, numbers, summary) of every job lacking them for the
-    expectations (packaged by default) and today's analysis code, one transaction per job."""
+    expectations (packaged by default) and today's analysis code, one transaction per job
+    (``force``: of every job, rebuilding them)."""
     with using_engine(db) as engine:
-        return _rederive(engine, load_expectations(expectations), on_job)
+        return _rederive(engine, load_expectations(expectations), on_job, force)
 
 
 def upgrade(db: Database, *, on_migrated: Callable[[Upgrade], None] | None = None) -> Upgrade:
@@ -188,11 +190,15 @@ def upgrade(db: Database, *, on_migrated: Callable[[Upgrade], None] | None = Non
             engine.dispose()
 
 
-def check(db: Database) -> Checked:
-    """Verify every stored curve chunk (checksum, point count, steps) and every kept summary,
-    as ``tracker db check`` does: the damage found, one line per damaged chunk or summary."""
+def check(
+    db: Database, *, repair: bool = False, on_rebuilt: Callable[[str], None] | None = None
+) -> Checked:
+    """Verify every stored curve chunk (checksum, point count, steps), every kept summary and
+    derived row and, on SQLite, the file's pages, as ``tracker db check`` does: the damage
+    found, one line per damaged chunk, summary or row; ``repair`` rebuilds damaged derived
+    rows from the job's points (``on_rebuilt`` told each job's name)."""
     with using_engine(db) as engine:
-        return check_database(engine)
+        return check_database(engine, repair, on_rebuilt)
 
 
 def demo_jobs(directory: Path, *, steps: int = 2000, study: str = DEFAULT_STUDY) -> list[Path]:

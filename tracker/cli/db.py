@@ -55,34 +55,48 @@ def db_upgrade(ctx: typer.Context) -> None:
 
 
 @db_app.command("rederive")
-def db_rederive(ctx: typer.Context) -> None:
+def db_rederive(
+    ctx: typer.Context,
+    force: Annotated[
+        bool, typer.Option("--force", help="Rebuild every job's derived rows, kept or not.")
+    ] = False,
+) -> None:
     """Refill the derived rows (verdicts, numbers, summary) of every job lacking them for the
     packaged expectations, one transaction per job (`db upgrade` runs it too).
 
-    Example: tracker db rederive
+    Example: tracker db rederive --force
     """
     from tracker import api
 
     engine = _state(ctx).engine(may_create_file=False)
-    typer.echo(
-        api.rederive(engine, on_job=lambda name: typer.echo(f"{name}: rederived")).outcome_line()
-    )
+    done = api.rederive(engine, on_job=lambda name: typer.echo(f"{name}: rederived"), force=force)
+    typer.echo(done.outcome_line())
 
 
 @db_app.command("check")
-def db_check(ctx: typer.Context) -> None:
-    """Verify every stored curve chunk (checksum, point count, steps) and every kept summary;
-    print one line per damaged one and exit 1 if any (as SQLite's integrity_check).
+def db_check(
+    ctx: typer.Context,
+    repair: Annotated[
+        bool,
+        typer.Option("--repair", help="Rebuild damaged derived rows from the job's points."),
+    ] = False,
+) -> None:
+    """Verify every stored curve chunk (checksum, point count, steps), every kept summary and,
+    on SQLite, the file's pages (its integrity_check); print one line per damaged one and
+    exit 1 if any is left damaged (derived rows are rebuilt with --repair).
 
-    Example: tracker db check
+    Example: tracker db check --repair
     """
     from tracker import api
 
-    checked = api.check(_state(ctx).engine(may_create_file=False))
-    for _job, line in checked.damage:
+    engine = _state(ctx).engine(may_create_file=False)
+    checked = api.check(
+        engine, repair=repair, on_rebuilt=lambda name: typer.echo(f"{name}: rebuilt")
+    )
+    for line in [line for _job, line in checked.damage] + checked.engine_damage:
         typer.echo(f"Error: {line}", err=True)
     typer.echo(checked.outcome_line())
-    if checked.damage:
+    if not checked.clean:
         raise typer.Exit(1)
 
 

@@ -91,6 +91,13 @@ def serve(
         ),
     ] = None,
     study: StudyFilter = None,
+    header_timeout: Annotated[
+        float,
+        typer.Option(min=0.001, help="Seconds a client has to send a request's head."),
+    ] = 10.0,
+    max_connections: Annotated[
+        int, typer.Option(min=1, help="Connections held at once; one more is answered 503.")
+    ] = 500,
 ) -> None:
     """Serve the tracker live and read-only in a browser, with its JSON API under /api/.
 
@@ -102,4 +109,12 @@ def serve(
     from tracker import api
 
     # opened read-only (never created or migrated), the schema checked before listening
-    api.serve(state(ctx).url, host=host, port=port, token=token, study=study)
+    api.serve(
+        state(ctx).url,
+        host=host,
+        port=port,
+        token=token,
+        study=study,
+        header_timeout_s=header_timeout,
+        max_connections=max_connections,
+    )

@@ -39,6 +39,12 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
+def _falls(steps: np.ndarray) -> np.ndarray:
+    """Where a step is lower than the one before it: compared, not subtracted (the gap from
+    -2**63 to 1 overflows an int64 and would read as a fall)."""
+    return steps[1:] < steps[:-1]
+
+
 def _distinct(sorted_steps: np.ndarray) -> int:
     return int(np.count_nonzero(np.diff(sorted_steps))) + 1 if sorted_steps.size else 0
 
@@ -49,7 +55,7 @@ def _resume(steps: np.ndarray) -> tuple[np.ndarray, list[RunNote]]:
     The rows kept are always in step order, so a resume at step r cuts a tail off them: the
     loop runs once per stretch (a few per real run), never once per line.
     """
-    starts = np.flatnonzero(np.diff(steps) < 0) + 1
+    starts = np.flatnonzero(_falls(steps)) + 1
     bounds = [0, *starts.tolist(), steps.size]
     kept: list[_Kept] = []
     notes: list[RunNote] = []
@@ -97,7 +103,7 @@ def settle_steps(curves: pl.DataFrame) -> tuple[pl.DataFrame, list[RunNote]]:
     """``curves`` (column ``step`` first, in file order) with one row per step, increasing."""
     steps = curves["step"].to_numpy()
     notes: list[RunNote] = []
-    if steps.size > 1 and bool((np.diff(steps) < 0).any()):
+    if steps.size > 1 and bool(_falls(steps).any()):
         mask, notes = _resume(steps)
         curves = curves.filter(pl.Series(mask))
     repeated = curves["step"].diff() == 0

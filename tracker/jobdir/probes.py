@@ -163,7 +163,8 @@ def _decode_item(
             # may be cut short: any other error stands whatever follows.
             cut = exc.msg.startswith("Unterminated string") or after <= LONGEST_OTHER_TOKEN
             if text.ended or not cut or after > limit:
-                if exc.pos - start > limit:
+                # a string still open past the limit is a record too long, not a malformed one
+                if exc.pos - start > limit or (cut and len(text.text) - start > limit):
                     raise too_long from None
                 raise text.malformed(exc.pos, exc.msg) from None
             if len(text.text) - start > 2 * limit + READ_BLOCK:

@@ -72,7 +72,16 @@ def name_problem(value: str, label: str) -> str | None:
         return f"{label} is longer than {NAME_MAX} characters"
     if CONTROL_CHARS.search(value):
         return f"{label} contains control characters"
-    return storable_problem(value, label)
+    return storable_problem(value, label) or unshown_problem(value, label)
+
+
+def unshown_problem(value: str, label: str) -> str | None:
+    """Text shown as it is must look like what it is: no invisible (U+200B) or
+    text-direction (U+202E) character, which would make two different names look alike."""
+    if value.isprintable():
+        return None
+    unshown = next(ch for ch in value if not ch.isprintable())
+    return f"{label} contains U+{ord(unshown):04X}, a character that is not printable"
 
 
 def storable_problem(value: str, label: str) -> str | None:

@@ -10,20 +10,18 @@ the loss curve (a run that blew up and recovered, or logged a few NaN steps).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
 
 import polars as pl
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tracker.domain import Status
 from tracker.errors import UnknownColumn, UnknownStatus, known_names
-from tracker.models import JobVerdict
 from tracker.queries.selection import JobSelection, contents_and_meta, selected_jobs
 from tracker.queries.tables import arm_rows, with_jobs
 from tracker.store.catalog import check_meta_keys
-from tracker.store.frames import query_frame
-from tracker.store.kept_rows import judged_against
+from tracker.store.kept_rows import stored_rows
 
 STATUSES = tuple(str(status) for status in Status)  # a count column per verdict status
 RUN_COLUMNS = (
@@ -76,18 +74,14 @@ def meta_column(key: str) -> str:
 
 def _verdict_counts(session: Session, job_ids: list[int], digest: str) -> pl.DataFrame:
     """Per job, how many stored verdicts have each status (a job without stored verdicts for
-    ``digest`` has no row: its counts are null, not zero)."""
-    query = (
-        select(JobVerdict.job_id, JobVerdict.status, func.count().label("n"))
-        .where(JobVerdict.job_id.in_(job_ids), JobVerdict.job_id.in_(judged_against(digest)))
-        .group_by(JobVerdict.job_id, JobVerdict.status)
-    )
-    counts = query_frame(session, query)
-    wide = pl.DataFrame({"job_id": counts["job_id"].unique()}, schema={"job_id": pl.Int64})
-    for status in STATUSES:
-        own = counts.filter(pl.col("status") == status).select("job_id", pl.col("n").alias(status))
-        wide = wide.join(own, on="job_id", how="left").with_columns(pl.col(status).fill_null(0))
-    return wide
+    ``digest`` has no row: its counts are null, not zero), of rows checked as every read of
+    them is (``stored_rows``: their checksum)."""
+    _numbers, rows = stored_rows(session, job_ids, digest)
+    counts = Counter((row[0], row[6]) for row in rows)
+    judged = sorted({row[0] for row in rows})
+    columns = {status: [counts[job_id, status] for job_id in judged] for status in STATUSES}
+    schema = {"job_id": pl.Int64, **dict.fromkeys(STATUSES, pl.Int64)}
+    return pl.DataFrame({"job_id": judged, **columns}, schema=schema)
 
 
 def _meta_frame(session: Session, job_ids: list[int]) -> pl.DataFrame:

@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session
 
 import tracker
 from tracker.analysis.expectations import Expectations
-from tracker.errors import NotADirectory, NotAReportFolder
+from tracker.errors import NotADirectory, NotAReportFolder, ReportFailed
 from tracker.jsonio import format_time
 from tracker.queries.job_analysis import job_studies
 from tracker.queries.selection import JobSelection, contents_and_meta, selected_jobs
@@ -97,11 +97,24 @@ def generate_report(
     (``NotAReportFolder``) unless ``force``.
     The claims across the selected jobs (``tracker.queries.claims``) are shown on the index
     and written to ``claims.json``. Raises ``JobNotFound`` for an unknown job
-    name before writing anything, and ``NotADirectory`` when ``out_dir`` exists as something
-    else than a directory.
+    name before writing anything, ``NotADirectory`` when ``out_dir`` exists as something
+    else than a directory, and ``ReportFailed`` when a file cannot be written (a full disk).
     """
-    out_dir = Path(out_dir)
-    selection = selection or JobSelection()
+    try:
+        return _write_report(session, Path(out_dir), exp, selection or JobSelection(), force, prune)
+    except OSError as exc:  # a full disk, mostly; the manifest, written last, is not updated
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ReportFailed(directory=out_dir, reason=reason) from None
+
+
+def _write_report(
+    session: Session,
+    out_dir: Path,
+    exp: Expectations,
+    selection: JobSelection,
+    force: bool,
+    prune: bool,
+) -> Report:
     ordered = selected_jobs(session, selection)
     if out_dir.exists() and not out_dir.is_dir():
         raise NotADirectory(path=str(out_dir))
@@ -109,6 +122,8 @@ def generate_report(
     if foreign and not force:
         raise NotAReportFolder(path=str(out_dir))
     out_dir.mkdir(parents=True, exist_ok=True)
+    if not (out_dir / MANIFEST).exists():  # the folder is a report's before any page is in it:
+        write_manifest(out_dir, expectations_key(exp), {})  # a run cut short is taken up again
     names: list[str] = ordered.get_column("job").to_list()
     ids = dict(zip(names, ordered.get_column("job_id").to_list(), strict=True))
     folders = job_folders(names)

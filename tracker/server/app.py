@@ -19,6 +19,7 @@ from tracker.errors import (
     CurveNotFound,
     DamagedCurve,
     DamagedSummary,
+    DamagedVerdicts,
     DatabaseBusy,
     DatabaseFailed,
     DatabaseGone,
@@ -75,7 +76,7 @@ async def _tracker_error(request: Request, exc: Exception) -> Response:
         status, headers = 503, {"Retry-After": str(exc.fields["seconds"])}
     elif isinstance(exc, UNAVAILABLE):
         status = 503
-    elif isinstance(exc, DamagedCurve | DamagedSummary):
+    elif isinstance(exc, DamagedCurve | DamagedSummary | DamagedVerdicts):
         status = 500  # the stored data is wrong, not the request: the line says which
     else:
         status = 422

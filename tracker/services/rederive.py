@@ -7,7 +7,7 @@ refilled here, by today's analysis, one transaction per job.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -74,14 +74,25 @@ def _refill(session: Session, job_id: int, exp: Expectations) -> bool:
     return True
 
 
+def _jobs(session: Session, study: str | None) -> list[tuple[int, str]]:
+    """``(id, name)`` of every job (of ``study``, or all)."""
+    query = select(Job.id, Job.name).order_by(Job.id)
+    if study is not None:
+        query = query.where(Job.study == study)
+    return [(job_id, name) for job_id, name in session.execute(query)]
+
+
 def rederive(
     engine: Engine,
     exp: Expectations | None = None,
     on_job: Callable[[str], None] | None = None,
+    force: bool = False,
+    only: Collection[str] | None = None,
 ) -> Rederived:
     """Refill the derived rows of every job lacking them for ``exp`` (by default each job's
     own study's packaged expectations), one transaction per job; ``on_job`` is told each one
-    done."""
+    done. ``force``: rebuild them whether they are there or not (being derived, they are
+    rebuilt after damage: ``tracker db check --repair``); ``only``: of these jobs alone."""
     with Session(engine) as session:
         if exp is None:
             studies = session.scalars(select(Job.study).distinct().order_by(Job.study))
@@ -93,7 +104,12 @@ def rederive(
         missing = [
             (job_id, name, own)
             for own, study in judged
-            for job_id, name in jobs_without_rows(session, expectations_digest(own), study)
+            for job_id, name in (
+                _jobs(session, study)
+                if force
+                else jobs_without_rows(session, expectations_digest(own), study)
+            )
+            if only is None or name in only
         ]
         done = Rederived(session.scalar(select(func.count()).select_from(Job)) or 0)
     for job_id, name, own in sorted(missing, key=lambda job: job[0]):

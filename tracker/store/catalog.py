@@ -14,6 +14,7 @@ from tracker.completeness import stopped_arms, summary_steps
 from tracker.conditions import Condition, as_conditions, parse_condition
 from tracker.domain import LOSS
 from tracker.errors import (
+    BadMetaValue,
     BadTime,
     MissingMetaKey,
     NoJobSince,
@@ -52,8 +53,13 @@ def parse_time(value: str) -> datetime:
 
 
 def checked_meta(meta: Mapping[str, str]) -> dict[str, str]:
-    """Metadata as stored: its ``time`` checked and written as every time is shown
+    """Metadata as stored: printable values (as ``job.json``'s: no control, invisible or
+    text-direction character), its ``time`` checked and written as every time is shown
     (``2026-11-28T10:00Z`` -> ``2026-11-28T10:00:00Z``)."""
+    for key, value in meta.items():
+        if not value.isprintable():
+            unshown = next(ch for ch in value if not ch.isprintable())
+            raise BadMetaValue(key=key, value=value, character=f"U+{ord(unshown):04X}")
     if TIME_KEY not in meta:
         return dict(meta)
     return {**meta, TIME_KEY: format_time(parse_time(meta[TIME_KEY]))}

@@ -16,8 +16,10 @@ when they stand together. A later codec gets another version byte; readers keep 
 this one, so stored chunks never need a rewrite.
 
 Every stored chunk carries a checksum (``checksum``: xxh3-64 of its bytes, seeded with its
-curve's id, so a chunk moved under another curve fails too); ``decode`` turns every damaged
-input (truncated, unknown version, an undecodable body) into ``BadChunk``, never other numbers.
+curve's place, ``curve_seed``: the curve's id, job, arm and metric, so a chunk moved under
+another curve fails, and so do all of a curve's chunks when its row is moved to another run or
+its run renamed); ``decode`` turns every damaged input (truncated, unknown version, an
+undecodable body) into ``BadChunk``, never other numbers.
 
 The migration that first wrote chunks (``migrations/versions/0007_curve_chunks.py``) keeps
 its own copy of version 1, as an old revision never runs today's code; a test checks that
@@ -56,9 +58,17 @@ class BadChunk(ValueError):
     """A chunk that cannot be what its row says: its message is the reason, in a few words."""
 
 
-def checksum(data: bytes, curve_id: int) -> int:
-    """The chunk's xxh3-64 as a signed 64-bit integer (what a BIGINT column holds)."""
-    return int.from_bytes(xxhash.xxh3_64_digest(data, seed=curve_id), "big", signed=True)
+def curve_seed(curve_id: int, job: str, arm: str, metric: str) -> int:
+    """What a curve's chunk checksums are seeded with: the xxh3-64 of its job, arm and metric
+    (NUL-separated: no name holds a control character), seeded with its id."""
+    place = "\0".join((job, arm, metric)).encode("utf-8")
+    return xxhash.xxh3_64_intdigest(place, seed=curve_id)
+
+
+def checksum(data: bytes, seed: int) -> int:
+    """The chunk's xxh3-64 (seeded by ``curve_seed``) as a signed 64-bit integer (what a
+    BIGINT column holds)."""
+    return int.from_bytes(xxhash.xxh3_64_digest(data, seed=seed), "big", signed=True)
 
 
 def _split(column: np.ndarray) -> bytes:

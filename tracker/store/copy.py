@@ -105,7 +105,8 @@ def copy_job_rows(source: Session, destination: Session, name: str) -> CopiedJob
             curve_id = destination.execute(
                 insert(Curve).returning(Curve.id), {"run_id": run_id, **_row(curve, CURVE_FIELDS)}
             ).scalar_one()
-            write_chunks(destination.connection(), curve_id, stored_chunks(source, curve.id))
+            place = (curve_id, name, run.arm, curve.metric)
+            write_chunks(destination.connection(), place, stored_chunks(source, curve.id))
             points += curve.n_points
     return CopiedJob(name, "copied", points, copy.id)
 

@@ -1,12 +1,16 @@
 """The one module that reads curve points: chunks (``curve_chunk``) decoded into polars frames.
 
 Every chunk is checked as it is read: its checksum, then what its row says of it (point
-count, first and last step) against what it decodes to; any difference is ``DamagedCurve``,
-naming the job, arm, metric and steps, never other numbers."""
+count, first and last step) against what it decodes to; and every read checks the curve's
+row (point count, first and last step) against its chunks' rows, so a missing chunk is found
+by a read of any window. Any difference is ``DamagedCurve``, naming the job, arm, metric and
+steps, never other numbers (nor a shorter curve)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
 from typing import TypeVarTuple
 
 import numpy as np
@@ -34,17 +38,78 @@ CHECKED = (
 )
 
 
+@dataclass(frozen=True)
+class StoredCurve:
+    """A curve's row as a read checks its chunks against it."""
+
+    id: int
+    job: str
+    arm: str
+    metric: str
+    n_points: int
+    first_step: int | None
+    last_step: int | None
+
+    @cached_property
+    def seed(self) -> int:
+        """What its chunks' checksums are seeded with: its id and place (``codec.curve_seed``)."""
+        return codec.curve_seed(self.id, self.job, self.arm, self.metric)
+
+    def damaged(self, first: int | None, last: int | None, reason: str) -> DamagedCurve:
+        """The error naming this curve's steps ``first`` to ``last`` as damaged."""
+        job, arm, metric = self.job, self.arm, self.metric
+        return DamagedCurve(job=job, arm=arm, metric=metric, first=first, last=last, reason=reason)
+
+    def check_held(self, held: int, first: int | None, last: int | None) -> None:
+        """``DamagedCurve`` unless the chunks hold the points the row counts (a chunk lost, or
+        the row altered, reads as neither a shorter nor a longer curve)."""
+        if (held, first, last) != (self.n_points, self.first_step, self.last_step):
+            raise self.damaged(
+                self.first_step,
+                self.last_step,
+                f"its chunks hold {held} points, steps {first}-{last}; its row says "
+                f"{self.n_points}, steps {self.first_step}-{self.last_step}",
+            )
+
+
+# built once, as every read runs it (tracker.store.catalog says why)
+_STORED = (
+    select(Job.name, Run.arm, Curve.metric, Curve.n_points, Curve.first_step, Curve.last_step)
+    .add_columns(
+        func.coalesce(func.sum(CurveChunk.n_points), 0),
+        func.min(CurveChunk.first_step),
+        func.max(CurveChunk.last_step),
+    )
+    .join(Run, Run.id == Curve.run_id)
+    .join(Job, Job.id == Run.job_id)
+    .outerjoin(CurveChunk, CurveChunk.curve_id == Curve.id)
+    .where(Curve.id == bindparam("curve_id"))
+    .group_by(Curve.id, Run.id, Job.id)
+)
+
+
+def stored_curve(session: Session, curve_id: int) -> StoredCurve:
+    """A curve's row, once its chunks' rows (not their data) are found to hold its points."""
+    job, arm, metric, n, first, last, held, low, high = session.execute(
+        _STORED, {"curve_id": curve_id}
+    ).one()
+    curve = StoredCurve(curve_id, job, arm, metric, n, first, last)
+    curve.check_held(held, low, high)
+    return curve
+
+
 def read_curve(
     session: Session, curve_id: int, steps: tuple[int, int] | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """One curve's steps (int64) and values (float64), in step order; with ``steps`` only
     those from the first to the last step given (both included), decoding only the chunks
     that hold them (found through the (curve_id, first_step) key)."""
+    curve = stored_curve(session, curve_id)
     query = select(*CHECKED).where(CurveChunk.curve_id == curve_id)
     if steps is not None:
         query = _overlapping(query, curve_id, steps)
     rows = session.connection().execute(query.order_by(CurveChunk.first_step))
-    chunks = [checked_decode(session, curve_id, *row) for row in rows]
+    chunks = [checked_decode(curve, *row) for row in rows]
     if not chunks:
         return np.empty(0, np.int64), np.empty(0, np.float64)
     step = np.concatenate([chunk[0] for chunk in chunks])
@@ -62,6 +127,7 @@ def curve_chunks(
     """The chunks ``read_curve`` reads, one at a time, fetched ``CHUNKS_AT_ONCE`` at a time
     and each decoded only when asked for: a long curve read through them is never whole in
     memory, not even encoded."""
+    curve = stored_curve(session, curve_id)
     keys = select(CurveChunk.first_step).where(CurveChunk.curve_id == curve_id)
     if steps is not None:
         keys = _overlapping(keys, curve_id, steps)
@@ -77,12 +143,14 @@ def curve_chunks(
             .order_by(CurveChunk.first_step)
         ).all()
         for row in rows:
-            yield checked_decode(session, curve_id, *row)
+            yield checked_decode(curve, *row)
 
 
 # built once, as every job page runs it (tracker.store.catalog says why)
 _ARM_CHUNKS = (
-    select(Run.arm, Curve.id, *CHECKED)
+    select(Run.arm, Curve.id, Job.name, Curve.n_points, Curve.first_step, Curve.last_step)
+    .add_columns(*CHECKED)
+    .join(Job, Job.id == Run.job_id)
     .join(Curve, Curve.run_id == Run.id)
     .outerjoin(CurveChunk, CurveChunk.curve_id == Curve.id)
     .where(Run.job_id == bindparam("job_id"), Curve.metric == bindparam("metric"))
@@ -96,18 +164,24 @@ def arm_points(
     """Each arm's ``metric`` curve of a job, steps and values as ``read_curve`` gives them,
     by arm name: its chunks read in one query (an arm without points has empty arrays)."""
     chunks: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    curves: dict[str, StoredCurve] = {}
     rows = session.connection().execute(_ARM_CHUNKS, {"job_id": job_id, "metric": metric})
-    for arm, curve_id, data, checksum, n, first, last in rows:
-        own = chunks.setdefault(arm, [])
-        if data is not None:  # a curve without points has no chunk (the outer join's row)
-            own.append(checked_decode(session, curve_id, data, checksum, n, first, last))
-    return {
-        arm: (
-            np.concatenate([step for step, _ in parts] or [np.empty(0, np.int64)]),
-            np.concatenate([value for _, value in parts] or [np.empty(0, np.float64)]),
+    for arm, curve_id, job, n_points, first_step, last_step, *chunk in rows:
+        curve = curves.get(arm) or StoredCurve(
+            curve_id, job, arm, metric, n_points, first_step, last_step
         )
-        for arm, parts in chunks.items()
-    }
+        curves[arm] = curve
+        own = chunks.setdefault(arm, [])
+        if chunk[0] is not None:  # a curve without points has no chunk (the outer join's row)
+            own.append(checked_decode(curve, *chunk))
+    points = {}
+    for arm, parts in chunks.items():
+        steps = np.concatenate([step for step, _ in parts] or [np.empty(0, np.int64)])
+        values = np.concatenate([value for _, value in parts] or [np.empty(0, np.float64)])
+        ends = (int(steps[0]), int(steps[-1])) if len(steps) else (None, None)
+        curves[arm].check_held(len(steps), *ends)
+        points[arm] = (steps, values)
+    return points
 
 
 def load_curves(
@@ -146,36 +220,26 @@ def _overlapping(
 
 
 def checked_decode(
-    session: Session, curve_id: int, data: bytes, checksum: int, n: int, first: int, last: int
+    curve: StoredCurve, data: bytes, checksum: int, n: int, first: int, last: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A chunk's ``(steps, values)``, once it is checked against its row."""
+    """A chunk of ``curve``: its ``(steps, values)``, once it is checked against its row."""
     try:
-        if codec.checksum(data, curve_id) != checksum:
+        if codec.checksum(data, curve.seed) != checksum:
             raise codec.BadChunk("checksum mismatch")
         steps, values = codec.decode(data)
         if len(steps) != n or steps[0] != first or steps[-1] != last:
             raise codec.BadChunk("its points differ from its row")
-        if len(steps) > 1 and not (np.diff(steps) > 0).all():
+        if len(steps) > 1 and not (steps[1:] > steps[:-1]).all():  # no gap overflows
             raise codec.BadChunk("its steps are out of order")
     except codec.BadChunk as exc:
-        raise damaged(session, curve_id, first, last, str(exc)) from None
+        raise curve.damaged(first, last, str(exc)) from None
     return steps, values
-
-
-def damaged(session: Session, curve_id: int, first: int, last: int, reason: str) -> DamagedCurve:
-    """The error naming a damaged chunk's job, arm and metric."""
-    job, arm, metric = session.execute(
-        select(Job.name, Run.arm, Curve.metric)
-        .join(Run, Run.job_id == Job.id)
-        .join(Curve, Curve.run_id == Run.id)
-        .where(Curve.id == curve_id)
-    ).one()
-    return DamagedCurve(job=job, arm=arm, metric=metric, first=first, last=last, reason=reason)
 
 
 def stored_chunks(session: Session, curve_id: int) -> list[ChunkRow]:
     """A curve's chunks as stored, still encoded, each checked first: what a copy writes
     elsewhere unchanged (and ``tracker db check`` verifies)."""
+    curve = stored_curve(session, curve_id)
     query = (
         select(CurveChunk.min_value, CurveChunk.max_value, *CHECKED)
         .where(CurveChunk.curve_id == curve_id)
@@ -183,7 +247,7 @@ def stored_chunks(session: Session, curve_id: int) -> list[ChunkRow]:
     )
     rows = []
     for low, high, data, checksum, n, first, last in session.execute(query):
-        checked_decode(session, curve_id, bytes(data), checksum, n, first, last)
+        checked_decode(curve, bytes(data), checksum, n, first, last)
         rows.append((first, last, n, low, high, bytes(data)))
     return rows
 

@@ -88,7 +88,7 @@ def store_job(
     for arm in parsed:  # the loss curves are kept for the kept rows: no reading back
         said = (note for note in arm.notes if note.kind not in FINDINGS)
         written.warnings.extend(f"{arm.name}: {note}" for note in said)
-        written.points += _insert_arm(session, job.id, arm, written.losses)
+        written.points += _insert_arm(session, job, arm, written.losses)
         written.arms += 1
     ends = {arm.name: (_last_step(arm.curves), summary_steps(arm.extra)) for arm in parsed}
     written.warnings.extend(f"{arm}: {c.message}" for arm, c in stopped_arms(ends).items())
@@ -122,12 +122,12 @@ def _insert_job(session: Session, scanned: JobDirectory, meta: Mapping[str, str]
     return job
 
 
-def _insert_arm(session: Session, job_id: int, arm: Arm, losses: dict[str, pl.DataFrame]) -> int:
+def _insert_arm(session: Session, job: Job, arm: Arm, losses: dict[str, pl.DataFrame]) -> int:
     """Write one arm; its loss curve, as stored, goes into ``losses``."""
     run_id = session.execute(
         insert(Run).returning(Run.id),
         {
-            "job_id": job_id,
+            "job_id": job.id,
             "arm": arm.name,
             "model": arm.model,
             "variant": arm.variant,
@@ -150,7 +150,7 @@ def _insert_arm(session: Session, job_id: int, arm: Arm, losses: dict[str, pl.Da
         curve_id = session.execute(
             insert(Curve).returning(Curve.id), {"run_id": run_id, **curve_summary(metric, curve)}
         ).scalar_one()
-        write_points(session.connection(), curve_id, curve)
+        write_points(session.connection(), (curve_id, job.name, arm.name, metric), curve)
         written += curve.height
         if metric == LOSS:
             losses[arm.name] = curve.select(

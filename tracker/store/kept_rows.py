@@ -14,12 +14,15 @@ request.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
+import xxhash
 from sqlalchemy import Select, bindparam, delete, insert, or_, select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.verdict import Verdict
+from tracker.errors import DamagedVerdicts
+from tracker.jsonio import to_stored_json
 from tracker.models import Job, JobNumber, JobSummary, JobVerdict
 from tracker.store.frames import plain_rows
 
@@ -40,6 +43,32 @@ def verdict_row(job_id: int, v: Verdict) -> VerdictRow:
     return (
         job_id, v.check, v.subject, measured, expected, v.tolerance, v.status, v.detail, v.known
     )  # fmt: skip
+
+
+def rows_checksum(
+    job_id: int,
+    digest: str,
+    rows: Iterable[Sequence[object]],
+    numbers: Mapping[str, float | None],
+) -> int:
+    """The xxh3-64 (signed, as a BIGINT holds it) of a job's verdict rows (``VerdictRow``s, in
+    position order) and numbers as stored, seeded with its id: rows moved to another job, or
+    one of them altered, no longer match."""
+    document = [
+        digest,
+        [[_exact(value) for value in row[1:]] for row in rows],
+        sorted((name, _exact(value)) for name, value in numbers.items()),
+    ]
+    text = to_stored_json(document).encode("utf-8")
+    return int.from_bytes(xxhash.xxh3_64_digest(text, seed=job_id), "big", signed=True)
+
+
+def _exact(value: object) -> object:
+    """A stored value as read back alike on every backend: a number as a float (its repr
+    keeps every bit, NaN and the infinities included)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return repr(float(value) + 0.0)  # -0.0 as 0.0: SQLite may keep a zero as the integer
+    return value
 
 
 def write_derived(
@@ -77,16 +106,19 @@ def write_derived(
             for name, value in numbers.items()
         ],
     )
+    checksum = rows_checksum(job_id, digest, [verdict_row(job_id, v) for v in verdicts], numbers)
     session.execute(
-        insert(JobSummary), [{"job_id": job_id, "expectations": digest, "data": summary}]
+        insert(JobSummary),
+        [{"job_id": job_id, "expectations": digest, "data": summary, "rows_checksum": checksum}],
     )
 
 
 def stored_rows(
     session: Session, job_ids: list[int], digest: str
 ) -> tuple[dict[int, dict[str, float | None]], list[VerdictRow]]:
-    """The numbers and verdict rows stored for ``digest``, of the listed jobs that have them:
-    rows in job id and position order."""
+    """The numbers and verdict rows stored for ``digest``, of the listed jobs that have them
+    (and their checksum: rows kept before it are as none), rows in job id and position order;
+    ``DamagedVerdicts`` when a job's rows are not those its checksum was made of."""
     numbers: dict[int, dict[str, float | None]] = {}
     for job_id, name, value in plain_rows(
         session,
@@ -102,7 +134,25 @@ def stored_rows(
         .where(JobVerdict.job_id.in_(list(numbers)))  # written with those numbers: for ``digest``
         .order_by(JobVerdict.job_id, JobVerdict.position)
     )
-    return numbers, list(plain_rows(session, query))
+    rows = list(plain_rows(session, query))
+    checksums = dict(
+        session.execute(
+            select(JobSummary.job_id, JobSummary.rows_checksum).where(
+                JobSummary.job_id.in_(list(numbers)), JobSummary.expectations == digest
+            )
+        ).all()
+    )
+    by_job: dict[int, list[VerdictRow]] = {job_id: [] for job_id in numbers}
+    for row in rows:
+        by_job[row[0]].append(row)
+    for job_id in list(numbers):
+        kept = checksums.get(job_id)
+        if kept is None:  # kept before rows had a checksum: analysed afresh, as if none
+            del numbers[job_id], by_job[job_id]
+        elif rows_checksum(job_id, digest, by_job[job_id], numbers[job_id]) != kept:
+            name = session.scalar(select(Job.name).where(Job.id == job_id))
+            raise DamagedVerdicts(job=name, difference="checksum mismatch")
+    return numbers, [row for job_id in sorted(by_job) for row in by_job[job_id]]
 
 
 def judged_against(digest: str) -> Select[int]:
@@ -126,10 +176,12 @@ def jobs_without_rows(
     session: Session, digest: str, study: str | None = None
 ) -> list[tuple[int, str]]:
     """``(id, name)`` of the jobs (of ``study``, or all) lacking their numbers or their summary
-    for ``digest`` (never derived, or derived by an older analysis or other expectations),
-    in id order."""
+    for ``digest`` (never derived, or derived by an older analysis or other expectations, or
+    kept before their rows had a checksum), in id order."""
     numbers = select(JobNumber.job_id).where(JobNumber.expectations == digest)
-    summaries = select(JobSummary.job_id).where(JobSummary.expectations == digest)
+    summaries = select(JobSummary.job_id).where(
+        JobSummary.expectations == digest, JobSummary.rows_checksum.is_not(None)
+    )
     query = (
         select(Job.id, Job.name)
         .where(or_(Job.id.not_in(numbers), Job.id.not_in(summaries)))

@@ -28,6 +28,8 @@ COPY_TYPES = ["int4", "int8", "int8", "int4", "float8", "float8", "bytea", "int8
 
 # (first_step, last_step, n_points, min_value, max_value, data): a stored chunk, without its curve
 ChunkRow = tuple[int, int, int, float | None, float | None, bytes]
+# (curve id, job, arm, metric): what a curve's chunk checksums are seeded with
+CurvePlace = tuple[int, str, str, str]
 
 
 def chunk_rows(steps: np.ndarray, values: np.ndarray) -> Iterator[ChunkRow]:
@@ -46,36 +48,38 @@ def chunk_rows(steps: np.ndarray, values: np.ndarray) -> Iterator[ChunkRow]:
         )
 
 
-def write_points(connection: Connection, curve_id: int, curve: pl.DataFrame) -> None:
-    """Write a frame of ``step`` and ``value`` as the points of ``curve_id``."""
-    steps = curve["step"].cast(pl.Int64).to_numpy()
-    values = curve["value"].cast(pl.Float64).to_numpy()
-    write_chunks(connection, curve_id, list(chunk_rows(steps, values)))
+def write_points(connection: Connection, curve: CurvePlace, points: pl.DataFrame) -> None:
+    """Write a frame of ``step`` and ``value`` as the points of ``curve``."""
+    steps = points["step"].cast(pl.Int64).to_numpy()
+    values = points["value"].cast(pl.Float64).to_numpy()
+    write_chunks(connection, curve, list(chunk_rows(steps, values)))
 
 
-def write_chunks(connection: Connection, curve_id: int, rows: Sequence[ChunkRow]) -> None:
-    """Store encoded chunks as those of ``curve_id`` (an ingest's, or a copy's as read and
-    checked), each with its checksum for that curve."""
+def write_chunks(connection: Connection, curve: CurvePlace, rows: Sequence[ChunkRow]) -> None:
+    """Store encoded chunks as those of ``curve`` (an ingest's, or a copy's as read and
+    checked), each with its checksum for that curve's id and place."""
+    curve_id, seed = curve[0], codec.curve_seed(*curve)
     if not rows:
         return
     dbapi = connection.connection.driver_connection
     assert dbapi is not None
     try:
         if connection.dialect.name == "postgresql":
-            _copy_postgres(dbapi, curve_id, rows)
+            _copy_postgres(dbapi, curve_id, seed, rows)
         else:
-            dbapi.cursor().executemany(INSERT_SQLITE, (_stored(curve_id, row) for row in rows))
+            stored = (_stored(curve_id, seed, row) for row in rows)
+            dbapi.cursor().executemany(INSERT_SQLITE, stored)
     except connection.dialect.loaded_dbapi.Error as exc:  # the driver's own, past SQLAlchemy
         raise DatabaseFailed(reason=first_line(exc)) from None
 
 
-def _copy_postgres(dbapi: Any, curve_id: int, rows: Sequence[ChunkRow]) -> None:
+def _copy_postgres(dbapi: Any, curve_id: int, seed: int, rows: Sequence[ChunkRow]) -> None:
     with dbapi.cursor() as cursor, cursor.copy(COPY_POSTGRES) as copy:
         copy.set_types(COPY_TYPES)
         for row in rows:
-            copy.write_row(_stored(curve_id, row))
+            copy.write_row(_stored(curve_id, seed, row))
 
 
-def _stored(curve_id: int, row: ChunkRow) -> tuple[Any, ...]:
+def _stored(curve_id: int, seed: int, row: ChunkRow) -> tuple[Any, ...]:
     """A chunk's row as written: with its curve and its checksum (seeded by that curve)."""
-    return (curve_id, *row, codec.checksum(row[5], curve_id))
+    return (curve_id, *row, codec.checksum(row[5], seed))

@@ -16,11 +16,14 @@ transactions are ``REPEATABLE READ`` (a read-only one never fails to serialize).
 Bounded end to end, not just the statement: rows are fetched one by one (SQLite's cursor,
 PostgreSQL's single-row mode), counted against ``max_rows`` and ``max_bytes`` as they come
 and against the time limit, which the caller's rendering is held to too (``SqlResult.check_time``);
-SQLite refuses any value longer than ``max_bytes`` as it makes it (``SQLITE_LIMIT_LENGTH``).
+SQLite refuses any value longer than ``max_bytes`` as it makes it (``SQLITE_LIMIT_LENGTH``),
+and PostgreSQL any row larger than it before sending it (``_row_bounded``: the client never
+receives, nor holds, a row past the limit; a 900 MB value cost 2.7 GB and 47 s before).
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
@@ -38,6 +41,11 @@ from tracker.store.schema import require_head
 from tracker.store.sqlite_files import read_only_uri, read_only_url, reads_only_as_immutable
 
 PGRESULT_COMMAND_OK = 1  # libpq's PGRES_COMMAND_OK
+# what PostgreSQL says when a row is past --max-bytes (``_row_bounded``): a failed cast, of
+# text made from the row (a constant would be cast, and fail, as the statement is planned)
+ROW_TOO_LARGE = "tracker sql: a row past --max-bytes"
+TRAILING = re.compile(r"[\s;]+$")
+NO_RESULT = "didn't produce a result"  # psycopg's words for a statement giving no rows
 QUERY_CANCELED = "57014"  # PostgreSQL's SQLSTATE for a statement stopped by statement_timeout
 # SQLite asks the progress handler every this many virtual machine steps (~0.1 ms of work).
 PROGRESS_STEPS = 10_000
@@ -261,7 +269,7 @@ def _run_postgres(url: str, sql: str, limits: SqlLimits) -> SqlResult:
                 if cursor.fetchone() is not None:
                     cursor.execute("SET LOCAL ROLE pg_read_all_data")
                 # single-row mode, one statement (as a prepared one): rows as they come
-                stream = cursor.stream(sql)
+                stream = cursor.stream(_row_bounded(dbapi, sql, limits.max_bytes))
                 try:
                     rows = _bounded(stream, limits, deadline)
                     columns = [d.name for d in cursor.description or []] or _described(dbapi, sql)
@@ -270,6 +278,8 @@ def _run_postgres(url: str, sql: str, limits: SqlLimits) -> SqlResult:
                 except Exception as exc:  # the driver's error is the user's message
                     if getattr(exc, "sqlstate", None) == QUERY_CANCELED:
                         raise _over_time(limits.timeout_s) from None
+                    if ROW_TOO_LARGE in str(exc):
+                        raise _too_large(limits) from None
                     raise SqlRefused(reason=_postgres_reason(exc)) from None
                 finally:
                     stream.close()  # cancels what is still coming, and frees the connection
@@ -277,6 +287,28 @@ def _run_postgres(url: str, sql: str, limits: SqlLimits) -> SqlResult:
             return SqlResult(columns, rows, deadline, limits.timeout_s)
     finally:
         engine.dispose()
+
+
+def _row_bounded(dbapi: Any, sql: str, max_bytes: int) -> str:
+    """``sql`` as a subquery whose rows the server refuses past ``max_bytes`` before sending
+    them, when it is one (a query of rows); else (``EXPLAIN``, ``SHOW``, a ``DO`` block: small
+    or no answers) as it is. Tried by preparing it, inside a savepoint: a statement that is no
+    subquery fails to parse and leaves the transaction as it was."""
+    body = TRAILING.sub("", sql)
+    wrapped = (
+        f"SELECT q.* FROM (\n{body}\n) AS q WHERE CASE WHEN pg_column_size(q.*) > {max_bytes}"
+        f" THEN ('{ROW_TOO_LARGE}: ' || pg_column_size(q.*))::int ELSE 1 END = 1"
+    )
+    with dbapi.cursor() as cursor:
+        cursor.execute("SAVEPOINT tracker_bounded")
+        pgconn = dbapi.pgconn
+        prepared = pgconn.prepare(b"tracker_bounded", wrapped.encode()).status
+        if prepared != PGRESULT_COMMAND_OK:
+            cursor.execute("ROLLBACK TO SAVEPOINT tracker_bounded")
+            return sql
+        cursor.execute("DEALLOCATE tracker_bounded")
+        cursor.execute("RELEASE SAVEPOINT tracker_bounded")
+    return wrapped
 
 
 def _described(dbapi: Any, sql: str) -> list[str]:
@@ -297,6 +329,11 @@ def _postgres_reason(exc: Exception) -> str:
         return f"{reason}: tracker sql only reads"
     if "multiple commands" in reason:
         return "give one statement at a time"
+    if NO_RESULT in reason:
+        return (
+            "the statement returns no rows (a DO block, or another command): tracker sql runs"
+            " one query and shows its rows"
+        )
     return reason
 
 

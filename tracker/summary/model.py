@@ -1,7 +1,9 @@
 """A job's kept summary and its codec: stored as compressed bytes (``to_stored``), read back
 by ``from_stored``.
 
-The stored form is ``STORED_FORMAT`` (one byte), then the zstandard frame of a JSON document.
+The stored form is ``STORED_FORMAT`` (one byte), the xxh3-64 of the rest (8 bytes, checked on
+every read: a flipped bit that still decompresses reads as damage, not as other figures), then
+the zstandard frame of a JSON document.
 The trajectories figure's downsampled lines (most of a summary: two float64 columns of up to
 ``DEFAULT_MAX_POINTS`` points per arm, full precision) are kept only for a job of more than
 ``DRAWN_KEPT_ABOVE`` loss values; a shorter job's are drawn from its points when a page asks,
@@ -14,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import xxhash
 import zstandard
 
 from tracker.analysis.job import JobAnalysis
@@ -28,7 +31,9 @@ SEED_NOISE = "seed_noise"  # mean |EMA(seed twin) - EMA(baseline)| over the 2nd 
 DIVERGED_AT = "diverged_at"  # first step whose loss is not finite, of the divergent arm
 NUMBERS = (EMA_DELTA, SEED_NOISE, DIVERGED_AT)
 
-STORED_FORMAT = 1  # the first byte of a stored summary; a later form takes another
+STORED_FORMAT = (
+    2  # the first byte of a stored summary; a later form takes another (1 had no checksum)
+)
 DRAWN_KEPT_ABOVE = 100_000  # loss values (all arms): decoding and smoothing them takes ~10 ms
 LEVEL = 9  # zstandard: 7% smaller than its default for ~3 ms a job (19: 5% more, 100 ms)
 _compressor = zstandard.ZstdCompressor(level=LEVEL)
@@ -37,6 +42,14 @@ _decompressor = zstandard.ZstdDecompressor()
 
 class UnknownSummaryFormat(ValueError):
     """A summary written by a newer tracker."""
+
+
+class SummaryChecksumMismatch(ValueError):
+    """A stored summary whose bytes are not those its checksum was made of."""
+
+
+def _checksum(frame: bytes | memoryview) -> bytes:
+    return xxhash.xxh3_64_digest(frame)
 
 
 @dataclass(frozen=True)
@@ -81,14 +94,18 @@ class Summary:
                 "steps": self.steps,
             }
         )
-        return bytes([STORED_FORMAT]) + _compressor.compress(text.encode("utf-8"))
+        frame = _compressor.compress(text.encode("utf-8"))
+        return bytes([STORED_FORMAT]) + _checksum(frame) + frame
 
     @classmethod
     def from_stored(cls, data: bytes, draw: Callable[[], TrajectoryDrawing]) -> Summary:
         """A stored summary; ``draw`` makes its lines from the job's points if none were kept."""
         if not data or data[0] != STORED_FORMAT:
             raise UnknownSummaryFormat(f"stored summary of unknown format {data[:1]!r}")
-        doc = from_stored_json(_decompressor.decompress(data[1:]).decode("utf-8"))
+        frame = memoryview(data)[9:]
+        if _checksum(frame) != data[1:9]:
+            raise SummaryChecksumMismatch("checksum mismatch")
+        doc = from_stored_json(_decompressor.decompress(frame).decode("utf-8"))
         analysis = doc["analysis"]
         verdicts = [Verdict(**v) for v in analysis["verdicts"]]
         kept = doc["trajectories"] and TrajectoryDrawing.from_json(doc["trajectories"])

@@ -1,0 +1,233 @@
+"""Derived rows (a job's kept summary, verdicts, numbers; a curve's numbers) checked against
+what they derive from or by a checksum, on every read and by ``db check``, which rebuilds
+them with ``--repair`` (``db rederive --force`` rebuilds every job's); SQLite's own
+``integrity_check`` run by ``db check``."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, select, update
+from sqlalchemy.orm import Session
+
+from tests.conftest import Cli, client_for
+from tracker.jobdir.sample import write_sample_job
+from tracker.models import Curve, Job, JobNumber, JobSummary, JobVerdict, Run
+from tracker.store.schema import downgrade, upgrade
+
+STEPS = 300
+
+
+@pytest.fixture
+def two_jobs(cli: Cli, tmp_path: Path) -> Cli:
+    for name, seed in (("job1", 0), ("job2", 1)):
+        cli("ingest", str(write_sample_job(tmp_path / name, seed=seed, steps=STEPS)))
+    return cli
+
+
+@pytest.fixture
+def client(two_jobs: Cli) -> Iterator[TestClient]:
+    with client_for(two_jobs.url) as client:
+        yield client
+
+
+def summary_of(engine: Engine, job: str) -> bytes:
+    with Session(engine) as session:
+        return bytes(
+            session.scalars(
+                select(JobSummary.data)
+                .join(Job, Job.id == JobSummary.job_id)
+                .where(Job.name == job)
+            ).one()
+        )
+
+
+def set_summary(engine: Engine, job: str, data: bytes) -> None:
+    with engine.begin() as connection:
+        job_id = connection.scalar(select(Job.id).where(Job.name == job))
+        connection.execute(update(JobSummary).where(JobSummary.job_id == job_id).values(data=data))
+
+
+SUMMARY_DAMAGED = (
+    "stored summary of job job2 is damaged (checksum mismatch); re-ingest the job from its files"
+)
+
+
+@pytest.mark.parametrize("at", [-1, 20, 9])  # the frame's end, its middle, its first byte
+def test_a_flipped_bit_in_a_kept_summary_is_refused_and_repaired(
+    two_jobs: Cli, client: TestClient, engine: Engine, tmp_path: Path, at: int
+) -> None:
+    intact = summary_of(engine, "job2")
+    damaged = bytearray(intact)
+    damaged[at] ^= 0x10
+    set_summary(engine, "job2", bytes(damaged))
+    for path in ("/jobs/job2/", "/api/jobs/job2", "/"):
+        answer = client.get(path)
+        assert answer.status_code == 500 and SUMMARY_DAMAGED in answer.text, path
+    assert client.get("/api/jobs/job1").status_code == 200
+    report = two_jobs("report", "--out", str(tmp_path / "report"), ok=False)
+    assert (report.exit_code, report.stderr) == (1, f"Error: {SUMMARY_DAMAGED}\n")
+    checked = two_jobs("db", "check", ok=False)
+    assert (checked.exit_code, checked.stderr) == (1, f"Error: {SUMMARY_DAMAGED}\n")
+    assert checked.stdout.endswith("summaries: 1 jobs damaged: job2\n")
+    repaired = two_jobs("db", "check", "--repair")
+    assert repaired.stdout.splitlines()[0] == "job2: rebuilt"
+    assert repaired.stdout.endswith(
+        "1 jobs damaged: job2; derived rows rebuilt from the points: job2\n"
+    )
+    assert summary_of(engine, "job2") == intact
+    assert two_jobs("db", "check").stdout.endswith(": no damage found\n")
+    assert client.get("/jobs/job2/").status_code == 200
+
+
+def test_db_check_does_not_repair_what_the_points_cannot_rebuild(
+    two_jobs: Cli, engine: Engine
+) -> None:
+    damaged = bytearray(summary_of(engine, "job2"))
+    damaged[-1] ^= 1
+    set_summary(engine, "job2", bytes(damaged))
+    with engine.begin() as connection:  # job2's points lost too: its files are needed
+        connection.exec_driver_sql(
+            "DELETE FROM curve_chunk WHERE curve_id IN (SELECT c.id FROM curve c JOIN run r"
+            " ON r.id = c.run_id JOIN job j ON j.id = r.job_id WHERE j.name = 'job2')"
+        )
+    checked = two_jobs("db", "check", "--repair", ok=False)
+    assert checked.exit_code == 1
+    assert checked.stderr.splitlines()[-1] == f"Error: {SUMMARY_DAMAGED}"
+    assert checked.stdout.endswith("summaries: 1 jobs damaged: job2\n")
+
+
+def test_rederive_force_rebuilds_every_job(two_jobs: Cli, engine: Engine) -> None:
+    damaged = bytearray(summary_of(engine, "job1"))
+    damaged[-1] ^= 1
+    set_summary(engine, "job1", bytes(damaged))
+    assert two_jobs("db", "rederive").stdout == "0 jobs rederived, 2 already up to date\n"
+    forced = two_jobs("db", "rederive", "--force")
+    assert forced.stdout == (
+        "job1: rederived\njob2: rederived\n2 jobs rederived, 0 already up to date\n"
+    )
+    assert two_jobs("db", "check").stdout.endswith(": no damage found\n")
+
+
+def test_db_check_runs_sqlites_integrity_check(two_jobs: Cli, db_url: str) -> None:
+    if not db_url.startswith("sqlite"):
+        pytest.skip("PostgreSQL has no built-in checker of its pages (amcheck is an extension)")
+    path = db_url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as connection:  # an index that disagrees with its table
+        connection.execute("PRAGMA writable_schema = ON")
+        connection.execute(
+            "UPDATE sqlite_master SET sql = 'CREATE INDEX ix_run_job_id ON run (seed)'"
+            " WHERE name = 'ix_run_job_id'"
+        )
+    connection.close()
+    checked = two_jobs("db", "check", ok=False)
+    assert checked.exit_code == 1
+    lines = checked.stderr.splitlines()
+    assert lines and all(line.startswith("Error: SQLite's integrity_check: ") for line in lines), (
+        lines
+    )
+    assert "missing from index ix_run_job_id" in lines[0]
+    assert checked.stdout.endswith(
+        f": no damage found; the database file is damaged ({len(lines)} problems found by"
+        " SQLite's integrity_check)\n"
+    )
+
+
+def test_0013_adds_the_checksum_and_its_downgrade_takes_it_out(
+    two_jobs: Cli, engine: Engine
+) -> None:
+    intact = summary_of(engine, "job1")
+    damaged = bytearray(summary_of(engine, "job2"))
+    damaged[-1] ^= 1
+    set_summary(engine, "job2", bytes(damaged))
+    downgrade(engine, "0012")
+    assert summary_of(engine, "job1") == b"\x01" + intact[9:]  # format 1, as 0008 wrote it
+    with Session(engine) as session:  # a damaged one is not carried over as intact
+        assert session.scalars(select(Job.name).join(JobSummary)).all() == ["job1"]
+    upgrade(engine)
+    assert summary_of(engine, "job1") == intact
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("last_value", 9.5), ("min_value", -1.0), ("first_value", float("nan")), ("n_nonfinite", 7)],
+)
+def test_altered_curve_numbers_are_found_and_rewritten_from_the_points(
+    two_jobs: Cli, engine: Engine, column: str, value: float
+) -> None:
+    with engine.begin() as connection:
+        curve_id, kept = connection.execute(
+            select(Curve.id, getattr(Curve, column))
+            .join(Run, Run.id == Curve.run_id)
+            .join(Job, Job.id == Run.job_id)
+            .where(Job.name == "job2", Run.arm == "ref_s1", Curve.metric == "loss")
+        ).one()
+        connection.execute(update(Curve).where(Curve.id == curve_id).values({column: value}))
+    line = (
+        f"stored curve job2/ref_s1 loss: its row's {column} is {value}, its points give {kept};"
+        " rebuild it with `tracker db check --repair`"
+    )
+    checked = two_jobs("db", "check", ok=False)
+    assert (checked.exit_code, checked.stderr) == (1, f"Error: {line}\n")
+    assert checked.stdout.endswith(": 1 jobs damaged: job2\n")
+    repaired = two_jobs("db", "check", "--repair")
+    assert repaired.stdout.endswith("derived rows rebuilt from the points: job2\n")
+    with Session(engine) as session:
+        assert repr(session.get(Curve, curve_id).__dict__[column]) == repr(kept)  # type: ignore[union-attr]
+    assert two_jobs("db", "check").stdout.endswith(": no damage found\n")
+
+
+def test_an_altered_verdict_or_number_is_found_and_rebuilt(
+    two_jobs: Cli, engine: Engine, tmp_path: Path
+) -> None:
+    with engine.begin() as connection:
+        job2 = connection.scalar(select(Job.id).where(Job.name == "job2"))
+        connection.execute(
+            update(JobVerdict)
+            .where(JobVerdict.job_id == job2, JobVerdict.position == 0)
+            .values(
+                status="FAIL"
+                if connection.scalar(
+                    select(JobVerdict.status).where(
+                        JobVerdict.job_id == job2, JobVerdict.position == 0
+                    )
+                )
+                != "FAIL"
+                else "PASS"
+            )
+        )
+        job1 = connection.scalar(select(Job.id).where(Job.name == "job1"))
+        connection.execute(
+            update(JobNumber)
+            .where(JobNumber.job_id == job1, JobNumber.name == "ema_delta")
+            .values(value=0.5)
+        )
+    damaged = (
+        "stored verdicts and numbers of job {} are damaged (checksum mismatch); rebuild them"
+        " with `tracker db check --repair`"
+    )
+    checked = two_jobs("db", "check", ok=False)
+    assert checked.exit_code == 1
+    assert checked.stderr.splitlines() == [
+        f"Error: {damaged.format(job)}" for job in ("job1", "job2")
+    ]
+    # every read of them: claims, the report, compare; the runs table, home page, claims served
+    for args in (
+        ("claims",),
+        ("report", "--out", str(tmp_path / "report")),
+        ("compare", "job1", "job2"),
+    ):
+        result = two_jobs(*args, ok=False)
+        assert result.exit_code == 1, args
+        assert result.stderr == f"Error: {damaged.format('job1')}\n", args
+    with client_for(two_jobs.url) as client:
+        for path in ("/api/runs", "/runs", "/", "/api/claims"):
+            answer = client.get(path)
+            assert answer.status_code == 500 and damaged.format("job1") in answer.text, path
+    repaired = two_jobs("db", "check", "--repair")
+    assert repaired.stdout.splitlines()[:2] == ["job1: rebuilt", "job2: rebuilt"]
+    assert two_jobs("db", "check").stdout.endswith(": no damage found\n")

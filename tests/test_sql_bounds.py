@@ -1,0 +1,65 @@
+"""``tracker sql`` on PostgreSQL bounds the fetch, not only the statement: a row past
+``--max-bytes`` is refused by the server before it is sent, so the client never holds it
+(a 900 MB value cost 2.7 GB and 47 s before); a ``DO`` block says what it is."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Cli
+from tracker.jobdir.sample import write_sample_job
+
+pytestmark = pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+VALUE_BYTES = 400_000_000
+
+
+@pytest.fixture
+def reader(cli: Cli, tmp_path: Path, reader_url: str) -> Cli:
+    cli("ingest", str(write_sample_job(tmp_path / "job1", steps=12)))
+    return Cli(reader_url)
+
+
+def test_a_value_past_max_bytes_is_never_received(reader: Cli) -> None:
+    """Peak memory of the child `tracker sql` (RUSAGE_CHILDREN of a process of its own, as
+    tests/test_limits.py measures), not time: under half the value's size."""
+    statement = f"SELECT 1 AS n, repeat('x', {VALUE_BYTES}) AS big"
+    measure = (
+        "import resource, subprocess, sys;"
+        "done = subprocess.run(sys.argv[1:], capture_output=True, text=True);"
+        "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss);"
+        "print(done.stderr, end='')"
+    )
+    command = [sys.executable, "-m", "tracker", "--db", reader.url, "sql", statement]
+    done = subprocess.run(
+        [sys.executable, "-c", measure, *command], capture_output=True, text=True, timeout=900
+    )
+    first, *stderr = done.stdout.splitlines()
+    code, peak_kib = (int(word) for word in first.split())
+    assert (code, stderr) == (1, ["Error: sql: the result is larger than 64 MiB (--max-bytes)"])
+    assert peak_kib * 1024 < VALUE_BYTES / 2, peak_kib
+
+
+def test_rows_under_the_limit_and_other_statements_read_as_before(reader: Cli) -> None:
+    rows = reader(
+        "sql", "--max-bytes", "100000", "SELECT name FROM job ORDER BY name;", "--format", "csv"
+    )
+    assert rows.stdout == "name\njob1\n"
+    small = reader("sql", "--max-bytes", "4000", "SELECT repeat('x', 3000) AS x", "--format", "csv")
+    assert small.stdout.count("x") == 3001
+    refused = reader("sql", "--max-bytes", "4000", "SELECT repeat('x', 5000) AS x", ok=False)
+    assert refused.stderr == "Error: sql: the result is larger than 4000 bytes (--max-bytes)\n"
+    shown = reader("sql", "SHOW default_transaction_read_only", "--format", "csv")
+    assert shown.stdout.startswith("default_transaction_read_only\n")
+
+
+def test_a_do_block_says_it_gives_no_rows(reader: Cli) -> None:
+    result = reader("sql", "DO $$ BEGIN PERFORM 1; END $$", ok=False)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "Error: sql: the statement returns no rows (a DO block, or another command): tracker"
+        " sql runs one query and shows its rows\n",
+    )
