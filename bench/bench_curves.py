@@ -41,7 +41,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
 
 from bench.bench_serve import Server, percentile
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.models import Curve, Job, Run
 from tracker.store.curves import find_curve, load_curves
 from tracker.store.job_rows import curve_summary

@@ -29,7 +29,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import load_expectations
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.queries import tables
 from tracker.queries.selection import Selection
 from tracker.services.ingest import ingest_job

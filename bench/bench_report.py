@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session
 
 from bench import REPO, compile_tracker
 from tracker.analysis.expectations import load_expectations
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.queries.selection import Selection
 from tracker.report import generate_report
 from tracker.services.ingest import ingest_job

@@ -51,7 +51,7 @@ import httpx
 from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.orm import Session
 
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.models import Job
 from tracker.services.ingest import ingest_job
 from tracker.store.schema import open_database

@@ -22,7 +22,7 @@ from sqlalchemy import Engine, create_engine, make_url, text
 from typer.testing import CliRunner
 
 from tracker.cli import app
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.server import create_app
 from tracker.store.schema import open_database
 

@@ -30,7 +30,7 @@ from tracker.analysis.training import analyze_training
 from tracker.analysis.verdict import FAIL, NA, PASS, Verdict
 from tracker.errors import BadExpectations
 from tracker.jobdir.reader import parse_curve_csv
-from tracker.jobdir.sample import OOM_ERROR, write_sample_job
+from tracker.sample import OOM_ERROR, write_sample_job
 from tracker.jsonio import to_json
 from tracker.store.jobdata import JobData, load_job_data
 

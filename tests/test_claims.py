@@ -22,7 +22,7 @@ from tests.conftest import Cli
 from tests.test_cli import flat
 from tracker import api
 from tracker.analysis.expectations import Expectations, load_expectations
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.queries.claims import claims
 from tracker.queries.selection import Selection
 

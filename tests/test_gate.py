@@ -16,7 +16,7 @@ from sqlalchemy import Engine, text
 
 from tests.conftest import Cli
 from tracker.domain import ArmName
-from tracker.jobdir.sample import SEED_JOB_ARMS, write_sample_job
+from tracker.sample import SEED_JOB_ARMS, write_sample_job
 from tracker.queries.compare import CHANGES
 
 STEPS = 200

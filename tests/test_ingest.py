@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
 from tests.stored import row_counts
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.models import Curve, CurveChunk, Job, JobMeta, Probe, Run, SourceFile
 from tracker.services.ingest import ingest_job
 from tracker.store.curves import find_curve, load_curves

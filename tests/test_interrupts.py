@@ -27,7 +27,7 @@ from sqlalchemy import create_engine, make_url, select, text
 from sqlalchemy.orm import Session
 
 from tracker.errors import Interrupted
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.models import Job
 from tracker.store.schema import open_database
 

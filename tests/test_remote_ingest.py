@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import Cli, require
 from tests.remote_jobs import job_rows, put_in_memory, stored_text
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.models import Job
 
 STEPS = 30

@@ -36,7 +36,7 @@ from tracker.figures.crossjob import (
     val_loss_across_jobs,
 )
 from tracker.figures.trajectories import trajectories_figure
-from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_sample_job
+from tracker.sample import DEMO_META, write_demo_jobs, write_sample_job
 from tracker.queries.compare import compare_jobs
 from tracker.queries.selection import Selection
 from tracker.report import generate_report

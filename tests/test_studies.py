@@ -16,7 +16,7 @@ from tracker.analysis.expectations import study_expectations, study_names
 from tracker.errors import known_names
 from tracker.figures.memory import paper_lines
 from tracker.figures.style import FALLBACK_COLORS, Palette, arm_style, variant_label
-from tracker.jobdir.sample import SAMPLE_STUDIES, write_sample_job
+from tracker.sample import SAMPLE_STUDIES, write_sample_job
 from tracker.models import Job, JobVerdict
 
 PACKAGED = study_names()

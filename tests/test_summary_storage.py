@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from tests.conftest import Cli
 from tests.migration_code import migration_module
 from tracker.analysis.expectations import load_expectations
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.models import Job, JobSummary
 from tracker.queries.job_analysis import load_summary
 from tracker.services.rederive import rederive

@@ -52,7 +52,7 @@ from tracker.api_writes import ingest, rederive, sync, upgrade
 from tracker.conditions import Condition, as_conditions
 from tracker.config import MAX_BYTES, MAX_ROWS, STATEMENT_TIMEOUT_S, database_url
 from tracker.domain import LOSS
-from tracker.jobdir.sample import write_demo_jobs, write_demo_seed_jobs
+from tracker.sample import write_demo_jobs, write_demo_seed_jobs
 from tracker.queries import claims as _claims
 from tracker.queries import compare as _compare
 from tracker.queries import tables

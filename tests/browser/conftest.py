@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from tests.conftest import Cli, require
 from tests.live_server import running_server
 from tracker.analysis.expectations import load_expectations
-from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_sample_job
+from tracker.sample import DEMO_META, write_demo_jobs, write_sample_job
 from tracker.report import generate_report
 
 CHROMIUM = Path("/usr/bin/chromium")

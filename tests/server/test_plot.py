@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from tests.conftest import Cli
 from tracker.analysis.smoothing import smooth
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.queries.plot import MAX_RUNS
 from tracker.queries.walltime import elapsed_seconds, times_at
 from tracker.server import schemas

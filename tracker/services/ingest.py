@@ -30,7 +30,7 @@ from tracker.domain import DEFAULT_ARM_MODEL, IngestStatus
 from tracker.errors import DatabaseFailed, JobExists, NotADemoJob, TrackerError, raised_by_interrupt
 from tracker.jobdir.limits import MAX_FILE_SIZE
 from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, curve_bytes, read_job_arms, scan_job
-from tracker.jobdir.sample import demo_meta
+from tracker.sample import demo_meta
 from tracker.jobdir.source import JobSource, open_source
 from tracker.models import Job, JobMeta
 from tracker.services.interrupts import Tally, session_after_interrupt, telling_interrupts

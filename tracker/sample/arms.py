@@ -1,5 +1,5 @@
 """The sample job's training arms: ``<variant>_s<seed>.csv`` loss curves shaped like GPT-2
-124M's and their summary JSONs (see ``tracker.jobdir.sample``).
+124M's and their summary JSONs (see ``tracker.sample``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 
 from tracker.domain import DEFAULT_ARM_MODEL, LOSS, ArmName
-from tracker.jobdir.sample_probes import ADAM8BIT_VARIANTS, VARIANTS, stable_rng
+from tracker.sample.probes import ADAM8BIT_VARIANTS, VARIANTS, stable_rng
 
 __all__ = ["ARM_VARIANTS", "parse_arm", "write_arm"]
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tracker.errors import NoSampleJobs, known_names
-from tracker.jobdir.sample_arms import parse_arm, write_arm
-from tracker.jobdir.sample_probes import (
+from tracker.sample.arms import parse_arm, write_arm
+from tracker.sample.probes import (
     ADAM8BIT_VARIANTS,
     FLASHOPTIM_REGRESSED_VERSION,
     FLASHOPTIM_VERSION,

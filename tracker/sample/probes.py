@@ -1,5 +1,5 @@
 """The sample job's memory probes: one ``mem_sweep.json`` record per (model, variant), close to
-the analytic bytes/parameter of each variant plus fixed overheads (see ``tracker.jobdir.sample``).
+the analytic bytes/parameter of each variant plus fixed overheads (see ``tracker.sample``).
 """
 
 from __future__ import annotations
