@@ -27,10 +27,10 @@ from sqlalchemy.orm import Session
 from tests.conftest import Cli
 from tracker.analysis.expectations import load_expectations
 from tracker.analysis.job import analyze_job
-from tracker.sample import write_sample_job
 from tracker.queries import tables
 from tracker.queries.compare import CHANGES
 from tracker.queries.selection import Selection
+from tracker.sample import write_sample_job
 from tracker.store.jobdata import load_job_data
 
 STEPS = 40

@@ -13,11 +13,10 @@ from sqlalchemy.orm import Session
 from tests.conftest import Cli, client_for
 from tracker.analysis.checks import CLAIM_OF, Check
 from tracker.analysis.expectations import study_expectations, study_names
-from tracker.errors import known_names
 from tracker.figures.memory import paper_lines
 from tracker.figures.style import FALLBACK_COLORS, Palette, arm_style, variant_label
-from tracker.sample import SAMPLE_STUDIES, write_sample_job
 from tracker.models import Job, JobVerdict
+from tracker.sample import sample_study, write_sample_job
 
 PACKAGED = study_names()
 SPEEDRUN_JOBS = Path(__file__).parent / "data" / "speedrun"
@@ -77,20 +76,45 @@ def test_every_packaged_study_loads_its_demo_runs_and_every_claim_is_judged(
     assert exp.source == f"tracker/studies/{name}.toml (packaged)"
     assert exp.claims, "a study judges the claims it lists"
     args = ("--steps", "10", "--dir", str(tmp_path / "jobs"), "--out", str(tmp_path / "report"))
-    if name not in SAMPLE_STUDIES:
-        result = cli("demo", "--study", name, *args, ok=False)
-        assert (result.exit_code, result.stderr) == (
-            1,
-            f"Error: study {name!r} has no sample jobs for the demo; the studies that have: "
-            f"{known_names(SAMPLE_STUDIES)}\n",
-        )
-        assert not (tmp_path / "jobs").exists()
-        return
-    assert set(SAMPLE_STUDIES[name].variants) >= set(exp.memory.expected_bpp)
+    assert exp.sample is not None, "every packaged study has a demo"
+    assert set(exp.sample.probes) >= set(exp.memory.expected_bpp)
     cli("demo", "--study", name, *args)
     rows = claims(cli, "--study", name)
     # exactly the kinds the file lists: none missing, no phantom row of an unlisted kind
     assert kinds_judged(rows) == {spec.kind for spec in exp.claims}
+    # its pages, headed by its own title; a job page shows the figures its claims need
+    heading = f"<h1>{exp.study.title} reproduction: 6 jobs</h1>"
+    assert heading in (tmp_path / "report" / "index.html").read_text()
+    job = (tmp_path / "report" / f"{exp.sample.job_prefix}job1" / "index.html").read_text()
+    assert ("Table 4 extrapolation" in job) == ("table4" in exp.memory_checks)
+    assert ("Memory: bytes/param" in job) == bool(exp.memory_checks)
+    with client_for(cli.url) as client:
+        assert heading in client.get("/").text
+        assert client.get(f"/jobs/{exp.sample.job_prefix}job1").status_code == 200
+        assert client.get("/claims").status_code == 200
+
+
+def test_studies_draw_their_variants_in_colours_of_their_own() -> None:
+    owner: dict[str, str] = {}
+    for name in PACKAGED:
+        style = study_expectations(name).style
+        looks = [] if style is None else [*style.variants.values(), *style.arms.values()]
+        for color in {look.color for look in looks}:
+            assert owner.setdefault(color, name) == name, f"{color}: {owner[color]} and {name}"
+    assert not set(owner) & set(FALLBACK_COLORS)
+
+
+def test_a_database_of_several_studies_is_headed_by_them(cli: Cli, tmp_path: Path) -> None:
+    for name in ("flashoptim", "speedrun"):
+        cli("demo", "--study", name, "--steps", "10", "--dir", str(tmp_path / name),
+            "--out", str(tmp_path / name / "report"))  # fmt: skip
+    cli("report", "--out", str(tmp_path / "report"))
+    heading = "<h1>FlashOptim and NanoGPT speedrun reproductions: 12 jobs</h1>"
+    assert heading in (tmp_path / "report" / "index.html").read_text()
+    with client_for(cli.url) as client:
+        assert heading in client.get("/").text
+    with client_for(cli.url, study="speedrun") as client:
+        assert "<h1>NanoGPT speedrun reproduction: 6 jobs</h1>" in client.get("/").text
 
 
 def test_the_speedrun_study_judges_real_records(cli: Cli) -> None:
@@ -107,7 +131,7 @@ def test_figures_draw_each_study_by_its_style() -> None:
         style = study_expectations(name).style
         if style is None:  # the figures' fallback colours and names
             continue
-        assert style.variants and style.arms, name
+        assert style.variants, name
         for variant, look in style.variants.items():
             assert variant_label(variant) == look.label
             assert Palette()(variant) == look.color
@@ -159,8 +183,8 @@ def test_jobs_of_two_studies_are_judged_apart(cli: Cli, tmp_path: Path) -> None:
     eight = write_sample_job(
         tmp_path / "eight1",
         steps=20,
-        arms=SAMPLE_STUDIES["adam8bit"].arms,
-        variants=SAMPLE_STUDIES["adam8bit"].variants,
+        arms=sample_study("adam8bit").arms,
+        variants=sample_study("adam8bit").probes,
         failed_probe=None,
     )
     (eight / "job.json").write_text(json.dumps({"study": "adam8bit", "gpu": "A10G"}))
@@ -218,7 +242,7 @@ def test_an_unknown_study_is_one_error_line(
     study = args[args.index("--study") + 1]
     guess = f"; did you mean {near}?" if near else ""
     assert result.stderr == (
-        f"Error: unknown study {study!r}; the packaged studies: {', '.join(sorted(PACKAGED))}"
+        f"Error: unknown study {study!r}; the known studies: {', '.join(sorted(PACKAGED))}"
         f"{guess}\n"
     )
 
@@ -229,7 +253,7 @@ def test_an_unknown_study_in_job_json_fails_that_job(cli: Cli, tmp_path: Path) -
     result = cli("ingest", str(job), ok=False)
     assert result.exit_code == 1
     assert result.stderr == (
-        f"Error: {job}: unknown study 'resnet'; the packaged studies: "
+        f"Error: {job}: unknown study 'resnet'; the known studies: "
         f"{', '.join(sorted(PACKAGED))}\n"
     )
     assert studies_of(cli) == {}

@@ -52,13 +52,13 @@ from tracker.api_writes import ingest, rederive, sync, upgrade
 from tracker.conditions import Condition, as_conditions
 from tracker.config import MAX_BYTES, MAX_ROWS, STATEMENT_TIMEOUT_S, database_url
 from tracker.domain import LOSS
-from tracker.sample import write_demo_jobs, write_demo_seed_jobs
 from tracker.queries import claims as _claims
 from tracker.queries import compare as _compare
 from tracker.queries import tables
 from tracker.queries.compare import Comparison
 from tracker.queries.export import export_curves
 from tracker.queries.selection import Selection
+from tracker.sample import write_demo_jobs, write_demo_seed_jobs
 from tracker.services.copy import copy_jobs
 from tracker.services.ingest import (
     IngestResult,

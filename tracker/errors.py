@@ -308,4 +308,12 @@ class NoSampleJobs(TrackerError):
 
 
 class UnknownStudy(TrackerError):
-    """unknown study {study!r}; the packaged studies: {known}"""
+    """unknown study {study!r}; the known studies: {known}"""
+
+
+class NotAStudyDirectory(TrackerError):
+    """{given}: {path} is not a directory of study files"""
+
+
+class DuplicateStudy(TrackerError):
+    """two studies named {study!r}: {first} and {second}; rename one (its file and its [study] name)"""

@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session
 from tests.conftest import Cli, require
 from tests.live_server import running_server
 from tracker.analysis.expectations import load_expectations
-from tracker.sample import DEMO_META, write_demo_jobs, write_sample_job
 from tracker.report import generate_report
+from tracker.sample import DEMO_META, write_demo_jobs, write_sample_job
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
