@@ -204,6 +204,7 @@ class Expectations(_Table):
     sample: SampleSpec | None = None  # the demo's sample jobs (none: the study has no demo)
     _source: str = PrivateAttr("")
     _packaged: bool = PrivateAttr(False)
+    _missing: bool = PrivateAttr(False)  # a stored job's study whose file is not here
 
     @property
     def source(self) -> str:
@@ -244,10 +245,20 @@ class Expectations(_Table):
         self._packaged = True
         return self
 
+    @property
+    def missing(self) -> str | None:
+        """Why a job of this study is not judged (its file is not here), else None."""
+        if not self._missing:
+            return None
+        return (
+            f"study {self.study_name!r} has no file here (packaged, --studies or "
+            f"TRACKER_STUDIES: {self.study_name}.toml): its jobs are stored, not judged"
+        )
+
     def judging(self, study: str) -> Expectations:
-        """What judges a job of ``study``: that study's packaged expectations when these are
-        a packaged study's too, else these (a user's file judges every job it is given)."""
-        return study_expectations(study) if self._packaged else self
+        """What judges a job of ``study``: that study's expectations (``judged_by``) when
+        these are a study's too, else these (a user's file judges every job it is given)."""
+        return judged_by(study) if self._packaged else self
 
 
 def _parse(doc: dict[str, Any], source: str) -> Expectations:
@@ -276,6 +287,22 @@ def study_expectations(name: str = DEFAULT_STUDY) -> Expectations:
     """The expectations of the study ``name``, from its file (each file read once)."""
     check_study(name)
     return _study_file(study_files()[name])
+
+
+def judged_by(name: str) -> Expectations:
+    """The expectations of the study of a stored job: its file's, or, when no file of that
+    name is here (a teammate's study), none: such a job is listed and shown, never judged."""
+    return study_expectations(name) if name in study_names() else _unjudged(name)
+
+
+@cache
+def _unjudged(name: str) -> Expectations:
+    gate = {key: list(value) if isinstance(value, tuple) else value
+            for key, value in study_expectations(DEFAULT_STUDY).gate}  # fmt: skip
+    study = {"name": name, "title": name, "paper": "-", "source": "-"}
+    unjudged = _parse({"claims": [], "gate": gate, "study": study}, f"no file {name}.toml")
+    unjudged._packaged = unjudged._missing = True
+    return unjudged
 
 
 @cache

@@ -71,7 +71,7 @@ def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
         "table4": lambda: table4(analysis.verdicts),
     }
     figures = {key: draw[key]() for key in shown}
-    notes = list(analysis.notes)
+    notes = [exp.missing] if exp.missing else list(analysis.notes)
     if probes.height == 0 and "mem_scaling" in shown:
         lacking = (
             "no memory figure and no Table 4 figure" if "table4" in shown else "no memory figure"
@@ -79,7 +79,7 @@ def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
         notes.append(f"no memory probes in this job: {lacking}")
     if not arms:
         notes.append("no training arms in this job: no trajectories figure")
-    if not (exp.judges("memory") or exp.judges("training")):
+    if not (exp.missing or exp.judges("memory") or exp.judges("training")):
         notes.append(
             f"the {exp.study_name} study checks no job alone: its claims judge the runs across jobs"
         )
