@@ -22,12 +22,16 @@ def sample_study(study: str) -> SampleSpec:
     return sample
 
 
-@cache
 def sample_variants() -> dict[str, SampleVariant]:
     """Every study's sample variants (a sample arm of any of them can be written); of a name
     two studies give, the first study's."""
+    return _variants(tuple(sample_studies()))
+
+
+@cache
+def _variants(studies: tuple[str, ...]) -> dict[str, SampleVariant]:
     variants: dict[str, SampleVariant] = {}
-    for name in sample_studies():
+    for name in studies:
         for variant, spec in sample_study(name).variants.items():
             variants.setdefault(variant, spec)
     return variants
