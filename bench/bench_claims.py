@@ -29,10 +29,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import load_expectations
-from tracker.sample import write_sample_job
 from tracker.models import Curve, Job, Run
 from tracker.queries.claims import claims
 from tracker.queries.selection import Selection
+from tracker.sample import write_sample_job
 from tracker.services.ingest import ingest_job
 from tracker.store.curves import load_curves
 from tracker.store.schema import open_database

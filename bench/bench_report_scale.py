@@ -41,8 +41,8 @@ from pathlib import Path
 from sqlalchemy import select
 
 from bench import REPO, compile_tracker
-from tracker.sample import write_sample_job
 from tracker.models import Job
+from tracker.sample import write_sample_job
 from tracker.services.ingest import ingest_job
 from tracker.store import codec
 from tracker.store.catalog import delete_job
