@@ -4,7 +4,7 @@ time it takes just to read every loss point the claims would otherwise need.
     python bench/bench_claims.py [--jobs 1000] [--steps 20000] [--repeat 3] [--db PATH]
 
 The database is built once with the library, as real use builds it: each job is a sample
-job directory (``tracker.jobdir.sample``, four arms of STEPS steps, seeds varied, one job in
+job directory (``tracker.sample``, four arms of STEPS steps, seeds varied, one job in
 ten with a shifted flash state and ``flashoptim=0.1.5``) written to a scratch folder and
 ingested by ``ingest_job``, which also stores the job's derived rows; the folder is then
 removed. The file is kept (default under /tmp, outside git) and reused by later runs when it
@@ -29,10 +29,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import load_expectations
-from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, Job, Run
 from tracker.queries.claims import claims
 from tracker.queries.selection import JobSelection
+from tracker.sample import write_sample_job
 from tracker.services.ingest import ingest_job
 from tracker.store.curves import load_curves
 from tracker.store.schema import open_database

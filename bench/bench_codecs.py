@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tracker.jobdir.sample_arms import _loss_curve
+from tracker.sample.arms import _loss_curve
 from tracker.store import codec
 
 

@@ -41,8 +41,8 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
 
 from bench.bench_serve import Server, percentile
-from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, Job, Run
+from tracker.sample import write_sample_job
 from tracker.store.curves import find_curve, load_curves
 from tracker.store.job_rows import curve_summary
 from tracker.store.points import write_points

@@ -25,7 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from tracker.jobdir.reader import parse_curve_csv
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.services.ingest import ingest_job
 from tracker.store.schema import open_database
 from tracker.store.transactions import write_session

@@ -22,7 +22,7 @@ import psycopg
 from sqlalchemy import create_engine, make_url, text
 
 from bench.bench_ingest import raw_rows
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.services.ingest import ingest_job
 from tracker.store.schema import open_database
 from tracker.store.transactions import write_session

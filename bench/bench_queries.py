@@ -29,10 +29,10 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import load_expectations
-from tracker.jobdir.sample import write_sample_job
 from tracker.queries import tables
 from tracker.queries.runs import run_table
 from tracker.queries.selection import JobSelection
+from tracker.sample import write_sample_job
 from tracker.services.ingest import ingest_job
 from tracker.store.points import INSERT_SQLITE, chunk_rows
 from tracker.store.schema import open_database

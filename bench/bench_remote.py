@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/s3_serv
 
 from bench.bench_ingest import MEASURE_CHILD
 from tests.s3_server import S3Server
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.store.schema import open_database
 
 

@@ -31,9 +31,9 @@ from sqlalchemy.orm import Session
 
 from bench import REPO, compile_tracker
 from tracker.analysis.expectations import load_expectations
-from tracker.jobdir.sample import write_sample_job
 from tracker.queries.selection import JobSelection
 from tracker.report import generate_report
+from tracker.sample import write_sample_job
 from tracker.services.ingest import ingest_job
 from tracker.store.schema import open_database
 from tracker.store.transactions import write_session

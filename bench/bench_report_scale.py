@@ -3,7 +3,7 @@
     python bench/bench_report_scale.py [--jobs 1000] [--steps 20000] [--cache DIR]
 
 The database is built once and kept in ``--cache`` (default ~/.cache/tracker-bench; outside
-git) for later runs: ``TEMPLATES`` sample jobs (``tracker.jobdir.sample``, different seeds,
+git) for later runs: ``TEMPLATES`` sample jobs (``tracker.sample``, different seeds,
 one with a regressed flash optimizer state) ingested by ``ingest_job``, then cloned with SQL
 to JOBS jobs (names, ``time`` and ``gpu`` metadata, probes with a small per-job offset, runs,
 the loss curves with a per-job offset; the rows kept at ingest, verdicts and summaries, as
@@ -41,8 +41,8 @@ from pathlib import Path
 from sqlalchemy import select
 
 from bench import REPO, compile_tracker
-from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
+from tracker.sample import write_sample_job
 from tracker.services.ingest import ingest_job
 from tracker.store import codec
 from tracker.store.catalog import delete_job

@@ -51,8 +51,8 @@ import httpx
 from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.orm import Session
 
-from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
+from tracker.sample import write_sample_job
 from tracker.services.ingest import ingest_job
 from tracker.store.schema import open_database
 from tracker.store.transactions import in_write_transaction

@@ -34,7 +34,7 @@ import httpx
 
 from bench import bench_serve
 from bench.bench_serve import CACHE, percentile
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.services.ingest import ingest_job
 from tracker.store.schema import open_database
 from tracker.store.transactions import in_write_transaction

@@ -3,7 +3,7 @@
 
     python bench/bench_summary_size.py [--jobs 300] [--steps 5000] [--base COMMIT] [--pages 20]
 
-The workload: JOBS sample jobs (``tracker.jobdir.sample``, a seed each: 4 arms x STEPS steps
+The workload: JOBS sample jobs (``tracker.sample``, a seed each: 4 arms x STEPS steps
 logging loss, lr and step_ms, and the memory probes), written once and ingested by each
 tracker into a SQLite file of its own, job by job as ``tracker ingest`` does. BASE's tree is a
 ``git worktree`` of that commit in a temporary folder, run by this interpreter with it first on
@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bench import REPO, compile_tracker
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 
 BASE = "4665314"  # the last commit storing the summary as JSON text
 ROUND_FIGURES = ("report_s", "report_cpu_s", "claims_s", "claims_cpu_s")

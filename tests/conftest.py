@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from tests.templates import Templates
 from tracker.cli import app
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.server import create_app
 from tracker.store.schema import open_database
 

@@ -30,8 +30,8 @@ from tracker.analysis.training import analyze_training
 from tracker.analysis.verdict import FAIL, NA, PASS, Verdict
 from tracker.errors import BadExpectations
 from tracker.jobdir.reader import parse_curve_csv
-from tracker.jobdir.sample import OOM_ERROR, write_sample_job
 from tracker.jsonio import to_json
+from tracker.sample import OOM_ERROR, write_sample_job
 from tracker.store.jobdata import JobData, load_job_data
 
 REPO = Path(__file__).resolve().parents[1]
@@ -605,7 +605,7 @@ def test_custom_file_changes_a_tolerance_and_flips_a_verdict(
             lambda t: t.replace("ref = { params = 29.9, optim = 59.8 }", "ref = 29.9", 1),
             "memory.table4.ref must be a table, got 29.9",
         ),
-        (lambda t: t.split("[training]")[0], "missing table [training]"),
+        (lambda t: t.split("[gate]")[0], "missing table [gate]"),
         (
             lambda t: t.replace('baseline = "ref_s0"', "baseline = 0", 1),
             "training.baseline must be a non-empty string, got 0",

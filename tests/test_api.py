@@ -21,7 +21,7 @@ from tests.conftest import Cli, ingest_jobs
 from tracker import api
 from tracker.config import DATABASE_URL_ENV
 from tracker.errors import JobExists, JobNotFound, SqlRefused, UnknownArm, UnknownMetric
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.summary import version
 
 STEPS = 30

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, MetaData, func, select
 
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 
 STEPS = 50
 ARMS = ("flash_s0", "linear_s0", "ref_s0", "ref_s1")

@@ -22,9 +22,9 @@ from tests.conftest import Cli
 from tests.test_cli import flat
 from tracker import api
 from tracker.analysis.expectations import Expectations, load_expectations
-from tracker.jobdir.sample import write_sample_job
 from tracker.queries.claims import claims
 from tracker.queries.selection import JobSelection
+from tracker.sample import write_sample_job
 
 STEPS = 60
 SEEDS = ("ref_s0", "ref_s1", "flash_s0", "flash_s1", "linear_s0")

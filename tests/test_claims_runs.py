@@ -22,7 +22,7 @@ from tracker.analysis.job import analyze_job
 from tracker.analysis.outcomes import val_loss_verdicts
 from tracker.analysis.verdict import FAIL
 from tracker.completeness import completeness, stopped_arms
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.store.jobdata import load_job_data
 
 ARMS = ("ref_s0", "ref_s1", "flash_s0")

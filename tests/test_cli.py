@@ -17,7 +17,7 @@ from typer.main import get_command
 
 from tests.conftest import Cli
 from tracker.cli import app
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 
 
 def all_commands() -> list[list[str]]:

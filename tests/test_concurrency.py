@@ -17,8 +17,8 @@ from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session
 
 from tests.stored import stored_points
-from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
+from tracker.sample import write_sample_job
 from tracker.store.engine import create_tracker_engine
 from tracker.store.schema import HEAD, check_schema, open_database, upgrade
 

@@ -8,7 +8,7 @@ from polars.testing import assert_frame_equal
 
 from tests.conftest import Cli
 from tracker import api
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 
 
 def test_copy_every_job_then_nothing_the_second_time(db_url: str, tmp_path: Path) -> None:

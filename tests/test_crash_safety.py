@@ -39,8 +39,8 @@ from sqlalchemy import create_engine, make_url, select, text
 from sqlalchemy.orm import Session
 
 from tests.stored import row_counts, stored_points
-from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, CurveChunk, Job, JobMeta, Probe, Run, SourceFile
+from tracker.sample import write_sample_job
 from tracker.services.ingest import ingest_job
 from tracker.store.catalog import as_utc, delete_job
 from tracker.store.points import CHUNK_POINTS

@@ -20,7 +20,7 @@ from tests.templates import Templates
 from tests.test_cli import flat
 from tracker import api
 from tracker.errors import TooFewPoints, WindowReversed
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.server import create_app
 from tracker.store import codec
 from tracker.store.points import CHUNK_POINTS

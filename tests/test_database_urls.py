@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Cli
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 
 READING_COMMANDS = [
     ["jobs"],

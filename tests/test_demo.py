@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from tests.conftest import Cli
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 
 
 def demo(cli: Cli, tmp_path: Path, steps: int, folder: str, ok: bool = True):  # type: ignore[no-untyped-def]

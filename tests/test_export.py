@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from tests.conftest import Cli
 from tests.stored import stored_points
 from tracker import api
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 
 STEPS = 60
 

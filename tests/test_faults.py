@@ -33,8 +33,8 @@ import tracker.store.transactions as transactions
 from tests.stored import stored_points
 from tracker.cli import app
 from tracker.errors import DatabaseBusy, TrackerError
-from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, CurveChunk, Job, JobMeta, Probe, Run, SourceFile
+from tracker.sample import write_sample_job
 from tracker.services.ingest import ingest_job
 from tracker.store.schema import open_database
 from tracker.store.transactions import in_write_transaction

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import Cli
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 
 LIMIT = 1024 * 1024  # room for a job's pages, not for plotly.min.js (4-5 MB), written after them
 

@@ -17,8 +17,8 @@ from sqlalchemy import Engine, text
 
 from tests.conftest import Cli, client_for
 from tracker.domain import ArmName
-from tracker.jobdir.sample import SEED_JOB_ARMS, write_sample_job
 from tracker.queries.compare import CHANGES
+from tracker.sample import SEED_JOB_ARMS, write_sample_job
 
 STEPS = 200
 LIKE = 10  # jobs of the compared configuration; 20 pairs of them, both ways: 40 comparisons

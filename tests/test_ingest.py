@@ -12,8 +12,8 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
 from tests.stored import row_counts
-from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, CurveChunk, Job, JobMeta, Probe, Run, SourceFile
+from tracker.sample import write_sample_job
 from tracker.services.ingest import ingest_job
 from tracker.store.curves import find_curve, load_curves
 from tracker.store.transactions import write_session

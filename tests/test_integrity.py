@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
 from tracker.errors import DamagedCurve
-from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, CurveChunk, Job, JobSummary, Run
+from tracker.sample import write_sample_job
 from tracker.server import create_app
 from tracker.store import codec
 from tracker.store.curves import read_curve

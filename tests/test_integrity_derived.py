@@ -15,8 +15,8 @@ from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli, client_for
-from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, Job, JobNumber, JobSummary, JobVerdict, Run
+from tracker.sample import write_sample_job
 from tracker.store.schema import downgrade, upgrade
 
 STEPS = 300

@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session
 from tests.conftest import Cli, client_for
 from tests.migration_code import migration_module
 from tracker.errors import DamagedCurve
-from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, CurveChunk, Job, Run
+from tracker.sample import write_sample_job
 from tracker.store import codec
 from tracker.store.curves import arm_points, read_curve
 from tracker.store.schema import downgrade, upgrade

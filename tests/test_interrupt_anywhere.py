@@ -27,8 +27,8 @@ from sqlalchemy.orm import Session
 
 from tracker.errors import Interrupted
 from tracker.jobdir.records import parse_arm_summary, parse_probe_record
-from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
+from tracker.sample import write_sample_job
 from tracker.services.ingest import IngestOptions, IngestReport, ingest_directories
 from tracker.store.catalog import delete_job
 from tracker.store.schema import open_database

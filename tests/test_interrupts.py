@@ -27,8 +27,8 @@ from sqlalchemy import create_engine, make_url, select, text
 from sqlalchemy.orm import Session
 
 from tracker.errors import Interrupted
-from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
+from tracker.sample import write_sample_job
 from tracker.store.schema import open_database
 
 JOBS = ("job0", "job1", "job2")

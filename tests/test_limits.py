@@ -28,7 +28,7 @@ from tests.test_parsers_property import curve_csvs, probe_documents
 from tracker.errors import BadInput
 from tracker.jobdir.limits import CSV_FIELD_MAX, METRIC_COLUMNS_MAX, PROBE_RECORDS_MAX
 from tracker.jobdir.reader import parse_curve_csv, parse_probe_file, read_curve_csv
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.services.ingest import ingest_job
 from tracker.store.transactions import in_write_transaction
 

@@ -13,9 +13,9 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
 from tests.remote_jobs import put_in_memory
-from tracker.jobdir.sample import write_sample_job
 from tracker.masking import masked
 from tracker.models import Job
+from tracker.sample import write_sample_job
 from tracker.server.listen import mask_access_line
 
 

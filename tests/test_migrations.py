@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 from tests.conftest import Cli
 from tests.stored import stored_points
 from tracker.errors import NotATrackerDatabase, UnknownRevision
-from tracker.jobdir.sample import write_sample_job
 from tracker.models import Base, Run
+from tracker.sample import write_sample_job
 from tracker.services.rederive import rederive
 from tracker.store import codec
 from tracker.store.engine import create_tracker_engine

@@ -37,8 +37,8 @@ from tracker.cli import app
 from tracker.errors import BadInput
 from tracker.jobdir.reader import parse_curve_csv, parse_probe_file, scan_job
 from tracker.jobdir.records import CONTROL_CHARS, FLOAT_FIELDS, INT_LIMIT, NAME_MAX, ProbeRecord
-from tracker.jobdir.sample import MODELS, VARIANTS, write_sample_job
 from tracker.models import Curve, CurveChunk, Job, JobMeta, Probe, Run, SourceFile
+from tracker.sample import MODELS, VARIANTS, write_sample_job
 from tracker.store.catalog import delete_job
 from tracker.store.schema import open_database
 from tracker.store.transactions import in_write_transaction

@@ -28,11 +28,11 @@ from tests.conftest import Cli
 from tests.templates import Templates
 from tracker.analysis.expectations import load_expectations
 from tracker.analysis.job import analyze_job
-from tracker.jobdir.sample import write_sample_job
 from tracker.queries import tables
 from tracker.queries.compare import CHANGES
 from tracker.queries.runs import run_table
 from tracker.queries.selection import JobSelection
+from tracker.sample import write_sample_job
 from tracker.store.jobdata import load_job_data
 from tracker.summary.version import expectations_digest
 

@@ -23,7 +23,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.conftest import Cli
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.server import create_app
 from tracker.store.schema import HEAD
 

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import Cli
 from tracker.errors import BadInput
 from tracker.jobdir.probes import read_probe_stream
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 
 
 @pytest.mark.parametrize("size", [3 * 1024 * 1024, 50 * 1024 * 1024], ids=["3 MiB", "50 MiB"])

@@ -20,8 +20,8 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import Cli, require
 from tests.remote_jobs import job_rows, put_in_memory, stored_text
-from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
+from tracker.sample import write_sample_job
 
 STEPS = 30
 

@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 
 from tests.conftest import Cli
 from tests.remote_jobs import job_rows
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 
 STEPS = 20
 

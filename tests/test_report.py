@@ -36,10 +36,10 @@ from tracker.figures.crossjob import (
     val_loss_across_jobs,
 )
 from tracker.figures.trajectories import trajectories_figure
-from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_sample_job
 from tracker.queries.compare import compare_jobs
 from tracker.queries.selection import JobSelection
 from tracker.report import generate_report
+from tracker.sample import DEMO_META, write_demo_jobs, write_sample_job
 from tracker.store.jobdata import load_job_data
 from tracker.store.schema import open_database
 from tracker.summary.downsample import DEFAULT_MAX_POINTS, downsample, minmax_indices

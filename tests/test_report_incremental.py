@@ -10,7 +10,7 @@ from pathlib import Path
 from sqlalchemy import Engine, text
 
 from tests.conftest import Cli
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.views.across_jobs import note
 from tracker.views.pages import IndexView, index_page
 

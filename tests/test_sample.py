@@ -1,4 +1,4 @@
-"""Tests of the deterministic sample-job generator (tracker.jobdir.sample)."""
+"""Tests of the deterministic sample-job generator (tracker.sample)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tracker.jobdir.sample import (
+from tracker.sample import (
     DEFAULT_ARMS,
     DEMO_META,
     MODELS,

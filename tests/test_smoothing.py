@@ -21,9 +21,9 @@ from tests.conftest import Cli
 from tracker.analysis.expectations import load_expectations
 from tracker.analysis.smoothing import smooth, smooth_points
 from tracker.analysis.training import DELTA_KEY
-from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
 from tracker.queries.job_analysis import load_summary
+from tracker.sample import write_sample_job
 from tracker.summary import version
 from tracker.summary.build import derive
 from tracker.summary.model import EMA_DELTA, Summary

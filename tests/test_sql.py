@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
 from tests.stored import stored_points
-from tracker.jobdir.sample import write_sample_job
 from tracker.models import Curve, CurveChunk, Job, JobMeta, Probe, Run, SourceFile
+from tracker.sample import write_sample_job
 from tracker.store.schema import open_database
 
 STEPS = 12

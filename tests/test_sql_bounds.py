@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Cli
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 
 pytestmark = pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
 VALUE_BYTES = 400_000_000

@@ -39,7 +39,7 @@ from tracker.analysis.stats import (
     welch_interval,
     welch_ttest,
 )
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.store.schema import open_database
 
 BRENTQ_XTOL = 2e-12  # scipy.optimize.brentq's default, which binomtest's proportion_ci uses

@@ -23,7 +23,7 @@ from tracker.analysis.expectations import Expectations, load_expectations
 from tracker.analysis.job import analyze_job
 from tracker.analysis.verdict import FAIL, KNOWN, NA, PASS, Verdict
 from tracker.domain import JobData, Status
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.store.jobdata import load_job_data
 from tracker.views.pages import status_of
 from tracker.views.values import counts, failures_first

@@ -4,6 +4,7 @@ expectations, and the 8-bit Adam study ships beside FlashOptim's."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,14 +14,16 @@ from sqlalchemy.orm import Session
 from tests.conftest import Cli, client_for
 from tracker.analysis.checks import CLAIM_OF, Check
 from tracker.analysis.expectations import study_expectations, study_names
+from tracker.analysis.study_files import use_study_dirs
 from tracker.errors import known_names
 from tracker.figures.memory import paper_lines
 from tracker.figures.style import FALLBACK_COLORS, Palette, arm_style, variant_label
-from tracker.jobdir.sample import SAMPLE_STUDIES, write_sample_job
 from tracker.models import Job, JobVerdict
+from tracker.sample import sample_study, write_sample_job
 
 PACKAGED = study_names()
 SPEEDRUN_JOBS = Path(__file__).parent / "data" / "speedrun"
+PACKAGE = Path(__file__).parents[1] / "tracker" / "studies"
 
 
 def claims(cli: Cli, *args: str) -> list[dict]:
@@ -77,20 +80,45 @@ def test_every_packaged_study_loads_its_demo_runs_and_every_claim_is_judged(
     assert exp.source == f"tracker/studies/{name}.toml (packaged)"
     assert exp.claims, "a study judges the claims it lists"
     args = ("--steps", "10", "--dir", str(tmp_path / "jobs"), "--out", str(tmp_path / "report"))
-    if name not in SAMPLE_STUDIES:
-        result = cli("demo", "--study", name, *args, ok=False)
-        assert (result.exit_code, result.stderr) == (
-            1,
-            f"Error: study {name!r} has no sample jobs for the demo; the studies that have: "
-            f"{known_names(SAMPLE_STUDIES)}\n",
-        )
-        assert not (tmp_path / "jobs").exists()
-        return
-    assert set(SAMPLE_STUDIES[name].variants) >= set(exp.memory.expected_bpp)
+    assert exp.sample is not None, "every packaged study has a demo"
+    assert set(exp.sample.probes) >= set(exp.memory.expected_bpp)
     cli("demo", "--study", name, *args)
     rows = claims(cli, "--study", name)
     # exactly the kinds the file lists: none missing, no phantom row of an unlisted kind
     assert kinds_judged(rows) == {spec.kind for spec in exp.claims}
+    # its pages, headed by its own title; a job page shows the figures its claims need
+    heading = f"<h1>{exp.study.title} reproduction: 6 jobs</h1>"
+    assert heading in (tmp_path / "report" / "index.html").read_text()
+    job = (tmp_path / "report" / f"{exp.sample.job_prefix}job1" / "index.html").read_text()
+    assert ("Table 4 extrapolation" in job) == ("table4" in exp.memory_checks)
+    assert ("Memory: bytes/param" in job) == bool(exp.memory_checks)
+    with client_for(cli.url) as client:
+        assert heading in client.get("/").text
+        assert client.get(f"/jobs/{exp.sample.job_prefix}job1").status_code == 200
+        assert client.get("/claims").status_code == 200
+
+
+def test_studies_draw_their_variants_in_colours_of_their_own() -> None:
+    owner: dict[str, str] = {}
+    for name in PACKAGED:
+        style = study_expectations(name).style
+        looks = [] if style is None else [*style.variants.values(), *style.arms.values()]
+        for color in {look.color for look in looks}:
+            assert owner.setdefault(color, name) == name, f"{color}: {owner[color]} and {name}"
+    assert not set(owner) & set(FALLBACK_COLORS)
+
+
+def test_a_database_of_several_studies_is_headed_by_them(cli: Cli, tmp_path: Path) -> None:
+    for name in ("flashoptim", "speedrun"):
+        cli("demo", "--study", name, "--steps", "10", "--dir", str(tmp_path / name),
+            "--out", str(tmp_path / name / "report"))  # fmt: skip
+    cli("report", "--out", str(tmp_path / "report"))
+    heading = "<h1>FlashOptim and NanoGPT speedrun reproductions: 12 jobs</h1>"
+    assert heading in (tmp_path / "report" / "index.html").read_text()
+    with client_for(cli.url) as client:
+        assert heading in client.get("/").text
+    with client_for(cli.url, study="speedrun") as client:
+        assert "<h1>NanoGPT speedrun reproduction: 6 jobs</h1>" in client.get("/").text
 
 
 def test_the_speedrun_study_judges_real_records(cli: Cli) -> None:
@@ -107,7 +135,7 @@ def test_figures_draw_each_study_by_its_style() -> None:
         style = study_expectations(name).style
         if style is None:  # the figures' fallback colours and names
             continue
-        assert style.variants and style.arms, name
+        assert style.variants, name
         for variant, look in style.variants.items():
             assert variant_label(variant) == look.label
             assert Palette()(variant) == look.color
@@ -159,8 +187,8 @@ def test_jobs_of_two_studies_are_judged_apart(cli: Cli, tmp_path: Path) -> None:
     eight = write_sample_job(
         tmp_path / "eight1",
         steps=20,
-        arms=SAMPLE_STUDIES["adam8bit"].arms,
-        variants=SAMPLE_STUDIES["adam8bit"].variants,
+        arms=sample_study("adam8bit").arms,
+        variants=sample_study("adam8bit").probes,
         failed_probe=None,
     )
     (eight / "job.json").write_text(json.dumps({"study": "adam8bit", "gpu": "A10G"}))
@@ -218,8 +246,7 @@ def test_an_unknown_study_is_one_error_line(
     study = args[args.index("--study") + 1]
     guess = f"; did you mean {near}?" if near else ""
     assert result.stderr == (
-        f"Error: unknown study {study!r}; the packaged studies: {', '.join(sorted(PACKAGED))}"
-        f"{guess}\n"
+        f"Error: unknown study {study!r}; the known studies: {', '.join(sorted(PACKAGED))}{guess}\n"
     )
 
 
@@ -229,8 +256,7 @@ def test_an_unknown_study_in_job_json_fails_that_job(cli: Cli, tmp_path: Path) -
     result = cli("ingest", str(job), ok=False)
     assert result.exit_code == 1
     assert result.stderr == (
-        f"Error: {job}: unknown study 'resnet'; the packaged studies: "
-        f"{', '.join(sorted(PACKAGED))}\n"
+        f"Error: {job}: unknown study 'resnet'; the known studies: {', '.join(sorted(PACKAGED))}\n"
     )
     assert studies_of(cli) == {}
 
@@ -248,3 +274,106 @@ def test_verdicts_are_of_known_checks_and_keep_a_known_reason(cli: Cli, tmp_path
     reason = study_expectations().memory.known_differences["split_only"]
     assert all(row["known"] == reason and row["detail"].endswith(reason) for row in known)
     assert all(row["known"] is None for row in rows if row["status"] != "KNOWN")
+
+
+@pytest.fixture
+def lion(tmp_path: Path) -> Iterator[Path]:
+    """A directory holding a study of the user's: a copy of the 8-bit Adam study named lion,
+    without colours of its own (the figures' fallback ones)."""
+    text = (PACKAGE / "adam8bit.toml").read_text()
+    text = text[: text.index("[style.variants]")] + text[text.index("\n[sample]\n") :]
+    text = text.replace('name = "adam8bit"', 'name = "lion"').replace('"adam8bit-"', '"lion-"')
+    directory = tmp_path / "studies"
+    directory.mkdir()
+    (directory / "lion.toml").write_text(text.replace('title = "8-bit Adam"', 'title = "Lion"'))
+    yield directory
+    use_study_dirs([])  # the in-process commands' --studies, for the next test's server
+
+
+def test_a_study_outside_the_package_is_listed_judged_and_has_a_demo(
+    cli: Cli, tmp_path: Path, lion: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    names = [row["name"] for row in json.loads(cli("studies", "-f", "json").stdout)]
+    assert "lion" not in names
+    listed = json.loads(cli("--studies", str(lion), "studies", "-f", "json").stdout)
+    assert [row["name"] for row in listed] == sorted([*names, "lion"], key=names_order)
+    monkeypatch.setenv("TRACKER_STUDIES", f"{tmp_path / 'none'}:{lion}")
+    result = cli("studies", ok=False)
+    assert (result.exit_code, result.stderr) == (
+        1, f"Error: TRACKER_STUDIES: {tmp_path / 'none'} is not a directory of study files\n"
+    )  # fmt: skip
+    monkeypatch.setenv("TRACKER_STUDIES", str(lion))
+    args = ("--steps", "10", "--dir", str(tmp_path / "jobs"), "--out", str(tmp_path / "report"))
+    cli("demo", "--study", "lion", *args)
+    rows = claims(cli, "--study", "lion")
+    assert kinds_judged(rows) == {spec.kind for spec in study_expectations("lion").claims}
+    page = (tmp_path / "report" / "lion-job1" / "index.html").read_text()
+    assert f"{lion / 'lion.toml'}" in page
+    assert "<h1>Lion reproduction: 6 jobs</h1>" in (tmp_path / "report" / "index.html").read_text()
+
+
+def names_order(name: str) -> tuple[bool, str]:
+    return name != "flashoptim", name
+
+
+def test_two_studies_of_one_name_are_refused_naming_both(
+    cli: Cli, tmp_path: Path, lion: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "lion.toml").write_text((lion / "lion.toml").read_text())
+    result = cli("--studies", str(lion), "--studies", str(other), "studies", ok=False)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: two studies named 'lion': {lion / 'lion.toml'} and {other / 'lion.toml'}; "
+        "rename one (its file and its [study] name)\n",
+    )
+    (other / "lion.toml").rename(other / "speedrun.toml")
+    result = cli("--studies", str(other), "claims", ok=False)
+    assert result.stderr == (
+        f"Error: two studies named 'speedrun': tracker/studies/speedrun.toml (packaged) and "
+        f"{other / 'speedrun.toml'}; rename one (its file and its [study] name)\n"
+    )
+
+
+def test_a_study_without_sample_jobs_has_no_demo(cli: Cli, tmp_path: Path, lion: Path) -> None:
+    text = (lion / "lion.toml").read_text()
+    (lion / "lion.toml").write_text(text[: text.index("\n[sample]\n")])
+    args = ("--dir", str(tmp_path / "jobs"), "--out", str(tmp_path / "report"))
+    result = cli("--studies", str(lion), "demo", "--study", "lion", *args, ok=False)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "Error: study 'lion' has no sample jobs for the demo; the studies that have: "
+        f"{known_names(PACKAGED)}\n",
+    )
+    assert not (tmp_path / "jobs").exists()
+
+
+def test_jobs_of_a_study_whose_file_is_gone_are_shown_not_judged(
+    cli: Cli, tmp_path: Path, lion: Path
+) -> None:
+    args = ("--steps", "10", "--out", str(tmp_path / "report"))
+    cli("--studies", str(lion), "demo", "--study", "lion", "--dir", str(tmp_path / "l"), *args)
+    cli("demo", "--dir", str(tmp_path / "f"), *args)
+    (lion / "lion.toml").unlink()  # a teammate's database, without the teammate's study
+    rows = claims(cli)
+    assert {row["group"] for row in rows} == {"flashoptim"}
+    assert claims(cli, "--study", "flashoptim") == [
+        {key: value for key, value in row.items() if key != "group"} for row in rows
+    ]
+    jobs = json.loads(cli("jobs", "-f", "json").stdout)
+    assert len(jobs) == 12
+    cli("report", "--out", str(tmp_path / "all"))
+    why = (
+        "study &#39;lion&#39; has no file here (packaged, --studies or TRACKER_STUDIES: "
+        "lion.toml): its jobs are stored, not judged"
+    )
+    assert why in (tmp_path / "all" / "lion-job1" / "index.html").read_text()
+    with client_for(cli.url) as client:
+        home = client.get("/")
+        assert home.status_code == 200
+        assert "<h1>FlashOptim and lion reproductions: 12 jobs</h1>" in home.text
+        assert client.get("/claims").status_code == 200
+        assert client.get("/api/claims").json() == rows
+        page = client.get("/jobs/lion-job1")
+        assert page.status_code == 200 and why in page.text

@@ -14,9 +14,9 @@ from sqlalchemy.orm import Session
 from tests.conftest import Cli
 from tests.migration_code import migration_module
 from tracker.analysis.expectations import load_expectations
-from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job, JobSummary
 from tracker.queries.job_analysis import load_summary
+from tracker.sample import write_sample_job
 from tracker.services.rederive import rederive
 from tracker.store.schema import downgrade, upgrade
 from tracker.summary.model import DRAWN_KEPT_ABOVE, Summary, UnknownSummaryFormat

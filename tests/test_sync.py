@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
 from tests.remote_jobs import put_in_memory
-from tracker.jobdir.sample import write_sample_job
 from tracker.models import Job
+from tracker.sample import write_sample_job
 from tracker.services.sync import SyncOptions, SyncStatus, sync_prefix
 
 STEPS = 20

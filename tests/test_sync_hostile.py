@@ -14,8 +14,8 @@ from sqlalchemy import Engine
 from tests.conftest import Cli
 from tests.s3_server import S3Server
 from tracker.errors import BadInput
-from tracker.jobdir.sample import write_sample_job
 from tracker.jobdir.source import open_source
+from tracker.sample import write_sample_job
 from tracker.services.sync import SyncedJob, SyncOptions, SyncStatus, sync_prefix
 
 STEPS = 20

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Cli
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 
 UNSHOWN = {"escape": "\x1b[2J", "zero width space": "\u200b", "right-to-left override": "\u202e"}
 

@@ -1,3 +1,3 @@
-"""tracker: a database-backed results tracker for the FlashOptim reproduction study."""
+"""tracker: a database-backed results tracker for ML reproduction studies."""
 
 __version__ = "0.1.0"

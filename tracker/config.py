@@ -9,6 +9,7 @@ from tracker.errors import NotADatabaseUrl, UnsupportedDatabase
 
 DEFAULT_DATABASE_URL = "sqlite:///tracker.db"
 DATABASE_URL_ENV = "TRACKER_DATABASE_URL"
+STUDIES_ENV = "TRACKER_STUDIES"  # directories of study files besides the packaged ones
 # a statement of `tracker sql` or of a served request is stopped after this many seconds
 STATEMENT_TIMEOUT_S = 60.0
 # what one `tracker sql` may read back: a terminal's or a script's worth; more is an export's job

@@ -308,7 +308,7 @@ class NoSampleJobs(TrackerError):
 
 
 class UnknownStudy(TrackerError):
-    """unknown study {study!r}; the packaged studies: {known}"""
+    """unknown study {study!r}; the known studies: {known}"""
 
 
 class DamagedCurveNumbers(TrackerError):
@@ -325,3 +325,11 @@ class ReportFailed(TrackerError):
 
 class BadMetaValue(TrackerError):
     """metadata {key}: the value {value!r} contains {character}, a character that is not printable (a value is printable text: no control, invisible or text-direction character)"""
+
+
+class NotAStudyDirectory(TrackerError):
+    """{given}: {path} is not a directory of study files"""
+
+
+class DuplicateStudy(TrackerError):
+    """two studies named {study!r}: {first} and {second}; rename one (its file and its [study] name)"""

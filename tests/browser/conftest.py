@@ -18,8 +18,8 @@ from tests.conftest import Cli, require
 from tests.live_server import running_server
 from tests.templates import Templates
 from tracker.analysis.expectations import load_expectations
-from tracker.jobdir.sample import DEMO_META, write_demo_jobs, write_sample_job
 from tracker.report import generate_report
+from tracker.sample import DEMO_META, write_demo_jobs, write_sample_job
 from tracker.store.schema import open_database
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 
 from tests.browser.conftest import Watch, open_report_page, report_of, small_jobs_report
 from tests.conftest import Cli
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 
 EVIL = "<script>alert(1)</script>"
 # traces per drawn figure, in page order (mem_scaling, gpt_trajectories, table4: two bars

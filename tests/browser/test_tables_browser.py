@@ -15,7 +15,7 @@ import pytest
 from tests.browser.conftest import Watch, open_page, open_report_page
 from tests.browser.test_report_browser import CROSS_JOB_TRACES
 from tests.conftest import Cli
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 
 # The tables that sort and filter in the browser (tables.js): a leading number of a cell, as
 # the value filter writes it; missing values are the empty cell and the dash.

@@ -1,5 +1,5 @@
 """Sample-job cases of the golden files: case name -> keyword arguments of
-``tracker.jobdir.sample.write_sample_job``.
+``tracker.sample.write_sample_job``.
 
 The single source of truth for ``make_golden.py`` (which ran the reference script on these
 jobs) and for the tests that compare the tracker against the goldens.

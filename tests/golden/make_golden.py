@@ -1,7 +1,7 @@
 """Regenerate the golden files from the REFERENCE analysis script (not from tracker code).
 
 For every case of ``cases.CASES``: write the sample job with
-``tracker.jobdir.sample.write_sample_job`` into a temporary directory, run the reference
+``tracker.sample.write_sample_job`` into a temporary directory, run the reference
 ``analyze_job2.py <jobdir>`` with a temporary working directory (it writes into
 ``repro_flashoptim/outputs/job2`` relative to its cwd) and copy its ``mem_analysis.json``
 and ``gpt_analysis.json`` unchanged into ``tests/golden/<case>/``.
@@ -26,7 +26,7 @@ sys.path.insert(0, str(HERE))
 
 from cases import CASES, OUTPUTS, run_reference  # noqa: E402
 
-from tracker.jobdir.sample import write_sample_job  # noqa: E402
+from tracker.sample import write_sample_job  # noqa: E402
 
 
 def make_case(name: str, kwargs: dict, script: Path) -> Path:

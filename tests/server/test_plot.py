@@ -17,9 +17,9 @@ from pydantic import BaseModel
 
 from tests.conftest import Cli
 from tracker.analysis.smoothing import smooth
-from tracker.jobdir.sample import write_sample_job
 from tracker.queries.plot import MAX_RUNS
 from tracker.queries.walltime import elapsed_seconds, times_at
+from tracker.sample import write_sample_job
 from tracker.server import schemas
 from tracker.server.routers.plot import PlotJSON
 

@@ -22,9 +22,9 @@ from tests.conftest import client_for
 from tests.server.held import SAFETY_S, HeldCalls
 from tracker.analysis.smoothing import smooth, smooth_points
 from tracker.errors import ServerBusy
-from tracker.jobdir.sample import write_sample_job
 from tracker.queries.plot import PlotQuery, plot_series
 from tracker.queries.walltime import elapsed_seconds, times_at
+from tracker.sample import write_sample_job
 from tracker.server.cache import HeavyWork
 from tracker.services.ingest import ingest_job
 from tracker.store import points

@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import Cli, client_for
 from tracker.errors import DatabaseUnavailable, UnsafeHost
-from tracker.jobdir.sample import write_sample_job
 from tracker.queries.compare import CHANGES
+from tracker.sample import write_sample_job
 from tracker.server import create_app, schemas
 from tracker.server.security import CONTENT_SECURITY_POLICY, SECURITY_HEADERS, check_host
 from tracker.store import codec

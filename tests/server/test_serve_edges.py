@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 import tracker.server.routers.curve as curve_router
 from tests.live_server import running_server
 from tests.server.held import SAFETY_S, HeldCalls
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.server import create_app
 from tracker.server.security import SECURITY_HEADERS
 

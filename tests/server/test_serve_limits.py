@@ -15,7 +15,7 @@ import pytest
 from tests.live_server import running_server
 from tests.server.held import SAFETY_S
 from tests.server.test_serve_edges import ingest
-from tracker.jobdir.sample import write_sample_job
+from tracker.sample import write_sample_job
 from tracker.server.security import SECURITY_HEADERS
 
 TOKEN = "s3cret-token-for-tests"

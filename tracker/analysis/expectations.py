@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import tomllib
 from functools import cache
-from importlib.resources import files
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, PrivateAttr, ValidationError
 from pydantic_core import PydanticCustomError
 
-from tracker.analysis.claims.specs import ClaimSpec, parse_claims
+from tracker.analysis.claims.specs import ClaimSpec, MemoryClaim, parse_claims
 from tracker.analysis.expectations_file import problem_of
 from tracker.analysis.fields import Fraction, Integer, Number, Positive, Rate, String
+from tracker.analysis.sample_spec import SampleSpec
+from tracker.analysis.study_files import StudyFile, study_files
 from tracker.errors import BadExpectations, UnknownStudy, known_names
 
-STUDIES_PACKAGE = "tracker.studies"
 DEFAULT_STUDY = "flashoptim"
 COMPONENTS = ("params", "state", "grads")
 # The probe fields of bytes/param and the components each one sums.
@@ -152,6 +152,7 @@ class Study(_Table):
     title: String
     paper: String  # authors, title, venue and year
     source: String  # where its numbers come from
+    trajectories: String | None = None  # the job page's training figure's title
 
 
 class Look(_Table):
@@ -170,18 +171,40 @@ class Style(_Table):
     arms: dict[str, Look]
 
 
+# What a study without a [memory] or [training] table is read with: numbers no per-job
+# check judges by (``Expectations.judges``), for the figures that still draw its jobs.
+NO_MEMORY: dict[str, Any] = {
+    "gib": 2**30, "extrapolate_params": 124_000_000, "scaling_model_prefix": "gpt",
+    "bpp_tolerance": 0.05, "expected_bpp": {}, "known_differences": {},
+    "table4": {"relative_tolerance": 0.05},
+    "gpt2_124m": {"model": "gpt-124m", "relative_tolerance": 0.05},
+}  # fmt: skip
+NO_TRAINING: dict[str, Any] = {
+    "ema_alpha": 0.02, "baseline": "-", "candidate": "-", "seed_twin": "-", "divergent": "-",
+    "noise_factor": 1.0, "job_noise_factor": 2.0,
+    "val_loss": {"tolerance": 0.05, "candidate_margin": 0.01, "paper_steps": 1, "level": 0.9},
+}  # fmt: skip
+
+
 class Expectations(_Table):
     """An expectations file as it is written: every table and key, each checked."""
 
-    memory: MemoryExpectations
-    training: TrainingExpectations
+    # optional: a study without them judges no per-job memory or training check
+    memory: MemoryExpectations = Field(
+        default_factory=lambda: MemoryExpectations.model_validate(NO_MEMORY)
+    )
+    training: TrainingExpectations = Field(
+        default_factory=lambda: TrainingExpectations.model_validate(NO_TRAINING)
+    )
     # what the study claims, judged across its jobs, in this order (``[[claims]]``)
     claims: Annotated[tuple[ClaimSpec, ...], PlainValidator(parse_claims)]
     gate: GateExpectations
     study: Study | None = None  # a user's copy may leave it out
     style: Style | None = None  # the figures read the packaged studies' (``study_styles``)
+    sample: SampleSpec | None = None  # the demo's sample jobs (none: the study has no demo)
     _source: str = PrivateAttr("")
     _packaged: bool = PrivateAttr(False)
+    _missing: bool = PrivateAttr(False)  # a stored job's study whose file is not here
 
     @property
     def source(self) -> str:
@@ -191,6 +214,16 @@ class Expectations(_Table):
     @property
     def study_name(self) -> str:
         return DEFAULT_STUDY if self.study is None else self.study.name
+
+    def judges(self, table: str) -> bool:
+        """Whether the file gives ``table`` ("memory", "training"): its per-job checks."""
+        return table in self.model_fields_set
+
+    @property
+    def memory_checks(self) -> tuple[str, ...]:
+        """The memory checks the study's memory claim names (none when it has none)."""
+        memory = [spec for spec in self.claims if isinstance(spec, MemoryClaim)]
+        return memory[0].checks if memory else ()
 
     def target(self, metric: str, variant: str) -> tuple[float, float] | None:
         """What ``metric`` of ``variant`` is checked against and the tolerance either side:
@@ -207,10 +240,25 @@ class Expectations(_Table):
             return None
         return sum(v for v in values if v is not None), self.memory.bpp_tolerance
 
+    def _as_study(self) -> Expectations:
+        """These, as a study's (``judging`` then judges each job by its own study's)."""
+        self._packaged = True
+        return self
+
+    @property
+    def missing(self) -> str | None:
+        """Why a job of this study is not judged (its file is not here), else None."""
+        if not self._missing:
+            return None
+        return (
+            f"study {self.study_name!r} has no file here (packaged, --studies or "
+            f"TRACKER_STUDIES: {self.study_name}.toml): its jobs are stored, not judged"
+        )
+
     def judging(self, study: str) -> Expectations:
-        """What judges a job of ``study``: that study's packaged expectations when these are
-        a packaged study's too, else these (a user's file judges every job it is given)."""
-        return study_expectations(study) if self._packaged else self
+        """What judges a job of ``study``: that study's expectations (``judged_by``) when
+        these are a study's too, else these (a user's file judges every job it is given)."""
+        return judged_by(study) if self._packaged else self
 
 
 def _parse(doc: dict[str, Any], source: str) -> Expectations:
@@ -223,41 +271,70 @@ def _parse(doc: dict[str, Any], source: str) -> Expectations:
 
 
 def study_names() -> list[str]:
-    """The packaged studies, the default first, then by name."""
-    names = [
-        entry.name.removesuffix(".toml")
-        for entry in files(STUDIES_PACKAGE).iterdir()
-        if entry.name.endswith(".toml")
-    ]
-    return sorted(names, key=lambda name: (name != DEFAULT_STUDY, name))
+    """The known studies (``study_files``), the default first, then by name."""
+    return sorted(study_files(), key=lambda name: (name != DEFAULT_STUDY, name))
 
 
 def check_study(name: str) -> str:
-    """``name`` if a study of that name is packaged; else ``UnknownStudy``."""
+    """``name`` if a study of that name is known; else ``UnknownStudy``."""
     known = study_names()
     if name not in known:
         raise UnknownStudy(study=name, known=known_names(known, near=name))
     return name
 
 
-@cache
 def study_expectations(name: str = DEFAULT_STUDY) -> Expectations:
-    """The packaged expectations of the study ``name`` (read once per process)."""
+    """The expectations of the study ``name``, from its file (each file read once)."""
     check_study(name)
-    source = f"{STUDIES_PACKAGE.replace('.', '/')}/{name}.toml (packaged)"
-    text = files(STUDIES_PACKAGE).joinpath(f"{name}.toml").read_text("utf-8")
-    packaged = _parse(tomllib.loads(text), source)
-    packaged._packaged = True
-    return packaged
+    return _study_file(study_files()[name])
+
+
+def judged_by(name: str) -> Expectations:
+    """The expectations of the study of a stored job: its file's, or, when no file of that
+    name is here (a teammate's study), none: such a job is listed and shown, never judged."""
+    return study_expectations(name) if name in study_names() else _unjudged(name)
 
 
 @cache
+def _unjudged(name: str) -> Expectations:
+    gate = {key: list(value) if isinstance(value, tuple) else value
+            for key, value in study_expectations(DEFAULT_STUDY).gate}  # fmt: skip
+    study = {"name": name, "title": name, "paper": "-", "source": "-"}
+    unjudged = _parse({"claims": [], "gate": gate, "study": study}, f"no file {name}.toml")
+    unjudged._packaged = unjudged._missing = True
+    return unjudged
+
+
+@cache
+def _study_file(found: StudyFile) -> Expectations:
+    if not found.packaged:
+        return load_expectations(Path(str(found.file)))._as_study()
+    return _parse(tomllib.loads(found.file.read_text("utf-8")), found.source)._as_study()
+
+
+def study_heading(names: list[str]) -> str:
+    """What a page of the jobs of these studies is headed by: their titles (a study not
+    known here by its name), the default study's when there are none."""
+    titles = []
+    for name in names or [DEFAULT_STUDY]:
+        study = study_expectations(name).study if name in study_names() else None
+        titles.append(name if study is None else study.title)
+    if len(titles) == 1:
+        return f"{titles[0]} reproduction"
+    return f"{', '.join(titles[:-1])} and {titles[-1]} reproductions"
+
+
 def study_styles() -> Style:
-    """Every packaged study's looks (a figure across jobs may draw several studies'
-    variants); of a name two studies style, the default study's look, else the first's."""
+    """Every study's looks (a figure across jobs may draw several studies' variants); of a
+    name two studies style, the default study's look, else the first's."""
+    return _styles(tuple(study_names()))
+
+
+@cache
+def _styles(names: tuple[str, ...]) -> Style:
     variants: dict[str, Look] = {}
     arms: dict[str, Look] = {}
-    for name in study_names():
+    for name in names:
         style = study_expectations(name).style or Style(variants={}, arms={})
         for variant, look in style.variants.items():
             variants.setdefault(variant, look)

@@ -39,9 +39,10 @@ def analyze_job(
     notes: list[str] = []
     verdicts: list[Verdict] = []
     mem: dict[str, Any] = {}
-    if data.probes.height == 0:
+    judged = exp.judges("memory")  # a study without [memory] judges no probe
+    if judged and data.probes.height == 0:
         notes.append("no memory probes: memory analysis skipped")
-    else:
+    elif judged:
         mem = memory_analysis(data.probes, exp)
         verdicts.extend(memory_verdicts(data.probes, exp))
         notes.extend(memory_notes(data.probes, exp))

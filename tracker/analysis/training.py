@@ -151,6 +151,8 @@ def analyze_training(
     present = _runs(runs)
     if not present:
         return TrainingResult({}, [], ["no training arms: training analysis skipped"])
+    if not exp.judges("training"):  # its claims judge the runs across jobs
+        return TrainingResult({}, [], [], dict.fromkeys(TRACKING_NUMBERS))
     t = exp.training
     base, cand, twin, div = t.baseline, t.candidate, t.seed_twin, t.divergent
     notes = []

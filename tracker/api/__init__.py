@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # the names as mypy and editors see them, by module
         sql_result as sql_result,
         storing_engine as storing_engine,
         studies as studies,
+        use_study_dirs as use_study_dirs,
         using_engine as using_engine,
         with_session as with_session,
     )
@@ -107,7 +108,8 @@ _NAMES = {
     "tracker.api.rows": (
         "HEAD Database Row SqlLimits SqlResult check_study connect delete edit_meta "
         "first_line in_write job_meta job_rows meta_text open_engine parse_time parse_where "
-        "schema_revision show sql_result storing_engine studies using_engine with_session"
+        "schema_revision show sql_result storing_engine studies use_study_dirs using_engine "
+        "with_session"
     ),
     "tracker.api.read": (
         "Comparison Filters JobSelection Where claims compare comparison curve export jobs "

@@ -70,8 +70,15 @@ def check_study(name: str) -> str:
     return expectations.check_study(name)
 
 
+def use_study_dirs(dirs: list[Path]) -> None:
+    """Study files in these directories too (``--studies``), for this process."""
+    from tracker.analysis.study_files import use_study_dirs as use
+
+    use(dirs)
+
+
 def studies() -> list[Row]:
-    """The packaged studies: ``name``, ``title``, ``paper`` and how many ``claims`` each
+    """The known studies: ``name``, ``title``, ``paper`` and how many ``claims`` each
     judges (its ``[[claims]]``), the default study first."""
     from tracker.analysis.expectations import study_expectations, study_names
 
@@ -79,10 +86,8 @@ def studies() -> list[Row]:
     for name in study_names():
         exp = study_expectations(name)
         study = exp.study
-        assert study is not None  # every packaged file says which paper it reproduces
-        rows.append(
-            {"name": name, "title": study.title, "paper": study.paper, "claims": len(exp.claims)}
-        )
+        title, paper = (study.title, study.paper) if study else (name, "")
+        rows.append({"name": name, "title": title, "paper": paper, "claims": len(exp.claims)})
     return rows
 
 

@@ -20,7 +20,7 @@ from tracker.config import database_url
 from tracker.domain import DEFAULT_ARM_MODEL
 from tracker.errors import TrackerError
 from tracker.jobdir.limits import MAX_FILE_SIZE
-from tracker.jobdir.sample import write_demo_jobs, write_demo_seed_jobs
+from tracker.sample import write_demo_jobs, write_demo_seed_jobs
 from tracker.services.check import Checked, check_database
 from tracker.services.copy import CopiedJob, copy_jobs
 from tracker.services.ingest import (

@@ -22,7 +22,7 @@ import typer
 from typer.core import TyperGroup
 
 from tracker.conditions import Condition
-from tracker.config import DATABASE_URL_ENV, database_url
+from tracker.config import DATABASE_URL_ENV, STUDIES_ENV, database_url
 from tracker.domain import META_KEY
 from tracker.errors import Interrupted, TrackerError, raised_by_interrupt
 from tracker.row_formats import Format, shown
@@ -106,7 +106,7 @@ app = typer.Typer(
     cls=ErrorReportingGroup,
     no_args_is_help=True,
     add_completion=False,
-    help="Results tracker for the FlashOptim reproduction study.",
+    help="Results tracker for ML reproduction studies.",
 )
 db_app = typer.Typer(
     no_args_is_help=True, help="Inspect and migrate the tracker's database schema."
@@ -200,11 +200,23 @@ def root(
             help=f"Database URL (env {DATABASE_URL_ENV}; default sqlite:///tracker.db).",
         ),
     ] = None,
+    studies: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--studies",
+            metavar="DIR",
+            help=f"Study files (NAME.toml) in DIR too, beside the packaged ones (env "
+            f"{STUDIES_ENV}, ':'-separated); repeatable.",
+        ),
+    ] = None,
 ) -> None:
-    """Results tracker for the FlashOptim reproduction study.
+    """Results tracker for ML reproduction studies.
 
-    Example: tracker --db sqlite:///study.db jobs
+    Example: tracker --db sqlite:///study.db --studies ./studies jobs
     """
+    from tracker import api
+
+    api.use_study_dirs(studies or [])
     ctx.obj = State(database_url(db))
 
 

@@ -25,7 +25,6 @@ from tracker.summary.trajectories import TrajectoryDrawing
 if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
 
-TITLE = "GPT-2 124M: FlashAdamW vs AdamW, matched init+data"
 HEIGHT = 480
 LEFT_TITLE, RIGHT_TITLE = "Training loss (EMA-smoothed)", "Raw loss, divergence arm"
 
@@ -33,8 +32,11 @@ LEFT_TITLE, RIGHT_TITLE = "Training loss (EMA-smoothed)", "Raw loss, divergence 
 def trajectories_figure(
     drawing: TrajectoryDrawing, exp: Expectations, *, gpu: str | None = None
 ) -> Figure:
-    """The ``gpt_trajectories`` figure of a drawing, titled with the job's GPU."""
-    title = TITLE + (f" ({plot_text(gpu)})" if gpu else "")
+    """The ``gpt_trajectories`` figure of a drawing, titled by its study, with the job's GPU."""
+    study = exp.study
+    own = study.trajectories if study else None
+    title = own or f"{study.title if study else exp.study_name}: training runs"
+    title = plot_text(title) + (f" ({plot_text(gpu)})" if gpu else "")
     if not drawing.lines:
         return empty_figure(title, HEIGHT, "no training curves in this job")
     shapes, notes = [], []

@@ -121,7 +121,7 @@ def create_app(url: str, token: str | None = None, study: str | None = None) -> 
         lifespan=lifespan,
         title="tracker",
         version=tracker.__version__,
-        summary="The FlashOptim reproduction study's results, live and read-only.",
+        summary="Reproduction studies' results, live and read-only.",
         # FastAPI's own pages would be unguarded, and run inline script: routers/docs.py and
         # the guarded /openapi.json below stand in for them
         docs_url=None,

@@ -30,9 +30,9 @@ from tracker.domain import DEFAULT_ARM_MODEL, IngestStatus
 from tracker.errors import DatabaseFailed, JobExists, NotADemoJob, TrackerError, raised_by_interrupt
 from tracker.jobdir.limits import MAX_FILE_SIZE
 from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, curve_bytes, read_job_arms, scan_job
-from tracker.jobdir.sample import demo_meta
 from tracker.jobdir.source import JobSource, open_source
 from tracker.models import Job, JobMeta
+from tracker.sample import demo_meta
 from tracker.services.interrupts import Tally, session_after_interrupt, telling_interrupts
 from tracker.services.rederive import store_packaged_derived
 from tracker.store import transactions
@@ -206,7 +206,7 @@ def ingest_demo_jobs(
     """The demo's sample jobs of ``study``, each with its demo metadata, one transaction per
     job."""
     for directory in directories:
-        meta = demo_meta(directory.name)
+        meta = demo_meta(directory.name, study)
         ingest = partial(ingest_demo_job, directory=directory, meta=meta, study=study)
         on_job(transactions.in_write_transaction(engine, ingest))
 

@@ -15,7 +15,7 @@ import polars as pl
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from tracker.analysis.expectations import Expectations, study_expectations
+from tracker.analysis.expectations import Expectations, judged_by
 from tracker.models import Job
 from tracker.store import transactions
 from tracker.store.jobdata import load_job_data
@@ -51,7 +51,7 @@ def store_packaged_derived(
     copy)."""
     study = session.scalar(select(Job.study).where(Job.id == job_id))
     assert study is not None
-    store_derived(session, job_id, study_expectations(study), losses)
+    store_derived(session, job_id, judged_by(study), losses)
 
 
 @dataclass
@@ -97,7 +97,7 @@ def rederive(
         if exp is None:
             studies = session.scalars(select(Job.study).distinct().order_by(Job.study))
             judged: list[tuple[Expectations, str | None]] = [
-                (study_expectations(study), study) for study in studies
+                (judged_by(study), study) for study in studies
             ]
         else:
             judged = [(exp, None)]

@@ -86,6 +86,12 @@ def _meta(session: Session, job_ids: list[int]) -> dict[int, dict[str, str]]:
     return meta
 
 
+def job_studies(session: Session, job_ids: Iterable[int]) -> list[str]:
+    """The studies of these jobs, by name."""
+    query = select(Job.study).where(Job.id.in_(list(job_ids))).distinct()
+    return sorted(session.scalars(query))
+
+
 def list_jobs(session: Session, study: str | None = None) -> list[Row]:
     """One row per job (of ``study``, or all) in job order (``time`` metadata, else ingest
     time), with counts and its metadata as a dict by key; times are datetimes in UTC."""

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from sqlalchemy.orm import Session
 
+from tracker.analysis.expectations import study_heading
 from tracker.domain import Status
 from tracker.jsonio import format_time
 from tracker.queries.claims import claims
 from tracker.queries.job_analysis import load_derived, load_summary
 from tracker.queries.selection import JobSelection, contents_and_meta, selected_jobs
-from tracker.store.catalog import list_jobs
+from tracker.store.catalog import job_studies, list_jobs
 from tracker.views.across_jobs import cross_job_view
 from tracker.views.pages import CLAIMS_MISSING, IndexView, JobRow, meta_text, status_of
 from tracker.views.values import JOB_STATUSES, counts, status_key
@@ -77,7 +78,9 @@ def index_view(
     ]
     folders = {name: entry.folder for name, entry in entries.items()}
     curves = {name: entry.curves for name, entry in entries.items()}
-    latest = latest_verdicts(session, ordered.get_column("job_id").to_list(), exp)
+    ids = ordered.get_column("job_id").to_list()
+    latest = latest_verdicts(session, ids, exp)
+    studies = job_studies(session, ids) or [selection.study or exp.study_name]
     # .get: a manifest entry of an older tracker may lack a status (KNOWN)
     tally: dict[str, int] = {s: sum(row.tally.get(s, 0) for row in rows) for s in Status}
     return IndexView(
@@ -87,6 +90,7 @@ def index_view(
         cross=cross_job_view(session, ordered, folders, curves, latest, exp),
         claims=claims(session, selection, exp, jobs=ordered).to_dicts(),
         claims_note=claims_note,
+        heading=study_heading(studies),
     )
 
 

@@ -33,6 +33,14 @@ FIGURES: tuple[tuple[str, str, int], ...] = (
 )
 
 
+def shown_figures(exp: Expectations) -> list[str]:
+    """The figures of a job of this study: the memory figure where it claims something of
+    memory, the Table 4 figure where that claim names Table 4."""
+    checks = exp.memory_checks
+    shown = {"mem_scaling": bool(checks), "gpt_trajectories": True, "table4": "table4" in checks}
+    return [key for key, _, _ in FIGURES if shown[key]]
+
+
 @dataclass(frozen=True)
 class JobContent:
     view: JobView  # the job page and its figure pages
@@ -56,16 +64,25 @@ def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
     arms = [arm for arm, _ in runs.values()]
     meta = {item.key: item.value for item in job.meta}
     gpu = meta.get("gpu")
-    figures = {
-        "mem_scaling": memory_scaling(probes, exp, gpu=gpu),
-        "gpt_trajectories": trajectories_figure(summary.trajectories, exp, gpu=gpu),
-        "table4": table4(analysis.verdicts),
+    shown = shown_figures(exp)
+    draw = {
+        "mem_scaling": lambda: memory_scaling(probes, exp, gpu=gpu),
+        "gpt_trajectories": lambda: trajectories_figure(summary.trajectories, exp, gpu=gpu),
+        "table4": lambda: table4(analysis.verdicts),
     }
-    notes = list(analysis.notes)
-    if probes.height == 0:
-        notes.append("no memory probes in this job: no memory figure and no Table 4 figure")
+    figures = {key: draw[key]() for key in shown}
+    notes = [exp.missing] if exp.missing else list(analysis.notes)
+    if probes.height == 0 and "mem_scaling" in shown:
+        lacking = (
+            "no memory figure and no Table 4 figure" if "table4" in shown else "no memory figure"
+        )
+        notes.append(f"no memory probes in this job: {lacking}")
     if not arms:
         notes.append("no training arms in this job: no trajectories figure")
+    if not (exp.missing or exp.judges("memory") or exp.judges("training")):
+        notes.append(
+            f"the {exp.study_name} study checks no job alone: its claims judge the runs across jobs"
+        )
     kept = run_notes(session, runs)
     notes += [
         f"{arm}: {note}" for run_id, (arm, _) in runs.items() for note in kept.get(run_id, [])
@@ -90,6 +107,7 @@ def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
         figures=[
             JobFigure(f"{key}.html", title, figure_slot(figures[key], key, title, height))
             for key, title, height in FIGURES
+            if key in figures
         ],
     )
     loss_ends = {row["arm"]: row["last_step"] for row in curve_rows if row["metric"] == LOSS}

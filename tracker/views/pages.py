@@ -92,6 +92,7 @@ class IndexView:
     claims: Sequence[Mapping[str, Any]] = ()
     claims_note: str = CLAIMS_MISSING  # shown when there are no claim rows
     page_size: int = 25
+    heading: str = "FlashOptim reproduction"  # the titles of the jobs' studies
 
 
 def _render(template: str, **context: Any) -> str:

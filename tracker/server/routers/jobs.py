@@ -65,6 +65,7 @@ def index(
             sort_note=SORT_NOTE if (sort.value, order) == ("time", "desc") else "",
             tally=view.tally,
             failing=view.failing,
+            heading=view.heading,
             cross=view.cross,
             # the home page lists what needs a look; the reproduced ones are a link away
             claims=[c for c in view.claims if c["status"] != ClaimStatus.REPRODUCED],

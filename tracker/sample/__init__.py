@@ -16,31 +16,31 @@ inputs without any cloud job:
   ``ref`` more closely than a second ``ref`` seed does; the ``linear`` ablation arm
   diverges (loss blows up, then ``inf``, then ``nan``).
 
-Everything is a pure function of the arguments: the same arguments give byte-identical
-files. Randomness comes from ``numpy.random.default_rng`` seeded with the job seed and a
-CRC32 of a stable label (never Python's ``hash()``), so each record and each arm is
-independent of which other records or arms are written.
+The numbers (a variant's analytic bytes/param, overheads, step time, final validation loss,
+deviation from the baseline, whether it diverges) and the demo's jobs are its study file's
+``[sample]`` table's. Everything is a pure function of the arguments and those tables: the
+same arguments give byte-identical files. Randomness comes from ``numpy.random.default_rng``
+seeded with the job seed and a CRC32 of a stable label (never Python's ``hash()``), so each
+record and each arm is independent of which other records or arms are written.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from tracker.errors import NoSampleJobs, known_names
-from tracker.jobdir.sample_arms import parse_arm, write_arm
-from tracker.jobdir.sample_probes import (
-    ADAM8BIT_VARIANTS,
+from tracker.analysis.expectations import DEFAULT_STUDY
+from tracker.sample.arms import parse_arm, write_arm
+from tracker.sample.probes import (
     FLASHOPTIM_REGRESSED_VERSION,
     FLASHOPTIM_VERSION,
     MODELS,
     OOM_ERROR,
     TORCH_VERSION,
-    VARIANTS,
     mem_sweep,
 )
+from tracker.sample.study import sample_studies, sample_study
 
 __all__ = [
     "DEFAULT_ARMS",
@@ -49,18 +49,21 @@ __all__ = [
     "FLASHOPTIM_VERSION",
     "MODELS",
     "OOM_ERROR",
-    "SAMPLE_STUDIES",
     "SEED_JOB_ARMS",
     "TORCH_VERSION",
     "VARIANTS",
-    "SampleStudy",
     "demo_meta",
+    "sample_studies",
+    "sample_study",
     "write_demo_jobs",
     "write_demo_seed_jobs",
     "write_sample_job",
 ]
 
-DEFAULT_ARMS: tuple[str, ...] = ("ref_s0", "flash_s0", "ref_s1", "linear_s0")
+# The default study's sample arms and probed variants: what a sample job has unless told.
+DEFAULT_ARMS: tuple[str, ...] = sample_study(DEFAULT_STUDY).arms
+SEED_JOB_ARMS: tuple[str, ...] = sample_study(DEFAULT_STUDY).seed_arms
+VARIANTS: tuple[str, ...] = sample_study(DEFAULT_STUDY).probes
 
 
 def write_sample_job(
@@ -82,9 +85,9 @@ def write_sample_job(
         directory: created if missing; existing files of the same name are overwritten.
         seed: job seed (>= 0); the same arguments always give byte-identical files.
         steps: rows per training-arm CSV (steps 0..steps-1).
-        arms: training arms ``<variant>_s<seed>`` (variant in VARIANTS or ``linear``).
+        arms: training arms ``<variant>_s<seed>`` (a variant of a study's ``[sample]``).
         probes: write ``mem_sweep.json`` (one record per model x variant).
-        variants: the probed variants (``VARIANTS``, or the 8-bit Adam study's).
+        variants: the probed variants (``VARIANTS``, or another study's ``probes``).
         failed_probe: (model, variant) whose probe record is an out-of-memory failure.
         flash_state_shift: added to ``bpp_state`` of every ``flash`` probe record
             (a simulated library regression; the probes then report another version).
@@ -114,64 +117,28 @@ def write_sample_job(
     return directory
 
 
-@dataclass(frozen=True)
-class SampleStudy:
-    """What a study's sample jobs hold: its probed variants and its arms (``arms``: the
-    default job's, the baseline first; ``seed_arms``: two seeds of baseline and candidate)."""
-
-    variants: tuple[str, ...]
-    arms: tuple[str, ...]
-    seed_arms: tuple[str, ...]
-    failed_probe: tuple[str, str]
-    library: str  # the metadata key of the optimizer library's version
-    version: str  # its value in every demo job
-    job_prefix: str  # before "job1" .. "job6": the demo's job names
-
-
-# Metadata the demo gives each job at ingest: when it ran, on what, with which library.
-DEMO_META: dict[str, dict[str, str]] = {
-    "job1": {"time": "2026-10-01T09:00:00Z", "gpu": "A10G", "flashoptim": "0.1.0"},
-    "job2": {"time": "2026-10-15T09:00:00Z", "gpu": "A10G", "flashoptim": "0.1.0"},
-    "job3": {"time": "2026-11-02T09:00:00Z", "gpu": "A10G", "flashoptim": "0.1.1"},
-    "job4": {"time": "2026-11-09T09:00:00Z", "gpu": "H100", "flashoptim": "0.1.0"},
-    "job5": {"time": "2026-11-16T09:00:00Z", "gpu": "H100", "flashoptim": "0.1.0"},
-    "job6": {"time": "2026-11-23T09:00:00Z", "gpu": "H100", "flashoptim": "0.1.0"},
-}
-# Arms of the demo's seed jobs: two seeds of the baseline and of the candidate.
-SEED_JOB_ARMS = ("ref_s0", "ref_s1", "flash_s0", "flash_s1", "linear_s0")
-SAMPLE_STUDIES: dict[str, SampleStudy] = {
-    "flashoptim": SampleStudy(
-        VARIANTS, DEFAULT_ARMS, SEED_JOB_ARMS, ("gpt-355m", "ref"), "flashoptim", "", ""
-    ),
-    "adam8bit": SampleStudy(
-        ADAM8BIT_VARIANTS,
-        ("adam32_s0", "adam8bit_s0", "adam32_s1", "adam8lin_s0"),
-        ("adam32_s0", "adam32_s1", "adam8bit_s0", "adam8bit_s1", "adam8lin_s0"),
-        ("gpt-355m", "adam32"),
-        "bitsandbytes",
-        "0.43.1",
-        "adam8bit-",
-    ),
+# When the demo's jobs ran and on what.
+DEMO_RUNS: dict[str, dict[str, str]] = {
+    "job1": {"time": "2026-10-01T09:00:00Z", "gpu": "A10G"},
+    "job2": {"time": "2026-10-15T09:00:00Z", "gpu": "A10G"},
+    "job3": {"time": "2026-11-02T09:00:00Z", "gpu": "A10G"},
+    "job4": {"time": "2026-11-09T09:00:00Z", "gpu": "H100"},
+    "job5": {"time": "2026-11-16T09:00:00Z", "gpu": "H100"},
+    "job6": {"time": "2026-11-23T09:00:00Z", "gpu": "H100"},
 }
 
 
-def sample_study(study: str) -> SampleStudy:
-    """The sample jobs' parameters of ``study``; ``NoSampleJobs`` when it has none."""
-    if study not in SAMPLE_STUDIES:
-        raise NoSampleJobs(study=study, known=known_names(SAMPLE_STUDIES))
-    return SAMPLE_STUDIES[study]
+def demo_meta(name: str, study: str = DEFAULT_STUDY) -> dict[str, str]:
+    """The ingest metadata of the demo job ``name`` of ``study``: when and where it ran, its
+    library's version (job3's the regressed one, if the study has one), the study's own."""
+    sample = sample_study(study)
+    job = name.removeprefix(sample.job_prefix)
+    version = sample.regressed_version if job == "job3" else None
+    return DEMO_RUNS[job] | {sample.library: version or sample.version} | sample.meta
 
 
-def demo_meta(name: str) -> dict[str, str]:
-    """The ingest metadata of the demo job ``name``: ``DEMO_META``'s, another study's job with
-    its own library's version."""
-    if name in DEMO_META:
-        return DEMO_META[name]
-    for study in SAMPLE_STUDIES.values():
-        if study.job_prefix and name.startswith(study.job_prefix):
-            meta = DEMO_META[name.removeprefix(study.job_prefix)]
-            return {"time": meta["time"], "gpu": meta["gpu"], study.library: study.version}
-    raise KeyError(name)
+# The default study's demo metadata, by job name.
+DEMO_META: dict[str, dict[str, str]] = {name: demo_meta(name) for name in DEMO_RUNS}
 
 
 def write_demo_jobs(root: Path, steps: int = 2000, study: str = "flashoptim") -> list[Path]:
@@ -180,20 +147,20 @@ def write_demo_jobs(root: Path, steps: int = 2000, study: str = "flashoptim") ->
     ``job1``: seed 0, all default arms, the default failed probe;
     ``job2``: seed 1, all default arms, no failed probe;
     ``job3``: seed 2, the first three arms only, flash state +0.5 B/param (a simulated
-    library regression, in the flashoptim study). Another study's names start with its
+    library regression, the study's ``state_shift``). Another study's names start with its
     ``job_prefix``; ``demo_meta`` holds their ingest metadata.
     """
     root, sample = Path(root), sample_study(study)
-    shift = 0.5 if study == "flashoptim" else 0.0
     return [
         write_sample_job(
             root / f"{sample.job_prefix}job{seed + 1}",
             seed=seed,
             steps=steps,
             arms=sample.arms[:3] if seed == 2 else sample.arms,
+            probes=bool(sample.probes),
             failed_probe=None if seed == 1 else sample.failed_probe,
-            flash_state_shift=shift if seed == 2 else 0.0,
-            variants=sample.variants,
+            flash_state_shift=sample.state_shift if seed == 2 else 0.0,
+            variants=sample.probes,
         )
         for seed in (0, 1, 2)
     ]
@@ -210,8 +177,9 @@ def write_demo_seed_jobs(root: Path, steps: int = 2000, study: str = "flashoptim
             seed=seed,
             steps=steps,
             arms=sample.seed_arms,
+            probes=bool(sample.probes),
             failed_probe=None,
-            variants=sample.variants,
+            variants=sample.probes,
         )
         for seed in (3, 4, 5)
     ]

@@ -1,5 +1,6 @@
 """The sample job's memory probes: one ``mem_sweep.json`` record per (model, variant), close to
-the analytic bytes/parameter of each variant plus fixed overheads (see ``tracker.jobdir.sample``).
+the analytic bytes/parameter of each variant plus fixed overheads, as its study's
+``[sample.variants]`` give them (see ``tracker.sample``).
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ import zlib
 
 import numpy as np
 
-__all__ = ["ADAM8BIT_VARIANTS", "MODELS", "OOM_ERROR", "VARIANTS", "mem_sweep", "stable_rng"]
+from tracker.sample.study import sample_variants
+
+__all__ = ["MODELS", "OOM_ERROR", "mem_sweep", "stable_rng"]
 
 # Parameter counts of the probed models. GPT-2 style models (vocab 50257, context 1024,
 # tied embeddings): n = V*d + T*d + L*(12*d^2 + 13*d) + 2*d.
@@ -20,9 +23,6 @@ MODELS: dict[str, int] = {
     "gpt-355m": 354_823_168,  # GPT-2 medium: n_layer=24, n_embd=1024
     "resnet50": 25_557_032,  # torchvision ResNet-50
 }
-VARIANTS: tuple[str, ...] = ("ref", "flash", "flash_gr", "split_only", "quant_only")
-# The 8-bit Adam study's: torch Adam with 32-bit states, and bitsandbytes' block-wise 8-bit Adam
-ADAM8BIT_VARIANTS: tuple[str, ...] = ("adam32", "adam8bit")
 
 TORCH_VERSION = "2.5.1+cu124"
 FLASHOPTIM_VERSION = "0.1.0"
@@ -44,38 +44,6 @@ _GPT_ARCH: dict[str, tuple[int, int]] = {
 _PROBE_TOKENS = 8 * 1024  # microbatch of the probe: 8 sequences x 1024 tokens
 _VOCAB = 50_257
 _RESNET_ACTIVATION_BYTES = 3.2e9  # batch 64 at 224x224, autocast
-
-# Analytic bytes/parameter (params, optimizer state, grads) per variant.
-_ANALYTIC_BPP: dict[str, tuple[float, float, float]] = {
-    "ref": (4.0, 8.0, 4.0),
-    "flash": (2.0, 3.125, 2.0),
-    "flash_gr": (2.0, 3.125, 0.0),
-    "split_only": (2.0, 4.0, 2.0),  # bf16 states: the library stores param-dtype states
-    "quant_only": (4.0, 2.125, 4.0),
-    "adam32": (4.0, 8.0, 4.0),
-    "adam8bit": (4.0, 2.00390625, 4.0),  # two 1-byte moments, a 4-byte absmax per 2048
-}
-# Fixed overheads in MiB (params, state, grads) and a proportional state overhead in B/param
-# (group padding of quantised states). Fixed MiB dominate on small models only.
-_OVERHEAD: dict[str, tuple[tuple[float, float, float], float]] = {
-    "ref": ((0.75, 1.5, 0.75), 0.0),
-    "flash": ((0.5, 2.5, 0.5), 0.004),
-    "flash_gr": ((0.5, 2.5, 0.25), 0.004),
-    "split_only": ((0.5, 1.5, 0.5), 0.0),
-    "quant_only": ((0.75, 2.5, 0.75), 0.004),
-    "adam32": ((0.75, 1.5, 0.75), 0.0),
-    "adam8bit": ((0.75, 2.0, 0.75), 0.002),
-}
-# Transient optimizer-step buffers (foreach temporaries) in B/param, counted in the peak.
-_STEP_TEMP_BPP: dict[str, float] = {
-    "ref": 4.0,
-    "flash": 1.0,
-    "flash_gr": 0.5,
-    "split_only": 2.0,
-    "quant_only": 1.5,
-    "adam32": 4.0,
-    "adam8bit": 1.0,
-}
 
 
 def stable_rng(seed: int, *labels: str | int) -> np.random.Generator:
@@ -100,11 +68,11 @@ def _activation_bytes(model: str) -> float:
 def _probe_record(seed: int, model: str, variant: str, flash_state_shift: float) -> dict:
     n = MODELS[model]
     gen = stable_rng(seed, "mem", model, variant)
-    (fixed_p, fixed_s, fixed_g), rel_state = _OVERHEAD[variant]
-    fixed = np.array([fixed_p, fixed_s, fixed_g]) * _MIB
+    spec = sample_variants()[variant]
+    fixed = np.array(spec.overhead_mib) * _MIB
     fixed = fixed * np.clip(1.0 + 0.1 * gen.standard_normal(3), 0.5, None)
-    rel = rel_state * (1.0 + 0.05 * gen.standard_normal()) * n
-    analytic = np.array(_ANALYTIC_BPP[variant]) * n
+    rel = spec.overhead_bpp * (1.0 + 0.05 * gen.standard_normal()) * n
+    analytic = np.array(spec.bpp or (0.0, 0.0, 0.0)) * n
     params_bytes = _alloc(analytic[0] + fixed[0])
     state_bytes = _alloc(analytic[1] + fixed[1] + rel)
     grads_bytes = _alloc(analytic[2] + fixed[2])
@@ -118,7 +86,7 @@ def _probe_record(seed: int, model: str, variant: str, flash_state_shift: float)
     activations = _activation_bytes(model) * (1.0 + 0.01 * gen.standard_normal())
     workspace = (64 + 16 * gen.random()) * _MIB  # cuBLAS workspace, allocator slack
     peak = params_bytes + state_bytes + grads_bytes + activations + workspace
-    peak += _STEP_TEMP_BPP[variant] * n
+    peak += spec.step_temp_bpp * n
     peak_steady = _alloc(peak, 2 * _MIB)
 
     version = FLASHOPTIM_REGRESSED_VERSION if flash_state_shift != 0.0 else FLASHOPTIM_VERSION
@@ -143,7 +111,7 @@ def mem_sweep(
     seed: int,
     failed_probe: tuple[str, str] | None,
     flash_state_shift: float,
-    variants: tuple[str, ...] = VARIANTS,
+    variants: tuple[str, ...],
 ) -> list[dict]:
     records: list[dict] = []
     for model in MODELS:

@@ -1,5 +1,5 @@
 """The sample job's training arms: ``<variant>_s<seed>.csv`` loss curves shaped like GPT-2
-124M's and their summary JSONs (see ``tracker.jobdir.sample``).
+124M's and their summary JSONs (see ``tracker.sample``).
 """
 
 from __future__ import annotations
@@ -12,46 +12,12 @@ import numpy as np
 import polars as pl
 
 from tracker.domain import DEFAULT_ARM_MODEL, LOSS, ArmName
-from tracker.jobdir.sample_probes import ADAM8BIT_VARIANTS, VARIANTS, stable_rng
+from tracker.sample.probes import stable_rng
+from tracker.sample.study import sample_variants
 
-__all__ = ["ARM_VARIANTS", "parse_arm", "write_arm"]
+__all__ = ["parse_arm", "write_arm"]
 
-# the ablations that diverge: FlashOptim without companding, 8-bit Adam quantised linearly
-DIVERGENT_VARIANTS: tuple[str, ...] = ("linear", "adam8lin")
-ARM_VARIANTS: tuple[str, ...] = (*VARIANTS, *ADAM8BIT_VARIANTS, *DIVERGENT_VARIANTS)
 _PAPER_STEPS = 20_000.0  # curves are shaped as the paper's 20k-step run, time-compressed
-_VAL_LOSS: dict[str, float] = {
-    "ref": 3.263,
-    "flash": 3.265,
-    "flash_gr": 3.265,
-    "split_only": 3.264,
-    "quant_only": 3.266,
-    "adam32": 3.263,
-    "adam8bit": 3.264,
-}
-# Optimizer-induced deviation from the ref trajectory: (end bias, smooth wiggle, white).
-_OPT_DEVIATION: dict[str, tuple[float, float, float]] = {
-    "ref": (0.0, 0.0, 0.0),
-    "flash": (0.0025, 0.0012, 0.004),
-    "flash_gr": (0.0025, 0.0012, 0.004),
-    "split_only": (0.0015, 0.0010, 0.003),
-    "quant_only": (0.0035, 0.0015, 0.005),
-    "linear": (0.0040, 0.0020, 0.006),
-    "adam32": (0.0, 0.0, 0.0),
-    "adam8bit": (0.0020, 0.0012, 0.004),
-    "adam8lin": (0.0040, 0.0020, 0.006),
-}
-_STEP_MS: dict[str, float] = {
-    "ref": 300.0,
-    "flash": 292.0,
-    "flash_gr": 295.0,
-    "split_only": 288.0,
-    "quant_only": 286.0,
-    "linear": 291.0,
-    "adam32": 300.0,
-    "adam8bit": 296.0,
-    "adam8lin": 295.0,
-}
 _LR_MAX = 6e-4
 _LR_MIN = 6e-5
 
@@ -59,10 +25,10 @@ _LR_MIN = 6e-5
 def parse_arm(arm: str) -> tuple[str, int]:
     """Variant and seed of a sample arm: an arm name (``ArmName``) of a variant it can write."""
     name = ArmName.find(arm)
-    if name is None or name.variant not in ARM_VARIANTS:
+    if name is None or name.variant not in sample_variants():
         raise ValueError(
             f"invalid arm name {arm!r}: expected <variant>_s<seed> with variant in "
-            f"{', '.join(ARM_VARIANTS)}"
+            f"{', '.join(sample_variants())}"
         )
     return name.variant, name.seed
 
@@ -99,14 +65,15 @@ def _loss_curve(seed: int, variant: str, arm_seed: int, steps: int) -> np.ndarra
     data = 0.8 * 0.03 * np.sqrt(base / 3.3) * data_rng.standard_t(8, steps)
 
     # optimizer-specific deviation from the ref trajectory
-    bias, wiggle, white = _OPT_DEVIATION[variant]
+    spec = sample_variants()[variant]
+    bias, wiggle, white = spec.deviation
     loss = base + init + data
     if bias or wiggle or white:
         opt_rng = stable_rng(seed, "opt", variant, arm_seed)
         loss += bias * (1.0 - np.exp(-3.0 * u)) + wiggle * _smooth(opt_rng, u)
         loss += white * opt_rng.standard_normal(steps)
 
-    if variant in DIVERGENT_VARIANTS:
+    if spec.diverges:
         div_rng = stable_rng(seed, "diverge", arm_seed)
         start = int(steps * (0.4 + 0.01 * div_rng.uniform(-1.0, 1.0)))
         rise = max(2, round(0.05 * steps))
@@ -122,12 +89,13 @@ def _loss_curve(seed: int, variant: str, arm_seed: int, steps: int) -> np.ndarra
 
 def _step_ms(seed: int, variant: str, arm_seed: int, steps: int) -> np.ndarray:
     rng = stable_rng(seed, "timing", variant, arm_seed)
-    ms = _STEP_MS[variant] + 4.0 * rng.standard_normal(steps)
+    step_ms = sample_variants()[variant].step_ms
+    ms = step_ms + 4.0 * rng.standard_normal(steps)
     spikes = rng.random(steps) < 0.004  # eval / checkpoint / dataloader hiccups
     ms = ms + spikes * rng.uniform(40.0, 200.0, steps)
-    ms[0] = _STEP_MS[variant] * 25.0  # torch.compile on the first step
+    ms[0] = step_ms * 25.0  # torch.compile on the first step
     if steps > 1:
-        ms[1] += 0.5 * _STEP_MS[variant]
+        ms[1] += 0.5 * step_ms
     return np.round(ms, 2)
 
 
@@ -160,7 +128,8 @@ def write_arm(
         seed_noise = 0.0008 * stable_rng(seed, "val", arm_seed).standard_normal()
         own_noise = 0.0004 * stable_rng(seed, "val", variant, arm_seed).standard_normal()
         shift = val_loss_shift if variant == "flash" else 0.0
-        val_loss = round(_VAL_LOSS[variant] + seed_noise + own_noise + shift, 6)
+        mean = sample_variants()[variant].val_loss or 0.0
+        val_loss = round(mean + seed_noise + own_noise + shift, 6)
         final_loss = round(final_loss, 6)
     summary = {
         "val_loss": val_loss,
