@@ -30,7 +30,7 @@ WORDS = {
     "completeness",
     "masking",
 }
-PURE = {"analysis", "jobdir", "summary", "figures", "studies"}
+PURE = {"analysis", "jobdir", "sample", "summary", "figures", "studies"}
 BELOW_THE_API = {
     "store",
     "models",
@@ -48,6 +48,7 @@ BELOW_THE_API = {
 NEVER = {
     "analysis": {"store", "queries", "services", "views", "report", "server", "figures"},
     "jobdir": {"store", "queries", "services", "views", "report", "server", "figures"},
+    "sample": {"store", "queries", "services", "views", "report", "server", "figures"},
     "summary": {"figures", "store", "queries", "services", "views", "report", "server"},
     "figures": {"store", "queries", "services", "views", "report", "server"},
     "studies": BELOW_THE_API,
