@@ -111,10 +111,15 @@ def welch_ttest(a: np.ndarray, b: np.ndarray, alternative: Alternative = "two-si
     Student t distribution function of df degrees of freedom (``scipy.special.stdtr``). As
     scipy's: NaN for a sample of one, and t = ±inf or NaN when both variances are zero.
     """
-    stdtr = _scipy_special().stdtr
     estimate, standard_error, df = _welch(a, b)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.float64(estimate) / np.float64(standard_error)
+    return _t_test(t, df, alternative)
+
+
+def _t_test(t: np.float64, df: float, alternative: Alternative) -> WelchTest:
+    """The p-value of Student's t on ``df`` degrees of freedom for ``alternative``."""
+    stdtr = _scipy_special().stdtr
     if alternative == "less":
         pvalue = stdtr(df, t)
     elif alternative == "greater":
@@ -155,11 +160,4 @@ def one_sample_ttest(x: np.ndarray, target: float, alternative: Alternative) -> 
     with np.errstate(divide="ignore", invalid="ignore"):
         sd = np.sqrt(np.mean((x - x.mean()) ** 2) * (n / np.float64(n - 1)))
         t = (np.float64(x.mean()) - np.float64(target)) / (sd / np.sqrt(np.float64(n)))
-    stdtr, df = _scipy_special().stdtr, float(n - 1)
-    if alternative == "less":
-        pvalue = stdtr(df, t)
-    elif alternative == "greater":
-        pvalue = stdtr(df, -t)
-    else:
-        pvalue = 2 * stdtr(df, -abs(t))
-    return WelchTest(float(t), df, float(pvalue))
+    return _t_test(t, float(n - 1), alternative)
