@@ -32,7 +32,7 @@ def _sort_key(value: str | None) -> str | None:
 
 @app.command()
 def studies(fmt: FormatOption = Format.table) -> None:
-    """List the packaged studies: name, title, paper and how many of its claims each checks.
+    """List the studies, packaged and from --studies: name, title, paper, claims judged.
 
     Example: tracker studies --format json
     """
