@@ -28,8 +28,9 @@ JOB_ROWS = {
     "job_summary": "SELECT s.* FROM job_summary s JOIN job j ON j.id = s.job_id "
     "WHERE j.name = :name",
 }
-# a chunk's checksum is seeded by its curve's id: it differs between two ingests as the id does
-IDS = {"id", "job_id", "run_id", "curve_id", "checksum"}
+# a chunk's checksum is seeded by its curve's id and place, the kept rows' by their job: they
+# differ between two ingests as the ids and names do
+IDS = {"id", "job_id", "run_id", "curve_id", "checksum", "rows_checksum"}
 
 
 def job_rows(engine: Engine, name: str) -> dict[str, list[tuple[str, ...]]]:
@@ -68,8 +69,12 @@ def stored_text(engine: Engine) -> str:
     return repr(parts)
 
 
+SUMMARY_HEADER = 9  # a kept summary's format byte and its 8-byte checksum
+
+
 def readable(table: str, value: Any) -> Any:
     """A stored summary (compressed bytes) as its JSON text; any other value as it is."""
     if table == "job_summary" and isinstance(value, bytes | memoryview):
-        return zstandard.ZstdDecompressor().decompress(bytes(value)[1:]).decode("utf-8")
+        frame = bytes(value)[SUMMARY_HEADER:]  # the format byte, then the checksum
+        return zstandard.ZstdDecompressor().decompress(frame).decode("utf-8")
     return value

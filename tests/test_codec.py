@@ -17,7 +17,7 @@ from tests.migration_code import migration_module
 from tracker.models import Curve, CurveChunk, Job, Run
 from tracker.store import codec
 from tracker.store.curves import load_curves
-from tracker.store.points import CHUNK_POINTS, write_points
+from tracker.store.points import CHUNK_POINTS, CurvePlace, write_points
 from tracker.store.transactions import write_session
 
 SPECIAL = [
@@ -107,7 +107,7 @@ def test_the_migration_writes_and_reads_format_1_as_the_codec_does(
     assert migration.CHUNK_POINTS == CHUNK_POINTS
 
 
-def a_curve(session: Session) -> int:
+def a_curve(session: Session) -> CurvePlace:
     job = Job(name="j", source_path="/j", content_digest="x", ingested_at=datetime.now(UTC))
     session.add(job)
     session.flush()
@@ -117,7 +117,7 @@ def a_curve(session: Session) -> int:
     curve = Curve(run_id=run.id, metric="loss", n_points=0, n_nonfinite=0)
     session.add(curve)
     session.flush()
-    return curve.id
+    return (curve.id, job.name, run.arm, curve.metric)
 
 
 @pytest.mark.parametrize("n", [0, 1, CHUNK_POINTS, 2 * CHUNK_POINTS + 5])
@@ -126,8 +126,12 @@ def test_stored_curves_read_back_bit_for_bit_in_any_step_range(engine: Engine, n
     steps = np.cumsum(rng.integers(1, 4, n)).astype(np.int64)
     vals = rng.choice(np.array(SPECIAL), n) if n else np.array([], dtype=np.float64)
     with write_session(engine) as session, session.begin():
-        curve_id = a_curve(session)
-        write_points(session.connection(), curve_id, pl.DataFrame({"step": steps, "value": vals}))
+        place = a_curve(session)
+        write_points(session.connection(), place, pl.DataFrame({"step": steps, "value": vals}))
+        curve = session.get_one(Curve, place[0])  # its row says what its chunks hold
+        curve.n_points = n
+        curve.first_step, curve.last_step = (int(steps[0]), int(steps[-1])) if n else (None, None)
+    curve_id = place[0]
     with Session(engine) as session:
         chunks = session.scalar(select(func.count()).select_from(CurveChunk))
         assert chunks == -(-n // CHUNK_POINTS)
