@@ -9,7 +9,6 @@ template's schema into the test's schema. A copy keeps every test free to write.
 from __future__ import annotations
 
 import re
-import shutil
 import sqlite3
 import subprocess
 import uuid
@@ -90,7 +89,6 @@ class Templates:
             for schema in self.schemas:
                 connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
         admin.dispose()
-        shutil.rmtree(self.root, ignore_errors=True)
 
 
 SCHEMA_PLACEHOLDER = "@@schema@@"

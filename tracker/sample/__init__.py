@@ -29,8 +29,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tracker.analysis.expectations import DEFAULT_STUDY
+from tracker.analysis.sample_spec import SampleSpec
 from tracker.sample.arms import parse_arm, write_arm
 from tracker.sample.probes import (
     FLASHOPTIM_REGRESSED_VERSION,
@@ -152,15 +154,14 @@ def write_demo_jobs(root: Path, steps: int = 2000, study: str = "flashoptim") ->
     """
     root, sample = Path(root), sample_study(study)
     return [
-        write_sample_job(
-            root / f"{sample.job_prefix}job{seed + 1}",
-            seed=seed,
-            steps=steps,
+        _demo_job(
+            root,
+            sample,
+            seed,
+            steps,
             arms=sample.arms[:3] if seed == 2 else sample.arms,
-            probes=bool(sample.probes),
             failed_probe=None if seed == 1 else sample.failed_probe,
             flash_state_shift=sample.state_shift if seed == 2 else 0.0,
-            variants=sample.probes,
         )
         for seed in (0, 1, 2)
     ]
@@ -172,14 +173,19 @@ def write_demo_seed_jobs(root: Path, steps: int = 2000, study: str = "flashoptim
     cross-job claims judge. ``demo_meta`` holds their ingest metadata."""
     root, sample = Path(root), sample_study(study)
     return [
-        write_sample_job(
-            root / f"{sample.job_prefix}job{seed + 1}",
-            seed=seed,
-            steps=steps,
-            arms=sample.seed_arms,
-            probes=bool(sample.probes),
-            failed_probe=None,
-            variants=sample.probes,
-        )
+        _demo_job(root, sample, seed, steps, arms=sample.seed_arms, failed_probe=None)
         for seed in (3, 4, 5)
     ]
+
+
+def _demo_job(root: Path, sample: SampleSpec, seed: int, steps: int, **spec: Any) -> Path:
+    """Demo job ``job{seed + 1}`` of ``sample``'s study (its name prefix, its probed
+    variants) under ``root``; ``spec``: the arms and shifts that make it the job it is."""
+    return write_sample_job(
+        root / f"{sample.job_prefix}job{seed + 1}",
+        seed=seed,
+        steps=steps,
+        probes=bool(sample.probes),
+        variants=sample.probes,
+        **spec,
+    )
