@@ -34,10 +34,11 @@ demo: $(VENV)/.installed-demo
 	$(BIN)/tracker demo
 
 # One worker per core (PYTEST_XDIST_AUTO_NUM_WORKERS overrides it), or WORKERS=N; no test
-# depends on speed or order.
+# depends on speed or order; a worker that runs out of tests takes some of another's (worksteal), so
+# the slowest tests do not end the run on one core.
 WORKERS ?= auto
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n $(WORKERS)
+	$(BIN)/python -m pytest -n $(WORKERS) --dist worksteal
 
 # docs/cli.md is typer's own help, generated; a help text changed without `make cli-docs` fails a
 # test (tests/test_architecture.py).

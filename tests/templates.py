@@ -115,5 +115,9 @@ def _dump(url: str) -> str:
 
 
 def _restore(dump: str, url: str) -> None:
+    """The dump restored into the schema of ``url``, emptied first: a test's fixtures may have
+    filled it with another template (a migrated database under the sample study's)."""
+    schema = _schema(url)
+    emptied = f'DROP SCHEMA "{schema}" CASCADE; CREATE SCHEMA "{schema}";\n'
     command = ["psql", "--quiet", "--no-psqlrc", "-v", "ON_ERROR_STOP=1", _libpq_url(url)]
-    subprocess.run(command, input=dump, check=True, capture_output=True, text=True)
+    subprocess.run(command, input=emptied + dump, check=True, capture_output=True, text=True)
