@@ -17,11 +17,11 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+import typer.main
+import typer.testing
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 from sqlalchemy import Engine, create_engine, inspect, make_url, text
-import typer.main
-import typer.testing
 from typer.testing import CliRunner
 
 from tests.templates import Templates
