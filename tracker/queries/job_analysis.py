@@ -7,12 +7,13 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.analysis.expectations import Expectations
+from tracker.analysis.expectations import Expectations, judged_by
 from tracker.analysis.verdict import Verdict
 from tracker.models import Job
 from tracker.store.curves import arm_points
 from tracker.store.jobdata import load_job_data
 from tracker.store.kept_rows import VerdictRow, stored_rows, stored_summary, verdict_row
+from tracker.store.study_definitions import stored_study
 from tracker.summary.build import derive, summarize
 from tracker.summary.model import Derived, Summary
 from tracker.summary.stored import read_summary
@@ -38,6 +39,17 @@ def job_studies(session: Session, job_ids: list[int]) -> dict[int, str]:
     return {job_id: study for job_id, study in session.execute(query)}
 
 
+def study_of(session: Session, study: str) -> Expectations:
+    """What judges the jobs of ``study`` in this database (``judged_by``)."""
+    return judged_by(study, stored_study(session, study))
+
+
+def study_judging(session: Session, exp: Expectations, study: str) -> Expectations:
+    """``exp.judging`` the study ``study``, with the definition this database keeps of it
+    (what judges its jobs where its file is not here)."""
+    return exp.judging(study, stored_study(session, study))
+
+
 def by_study(
     session: Session, job_ids: list[int], exp: Expectations
 ) -> list[tuple[Expectations, list[int]]]:
@@ -46,7 +58,7 @@ def by_study(
     groups: dict[str, list[int]] = {}
     for job_id in job_ids:
         groups.setdefault(studies.get(job_id, exp.study_name), []).append(job_id)
-    return [(exp.judging(study), ids) for study, ids in groups.items()]
+    return [(study_judging(session, exp, study), ids) for study, ids in groups.items()]
 
 
 def load_derived(session: Session, job_ids: list[int], exp: Expectations) -> dict[int, Derived]:
@@ -100,7 +112,7 @@ def load_summary(
     analyses never draw them, and drawing later could begin a transaction nobody ends)."""
     job = session.get_one(Job, job_id)  # no query when the caller has read it
     name = job.name
-    exp = exp.judging(job.study)
+    exp = study_judging(session, exp, job.study)
     data = stored_summary(session, job_id, expectations_digest(exp))
     if data is None:
         return summarize(load_job_data(session, name), exp)

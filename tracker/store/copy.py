@@ -21,6 +21,7 @@ from tracker.models import Curve, Job, JobMeta, Probe, Run, RunNoteRow, SourceFi
 from tracker.store.catalog import update_meta
 from tracker.store.curves import stored_chunks
 from tracker.store.points import write_chunks
+from tracker.store.study_definitions import copy_study_definition
 
 PROBE_FIELDS = [c.key for c in Probe.__table__.columns if c.key not in ("id", "job_id")]
 RUN_FIELDS = [c.key for c in Run.__table__.columns if c.key not in ("id", "job_id")]
@@ -76,12 +77,15 @@ def copy_job_rows(source: Session, destination: Session, name: str) -> CopiedJob
         there = {m.key: m.value for m in present.meta if m.key not in source_meta}
         status = "updated" if meta_set else "present"
         return CopiedJob(name, status, meta_set=meta_set, meta_only_there=there)
+    if job.study_digest is not None:
+        copy_study_definition(source, destination, job.study_digest)
     copy = Job(
         name=job.name,
         source_path=job.source_path,
         ingested_at=job.ingested_at,
         content_digest=job.content_digest,
         study=job.study,
+        study_digest=job.study_digest,
         meta=[JobMeta(key=m.key, value=m.value) for m in job.meta],
         files=[
             SourceFile(path=f.path, sha256=f.sha256, size=f.size, version=f.version)
