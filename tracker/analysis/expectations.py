@@ -289,19 +289,20 @@ def judged_by(name: str, stored: StoredStudy | None = None) -> Expectations:
         found = study_expectations(name)
         if stored is None or stored.digest == found._digest:
             return found
-        return _differing(name, stored.digest)
+        return _differing(name, found.source, found.digest, stored.digest)
     return _unjudged(name) if stored is None else _stored(name, stored)
 
 
 @cache
-def _differing(name: str, stored: str) -> Expectations:
-    found = study_expectations(name)
-    said = found.model_copy()  # the same values: the same kept rows
+def _differing(name: str, source: str, digest: str, stored: str) -> Expectations:
+    """The study's file's expectations (``source``, its text's ``digest``), saying that
+    the definition stored with its jobs (``stored``) differs."""
+    said = study_expectations(name).model_copy()  # the same values: the same kept rows
     said._provenance = (
-        f"judged by the study file {found.source}; the definition stored with its jobs "
-        f"differs (digest {stored[:12]}, the file's {found._digest[:12]})"
+        f"judged by the study file {source}; the definition stored with its jobs "
+        f"differs (digest {stored[:12]}, the file's {digest[:12]})"
     )
-    said._source = f"{found.source} (the stored definition differs: digest {stored[:12]})"
+    said._source = f"{source} (the stored definition differs: digest {stored[:12]})"
     return said
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.analysis.expectations import Expectations, judged_by
+from tracker.analysis.expectations import Expectations, check_study, judged_by
 from tracker.analysis.verdict import Verdict
 from tracker.models import Job
 from tracker.store.curves import arm_points
@@ -42,6 +42,15 @@ def job_studies(session: Session, job_ids: list[int]) -> dict[int, str]:
 def study_of(session: Session, study: str) -> Expectations:
     """What judges the jobs of ``study`` in this database (``judged_by``)."""
     return judged_by(study, stored_study(session, study))
+
+
+def database_study(session: Session, study: str) -> Expectations:
+    """``study``'s expectations: its file's, else the definition this database keeps of it
+    (a teammate's study); else ``UnknownStudy``."""
+    stored = stored_study(session, study)
+    if stored is None:
+        check_study(study)
+    return judged_by(study, stored)
 
 
 def study_judging(session: Session, exp: Expectations, study: str) -> Expectations:
