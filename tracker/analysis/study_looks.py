@@ -24,6 +24,7 @@ from tracker.analysis.expectations import (
     study_expectations,
     study_names,
 )
+from tracker.analysis.study_files import study_files
 
 # Colours for variants no study styles, taken in this order (each one not taken already).
 FALLBACK_COLORS: tuple[str, ...] = (
@@ -47,21 +48,20 @@ def study_heading(studies: dict[str, Expectations]) -> str:
 def study_styles() -> Style:
     """Every study's looks, colours distinct across studies (a figure across jobs may draw
     several studies' variants)."""
-    return _styles(tuple((name, _known(name).source) for name in _known_names()))[0]
+    return _styles(_known())[0]
 
 
 def spare_colors() -> tuple[str, ...]:
     """Colours no study's look has, in the order a figure gives them to unstyled variants."""
-    return _styles(tuple((name, _known(name).source) for name in _known_names()))[1]
+    return _styles(_known())[1]
 
 
-def _known_names() -> list[str]:
-    on_disk = study_names()
-    return on_disk + sorted(name for name in judged_stored() if name not in on_disk)
-
-
-def _known(name: str) -> Expectations:
-    return study_expectations(name) if name in study_names() else judged_stored()[name]
+def _known() -> tuple[tuple[str, str], ...]:
+    """Each study known, in order, with where its definition is: its file, else the digest
+    of a database's stored text."""
+    files, stored = study_files(), judged_stored()
+    on_disk = tuple((name, files[name].source) for name in study_names())
+    return on_disk + tuple((name, stored[name].digest) for name in sorted(stored.keys() - files))
 
 
 def _spares(taken: set[str]) -> list[str]:
@@ -81,21 +81,23 @@ def _spares(taken: set[str]) -> list[str]:
 def _styles(studies: tuple[tuple[str, str], ...]) -> tuple[Style, tuple[str, ...]]:
     looks: dict[str, dict[str, Look]] = {"variants": {}, "arms": {}}
     taken: set[str] = set()
-    for name, _source in studies:
-        exp = _known(name)
+    for name, where in studies:
+        stored = judged_stored().get(name)
+        exp = stored if stored is not None and stored.digest == where else study_expectations(name)
         style = exp.style or Style(variants={}, arms={})
-        named = [*(exp.sample.variants if exp.sample else ()), *exp.memory.expected_bpp]
-        unstyled = {v: Look(label=v, color="#000000") for v in named if v not in style.variants}
         drawn: dict[str, str] = {}  # a colour of this study's -> the one it is drawn in
-        for kind, own in (("variants", style.variants | unstyled), ("arms", style.arms)):
+        for kind, own in (("variants", style.variants), ("arms", style.arms)):
             for key, look in own.items():
-                if key in looks[kind]:
+                if key in looks[kind]:  # an earlier study's: its colour stands for this one
+                    drawn.setdefault(look.color, looks[kind][key].color)
                     continue
-                declared = look.color if key not in unstyled else f"unstyled {key}"
-                if declared not in drawn:
-                    free = look.color not in taken and declared == look.color
-                    drawn[declared] = look.color if free else _spares(taken)[0]
-                    taken.add(drawn[declared])
-                looks[kind][key] = look.model_copy(update={"color": drawn[declared]})
+                if look.color not in drawn:
+                    drawn[look.color] = _spares(taken)[0] if look.color in taken else look.color
+                    taken.add(drawn[look.color])
+                looks[kind][key] = look.model_copy(update={"color": drawn[look.color]})
+        for variant in [*(exp.sample.variants if exp.sample else ()), *exp.memory.expected_bpp]:
+            if variant not in looks["variants"]:  # named, not styled
+                looks["variants"][variant] = Look(label=variant, color=_spares(taken)[0])
+                taken.add(looks["variants"][variant].color)
     style = Style(variants=looks["variants"], arms=looks["arms"])
     return style, tuple(_spares(taken))

@@ -8,6 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import Expectations, check_study, judged_by
+from tracker.analysis.study_files import StoredStudy
 from tracker.analysis.verdict import Verdict
 from tracker.models import Job
 from tracker.store.curves import arm_points
@@ -39,15 +40,23 @@ def job_studies(session: Session, job_ids: list[int]) -> dict[int, str]:
     return {job_id: study for job_id, study in session.execute(query)}
 
 
+def _stored_study(session: Session, study: str) -> StoredStudy | None:
+    """``stored_study``, read once a session (a page of many jobs asks for each job's)."""
+    kept: dict[str, StoredStudy | None] = session.info.setdefault("stored_studies", {})
+    if study not in kept:
+        kept[study] = stored_study(session, study)
+    return kept[study]
+
+
 def study_of(session: Session, study: str) -> Expectations:
     """What judges the jobs of ``study`` in this database (``judged_by``)."""
-    return judged_by(study, stored_study(session, study))
+    return judged_by(study, _stored_study(session, study))
 
 
 def database_study(session: Session, study: str) -> Expectations:
     """``study``'s expectations: its file's, else the definition this database keeps of it
     (a teammate's study); else ``UnknownStudy``."""
-    stored = stored_study(session, study)
+    stored = _stored_study(session, study)
     if stored is None:
         check_study(study)
     return judged_by(study, stored)
@@ -56,7 +65,7 @@ def database_study(session: Session, study: str) -> Expectations:
 def study_judging(session: Session, exp: Expectations, study: str) -> Expectations:
     """``exp.judging`` the study ``study``, with the definition this database keeps of it
     (what judges its jobs where its file is not here)."""
-    return exp.judging(study, stored_study(session, study))
+    return exp.judging(study, _stored_study(session, study))
 
 
 def by_study(
