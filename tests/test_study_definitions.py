@@ -88,6 +88,9 @@ def test_a_database_carries_its_studies_to_a_teammate(
     note = STORED.format(digest=digest) + ": no file lion.toml here"
     judged_alike(claims(cli), with_file, note)
     assert claims(cli) == json.loads(cli("claims", "-f", "json", "--study", "lion").stdout)
+    cli("report", "--study", "lion", "--out", str(tmp_path / "report"))
+    page = (tmp_path / "report" / jobs[0] / "index.html").read_text()
+    assert note.replace("'", "&#39;") in page
     with client_for(cli.url) as client:
         page = client.get(f"/jobs/{jobs[0]}")
         assert page.status_code == 200

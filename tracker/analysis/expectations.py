@@ -287,7 +287,7 @@ def judged_by(name: str, stored: StoredStudy | None = None) -> Expectations:
     teammate's study); else none: such a job is listed and shown, never judged."""
     if name in study_names():
         found = study_expectations(name)
-        if stored is None or stored.digest == found._digest:
+        if stored is None or stored.digest == found.digest:
             return found
         return _differing(name, found.source, found.digest, stored.digest)
     return _unjudged(name) if stored is None else _stored(name, stored)

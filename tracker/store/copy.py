@@ -3,10 +3,11 @@
 The command copies each job in one destination transaction, with every row it owns and the
 definition of its study it was ingested with (its derived rows are computed afresh there, by
 ``tracker.services.copy``); a curve's chunks go over as stored (still compressed, so every
-value's bits), through the same bulk path as an ingest. A job the destination already holds is skipped, so copying twice copies nothing new,
-except its metadata: metadata is not content, so values edited in the source since (``tracker
-meta``) are carried over, as ``ingest`` of identical content does with ``--meta``; keys only
-the destination has are kept, and said (a key set there, or one removed from the source since).
+value's bits), through the same bulk path as an ingest. A job the destination already holds
+is skipped, so copying twice copies nothing new, except its metadata: metadata is not
+content, so values edited in the source since (``tracker meta``) are carried over, as
+``ingest`` of identical content does with ``--meta``; keys only the destination has are
+kept, and said (a key set there, or one removed from the source since).
 """
 
 from __future__ import annotations
