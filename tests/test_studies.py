@@ -8,16 +8,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, select
+from sqlalchemy import create_engine, select, update
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli, client_for
 from tracker.analysis.checks import CLAIM_OF, Check
 from tracker.analysis.expectations import study_expectations, study_names
 from tracker.analysis.study_files import use_study_dirs
+from tracker.analysis.study_looks import FALLBACK_COLORS
 from tracker.errors import known_names
 from tracker.figures.memory import paper_lines
-from tracker.figures.style import FALLBACK_COLORS, Palette, arm_style, variant_label
+from tracker.figures.style import Palette, arm_style, variant_label
 from tracker.models import Job, JobVerdict
 from tracker.sample import sample_study, write_sample_job
 
@@ -356,6 +357,10 @@ def test_jobs_of_a_study_whose_file_is_gone_are_shown_not_judged(
     cli("--studies", str(lion), "demo", "--study", "lion", "--dir", str(tmp_path / "l"), *args)
     cli("demo", "--dir", str(tmp_path / "f"), *args)
     (lion / "lion.toml").unlink()  # a teammate's database, without the teammate's study
+    engine = create_engine(cli.url)  # and of jobs stored before databases kept their studies
+    with engine.begin() as connection:
+        connection.execute(update(Job).values(study_digest=None))
+    engine.dispose()
     rows = claims(cli)
     assert {row["group"] for row in rows} == {"flashoptim"}
     assert claims(cli, "--study", "flashoptim") == [

@@ -91,6 +91,9 @@ class Job(Base):
     study: Mapped[str] = mapped_column(
         String(100), default="flashoptim", server_default="flashoptim"
     )
+    # the digest of the study file's text it was ingested with (StudyDefinition); None
+    # for jobs stored before databases kept them
+    study_digest: Mapped[str | None] = mapped_column(String(64))
 
     meta: Mapped[list[JobMeta]] = relationship(
         back_populates="job", cascade="all, delete-orphan", passive_deletes=True
@@ -104,6 +107,17 @@ class Job(Base):
     runs: Mapped[list[Run]] = relationship(
         back_populates="job", cascade="all, delete-orphan", passive_deletes=True
     )
+
+
+class StudyDefinition(Base):
+    """A study file's exact text, once per digest (its sha256), as jobs were ingested with
+    it: what judges them where no file of that study is."""
+
+    __tablename__ = "study_definition"
+
+    digest: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(100))
+    text: Mapped[str] = mapped_column(Text)
 
 
 class JobMeta(Base):

@@ -9,45 +9,25 @@ of the first problem is ``tracker.analysis.expectations_file.problem_of``'s.
 
 from __future__ import annotations
 
+import hashlib
 import tomllib
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, PrivateAttr, ValidationError
-from pydantic_core import PydanticCustomError
 
 from tracker.analysis.claims.specs import ClaimSpec, MemoryClaim, parse_claims
 from tracker.analysis.expectations_file import problem_of
-from tracker.analysis.fields import Fraction, Integer, Number, Positive, Rate, String
+from tracker.analysis.fields import Fraction, Integer, Keys, Number, Positive, Rate, String
 from tracker.analysis.sample_spec import SampleSpec
-from tracker.analysis.study_files import StudyFile, study_files
+from tracker.analysis.study_files import StoredStudy, StudyFile, study_files, study_text
 from tracker.errors import BadExpectations, UnknownStudy, known_names
 
 DEFAULT_STUDY = "flashoptim"
 COMPONENTS = ("params", "state", "grads")
 # The probe fields of bytes/param and the components each one sums.
 BPP_SUMS = {f"bpp_{c}": (c,) for c in COMPONENTS} | {"bpp_params_state_grads": COMPONENTS}
-
-
-def _keys(value: Any) -> tuple[str, ...]:
-    """A list of distinct, non-empty metadata keys (``[gate] configuration``)."""
-    if not isinstance(value, list):
-        raise _problem(f"must be a list of metadata keys, got {value!r:.60}")
-    for key in value:
-        if not isinstance(key, str) or not key.strip():
-            raise _problem(f"must be a non-empty string, got {key!r:.60}")
-    if len(set(value)) != len(value):
-        raise _problem(f"must not repeat a key, got {value!r:.60}")
-    return tuple(value)
-
-
-def _problem(text: str) -> PydanticCustomError:
-    """What is wrong with a value; ``problem_of`` puts the key's dotted path before it."""
-    return PydanticCustomError("expectation", "{problem}", {"problem": text})
-
-
-Keys = Annotated[tuple[str, ...], PlainValidator(_keys)]
 
 
 class _Table(BaseModel):
@@ -204,7 +184,9 @@ class Expectations(_Table):
     sample: SampleSpec | None = None  # the demo's sample jobs (none: the study has no demo)
     _source: str = PrivateAttr("")
     _packaged: bool = PrivateAttr(False)
-    _missing: bool = PrivateAttr(False)  # a stored job's study whose file is not here
+    _missing: str | None = PrivateAttr(None)  # why a stored job's study is not judged here
+    _digest: str = PrivateAttr("")  # of a study file's text (``StoredStudy``)
+    _provenance: str | None = PrivateAttr(None)  # of a study judged not by its file alone
 
     @property
     def source(self) -> str:
@@ -247,18 +229,27 @@ class Expectations(_Table):
 
     @property
     def missing(self) -> str | None:
-        """Why a job of this study is not judged (its file is not here), else None."""
-        if not self._missing:
-            return None
-        return (
-            f"study {self.study_name!r} has no file here (packaged, --studies or "
-            f"TRACKER_STUDIES: {self.study_name}.toml): its jobs are stored, not judged"
-        )
+        """Why a job of this study is not judged (no file here, no readable stored
+        definition), else None."""
+        return self._missing
 
-    def judging(self, study: str) -> Expectations:
-        """What judges a job of ``study``: that study's expectations (``judged_by``) when
-        these are a study's too, else these (a user's file judges every job it is given)."""
-        return judged_by(study) if self._packaged else self
+    @property
+    def digest(self) -> str:
+        """The sha256 of the study file's text these were read from ('' for a user's file)."""
+        return self._digest
+
+    @property
+    def provenance(self) -> str | None:
+        """What a study's pages and claims say of the definition judging them when it is
+        not simply its file: the one stored in the database, or its file where the stored
+        one differs; else None."""
+        return self._provenance
+
+    def judging(self, study: str, stored: StoredStudy | None = None) -> Expectations:
+        """What judges a job of ``study`` (``stored``: the definition the database keeps of
+        it): that study's expectations (``judged_by``) when these are a study's too, else
+        these (a user's file judges every job it is given)."""
+        return judged_by(study, stored) if self._packaged else self
 
 
 def _parse(doc: dict[str, Any], source: str) -> Expectations:
@@ -289,58 +280,88 @@ def study_expectations(name: str = DEFAULT_STUDY) -> Expectations:
     return _study_file(study_files()[name])
 
 
-def judged_by(name: str) -> Expectations:
-    """The expectations of the study of a stored job: its file's, or, when no file of that
-    name is here (a teammate's study), none: such a job is listed and shown, never judged."""
-    return study_expectations(name) if name in study_names() else _unjudged(name)
+def judged_by(name: str, stored: StoredStudy | None = None) -> Expectations:
+    """The expectations of the study of a stored job, ``stored`` being the definition the
+    database keeps of it (its latest job's): its file's when one of that name is here (a
+    stored definition that differs is said, ``provenance``); else the stored one (a
+    teammate's study); else none: such a job is listed and shown, never judged."""
+    if name in study_names():
+        found = study_expectations(name)
+        if stored is None or stored.digest == found.digest:
+            return found
+        return _differing(name, found.source, found.digest, stored.digest)
+    return _unjudged(name) if stored is None else _stored(name, stored)
 
 
 @cache
-def _unjudged(name: str) -> Expectations:
+def _differing(name: str, source: str, digest: str, stored: str) -> Expectations:
+    """The study's file's expectations (``source``, its text's ``digest``), saying that
+    the definition stored with its jobs (``stored``) differs."""
+    said = study_expectations(name).model_copy()  # the same values: the same kept rows
+    said._provenance = (
+        f"judged by the study file {source}; the definition stored with its jobs "
+        f"differs (digest {stored[:12]}, the file's {digest[:12]})"
+    )
+    said._source = f"{source} (the stored definition differs: digest {stored[:12]})"
+    return said
+
+
+@cache
+def _stored(name: str, stored: StoredStudy) -> Expectations:
+    where = f"the definition of study {name!r} stored in the database (digest {stored.digest[:12]})"
+    if hashlib.sha256(stored.text.encode("utf-8")).hexdigest() != stored.digest:
+        return _unjudged(name, f"{where} is not the text of that digest: its jobs are not judged")
+    try:
+        exp = _parse(tomllib.loads(stored.text), where)
+    except tomllib.TOMLDecodeError as exc:
+        return _unjudged(name, f"{where} is not valid TOML ({exc}): its jobs are not judged")
+    except BadExpectations as exc:
+        return _unjudged(name, f"{exc}: its jobs are not judged")
+    if exp.study_name != name:
+        return _unjudged(name, f"{where} is of study {exp.study_name!r}: its jobs are not judged")
+    exp._digest = stored.digest
+    exp._provenance = f"judged by {where}: no file {name}.toml here"
+    _read_stored[name] = exp
+    return exp._as_study()
+
+
+_read_stored: dict[str, Expectations] = {}  # name -> its stored definition read last
+
+
+def judged_stored() -> dict[str, Expectations]:
+    """The studies judged by a database's stored definition in this process (their looks
+    are drawn too: ``tracker.analysis.study_looks``)."""
+    return dict(_read_stored)
+
+
+@cache
+def _unjudged(name: str, why: str | None = None) -> Expectations:
     gate = {key: list(value) if isinstance(value, tuple) else value
             for key, value in study_expectations(DEFAULT_STUDY).gate}  # fmt: skip
     study = {"name": name, "title": name, "paper": "-", "source": "-"}
     unjudged = _parse({"claims": [], "gate": gate, "study": study}, f"no file {name}.toml")
-    unjudged._packaged = unjudged._missing = True
+    unjudged._packaged = True
+    unjudged._missing = why or (
+        f"study {name!r} has no file here (packaged, --studies or TRACKER_STUDIES: "
+        f"{name}.toml): its jobs are stored, not judged"
+    )
     return unjudged
 
 
 @cache
 def _study_file(found: StudyFile) -> Expectations:
     if not found.packaged:
-        return load_expectations(Path(str(found.file)))._as_study()
-    return _parse(tomllib.loads(found.file.read_text("utf-8")), found.source)._as_study()
+        exp = load_expectations(Path(str(found.file)))
+    else:
+        exp = _parse(tomllib.loads(found.file.read_text("utf-8")), found.source)
+    exp._digest = study_text(found).digest
+    return exp._as_study()
 
 
-def study_heading(names: list[str]) -> str:
-    """What a page of the jobs of these studies is headed by: their titles (a study not
-    known here by its name), the default study's when there are none."""
-    titles = []
-    for name in names or [DEFAULT_STUDY]:
-        study = study_expectations(name).study if name in study_names() else None
-        titles.append(name if study is None else study.title)
-    if len(titles) == 1:
-        return f"{titles[0]} reproduction"
-    return f"{', '.join(titles[:-1])} and {titles[-1]} reproductions"
-
-
-def study_styles() -> Style:
-    """Every study's looks (a figure across jobs may draw several studies' variants); of a
-    name two studies style, the default study's look, else the first's."""
-    return _styles(tuple(study_names()))
-
-
-@cache
-def _styles(names: tuple[str, ...]) -> Style:
-    variants: dict[str, Look] = {}
-    arms: dict[str, Look] = {}
-    for name in names:
-        style = study_expectations(name).style or Style(variants={}, arms={})
-        for variant, look in style.variants.items():
-            variants.setdefault(variant, look)
-        for arm, look in style.arms.items():
-            arms.setdefault(arm, look)
-    return Style(variants=variants, arms=arms)
+def study_definition(name: str) -> StoredStudy:
+    """The text of the file of the study ``name`` (known: ``check_study``) and its digest,
+    as an ingest stores it with the job."""
+    return study_text(study_files()[name])
 
 
 def load_expectations(path: Path | None = None) -> Expectations:

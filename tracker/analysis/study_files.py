@@ -4,6 +4,7 @@ order; each directory's ``NAME.toml`` is the study NAME. Two files of one name a
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Sequence
 from importlib.resources import files
@@ -39,6 +40,20 @@ class StudyFile(NamedTuple):
         if self.packaged:
             return f"{STUDIES_PACKAGE.replace('.', '/')}/{self.file.name} (packaged)"
         return str(self.file)
+
+
+class StoredStudy(NamedTuple):
+    """A study file's exact text and its sha256 (hex), as a database keeps it with the jobs
+    ingested by it."""
+
+    digest: str
+    text: str
+
+
+def study_text(found: StudyFile) -> StoredStudy:
+    """The text of a study file (read, checked and parsed already) and its digest."""
+    data = found.file.read_bytes()
+    return StoredStudy(hashlib.sha256(data).hexdigest(), data.decode("utf-8"))
 
 
 def study_files() -> dict[str, StudyFile]:

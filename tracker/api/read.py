@@ -11,15 +11,21 @@ keywords (``job``, ``model``, ``variant``, ``where``, ``group_by``), as notebook
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
 import polars as pl
 from sqlalchemy import Engine
+from sqlalchemy.orm import Session
 
-from tracker.analysis.expectations import Expectations, load_expectations, study_expectations
+from tracker.analysis.expectations import (
+    Expectations,
+    load_expectations,
+    study_expectations,
+    study_names,
+)
 from tracker.api.rows import Database, SqlLimits, job_rows, sql_result, with_session
 from tracker.conditions import Condition, as_conditions
 from tracker.config import MAX_BYTES, MAX_ROWS, STATEMENT_TIMEOUT_S, database_url
@@ -29,6 +35,7 @@ from tracker.queries import compare as _compare
 from tracker.queries import tables
 from tracker.queries.compare import Comparison
 from tracker.queries.export import export_curves
+from tracker.queries.job_analysis import database_study
 from tracker.queries.runs import run_table
 from tracker.queries.selection import JobSelection
 from tracker.store.engine import create_tracker_engine
@@ -222,7 +229,7 @@ def comparison(
     ``study``: both jobs must be of it."""
     exp = _judging(expectations, study)
     where = None if baseline_where is None else _equalities(baseline_where)
-    return with_session(db, lambda s: _compare.compare_jobs(s, job_a, job_b, exp, where, study))
+    return with_session(db, lambda s: _compare.compare_jobs(s, job_a, job_b, exp(s), where, study))
 
 
 def _equalities(where: Where) -> tuple[tuple[str, str], ...]:
@@ -240,9 +247,17 @@ def compare(
     return comparison(db, job_a, job_b, expectations=expectations).table
 
 
-def _judging(expectations: Path | None, study: str | None) -> Expectations:
-    """A user's expectations file (judging every job), else the packaged ones of ``study``
-    (each job then judged by its own study's)."""
+def _judging(expectations: Path | None, study: str | None) -> Callable[[Session], Expectations]:
+    """A user's expectations file (judging every job), else the study ``study``'s (each job
+    then judged by its own study's): its file's, read now, else the definition a database
+    keeps of it (``database_study``), read in its session."""
+    if expectations is not None or study is None or study in study_names():
+        exp = _judging_now(expectations, study)
+        return lambda _session: exp
+    return lambda session: database_study(session, study)
+
+
+def _judging_now(expectations: Path | None, study: str | None) -> Expectations:
     if expectations is not None:
         return load_expectations(expectations)
     return study_expectations(study) if study is not None else load_expectations()
@@ -264,7 +279,7 @@ def claims(
     claim and subject (with ``group_by``, per group of jobs in a ``group`` column)."""
     selection = _selection(selection, job, where=where, group_by=group_by, since=since, study=study)
     exp = _judging(expectations, selection.study)
-    return with_session(db, lambda s: _claims.claims(s, selection, exp))
+    return with_session(db, lambda s: _claims.claims(s, selection, exp(s)))
 
 
 def sql(
@@ -304,7 +319,7 @@ def report(
     selection = _selection(selection, job, where=where, since=since, study=study)
     exp = _judging(expectations, selection.study)
     return with_session(
-        db, lambda s: generate_report(s, out, exp, selection, force=force, prune=prune)
+        db, lambda s: generate_report(s, out, exp(s), selection, force=force, prune=prune)
     )
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from tracker.analysis.expectations import study_styles
+from tracker.analysis.study_looks import study_styles
 from tracker.figures.style import (
     Figure,
     Palette,

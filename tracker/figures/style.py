@@ -13,19 +13,13 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from tracker.analysis.expectations import study_styles
+from tracker.analysis.study_looks import spare_colors, study_styles
 from tracker.summary.arms import split_arm
 
 # A figure as plotly.js takes it: "data" (list of trace dicts) and "layout" (a dict).
 Figure = dict[str, Any]
 INK, MUTED, GRID, SURF = "#0b0b0b", "#898781", "#e1e0d9", "#fcfcfb"
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
-
-# Colours for variants no study styles (``[style]`` of tracker/studies/NAME.toml), assigned
-# in order of appearance.
-FALLBACK_COLORS: tuple[str, ...] = (
-    "#7b4fc9", "#00a3b4", "#b3591f", "#5c6f82", "#c23b8f", "#6b8e23", "#3d4fb8", "#a88b00",
-)  # fmt: skip
 
 
 def plot_text(value: object) -> str:
@@ -44,7 +38,8 @@ def variant_label(variant: str) -> str:
 
 
 class Palette:
-    """The studies' colour for their variants; fallback colours, stable per name, for others."""
+    """The studies' colour for their variants; for others, spare colours (none a study's) in
+    order of appearance."""
 
     def __init__(self) -> None:
         self._extra: dict[str, str] = {}
@@ -54,7 +49,8 @@ class Palette:
         if look is not None:
             return look.color
         if variant not in self._extra:
-            self._extra[variant] = FALLBACK_COLORS[len(self._extra) % len(FALLBACK_COLORS)]
+            spare = spare_colors()
+            self._extra[variant] = spare[len(self._extra) % len(spare)]
         return self._extra[variant]
 
 

@@ -17,7 +17,7 @@ from tracker.analysis.claims.judge import COLUMNS, judge_claims, run_metrics
 from tracker.completeness import summary_steps
 from tracker.domain import LOSS
 from tracker.models import Curve, Job, JobMeta, Run
-from tracker.queries.job_analysis import job_studies, load_verdict_rows
+from tracker.queries.job_analysis import job_studies, load_verdict_rows, study_judging
 from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.queries.tables import stopped_runs
 from tracker.store.frames import query_frame
@@ -100,7 +100,8 @@ def claims(
     jobs = jobs.with_columns(
         pl.col("job_id").replace_strict(studies, default=exp.study_name).alias(STUDY)
     )
-    metrics = set().union(*(run_metrics(exp.judging(s)) for s in jobs[STUDY].unique()))
+    judged = {study: study_judging(session, exp, study) for study in jobs[STUDY].unique()}
+    metrics = set().union(*(run_metrics(own) for own in judged.values()))
     evidence = _evidence(session, jobs, exp, metrics)
     keys = ((STUDY,) if jobs[STUDY].n_unique() > 1 else ()) + selection.group_by
     groups = jobs.group_by(list(dict.fromkeys((STUDY, *keys))), maintain_order=True).agg(
@@ -113,9 +114,12 @@ def claims(
         verdicts, numbers, runs, meta = (
             frame.filter(pl.col("job").is_in(group["job"])) for frame in evidence
         )
-        found = judge_claims(verdicts, numbers, runs, meta, exp.judging(group[STUDY]))
-        if duplicates:
-            found = found.with_columns(pl.col("detail") + f"; {duplicates}")
+        study = group[STUDY]  # (of no job: the expectations' own study)
+        own = judged[study] if study in judged else exp.judging(study)
+        found = judge_claims(verdicts, numbers, runs, meta, own)
+        for note in (own.provenance, duplicates):
+            if note:
+                found = found.with_columns(pl.col("detail") + f"; {note}")
         if keys:
             label = _group_label(keys, tuple(group[key] for key in keys))
             found = found.select(pl.lit(label, pl.String).alias(GROUP), pl.all())

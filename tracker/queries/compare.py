@@ -37,6 +37,7 @@ from tracker.analysis.job import analyze_job
 from tracker.analysis.verdict import FAIL, NA, PASS, Verdict
 from tracker.domain import ArmName, Change
 from tracker.errors import JobOfOtherStudy
+from tracker.queries.job_analysis import study_judging
 from tracker.queries.yardsticks import OtherJobs, Where, other_jobs
 from tracker.store.catalog import get_job
 from tracker.store.jobdata import load_job_data
@@ -243,10 +244,10 @@ def compare_jobs(
         if study is not None and actual != study:
             raise JobOfOtherStudy(job=job, actual=actual, study=study)
     verdicts_a, verdicts_b = (
-        analyze_job(load_job_data(session, job), exp.judging(study)).verdicts
+        analyze_job(load_job_data(session, job), study_judging(session, exp, study)).verdicts
         for job, study in zip((job_a, job_b), studies, strict=True)
     )
-    gate = exp.judging(studies[1])
+    gate = study_judging(session, exp, studies[1])
     others = other_jobs(session, gate, (job_a, job_b), where, studies[1])
     return compare_verdicts(job_a, verdicts_a, job_b, verdicts_b, gate, others)
 

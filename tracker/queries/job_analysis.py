@@ -7,12 +7,14 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.analysis.expectations import Expectations
+from tracker.analysis.expectations import Expectations, check_study, judged_by
+from tracker.analysis.study_files import StoredStudy
 from tracker.analysis.verdict import Verdict
 from tracker.models import Job
 from tracker.store.curves import arm_points
 from tracker.store.jobdata import load_job_data
 from tracker.store.kept_rows import VerdictRow, stored_rows, stored_summary, verdict_row
+from tracker.store.study_definitions import stored_study
 from tracker.summary.build import derive, summarize
 from tracker.summary.model import Derived, Summary
 from tracker.summary.stored import read_summary
@@ -38,6 +40,34 @@ def job_studies(session: Session, job_ids: list[int]) -> dict[int, str]:
     return {job_id: study for job_id, study in session.execute(query)}
 
 
+def _stored_study(session: Session, study: str) -> StoredStudy | None:
+    """``stored_study``, read once a session (a page of many jobs asks for each job's)."""
+    kept: dict[str, StoredStudy | None] = session.info.setdefault("stored_studies", {})
+    if study not in kept:
+        kept[study] = stored_study(session, study)
+    return kept[study]
+
+
+def study_of(session: Session, study: str) -> Expectations:
+    """What judges the jobs of ``study`` in this database (``judged_by``)."""
+    return judged_by(study, _stored_study(session, study))
+
+
+def database_study(session: Session, study: str) -> Expectations:
+    """``study``'s expectations: its file's, else the definition this database keeps of it
+    (a teammate's study); else ``UnknownStudy``."""
+    stored = _stored_study(session, study)
+    if stored is None:
+        check_study(study)
+    return judged_by(study, stored)
+
+
+def study_judging(session: Session, exp: Expectations, study: str) -> Expectations:
+    """``exp.judging`` the study ``study``, with the definition this database keeps of it
+    (what judges its jobs where its file is not here)."""
+    return exp.judging(study, _stored_study(session, study))
+
+
 def by_study(
     session: Session, job_ids: list[int], exp: Expectations
 ) -> list[tuple[Expectations, list[int]]]:
@@ -46,7 +76,7 @@ def by_study(
     groups: dict[str, list[int]] = {}
     for job_id in job_ids:
         groups.setdefault(studies.get(job_id, exp.study_name), []).append(job_id)
-    return [(exp.judging(study), ids) for study, ids in groups.items()]
+    return [(study_judging(session, exp, study), ids) for study, ids in groups.items()]
 
 
 def load_derived(session: Session, job_ids: list[int], exp: Expectations) -> dict[int, Derived]:
@@ -100,7 +130,7 @@ def load_summary(
     analyses never draw them, and drawing later could begin a transaction nobody ends)."""
     job = session.get_one(Job, job_id)  # no query when the caller has read it
     name = job.name
-    exp = exp.judging(job.study)
+    exp = study_judging(session, exp, job.study)
     data = stored_summary(session, job_id, expectations_digest(exp))
     if data is None:
         return summarize(load_job_data(session, name), exp)

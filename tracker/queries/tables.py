@@ -15,6 +15,7 @@ from tracker.completeness import stopped_arms, summary_steps
 from tracker.domain import LOSS
 from tracker.errors import UnknownArm, UnknownMetric, did_you_mean, known_names
 from tracker.models import Curve, Job, Probe, Run
+from tracker.queries.job_analysis import study_judging
 from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.queries.window import check_window, kept, read_window
 from tracker.store.catalog import PROBE_NUMBERS
@@ -211,8 +212,9 @@ def _with_targets(
 ) -> pl.DataFrame:
     names = table.get_column("job").unique().to_list()
     studies = dict(session.execute(select(Job.name, Job.study).where(Job.name.in_(names))).all())
+    judged = {study: study_judging(session, exp, study) for study in set(studies.values())}
     targets = [
-        exp.judging(studies[job]).target(metric, variant)
+        judged[studies[job]].target(metric, variant)
         for job, variant in table.select("job", "variant").iter_rows()
     ]
     return table.with_columns(

@@ -35,7 +35,7 @@ import tracker
 from tracker.analysis.expectations import Expectations
 from tracker.errors import NotADirectory, NotAReportFolder, ReportFailed
 from tracker.jsonio import format_time
-from tracker.queries.job_analysis import job_studies
+from tracker.queries.job_analysis import job_studies, study_judging
 from tracker.queries.selection import JobSelection, contents_and_meta, selected_jobs
 from tracker.report.cleanup import remove_unused
 from tracker.report.files import INDEX, MANIFEST, job_folders
@@ -131,7 +131,10 @@ def _write_report(
     meta = {name: meta_of.get(ids[name], {}) for name in names}
     exp_key = expectations_key(exp)
     studies = job_studies(session, list(ids.values()))  # a page is its own study's
-    study_keys = {study: expectations_key(exp.judging(study)) for study in set(studies.values())}
+    study_keys = {
+        study: expectations_key(study_judging(session, exp, study))
+        for study in set(studies.values())
+    }
     keys = {
         name: page_key(digests[i], meta[name], study_keys[studies[i]], folders[name])
         for name, i in ids.items()

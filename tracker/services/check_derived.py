@@ -12,11 +12,12 @@ import polars as pl
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from tracker.analysis.expectations import study_expectations
+from tracker.analysis.expectations import judged_by
 from tracker.errors import DamagedCurveNumbers, DamagedSummary, DamagedVerdicts
 from tracker.models import Curve, Job, JobSummary, Run
 from tracker.store.job_rows import curve_summary
 from tracker.store.kept_rows import stored_rows, verdict_row
+from tracker.store.study_definitions import stored_study
 from tracker.summary.build import derive
 from tracker.summary.stored import read_summary
 from tracker.summary.trajectories import TrajectoryDrawing
@@ -70,7 +71,8 @@ def verdicts_of(session: Session, job_id: int, job: str, study: str) -> DamagedV
     """Whether the job's stored verdicts and numbers (for its study's packaged expectations)
     are those its kept summary gives; None when none are stored or the summary is damaged
     (said by the summary's own check)."""
-    digest = expectations_digest(study_expectations(study))
+    exp = judged_by(study, stored_study(session, study))
+    digest = expectations_digest(exp)
     data = session.scalar(
         select(JobSummary.data).where(
             JobSummary.job_id == job_id, JobSummary.expectations == digest
@@ -83,7 +85,7 @@ def verdicts_of(session: Session, job_id: int, job: str, study: str) -> DamagedV
     if data is None or not numbers:
         return None
     try:
-        derived = derive(read_summary(job, bytes(data), not_drawn), study_expectations(study))
+        derived = derive(read_summary(job, bytes(data), not_drawn), exp)
     except DamagedSummary:  # the summary's own check says so, once
         return None
     expected = [verdict_row(job_id, v) for v in derived.verdicts]

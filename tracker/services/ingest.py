@@ -25,7 +25,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from tracker.analysis.expectations import DEFAULT_STUDY, check_study
+from tracker.analysis.expectations import DEFAULT_STUDY, check_study, study_definition
 from tracker.domain import DEFAULT_ARM_MODEL, IngestStatus
 from tracker.errors import DatabaseFailed, JobExists, NotADemoJob, TrackerError, raised_by_interrupt
 from tracker.jobdir.limits import MAX_FILE_SIZE
@@ -39,6 +39,7 @@ from tracker.store import transactions
 from tracker.store.catalog import checked_meta
 from tracker.store.engine import first_line
 from tracker.store.job_rows import WrittenJob, store_job, stored_digest
+from tracker.store.study_definitions import keep_study_definition
 
 __all__ = [
     "IngestOptions",
@@ -175,12 +176,14 @@ STUDY_KEY = "study"  # the job.json (or --meta) key that names a job's study
 
 
 def _set_study(session: Session, job_id: int, study: str | None) -> None:
-    """The job's study: ``study``, else its metadata's, else the default."""
+    """The job's study: ``study``, else its metadata's, else the default; and the exact
+    text of its file, kept with the job (a database carries its studies)."""
     job = session.get_one(Job, job_id)
     named = session.scalar(
         select(JobMeta.value).where(JobMeta.job_id == job.id, JobMeta.key == STUDY_KEY)
     )
     job.study = check_study(study or named or DEFAULT_STUDY)
+    keep_study_definition(session, job, study_definition(job.study))
     session.flush()
 
 

@@ -20,6 +20,7 @@ from tracker.models import Job
 from tracker.store import transactions
 from tracker.store.jobdata import load_job_data
 from tracker.store.kept_rows import jobs_without_rows, write_derived
+from tracker.store.study_definitions import stored_study
 from tracker.summary.build import derive, summarize
 from tracker.summary.version import expectations_digest
 
@@ -47,11 +48,11 @@ def store_derived(
 def store_packaged_derived(
     session: Session, job_id: int, losses: dict[str, pl.DataFrame] | None = None
 ) -> None:
-    """A new job's derived rows against its study's packaged expectations (at ingest and
-    copy)."""
+    """A new job's derived rows against its study's expectations (``judged_by``: its file's,
+    else the definition the database keeps), at ingest and copy."""
     study = session.scalar(select(Job.study).where(Job.id == job_id))
     assert study is not None
-    store_derived(session, job_id, judged_by(study), losses)
+    store_derived(session, job_id, judged_by(study, stored_study(session, study)), losses)
 
 
 @dataclass
@@ -95,9 +96,9 @@ def rederive(
     rebuilt after damage: ``tracker db check --repair``); ``only``: of these jobs alone."""
     with Session(engine) as session:
         if exp is None:
-            studies = session.scalars(select(Job.study).distinct().order_by(Job.study))
+            studies = list(session.scalars(select(Job.study).distinct().order_by(Job.study)))
             judged: list[tuple[Expectations, str | None]] = [
-                (judged_by(study), study) for study in studies
+                (judged_by(study, stored_study(session, study)), study) for study in studies
             ]
         else:
             judged = [(exp, None)]

@@ -1,12 +1,13 @@
 """Copying jobs between tracker databases (a local SQLite history to a team's PostgreSQL).
 
-The command copies each job in one destination transaction, with every row it owns (its
-derived rows are computed afresh there, by ``tracker.services.copy``); a curve's chunks go
-over as stored (still compressed, so every value's bits), through the same bulk path as an
-ingest. A job the destination already holds is skipped, so copying twice copies nothing new,
-except its metadata: metadata is not content, so values edited in the source since (``tracker
-meta``) are carried over, as ``ingest`` of identical content does with ``--meta``; keys only
-the destination has are kept, and said (a key set there, or one removed from the source since).
+The command copies each job in one destination transaction, with every row it owns and the
+definition of its study it was ingested with (its derived rows are computed afresh there, by
+``tracker.services.copy``); a curve's chunks go over as stored (still compressed, so every
+value's bits), through the same bulk path as an ingest. A job the destination already holds
+is skipped, so copying twice copies nothing new, except its metadata: metadata is not
+content, so values edited in the source since (``tracker meta``) are carried over, as
+``ingest`` of identical content does with ``--meta``; keys only the destination has are
+kept, and said (a key set there, or one removed from the source since).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tracker.models import Curve, Job, JobMeta, Probe, Run, RunNoteRow, SourceFi
 from tracker.store.catalog import update_meta
 from tracker.store.curves import stored_chunks
 from tracker.store.points import write_chunks
+from tracker.store.study_definitions import copy_study_definition
 
 PROBE_FIELDS = [c.key for c in Probe.__table__.columns if c.key not in ("id", "job_id")]
 RUN_FIELDS = [c.key for c in Run.__table__.columns if c.key not in ("id", "job_id")]
@@ -76,12 +78,15 @@ def copy_job_rows(source: Session, destination: Session, name: str) -> CopiedJob
         there = {m.key: m.value for m in present.meta if m.key not in source_meta}
         status = "updated" if meta_set else "present"
         return CopiedJob(name, status, meta_set=meta_set, meta_only_there=there)
+    if job.study_digest is not None:
+        copy_study_definition(source, destination, job.study_digest)
     copy = Job(
         name=job.name,
         source_path=job.source_path,
         ingested_at=job.ingested_at,
         content_digest=job.content_digest,
         study=job.study,
+        study_digest=job.study_digest,
         meta=[JobMeta(key=m.key, value=m.value) for m in job.meta],
         files=[
             SourceFile(path=f.path, sha256=f.sha256, size=f.size, version=f.version)

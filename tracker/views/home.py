@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from sqlalchemy.orm import Session
 
-from tracker.analysis.expectations import study_heading
+from tracker.analysis.study_looks import study_heading
 from tracker.domain import Status
 from tracker.jsonio import format_time
 from tracker.queries.claims import claims
-from tracker.queries.job_analysis import load_derived, load_summary
+from tracker.queries.job_analysis import load_derived, load_summary, study_of
 from tracker.queries.selection import JobSelection, contents_and_meta, selected_jobs
 from tracker.store.catalog import job_studies, list_jobs
 from tracker.views.across_jobs import cross_job_view
@@ -90,7 +90,7 @@ def index_view(
         cross=cross_job_view(session, ordered, folders, curves, latest, exp),
         claims=claims(session, selection, exp, jobs=ordered).to_dicts(),
         claims_note=claims_note,
-        heading=study_heading(studies),
+        heading=study_heading({study: study_of(session, study) for study in studies}),
     )
 
 

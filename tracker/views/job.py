@@ -13,7 +13,7 @@ from tracker.domain import LOSS
 from tracker.figures import memory_scaling, table4
 from tracker.figures.trajectories import trajectories_figure
 from tracker.jsonio import format_time
-from tracker.queries.job_analysis import load_summary
+from tracker.queries.job_analysis import load_summary, study_judging
 from tracker.store.catalog import Row, get_job, run_curves
 from tracker.store.jobdata import load_probes
 from tracker.store.notes import run_notes
@@ -56,7 +56,7 @@ def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
     """One job's pages from its stored summary (tracker.store.kept_rows) and probes; a job
     without a summary for ``exp`` is analysed from its points."""
     job = get_job(session, name)
-    exp = exp.judging(job.study)
+    exp = study_judging(session, exp, job.study)
     summary = load_summary(session, job.id, exp, trajectories=True)
     analysis = summary.analysis
     probes = load_probes(session, job.id)
@@ -72,6 +72,11 @@ def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
     }
     figures = {key: draw[key]() for key in shown}
     notes = [exp.missing] if exp.missing else list(analysis.notes)
+    if exp.provenance:
+        notes.append(exp.provenance)
+    elif exp.digest and job.study_digest not in (None, exp.digest):
+        own = job.study_digest
+        notes.append(f"ingested with another definition of its study (digest {own:.12})")
     if probes.height == 0 and "mem_scaling" in shown:
         lacking = (
             "no memory figure and no Table 4 figure" if "table4" in shown else "no memory figure"
