@@ -21,6 +21,7 @@ from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
 
+import pytest
 from sqlalchemy import event, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
@@ -123,30 +124,36 @@ def test_an_arm_summary_interrupted_at_any_step_raises_keyboard_interrupt() -> N
     assert steps > 30, steps
 
 
+SHARDS = 3  # the sweep split so that several workers share its minute of CPU
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
 def test_every_function_of_an_ingest_interrupted_at_its_first_call_leaves_whole_jobs(
-    db_url: str, tmp_path: Path
+    db_url: str, tmp_path: Path, shard: int
 ) -> None:
     """An ingest of one job, once per function it calls, interrupted at that function's first
-    call: the job is stored whole or not at all, and ``Interrupted`` says which.
+    call: the job is stored whole or not at all, and ``Interrupted`` says which. Each shard
+    takes every SHARDS-th function.
 
     In a process of its own: an interrupt inside the standard library can leave a lock of
     the process held (logging's), as it would in the command, which then exits."""
     engine = open_database(db_url, may_create_file=True)
     engine.dispose()
     done = subprocess.run(
-        [sys.executable, "-m", __name__, db_url, str(tmp_path)],
+        [sys.executable, "-m", __name__, db_url, str(tmp_path), str(shard)],
         cwd=Path(__file__).parents[1],
         capture_output=True,
         text=True,
         timeout=SAFETY_NET_S * 10,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    reached, functions = map(int, done.stdout.split())
-    assert functions > 500 and reached > 0.9 * functions, done.stdout
+    reached, swept, functions = map(int, done.stdout.split())
+    assert functions > 500 and reached > 0.9 * swept, done.stdout
 
 
-def sweep_ingest(url: str, root: Path) -> tuple[int, int]:
-    """The sweep of the test above, in this process: (functions reached, functions)."""
+def sweep_ingest(url: str, root: Path, shard: int) -> tuple[int, int, int]:
+    """The sweep of the test above, in this process, over one shard of the functions:
+    (functions reached, functions swept, functions)."""
     engine = open_database(url)
     if engine.dialect.name == "postgresql":  # a lock left held fails the test, never hangs it
         event.listen(engine, "connect", _lock_timeout)
@@ -158,8 +165,9 @@ def sweep_ingest(url: str, root: Path) -> tuple[int, int]:
     functions = _functions_called(ingest)
     _delete(engine)
     gc.freeze()  # each run's collection looks at what the runs made, not at every module
-    reached = sum(_interrupted_at_first_call(code, ingest, engine, whole) for code in functions)
-    return reached, len(functions)
+    swept = functions[shard::SHARDS]
+    reached = sum(_interrupted_at_first_call(code, ingest, engine, whole) for code in swept)
+    return reached, len(swept), len(functions)
 
 
 def _interrupted_at_first_call(
@@ -229,4 +237,4 @@ def _delete(engine: Engine) -> None:
 
 
 if __name__ == "__main__":
-    print(*sweep_ingest(sys.argv[1], Path(sys.argv[2])))
+    print(*sweep_ingest(sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])))
