@@ -14,8 +14,9 @@ from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.claims.judge import COLUMNS, judge_claims, run_metrics
+from tracker.analysis.claims.specs import Compared
 from tracker.completeness import summary_steps
-from tracker.domain import LOSS
+from tracker.domain import LOSS, RunLengths
 from tracker.elapsed import ELAPSED_METRICS, MS_SUFFIX, STEP_MS, elapsed_metrics
 from tracker.models import Curve, Job, JobMeta, Run
 from tracker.queries.job_analysis import job_studies, load_verdict_rows
@@ -88,13 +89,15 @@ def claims(
     exp: Expectations,
     *,
     jobs: pl.DataFrame | None = None,
+    lengths: RunLengths | None = None,
 ) -> pl.DataFrame:
     """One row per claim and subject over the selected jobs (``selection.jobs`` and
     ``where``); with ``group_by`` one set of rows per group of jobs, in a ``group`` column.
     Each study's jobs are judged apart, by ``exp.judging`` that study; jobs of several
     studies are grouped by study first (``study=NAME`` in the ``group`` column).
     ``selection.models`` and ``variants`` are not used: a claim covers its own subjects.
-    ``jobs``: ``selected_jobs(session, selection)``, when the caller has it already."""
+    ``jobs``: ``selected_jobs(session, selection)``, when the caller has it already;
+    ``lengths``: every comparing claim's ``lengths`` instead of its study file's."""
     selected = selected_jobs(session, selection) if jobs is None else jobs
     jobs, duplicates = _distinct_content(session, selected)
     studies = job_studies(session, jobs["job_id"].to_list())
@@ -114,7 +117,8 @@ def claims(
         verdicts, numbers, runs, meta = (
             frame.filter(pl.col("job").is_in(group["job"])) for frame in evidence
         )
-        found = judge_claims(verdicts, numbers, runs, meta, exp.judging(group[STUDY]))
+        judging = _with_lengths(exp.judging(group[STUDY]), lengths)
+        found = judge_claims(verdicts, numbers, runs, meta, judging)
         if duplicates:
             found = found.with_columns(pl.col("detail") + f"; {duplicates}")
         if keys:
@@ -123,6 +127,17 @@ def claims(
         frames.append(found)
     schema = {GROUP: pl.String, **COLUMNS} if keys else COLUMNS
     return pl.concat(frames) if frames else pl.DataFrame(schema=schema)
+
+
+def _with_lengths(exp: Expectations, lengths: RunLengths | None) -> Expectations:
+    """``exp`` with every comparing claim judging runs by ``lengths`` (None: as it says)."""
+    if lengths is None:
+        return exp
+    specs = tuple(
+        spec.model_copy(update={"lengths": lengths.value}) if isinstance(spec, Compared) else spec
+        for spec in exp.claims
+    )
+    return exp.model_copy(update={"claims": specs})
 
 
 def _runs(session: Session, ids: list[int], metrics: set[str]) -> pl.DataFrame:

@@ -14,7 +14,7 @@ from tracker.analysis.fields import Fraction, Integer, Positive, Real, String
 from tracker.errors import did_you_mean
 
 Design = Literal["anytime", "fixed"]
-Lengths = Literal["matched", "own"]
+Lengths = Literal["matched", "own"]  # tracker.domain.RunLengths' values
 MemoryCheck = Literal["bytes_per_param", "table4", "gpt2_124m", "probe_failures"]
 MIN_RUNS = 3  # runs per variant below which a comparing claim decides nothing
 ALL_MEMORY_CHECKS: tuple[MemoryCheck, ...] = ("bytes_per_param", "table4", "gpt2_124m",
