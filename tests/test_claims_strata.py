@@ -78,13 +78,13 @@ def test_a_level_shared_by_both_variants_does_not_widen_the_interval(exp: Expect
 
 def test_a_job_whose_own_difference_is_off_is_named_with_it(exp: Expectations) -> None:
     flash = [list(np.array(f) + 0.03) if j == 2 else f for j, f in enumerate(DEMO_FLASH)]
-    (row,) = judge(exp, spec(), frame(flash + [[3.2650, 3.2652]], DEMO_REF + [[3.2633, 3.2629]]))
+    (row,) = judge(exp, spec(), frame([*flash, [3.265, 3.2652]], [*DEMO_REF, [3.2633, 3.2629]]))
     assert row["jobs_failing"] == ["job3"]
     assert "jobs whose own difference lies beyond the margin: job3 +0.0317" in row["detail"]
 
 
 def test_runs_without_the_other_variant_count_in_the_spread_only(exp: Expectations) -> None:
-    flash = DEMO_FLASH + [[]]
+    flash = [*DEMO_FLASH, []]
     ref = DEMO_REF + [[3.2700, 3.2710, 3.2690]]  # a job of ref runs alone, at its own level
     (row,) = judge(exp, spec(), frame(flash, ref))
     (alone,) = judge(exp, spec(), frame(DEMO_FLASH, DEMO_REF))
@@ -114,7 +114,7 @@ def test_a_decision_is_kept_and_says_since_which_job(exp: Expectations) -> None:
     (row,) = judge(exp, spec(), frame(flash, ref))
     assert row["status"] == "REPRODUCED"
     # a later job far off would take today's interval outside; the kept decision holds
-    (later,) = judge(exp, spec(), frame(flash + [[3.2901, 3.2899]], ref + [[3.2632, 3.2630]]))
+    (later,) = judge(exp, spec(), frame([*flash, [3.2901, 3.2899]], [*ref, [3.2632, 3.263]]))
     assert later["status"] == "REPRODUCED" and later["jobs_failing"] == ["job7"]
     since = row["detail"].split(" since ")[1].split(":")[0]
     assert f"since {since}:" in later["detail"]
@@ -129,7 +129,7 @@ def test_a_planned_design_is_interim_then_judged_once_on_the_first_runs(exp: Exp
     (judged,) = judge(exp, spec(planned_runs=8), frame(flash[:4], ref[:4]))
     assert judged["interval"] == "90% t" and judged["n_samples"] == 16
     assert judged["status"] == "REPRODUCED"
-    (after,) = judge(exp, spec(planned_runs=8), frame(flash + [[3.4, 3.4]], ref + [[3.2, 3.2]]))
+    (after,) = judge(exp, spec(planned_runs=8), frame([*flash, [3.4, 3.4]], [*ref, [3.2, 3.2]]))
     assert (after["status"], after["ci_low"], after["ci_high"]) == (
         judged["status"],
         judged["ci_low"],
