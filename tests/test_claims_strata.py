@@ -85,7 +85,7 @@ def test_a_job_whose_own_difference_is_off_is_named_with_it(exp: Expectations) -
 
 def test_runs_without_the_other_variant_count_in_the_spread_only(exp: Expectations) -> None:
     flash = [*DEMO_FLASH, []]
-    ref = DEMO_REF + [[3.2700, 3.2710, 3.2690]]  # a job of ref runs alone, at its own level
+    ref = [*DEMO_REF, [3.2700, 3.2710, 3.2690]]  # a job of ref runs alone, at its own level
     (row,) = judge(exp, spec(), frame(flash, ref))
     (alone,) = judge(exp, spec(), frame(DEMO_FLASH, DEMO_REF))
     assert row["estimate"] == pytest.approx(alone["estimate"])
