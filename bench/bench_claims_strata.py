@@ -18,7 +18,8 @@ Printed, each as a share of sequences:
 * **power** of an equal pair (REPRODUCED) after 3, 5 and 10 jobs of 2 + 2, stratified and
   pooled; the issue's example (6 jobs of the demo's level, 8 at +0.09, per-job difference
   +0.0022 with sd 0.0019);
-* **planned designs** (one fixed-sample t test at N = 5, 10, 20 runs per arm, 1 + 1 per job):
+* **planned designs** (one fixed-sample t test at N = 3, 5, 7, 10, 20 runs per arm, 1 + 1
+  per job, the spread between jobs):
   power for an equal pair and false REPRODUCED at the margin, against the anytime rule read at
   the same N and looked at after every job;
 * **advice**: of the inconclusive sequences after 2 jobs of 2 + 2 (and 3 jobs of 1 + 1),
@@ -35,7 +36,7 @@ import time
 import numpy as np
 
 from tracker.analysis.claims.next_runs import runs_to_settle
-from tracker.analysis.claims.specs import EquivalenceClaim
+from tracker.analysis.claims.specs import MIN_RUNS, EquivalenceClaim
 from tracker.analysis.claims.within_jobs import (
     REPRODUCES,
     Strata,
@@ -128,7 +129,7 @@ def follow_advice(rng: np.random.Generator, cases: int, truth: float,
     for i in range(cases):
         data = strata_of(list(x[i]), list(y[i]))
         judged = judge_looks(data, SPEC, anytime=True)
-        if judged.decision or not judged.enough:
+        if judged.decision or min(data.nx.sum(), data.ny.sum()) < MIN_RUNS:
             continue
         inconclusive += 1
         more = runs_to_settle(data, judged, SPEC, anytime=True)
@@ -182,7 +183,7 @@ def main() -> None:
         "\n| runs per arm (1 + 1 a job) | planned: power | planned: false REPRODUCED | "
         "anytime at N: power | anytime, every look to N: false REPRODUCED |"
     )
-    for n in (5, 10, 20):
+    for n in (3, 5, 7, 10, 20):
         eq_x, eq_y = draw(rng, (r, n), (1, 1), 0.0)
         m_x, m_y = draw(rng, (r, n), (1, 1), MARGIN)
         fixed_eq = stratified_looks(eq_x, eq_y, anytime=False)[:, -1]

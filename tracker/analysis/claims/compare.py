@@ -224,6 +224,8 @@ def _judge(claim: Claim, spec: Compared, cand: pl.DataFrame, base: pl.DataFrame,
         numbers += "; jobs whose own difference lies beyond the margin: " + ", ".join(
             f"{job} {d:+.4f}" for job, d in off
         )
+    if not anytime and planned is None:
+        numbers = f"fixed design: one test on these runs; {numbers}"
     if later:
         numbers += f"; {later} runs after the planned {planned} per variant are not judged"
     if interim:

@@ -61,7 +61,7 @@ def settle_probability(
     low, high = s.estimate - half, s.estimate + half
     if anytime and judged.enough:
         low, high = np.maximum(low, judged.judged[0]), np.minimum(high, judged.judged[1])
-    settled = (decisions(low, high, spec) != 0) & decidable(total, s)
+    settled = (decisions(low, high, spec) != 0) & decidable(total, s, anytime=anytime)
     return np.asarray(settled.mean(axis=0))
 
 

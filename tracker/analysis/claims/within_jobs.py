@@ -113,11 +113,12 @@ class Looks:
     codes: np.ndarray  # decision of the running intersection (0 once it is empty)
 
 
-def decidable(totals: Totals, s: Stratified) -> np.ndarray:
-    """The looks that may decide: MIN_RUNS runs per variant in jobs with both, and a spread
-    of MIN_DF degrees of freedom."""
+def decidable(totals: Totals, s: Stratified, *, anytime: bool) -> np.ndarray:
+    """The looks that may decide: MIN_RUNS runs per variant in jobs with both, and for the
+    anytime rule a spread of MIN_DF degrees of freedom (the fixed t test is exact at any)."""
     with np.errstate(invalid="ignore"):
-        return (totals.nx >= MIN_RUNS) & (totals.ny >= MIN_RUNS) & (s.df >= MIN_DF)
+        enough = (totals.nx >= MIN_RUNS) & (totals.ny >= MIN_RUNS)
+        return enough & (s.df >= (MIN_DF if anytime else 1))
 
 
 def looks(totals: Totals, floor: float, spec: Compared, *, anytime: bool) -> Looks:
@@ -125,7 +126,7 @@ def looks(totals: Totals, floor: float, spec: Compared, *, anytime: bool) -> Loo
     s = stratified(totals, floor)
     half = half_width(s, spec.level, spec.tuned_runs, anytime=anytime)
     low, high = s.estimate - half, s.estimate + half
-    usable = decidable(totals, s) & np.isfinite(half)
+    usable = decidable(totals, s, anytime=anytime) & np.isfinite(half)
     kept_low = np.maximum.accumulate(np.where(usable, low, -np.inf), axis=-1)
     kept_high = np.minimum.accumulate(np.where(usable, high, np.inf), axis=-1)
     nonempty = kept_low <= kept_high
