@@ -99,8 +99,9 @@ def _reference(spec: Compared, judged: Judged, data: Strata, cand: pl.DataFrame,
     improvement within jobs, the bootstrap stratified by job."""
     last, m = judged.last, spec.margin
     stdtr = _scipy_special().stdtr
-    p_low = 1 - float(stdtr(last.df, (last.estimate + m) / last.se))
-    p_high = float(stdtr(last.df, (last.estimate - m) / last.se))
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero spread: t is infinite
+        p_low = 1 - float(stdtr(last.df, (last.estimate + m) / last.se))
+        p_high = float(stdtr(last.df, (last.estimate - m) / last.se))
     noninferior = isinstance(spec, NoninferiorityClaim)
     test = "one-sided t test" if noninferior else "TOST"
     p_test = p_high if noninferior else max(p_low, p_high)

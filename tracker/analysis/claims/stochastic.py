@@ -60,14 +60,14 @@ def stratified_bootstrap(
             by_size.setdefault(len(values), []).append((values, weights[job] / total / len(values)))
         for size, same in by_size.items():
             stacked = np.stack([values for values, _ in same])  # (groups, size)
-            scale = sign * np.array([coefficient for _, coefficient in same])[:, None]
+            scale = sign * np.array([coefficient for _, coefficient in same])
             if size == 1:
-                statistic += float((scale * stacked).sum())
+                statistic += float(stacked[:, 0] @ scale)
                 continue
             varied = True
             picks = rng.integers(0, size, (resamples, len(same), size))
             rows = np.arange(len(same))[None, :, None]
-            statistic += (scale[None] * stacked[rows, picks]).sum(axis=(1, 2))
+            statistic += stacked[rows, picks].sum(axis=2) @ scale
     if not varied:
         return None
     tail = (1 - spec.level) / 2
