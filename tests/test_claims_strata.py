@@ -21,6 +21,7 @@ from tracker.analysis.expectations import Expectations, study_expectations
 from tracker.queries.claims import run_hours
 from tracker.sample import write_sample_job
 
+SPEEDRUN = Path(__file__).parent / "data" / "speedrun"  # real record logs, numbers only
 # the demo's runs (docs/claims.md, "Worked example: the demo"), jobs 1-3 of 1 flash + 2 ref,
 # jobs 4-6 of 2 + 2
 DEMO_FLASH = [[3.264205], [3.265812], [3.264752], [3.266825, 3.265382],
@@ -183,3 +184,29 @@ def test_cli_lengths_own_compares_runs_of_unlike_lengths(cli: Cli, tmp_path: Pat
     result = cli("claims", "--lengths", "mine", ok=False)
     assert result.exit_code == 2
     assert "Invalid value for '--lengths'" in result.output
+
+
+def test_real_records_run_apart_are_compared_across_jobs_and_say_so(exp: Expectations) -> None:
+    """Two real modded-nanogpt records (tests/data/speedrun), each a job of its own runs at
+    its own length: no job to compare within."""
+    rows = []
+    for record in ("2025-12-18_CautiousWDAdam", "2025-12-26_LogitRescale"):
+        for path in sorted((SPEEDRUN / record).glob("*.json")):
+            if path.name == "job.json":
+                continue
+            summary = json.loads(path.read_text())
+            rows.append(
+                {"job": record, "arm": path.stem, "variant": path.stem.rsplit("_", 1)[0],
+                 "val_loss": summary["val_loss"], "diverged": False, "steps": summary["steps"],
+                 "stopped": None, "hours": summary["wall_time_s"] / 3600}
+            )  # fmt: skip
+    found = pl.DataFrame(rows).with_columns(pl.col("stopped").cast(pl.String))
+    claim = compared(
+        EquivalenceClaim, candidate="LogitRescale", baseline="CautiousWDAdam", lengths="own"
+    )
+    (row,) = judge(exp, claim, found)
+    assert row["n_samples"] == 21 and row["n_jobs"] == 2
+    assert row["statement"].endswith(
+        "(each at its own full length: LogitRescale at 1,880 steps, CautiousWDAdam at 2,090 steps)"
+    )
+    assert "9 LogitRescale and 12 CautiousWDAdam runs over 2 jobs, none with both" in row["detail"]

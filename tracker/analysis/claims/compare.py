@@ -46,6 +46,9 @@ if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
 
 
+ACROSS = "all jobs"  # the one stratum of variants no job ran both of
+
+
 def metric_words(metric: str) -> str:
     """How the claims' sentences name a run's final ``metric``."""
     return "validation loss" if metric == "val_loss" else metric
@@ -185,11 +188,20 @@ def _judge(claim: Claim, spec: Compared, cand: pl.DataFrame, base: pl.DataFrame,
     planned = spec.planned_runs
     interim = planned is not None and (cand.height < planned or base.height < planned)
     anytime = interim or (planned is None and spec.design == "anytime")
+    apart = not set(cand["job"]) & set(base["job"])
+    if apart:  # no job to compare within: all runs as one stratum, and the row says so
+        cand, base = (f.with_columns(job=pl.lit(ACROSS)) for f in (cand, base))
     data = strata(cand, base, _worse(spec))
     judged = judge_looks(data, spec, anytime=anytime)
     last = judged.last
     claim.estimate = None if not np.isfinite(last.estimate) else float(last.estimate)
     counts = _counts(cand, base, data, pair)
+    if apart:
+        counts = (
+            f"{cand.height} {pair[0]} and {base.height} {pair[1]} runs over {claim.n_jobs} jobs, "
+            "none with both (compared across jobs, unpaired: the jobs' levels are in the "
+            "spread; judged at this look only)"
+        )
     if not np.isfinite(last.se):
         _advice(claim, spec, data, judged, cand, base, pair, anytime)
         return (
@@ -203,10 +215,12 @@ def _judge(claim: Claim, spec: Compared, cand: pl.DataFrame, base: pl.DataFrame,
     claim.interval = f"{level} CS" if anytime else f"{level} t"
     if interim:
         claim.interval += " (interim)"
+    spread = spread_words(data, last, pair)
+    spread = spread.replace("within jobs", "of the runs") if apart else spread
     numbers = (
-        f"difference within jobs {last.estimate:+.4f}"
+        f"difference {'across' if apart else 'within'} jobs {last.estimate:+.4f}"
         f"{' (how much worse the candidate is)' if _worse(spec) < 0 else ''} from {counts} "
-        f"({spread_words(data, last, pair)}); {_reference(spec, judged, data, cand, base)}"
+        f"({spread}); {_reference(spec, judged, data, cand, base)}"
     )
     if anytime and not interim:
         kept = f"running intersection {judged.judged[0]:+.4f} to {judged.judged[1]:+.4f}"
@@ -246,7 +260,7 @@ def _judge(claim: Claim, spec: Compared, cand: pl.DataFrame, base: pl.DataFrame,
         )
     if judged.decision:
         claim.status = REPRODUCED if judged.decision == REPRODUCES else NOT_REPRODUCED
-        since = f" since {judged.since}" if anytime else ""
+        since = f" since {judged.since}" if anytime and not apart else ""
         kept = "running intersection of the " if anytime else ""
         assert judged.decision in (REPRODUCES, CONTRADICTS)
         return f"{_why(spec, judged.decision, kept + what)}{since}: {numbers}"
