@@ -230,7 +230,7 @@ def test_one_seed_per_arm_is_inconclusive(
     assert equivalence["ci_low"] is None
     assert equivalence["detail"].endswith(
         "from 1 flash and 1 ref runs over 1 jobs: fewer than 3 runs of a variant in jobs with "
-        "both, no spread to judge by yet: no decision"
+        "both: no decision from so few"
     )
     # each variant's cost at its own logged time
     assert re.fullmatch(

@@ -39,7 +39,7 @@ from tracker.analysis.claims.within_jobs import (
     strata,
 )
 from tracker.analysis.stats import _scipy_special, mann_whitney_u
-from tracker.analysis.strata import half_width
+from tracker.analysis.strata import half_width, stratified
 from tracker.domain import ArmName
 
 if TYPE_CHECKING:
@@ -152,20 +152,33 @@ def _counts(cand: pl.DataFrame, base: pl.DataFrame, data: Strata, pair: tuple[st
     return text
 
 
+def _logged(
+    cand: pl.DataFrame, base: pl.DataFrame, pair: tuple[str, str]
+) -> dict[str, list[float]]:
+    return {
+        pair[0]: finite_rows(cand, "hours")["hours"].to_list(),
+        pair[1]: finite_rows(base, "hours")["hours"].to_list(),
+    }
+
+
+def _fill_up(claim: Claim, have: tuple[int, int], cand: pl.DataFrame, base: pl.DataFrame,
+             pair: tuple[str, str]) -> None:  # fmt: skip
+    """``claim.next_runs`` of a claim with fewer than MIN_RUNS runs of a variant."""
+    short = {v: MIN_RUNS - n for v, n in zip(pair, have, strict=True) if n < MIN_RUNS}
+    runs = " and ".join(f"{k} more {v} seed{'s' if k > 1 else ''}" for v, k in short.items())
+    cost = variant_hours(short, _logged(cand, base, pair))
+    claim.next_runs = f"run {runs} in jobs with both variants{cost}"
+
+
 def _advice(claim: Claim, spec: Compared, data: Strata, judged: Judged, cand: pl.DataFrame,
             base: pl.DataFrame, pair: tuple[str, str], anytime: bool) -> None:  # fmt: skip
     """``claim.next_runs`` of an undecided claim: the runs per variant that settle it with
     probability SETTLE, each variant's cost at its own logged time."""
-    logged = {
-        pair[0]: finite_rows(cand, "hours")["hours"].to_list(),
-        pair[1]: finite_rows(base, "hours")["hours"].to_list(),
-    }
     have = (int(data.nx[data.ny > 0].sum()), int(data.ny[data.nx > 0].sum()))
     if min(have) < MIN_RUNS:
-        short = {v: MIN_RUNS - n for v, n in zip(pair, have, strict=True) if n < MIN_RUNS}
-        runs = " and ".join(f"{k} more {v} seed{'s' if k > 1 else ''}" for v, k in short.items())
-        claim.next_runs = f"run {runs} in jobs with both variants{variant_hours(short, logged)}"
+        _fill_up(claim, have, cand, base, pair)
         return
+    logged = _logged(cand, base, pair)
     more = runs_to_settle(data, judged, spec, anytime=anytime)
     if more is None:
         claim.next_runs = (
@@ -192,9 +205,6 @@ def _judge(claim: Claim, spec: Compared, cand: pl.DataFrame, base: pl.DataFrame,
     if apart:  # no job to compare within: all runs as one stratum, and the row says so
         cand, base = (f.with_columns(job=pl.lit(ACROSS)) for f in (cand, base))
     data = strata(cand, base, _worse(spec))
-    judged = judge_looks(data, spec, anytime=anytime)
-    last = judged.last
-    claim.estimate = None if not np.isfinite(last.estimate) else float(last.estimate)
     counts = _counts(cand, base, data, pair)
     if apart:
         counts = (
@@ -202,12 +212,21 @@ def _judge(claim: Claim, spec: Compared, cand: pl.DataFrame, base: pl.DataFrame,
             "none with both (compared across jobs, unpaired: the jobs' levels are in the "
             "spread; judged at this look only)"
         )
-    if not np.isfinite(last.se):
-        _advice(claim, spec, data, judged, cand, base, pair, anytime)
+    have = (int(data.nx[data.ny > 0].sum()), int(data.ny[data.nx > 0].sum()))
+    if min(have) < 2:  # no spread, no interval: a one-job report imports no scipy
+        estimate = float(stratified(data.looks().last(), data.floor).estimate)
+        claim.estimate = estimate
+        _fill_up(claim, have, cand, base, pair)
         return (
-            f"difference within jobs {last.estimate:+.4f} from {counts}: fewer than {MIN_RUNS} "
-            "runs of a variant in jobs with both, no spread to judge by yet: no decision"
+            f"difference within jobs {estimate:+.4f} from {counts}: fewer than {MIN_RUNS} runs "
+            "of a variant in jobs with both: no decision from so few"
         )
+    judged = judge_looks(data, spec, anytime=anytime)
+    last = judged.last
+    claim.estimate = None if not np.isfinite(last.estimate) else float(last.estimate)
+    if not np.isfinite(last.se):
+        claim.next_runs = f"run more {pair[0]} and {pair[1]} seeds in jobs with both variants"
+        return f"difference within jobs {last.estimate:+.4f} from {counts}: no spread to judge by"
     claim.ci_low, claim.ci_high = judged.judged
     what = "confidence sequence" if anytime else "t interval"
     if planned is not None and not interim:
@@ -255,9 +274,10 @@ def _judge(claim: Claim, spec: Compared, cand: pl.DataFrame, base: pl.DataFrame,
     if not judged.enough:
         _advice(claim, spec, data, judged, cand, base, pair, anytime)
         return (
-            f"fewer than {MIN_RUNS} runs of a variant in jobs with both, or a spread of fewer "
-            f"than {MIN_DF} degrees of freedom: no decision from so few; {numbers}"
-        )
+            f"fewer than {MIN_RUNS} runs of a variant in jobs with both"
+            if min(have) < MIN_RUNS
+            else f"a spread of fewer than {MIN_DF} degrees of freedom"
+        ) + f": no decision from so few; {numbers}"
     if judged.decision:
         claim.status = REPRODUCED if judged.decision == REPRODUCES else NOT_REPRODUCED
         since = f" since {judged.since}" if anytime and not apart else ""
