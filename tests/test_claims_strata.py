@@ -137,6 +137,9 @@ def test_a_planned_design_is_interim_then_judged_once_on_the_first_runs(exp: Exp
         judged["ci_high"],
     )
     assert "12 runs after the planned 8 per variant are not judged" in after["detail"]
+    noisy = frame([[3.270, 3.262, 3.276]], [[3.263, 3.268, 3.259]])
+    (unsettled,) = judge(exp, spec(planned_runs=3), noisy)
+    assert unsettled["next_runs"].startswith("nothing: the planned 3 runs per variant left it")
 
 
 def test_advice_settles_or_says_the_margin_is_too_near(exp: Expectations) -> None:

@@ -284,7 +284,13 @@ def _judge(claim: Claim, spec: Compared, cand: pl.DataFrame, base: pl.DataFrame,
         kept = "running intersection of the " if anytime else ""
         assert judged.decision in (REPRODUCES, CONTRADICTS)
         return f"{_why(spec, judged.decision, kept + what)}{since}: {numbers}"
-    _advice(claim, spec, data, judged, cand, base, pair, anytime)
+    if planned is not None:  # judged once: more runs change nothing
+        claim.next_runs = (
+            f"nothing: the planned {planned} runs per variant left it unsettled, and later "
+            "runs are not judged (a new plan needs new runs)"
+        )
+    else:
+        _advice(claim, spec, data, judged, cand, base, pair, anytime)
     bound = f"the margin {'' if isinstance(spec, NoninferiorityClaim) else '±'}{spec.margin:g}"
     return f"the {level} {what} straddles {bound}: {numbers}"
 
