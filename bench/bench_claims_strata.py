@@ -105,17 +105,19 @@ def at(codes: np.ndarray, look: int, code: int) -> float:
     return float((codes[:, look - 1] == code).mean())
 
 
+def _groups(groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each job's runs, mean and sum of squares about it."""
+    means = np.array([g.mean() for g in groups])
+    q = np.array([((g - m) ** 2).sum() for g, m in zip(groups, means, strict=True)])
+    return np.array([len(g) for g in groups], dtype=np.float64), means, q
+
+
 def strata_of(xs: list[np.ndarray], ys: list[np.ndarray]) -> Strata:
     """One sequence's jobs (each job's runs of each variant) as the claims see them."""
-
-    def stats(groups: list[np.ndarray]) -> list[np.ndarray]:
-        means = [g.mean() for g in groups]
-        q = [((g - m) ** 2).sum() for g, m in zip(groups, means, strict=True)]
-        return [np.array([len(g) for g in groups], float), np.array(means), np.array(q)]
-
-    values = np.concatenate(xs + ys)
-    return Strata([f"job{j + 1}" for j in range(len(xs))], *stats(xs), *stats(ys),
-                  rounding_floor(values))  # type: ignore[call-arg]  # fmt: skip
+    nx, mx, qx = _groups(xs)
+    ny, my, qy = _groups(ys)
+    floor = rounding_floor(np.concatenate(xs + ys))
+    return Strata([f"job{j + 1}" for j in range(len(xs))], nx, mx, qx, ny, my, qy, floor)
 
 
 def follow_advice(rng: np.random.Generator, cases: int, truth: float,
