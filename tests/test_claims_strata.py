@@ -213,3 +213,21 @@ def test_real_records_run_apart_are_compared_across_jobs_and_say_so(exp: Expecta
         "(each at its own full length: LogitRescale at 1,880 steps, CautiousWDAdam at 2,090 steps)"
     )
     assert "9 LogitRescale and 12 CautiousWDAdam runs over 2 jobs, none with both" in row["detail"]
+
+
+def test_looking_after_every_job_within_jobs_keeps_the_level_and_the_advice_settles() -> None:
+    """A small bench/bench_claims_strata.py: jobs at levels 0.05 apart, seed sd 0.004."""
+    from bench.bench_claims_strata import (
+        MARGIN,
+        REPRODUCES,
+        draw,
+        ever,
+        follow_advice,
+        stratified_looks,
+    )
+
+    rng = np.random.default_rng(12)
+    x, y = draw(rng, (300, 10), (1, 4), MARGIN, (0.012, 0.004))
+    assert ever(stratified_looks(x, y), REPRODUCES) <= 0.05 + 0.02
+    settled, _, cases = follow_advice(rng, 24, 0.0, (2, (2, 2)))
+    assert cases >= 5 and settled >= 0.75
