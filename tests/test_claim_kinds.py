@@ -57,12 +57,17 @@ def compared(kind: type[Any], **values: Any) -> Any:
 
 def test_lengths_own_compares_each_variant_at_its_full_length(exp: Expectations) -> None:
     frame = runs({("fast", 1750): FAST, ("ref", 2000): REF})
-    matched = judge(exp, compared(EquivalenceClaim), frame)
-    assert [row["subject"] for row in matched] == [
-        "fast vs ref, 1,750 steps",
-        "fast vs ref, 2,000 steps",
-    ]
-    assert {row["status"] for row in matched} == {"INCONCLUSIVE"}  # each lacks the other side
+    (matched,) = judge(exp, compared(EquivalenceClaim), frame)
+    assert matched["status"] == "INCONCLUSIVE" and matched["n_samples"] == 0
+    assert matched["detail"].endswith(
+        "not compared, runs of unlike lengths: fast 6 runs of 1,750 steps, "
+        "ref 6 runs of 2,000 steps"
+    )
+    # the advice asks only for lengths a variant was run at
+    assert matched["next_runs"] == (
+        "run 3 ref seeds of 1,750 steps or 3 fast seeds of 2,000 steps, "
+        "or compare each at its own length (--lengths own)"
+    )
     (own,) = judge(exp, compared(EquivalenceClaim, lengths="own"), frame)
     assert own["subject"] == "fast vs ref"
     assert own["statement"].endswith(
@@ -74,10 +79,11 @@ def test_lengths_own_compares_each_variant_at_its_full_length(exp: Expectations)
 def test_the_fixed_design_is_the_one_welch_test(exp: Expectations) -> None:
     frame = runs({("fast", 2000): FAST, ("ref", 2000): REF})
     (row,) = judge(exp, compared(EquivalenceClaim, design="fixed"), frame)
-    low, high = stats.ttest_ind(FAST, REF, equal_var=False).confidence_interval(0.90)
+    # one run of each variant per job: the jobs are pairs, the stratified interval the paired t
+    low, high = stats.ttest_rel(FAST, REF).confidence_interval(0.90)
     assert (row["ci_low"], row["ci_high"]) == (pytest.approx(low), pytest.approx(high))
-    assert row["interval"] == "90% Welch"
-    assert "fixed design: one test on these runs" in row["detail"]
+    assert row["interval"] == "90% t"
+    assert "spread between the 6 jobs' differences" in row["detail"]
     assert row["status"] == ("REPRODUCED" if low > -0.01 and high < 0.01 else "INCONCLUSIVE")
 
 

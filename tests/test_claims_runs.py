@@ -4,6 +4,7 @@ counted in seeded simulations (no timing)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -20,12 +21,15 @@ from tests.test_claims import judge, row
 from tracker.analysis.expectations import Expectations, load_expectations
 from tracker.analysis.job import analyze_job
 from tracker.analysis.outcomes import val_loss_verdicts
+from tracker.analysis.smoothing import smooth
+from tracker.analysis.tracking import tracking_check
 from tracker.analysis.verdict import FAIL
 from tracker.completeness import completeness, stopped_arms
 from tracker.sample import write_sample_job
 from tracker.store.jobdata import load_job_data
 
 ARMS = ("ref_s0", "ref_s1", "flash_s0")
+SPEEDRUN = Path(__file__).parent / "data" / "speedrun"  # real record logs, numbers only
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +136,39 @@ def test_a_clean_jobs_validation_loss_check_fails_at_most_at_the_stated_rate(
             verdicts = val_loss_verdicts(exp, present, {})
             fails += any(v.check == "val_loss" and v.status == FAIL for v in verdicts)
         assert fails / 800 <= bound
+
+
+def test_the_tracking_check_fails_at_most_five_percent_of_clean_real_triples(
+    exp: Expectations,
+) -> None:
+    """Every fourth (baseline, candidate, seed twin) of three distinct runs of one real
+    modded-nanogpt record (their validation-loss curves): at most 5% fail the job's check."""
+    t = exp.training
+    fails = total = 0
+    for record in sorted(SPEEDRUN.iterdir()):
+        curves = {
+            csv.stem: pl.read_csv(csv)
+            .select("step", pl.col("val_loss").alias("value"))
+            .drop_nulls()
+            for csv in sorted(record.glob("*.csv"))
+        }
+        smoothed = {
+            arm: smooth(c["step"].to_numpy(), c["value"].to_numpy(), t.ema_alpha)
+            for arm, c in curves.items()
+        }
+        for i, triple in enumerate(itertools.permutations(curves, 3)):
+            if i % 4:
+                continue
+            roles = dict(zip((t.baseline, t.candidate, t.seed_twin), triple, strict=True))
+            result = tracking_check(
+                {role: curves[arm] for role, arm in roles.items()},
+                exp,
+                True,
+                {role: smoothed[arm] for role, arm in roles.items()},
+            )
+            fails += result.verdict.status == FAIL
+            total += 1
+    assert total > 400 and fails / total <= 0.05
 
 
 def test_the_claims_page_puts_known_setup_differences_apart(

@@ -372,7 +372,7 @@ def test_the_new_expectations_are_checked(tmp_path: Path) -> None:
          "must be > 0, got 0"),
         ("paper_steps = 20000", "paper_steps = 2.5", "training.val_loss.paper_steps must be a "
          "positive integer, got 2.5"),
-        ("job_noise_factor = 2.0\n", "", "missing key training.job_noise_factor"),
+        ("job_noise_factor = 5.0\n", "", "missing key training.job_noise_factor"),
     ):  # fmt: skip
         with pytest.raises(BadExpectations) as caught:
             expectations_with(tmp_path, lambda t, old=old, new=new: t.replace(old, new))  # type: ignore[misc]

@@ -89,6 +89,13 @@ class ClaimStatus(StrEnum):
     INCONCLUSIVE = "INCONCLUSIVE"
 
 
+class RunLengths(StrEnum):
+    """Which runs a comparing claim compares by length (``lengths`` of a study's claim)."""
+
+    matched = "matched"  # only runs of one length, a row per length both variants ran
+    own = "own"  # each variant's runs at its own full length
+
+
 class Change(StrEnum):
     """How a verdict changed from one job to another (``tracker compare``), in table order."""
 

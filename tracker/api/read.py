@@ -29,7 +29,7 @@ from tracker.analysis.expectations import (
 from tracker.api.rows import Database, SqlLimits, job_rows, sql_result, with_session
 from tracker.conditions import Condition, as_conditions
 from tracker.config import MAX_BYTES, MAX_ROWS, STATEMENT_TIMEOUT_S, database_url
-from tracker.domain import LOSS
+from tracker.domain import LOSS, RunLengths
 from tracker.queries import claims as _claims
 from tracker.queries import compare as _compare
 from tracker.queries import tables
@@ -273,13 +273,15 @@ def claims(
     since: datetime | None = None,
     expectations: Path | None = None,
     study: str | None = None,
+    lengths: RunLengths | None = None,
 ) -> pl.DataFrame:
     """The studies' claims judged on all selected jobs together (only jobs whose ``time`` is
     at or after ``since``; of ``study``, or of every study, each judged apart), one row per
-    claim and subject (with ``group_by``, per group of jobs in a ``group`` column)."""
+    claim and subject (with ``group_by``, per group of jobs in a ``group`` column); with
+    ``lengths``, every comparing claim compares runs by it instead of its study file's."""
     selection = _selection(selection, job, where=where, group_by=group_by, since=since, study=study)
     exp = _judging(expectations, selection.study)
-    return with_session(db, lambda s: _claims.claims(s, selection, exp(s)))
+    return with_session(db, lambda s: _claims.claims(s, selection, exp(s), lengths=lengths))
 
 
 def sql(

@@ -24,7 +24,7 @@ from tracker.cli.base import (
 )
 from tracker.cli.printing import echo_fitted, print_fitted, print_frame
 from tracker.config import MAX_BYTES, MAX_ROWS, STATEMENT_TIMEOUT_S
-from tracker.domain import LOSS, MIN_WINDOW_POINTS, ClaimStatus
+from tracker.domain import LOSS, MIN_WINDOW_POINTS, ClaimStatus, RunLengths
 from tracker.row_formats import Format, render
 
 # A comparison within the terminal: names wrap; the numbers and the rule follow their row
@@ -221,6 +221,13 @@ def claims(
     wide: Annotated[
         bool, typer.Option("--wide", help="Every column in the table (CSV and JSON have them).")
     ] = False,
+    lengths: Annotated[
+        RunLengths | None,
+        typer.Option(
+            help="Compare runs of one length (matched, a row per length) or each variant at "
+            "its own full length (own); default: as each claim's study file says."
+        ),
+    ] = None,
     expectations: ExpectationsOption = None,
     study: StudyFilter = None,
     fmt: FormatOption = Format.table,
@@ -237,7 +244,7 @@ def claims(
 
     selection = job_selection(job, where=where, group_by=group_by, since=since, study=study)
     shown, gate = _claim_statuses(status, "--status"), _claim_statuses(fail_on, "--fail-on")
-    judged = api.claims(state(ctx).url, selection, expectations=expectations)
+    judged = api.claims(state(ctx).url, selection, expectations=expectations, lengths=lengths)
     frame = judged.filter(judged["status"].is_in(shown)) if shown else judged
     if fmt is Format.table and not wide:
         shown_rows = frame.to_dicts()

@@ -14,8 +14,10 @@ from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.claims.judge import COLUMNS, judge_claims, run_metrics
+from tracker.analysis.claims.specs import Compared
 from tracker.completeness import summary_steps
-from tracker.domain import LOSS
+from tracker.domain import LOSS, RunLengths
+from tracker.elapsed import ELAPSED_METRICS, MS_SUFFIX, STEP_MS, elapsed_metrics
 from tracker.models import Curve, Job, JobMeta, Run
 from tracker.queries.job_analysis import job_studies, load_verdict_rows, study_judging
 from tracker.queries.selection import JobSelection, selected_jobs
@@ -87,13 +89,15 @@ def claims(
     exp: Expectations,
     *,
     jobs: pl.DataFrame | None = None,
+    lengths: RunLengths | None = None,
 ) -> pl.DataFrame:
     """One row per claim and subject over the selected jobs (``selection.jobs`` and
     ``where``); with ``group_by`` one set of rows per group of jobs, in a ``group`` column.
     Each study's jobs are judged apart, by ``exp.judging`` that study; jobs of several
     studies are grouped by study first (``study=NAME`` in the ``group`` column).
     ``selection.models`` and ``variants`` are not used: a claim covers its own subjects.
-    ``jobs``: ``selected_jobs(session, selection)``, when the caller has it already."""
+    ``jobs``: ``selected_jobs(session, selection)``, when the caller has it already;
+    ``lengths``: every comparing claim's ``lengths`` instead of its study file's."""
     selected = selected_jobs(session, selection) if jobs is None else jobs
     jobs, duplicates = _distinct_content(session, selected)
     studies = job_studies(session, jobs["job_id"].to_list())
@@ -116,7 +120,7 @@ def claims(
         )
         study = group[STUDY]  # (of no job: the expectations' own study)
         own = judged[study] if study in judged else exp.judging(study)
-        found = judge_claims(verdicts, numbers, runs, meta, own)
+        found = judge_claims(verdicts, numbers, runs, meta, _with_lengths(own, lengths))
         for note in (own.provenance, duplicates):
             if note:
                 found = found.with_columns(pl.col("detail") + f"; {note}")
@@ -128,6 +132,17 @@ def claims(
     return pl.concat(frames) if frames else pl.DataFrame(schema=schema)
 
 
+def _with_lengths(exp: Expectations, lengths: RunLengths | None) -> Expectations:
+    """``exp`` with every comparing claim judging runs by ``lengths`` (None: as it says)."""
+    if lengths is None:
+        return exp
+    specs = tuple(
+        spec.model_copy(update={"lengths": lengths.value}) if isinstance(spec, Compared) else spec
+        for spec in exp.claims
+    )
+    return exp.model_copy(update={"claims": specs})
+
+
 def _runs(session: Session, ids: list[int], metrics: set[str]) -> pl.DataFrame:
     """The runs of the jobs ``ids``, with their length (``run_steps``: the summary's, else
     the loss curve's last step + 1), whether they stopped early (``stopped``: the message,
@@ -135,16 +150,19 @@ def _runs(session: Session, ids: list[int], metrics: set[str]) -> pl.DataFrame:
     beyond ``val_loss`` (a column each, null where a summary has no such number)."""
     extras = sorted(metrics - set(RUN_SCHEMA))
     query = (
-        select(Run.job_id, Run.arm, Run.variant, Run.val_loss, Run.diverged, Run.extra)
+        select(Run.id, Run.job_id, Run.arm, Run.variant, Run.val_loss, Run.diverged, Run.extra)
         .add_columns(Curve.last_step)
         .outerjoin(Curve, and_(Curve.run_id == Run.id, Curve.metric == LOSS))
         .where(Run.job_id.in_(ids))
+        .order_by(Run.id)  # ingest order: a planned design judges the first runs
     )
+    elapsed = _logged_elapsed(session, ids)
     records = []
     for row in session.execute(query).all():
         extra = row.extra or {}
         steps = summary_steps(extra)
-        wall = extra.get("wall_time_s")
+        if steps is None and row.last_step is not None:
+            steps = row.last_step + 1
         records.append(
             {
                 "job_id": row.job_id,
@@ -152,15 +170,50 @@ def _runs(session: Session, ids: list[int], metrics: set[str]) -> pl.DataFrame:
                 "variant": row.variant,
                 "val_loss": row.val_loss,
                 "diverged": row.diverged,
-                "steps": steps if steps is not None or row.last_step is None else row.last_step + 1,
-                "hours": wall / 3600 if isinstance(wall, int | float) else None,
+                "steps": steps,
+                "hours": run_hours(extra, steps, elapsed.get(row.id)),
                 **{name: _number(extra.get(name)) for name in extras},
             }
         )
     schema = {k: v for k, v in RUN_SCHEMA.items() if k != "stopped"}
     frame = pl.DataFrame(records, schema=schema | dict.fromkeys(extras, pl.Float64))
     stopped = stopped_runs(session, ids)
-    return frame.join(stopped, on=["job_id", "arm"], how="left").select(*RUN_SCHEMA, *extras)
+    joined = frame.join(stopped, on=["job_id", "arm"], how="left", maintain_order="left")
+    return joined.select(*RUN_SCHEMA, *extras)
+
+
+def _logged_elapsed(session: Session, ids: list[int]) -> dict[int, float]:
+    """Run id -> the seconds its elapsed-time curve (``wall_time``, ``train_time_ms``, ...)
+    reached, the preferred such curve of each run (tracker.elapsed)."""
+    query = (
+        select(Curve.run_id, Curve.metric, Curve.last_value)
+        .join(Run, Run.id == Curve.run_id)
+        .where(Run.job_id.in_(ids), Curve.metric.in_(ELAPSED_METRICS) | Curve.metric.like("%_ms"))
+    )
+    found: dict[int, dict[str, float]] = {}
+    for run_id, metric, value in session.execute(query).all():
+        if metric != STEP_MS and value is not None:
+            found.setdefault(run_id, {})[metric] = float(value)
+    seconds = {}
+    for run_id, metrics in found.items():
+        metric = elapsed_metrics(metrics)[0]
+        seconds[run_id] = metrics[metric] / (1000.0 if metric.endswith(MS_SUFFIX) else 1.0)
+    return seconds
+
+
+def run_hours(extra: dict[str, object], steps: int | None, elapsed_s: float | None) -> float | None:
+    """A run's logged time in hours: its summary's ``wall_time_s``, else ``train_time_ms``,
+    else its elapsed-time curve's last value, else ``step_ms`` times its steps; None."""
+    wall, train, step = (_number(extra.get(k)) for k in ("wall_time_s", "train_time_ms", STEP_MS))
+    if wall is not None:
+        return wall / 3600
+    if train is not None:
+        return train / 3.6e6
+    if elapsed_s is not None:
+        return elapsed_s / 3600
+    if step is not None and steps is not None:
+        return step * steps / 3.6e6
+    return None
 
 
 def _number(value: object) -> float | None:
@@ -192,7 +245,10 @@ def _evidence(
         ],
         schema={"job": pl.String, **dict.fromkeys(NUMBERS, pl.Float64)},
     )
-    runs = _runs(session, ids, metrics)
+    # in job order, each job's runs in ingest order: the order the claims' looks follow
+    runs = _runs(session, ids, metrics).sort(
+        pl.col("job_id").replace_strict(position), maintain_order=True
+    )
     meta = query_frame(
         session,
         select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(ids)),

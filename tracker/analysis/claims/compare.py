@@ -1,12 +1,13 @@
-"""The claims that compare two variants' mean of a run's final metric, judged on the runs of
-every job pooled: ``equivalence`` (the difference within ± margin) and ``noninferiority``
-(the candidate no worse by more than the margin); by the confidence sequence (``design =
-"anytime"``) or by the one fixed-sample Welch test on the runs given (``"fixed"``), with the
-other numbers (TOST, probability of improvement, a job-stratified bootstrap) for reference."""
+"""The claims that compare two variants' mean of a run's final metric, judged within jobs and
+combined across them (tracker.analysis.claims.within_jobs): ``equivalence`` (the difference
+within ± margin) and ``noninferiority`` (the candidate no worse by more than the margin); by
+the running intersection of the confidence sequence (``design = "anytime"``), by one
+fixed-sample t test on the runs given (``"fixed"``) or on the first ``planned_runs`` of each
+variant (a planned design), with other numbers (TOST, probability of improvement, a
+job-stratified bootstrap) for reference."""
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,17 +21,32 @@ from tracker.analysis.claims.common import (
     Evidence,
     finite_rows,
 )
-from tracker.analysis.claims.next_runs import hours, runs_to_decide
-from tracker.analysis.claims.specs import Compared, NoninferiorityClaim
+from tracker.analysis.claims.lengths import length_groups
+from tracker.analysis.claims.next_runs import MOST_RUNS, SETTLE, runs_to_settle, variant_hours
+from tracker.analysis.claims.specs import MIN_RUNS, Compared, NoninferiorityClaim
 from tracker.analysis.claims.stochastic import stratified_bootstrap
-from tracker.analysis.sequential import Interval, mean_difference_cs
-from tracker.analysis.stats import mann_whitney_u, welch_interval, welch_ttest
-from tracker.domain import ArmName, ClaimStatus
+from tracker.analysis.claims.within_jobs import (
+    CONTRADICTS,
+    MIN_DF,
+    REPRODUCES,
+    VALUE,
+    Judged,
+    Strata,
+    judge_looks,
+    off_jobs,
+    planned_subset,
+    spread_words,
+    strata,
+)
+from tracker.analysis.stats import _scipy_special, mann_whitney_u
+from tracker.analysis.strata import half_width, stratified
+from tracker.domain import ArmName
 
 if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
 
-VALUE = "value"  # the compared metric's column in the runs judged here
+
+ACROSS = "all jobs"  # the one stratum of variants no job ran both of
 
 
 def metric_words(metric: str) -> str:
@@ -47,6 +63,11 @@ def _variant_of(runs: pl.DataFrame, arm: str) -> str:
     return name.variant if name is not None else ""
 
 
+def _worse(spec: Compared) -> float:
+    """+1 when a higher value of the metric is worse (a loss), -1 when it is better."""
+    return -1.0 if isinstance(spec, NoninferiorityClaim) and spec.better == "higher" else 1.0
+
+
 def _by_job(frame: pl.DataFrame) -> dict[str, np.ndarray]:
     # a dict of lists: polars' partition_by costs about a millisecond per job
     grouped: dict[str, list[float]] = {}
@@ -55,129 +76,229 @@ def _by_job(frame: pl.DataFrame) -> dict[str, np.ndarray]:
     return {job: np.array(values, dtype=np.float64) for job, values in grouped.items()}
 
 
-def _length_words(steps: int | None, paper: int) -> str:
-    if steps is None:
-        return "runs of unknown length (no 'steps' in their summaries, no points)"
-    if steps == paper:
-        return f"runs of {steps:,} steps, the paper's length"
-    return f"runs of {steps:,} steps; the paper's number is for {paper:,}"
-
-
-def _own_lengths(runs: pl.DataFrame, pair: tuple[str, str]) -> str:
-    """'flash at 1,750 steps, ref at 2,000': each variant at its own full length."""
-    named = []
-    for variant in pair:
-        steps = runs.filter(pl.col("variant") == variant)["steps"].drop_nulls()
-        named.append(
-            f"{variant} at {steps[0]:,} steps" if steps.len() else f"{variant} of unknown length"
-        )
-    return f"each at its own full length: {', '.join(named)}"
-
-
-def _worse(spec: Compared) -> float:
-    """+1 when a higher value of the metric is worse (a loss), -1 when it is better."""
-    return -1.0 if isinstance(spec, NoninferiorityClaim) and spec.better == "higher" else 1.0
-
-
-def _decide(spec: Compared, interval: Interval) -> tuple[ClaimStatus, str] | None:
-    """REPRODUCED or NOT_REPRODUCED and why, from the interval of the difference (how much
-    worse the candidate is, for noninferiority); None when it does not decide."""
-    m, level = spec.margin, f"{spec.level:.0%}"
-    what = "confidence sequence" if spec.design == "anytime" else "Welch interval"
-    if isinstance(spec, NoninferiorityClaim):
-        if interval.high < m:
-            return REPRODUCED, f"noninferior: the {level} {what} lies below the margin {m:g}"
-        if interval.low > m:
-            return NOT_REPRODUCED, f"inferior: the {level} {what} lies above the margin {m:g}"
+def _improvement(cand: dict[str, np.ndarray], base: dict[str, np.ndarray]) -> float | None:
+    """P(a candidate run ends below a baseline run of the same job): the jobs' U statistics
+    of the baseline over their pairs (lower is better)."""
+    pairs = sum(len(cand[j]) * len(base[j]) for j in cand if j in base)
+    if not pairs:
         return None
-    if interval.inside(m):
-        return REPRODUCED, f"equivalent: the {level} {what} lies within ±{m:g}"
-    if interval.outside(m):
-        return (
-            NOT_REPRODUCED,
-            f"not equivalent: the {level} {what} lies entirely outside ±{m:g}",
-        )
-    return None
+    return sum(mann_whitney_u(base[j], cand[j]) for j in cand if j in base) / pairs
 
 
-def _detail(
-    claim: Claim, spec: Compared, cand: pl.DataFrame, base: pl.DataFrame, counts: str
-) -> str:
-    """Judge ``claim`` (its status, interval, failing jobs and next runs) from two or more
-    finite values on each side; its detail, the numbers that decided and the others."""
-    margin, level = spec.margin, f"{spec.level:.0%}"
-    sign = _worse(spec)
-    x, y = sign * cand[VALUE].to_numpy(), sign * base[VALUE].to_numpy()
-    diff = float(x.mean() - y.mean())
-    cs = mean_difference_cs(x, y, spec.level, spec.planned_runs)
-    low, high = welch_interval(x, y, spec.level)
-    decided_by = cs if spec.design == "anytime" else Interval(low, high)
-    claim.ci_low, claim.ci_high = decided_by.low, decided_by.high
-    claim.interval = f"{level} CS" if spec.design == "anytime" else f"{level} Welch"
-    # TOST at (1 - c) / 2 a side: p below it exactly when the 1 - 2 alpha Welch interval
-    # lies inside the margin, the interval printed beside it
-    p_lower = welch_ttest(x + margin, y, "greater").pvalue
-    p_upper = welch_ttest(x - margin, y, "less").pvalue
-    p_test = p_upper if isinstance(spec, NoninferiorityClaim) else max(p_lower, p_upper)
-    test = "one-sided Welch test" if isinstance(spec, NoninferiorityClaim) else "TOST"
-    at = f"margin {margin:g}" if isinstance(spec, NoninferiorityClaim) else f"margin ±{margin:g}"
-    # P(a candidate run ends below a baseline run): U of the baseline sample / (n_x n_y)
-    improvement = mann_whitney_u(y, x) / (len(x) * len(y))
-    boot = stratified_bootstrap(_by_job(cand), _by_job(base), spec)
-    sequence = f"{level} confidence sequence {cs.low:+.4f} to {cs.high:+.4f}, valid at every look"
-    welch = f"{level} Welch interval {low:+.4f} to {high:+.4f}"
-    tost = f"{test} p = {p_test:.3g} at {at} ({(1 - spec.level) / 2:g} a side)"
-    worse = " (how much worse the candidate is)" if sign < 0 else ""
-    if spec.design == "anytime":
-        decided = f"difference of means {diff:+.4f}{worse} ({sequence}) from {counts}; "
-        reference = f"for reference, the fixed-sample {welch}, {tost}; "
-    else:
-        decided = (
-            f"difference of means {diff:+.4f}{worse} (fixed design: one test on these runs, "
-            f"the {welch}, {tost}) from {counts}; "
-        )
-        reference = f"for reference, the {sequence}; "
-    numbers = (
-        decided
-        + reference
-        + f"probability of improvement {improvement:.2f}; "
-        + (
-            f"{level} bootstrap interval stratified by job {boot[0]:+.4f} to {boot[1]:+.4f}"
-            if boot
-            else "bootstrap: every job has one run per arm, no interval"
-        )
+def _why(spec: Compared, decision: int, what: str) -> str:
+    m, level = spec.margin, f"{spec.level:.0%}"
+    if isinstance(spec, NoninferiorityClaim):
+        side = "below" if decision == REPRODUCES else "above"
+        word = "noninferior" if decision == REPRODUCES else "inferior"
+        return f"{word}: the {level} {what} lies {side} the margin {m:g}"
+    if decision == REPRODUCES:
+        return f"equivalent: the {level} {what} lies within ±{m:g}"
+    return f"not equivalent: the {level} {what} lies entirely outside ±{m:g}"
+
+
+def _reference(spec: Compared, judged: Judged, data: Strata, cand: pl.DataFrame,
+               base: pl.DataFrame) -> str:  # fmt: skip
+    """The numbers beside the decision: TOST on the stratified t, the probability of
+    improvement within jobs, the bootstrap stratified by job."""
+    last, m = judged.last, spec.margin
+    stdtr = _scipy_special().stdtr
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero spread: t is infinite
+        p_low = 1 - float(stdtr(last.df, (last.estimate + m) / last.se))
+        p_high = float(stdtr(last.df, (last.estimate - m) / last.se))
+    noninferior = isinstance(spec, NoninferiorityClaim)
+    test = "one-sided t test" if noninferior else "TOST"
+    p_test = p_high if noninferior else max(p_low, p_high)
+    at = f"margin {m:g}" if noninferior else f"margin ±{m:g}"
+    sign = _worse(spec)  # signed so that higher is worse: a lower candidate is better
+    x = _by_job(cand.with_columns(pl.col(VALUE) * sign))
+    y = _by_job(base.with_columns(pl.col(VALUE) * sign))
+    improvement = _improvement(x, y)
+    boot = stratified_bootstrap(x, y, spec)
+    t_half = float(half_width(last, spec.level, spec.tuned_runs, anytime=False))
+    fixed = f"the fixed-sample {spec.level:.0%} t interval {last.estimate - t_half:+.4f} to "
+    fixed += f"{last.estimate + t_half:+.4f}"
+    words = [
+        f"for reference {fixed}",
+        f"{test} p = {p_test:.3g} at {at} ({(1 - spec.level) / 2:g} a side)",
+    ]
+    if improvement is not None:
+        words.append(f"probability of improvement within jobs {improvement:.2f}")
+    words.append(
+        f"{spec.level:.0%} bootstrap interval stratified by job {boot[0]:+.4f} to {boot[1]:+.4f}"
+        if boot
+        else "bootstrap: no job has two runs of a variant, no interval"
     )
-    decision = _decide(spec, decided_by)
-    if decision is not None:
-        claim.status, why = decision
-        if claim.status == NOT_REPRODUCED:
-            claim.jobs_failing = sorted(set(cand["job"]))
-        return f"{why}: {numbers}"
-    sd = math.sqrt((x.var(ddof=1) + y.var(ddof=1)) / 2)
-    n = min(len(x), len(y))
-    gap = abs(margin - diff) if isinstance(spec, NoninferiorityClaim) else abs(margin - abs(diff))
-    fixed = spec.design == "fixed"
-    more = runs_to_decide(gap, sd, spec.level, n, spec.planned_runs, fixed=fixed)
-    variants = f"{cand['variant'][0]} and {more} more {base['variant'][0]}"
-    cost = hours(finite_rows(pl.concat([cand, base]), "hours")["hours"].to_list())
+    return "; ".join(words)
+
+
+def _counts(cand: pl.DataFrame, base: pl.DataFrame, data: Strata, pair: tuple[str, str]) -> str:
+    """'9 flash and 12 ref runs over 6 jobs', and how runs in jobs without the other
+    variant are used."""
+    jobs = int(((data.nx > 0) & (data.ny > 0)).sum())
+    text = (
+        f"{int(data.nx.sum())} {pair[0]} and {int(data.ny.sum())} {pair[1]} runs over {jobs} jobs"
+    )
+    alone = [
+        f"{int(n[(n > 0) & (other == 0)].sum())} {name} runs in "
+        f"{int(((n > 0) & (other == 0)).sum())} jobs without {other_name}"
+        for n, other, name, other_name in (
+            (data.nx, data.ny, pair[0], pair[1]),
+            (data.ny, data.nx, pair[1], pair[0]),
+        )
+        if ((n > 0) & (other == 0)).any()
+    ]
+    if alone:
+        text += f" ({'; '.join(alone)}: in the spread within jobs, not in the difference)"
+    return text
+
+
+def _logged(
+    cand: pl.DataFrame, base: pl.DataFrame, pair: tuple[str, str]
+) -> dict[str, list[float]]:
+    return {
+        pair[0]: finite_rows(cand, "hours")["hours"].to_list(),
+        pair[1]: finite_rows(base, "hours")["hours"].to_list(),
+    }
+
+
+def _fill_up(claim: Claim, have: tuple[int, int], cand: pl.DataFrame, base: pl.DataFrame,
+             pair: tuple[str, str]) -> None:  # fmt: skip
+    """``claim.next_runs`` of a claim with fewer than MIN_RUNS runs of a variant."""
+    short = {v: MIN_RUNS - n for v, n in zip(pair, have, strict=True) if n < MIN_RUNS}
+    runs = " and ".join(f"{k} more {v} seed{'s' if k > 1 else ''}" for v, k in short.items())
+    cost = variant_hours(short, _logged(cand, base, pair))
+    claim.next_runs = f"run {runs} in jobs with both variants{cost}"
+
+
+def _advice(claim: Claim, spec: Compared, data: Strata, judged: Judged, cand: pl.DataFrame,
+            base: pl.DataFrame, pair: tuple[str, str], anytime: bool) -> None:  # fmt: skip
+    """``claim.next_runs`` of an undecided claim: the runs per variant that settle it with
+    probability SETTLE, each variant's cost at its own logged time."""
+    have = (int(data.nx[data.ny > 0].sum()), int(data.ny[data.nx > 0].sum()))
+    if min(have) < MIN_RUNS:
+        _fill_up(claim, have, cand, base, pair)
+        return
+    logged = _logged(cand, base, pair)
+    more = runs_to_settle(data, judged, spec, anytime=anytime)
+    if more is None:
+        claim.next_runs = (
+            f"the difference sits too near the margin to settle with runs of this spread "
+            f"({SETTLE:.0%} would need more than {MOST_RUNS} runs per variant)"
+        )
+        return
+    cost = variant_hours(dict.fromkeys(pair, more), logged)
     claim.next_runs = (
-        f"run {more} more {variants} seeds{cost}"
-        if more
-        else "more runs of both variants; at this difference no count of them is sure to"
+        f"run {more} more {pair[0]} and {more} more {pair[1]} seeds{cost}: "
+        f"they settle it with {SETTLE:.0%} probability if the difference within jobs is "
+        f"{judged.last.estimate:+.4f} and the spread as seen"
     )
-    what = "confidence sequence" if spec.design == "anytime" else "Welch interval"
-    bound = (
-        f"the margin {margin:g}"
-        if isinstance(spec, NoninferiorityClaim)
-        else f"the margin ±{margin:g}"
+
+
+def _judge(claim: Claim, spec: Compared, cand: pl.DataFrame, base: pl.DataFrame,
+           pair: tuple[str, str], later: int) -> str:  # fmt: skip
+    """Judge ``claim`` from runs of both variants; its detail."""
+    level = f"{spec.level:.0%}"
+    planned = spec.planned_runs
+    interim = planned is not None and (cand.height < planned or base.height < planned)
+    anytime = interim or (planned is None and spec.design == "anytime")
+    apart = not set(cand["job"]) & set(base["job"])
+    if apart:  # no job to compare within: all runs as one stratum, and the row says so
+        cand, base = (f.with_columns(job=pl.lit(ACROSS)) for f in (cand, base))
+    data = strata(cand, base, _worse(spec))
+    counts = _counts(cand, base, data, pair)
+    if apart:
+        counts = (
+            f"{cand.height} {pair[0]} and {base.height} {pair[1]} runs over {claim.n_jobs} jobs, "
+            "none with both (compared across jobs, unpaired: the jobs' levels are in the "
+            "spread; judged at this look only)"
+        )
+    have = (int(data.nx[data.ny > 0].sum()), int(data.ny[data.nx > 0].sum()))
+    if min(have) < 2:  # no spread, no interval: a one-job report imports no scipy
+        estimate = float(stratified(data.looks().last(), data.floor).estimate)
+        claim.estimate = estimate
+        _fill_up(claim, have, cand, base, pair)
+        return (
+            f"difference within jobs {estimate:+.4f} from {counts}: fewer than {MIN_RUNS} runs "
+            "of a variant in jobs with both: no decision from so few"
+        )
+    judged = judge_looks(data, spec, anytime=anytime)
+    last = judged.last
+    claim.estimate = None if not np.isfinite(last.estimate) else float(last.estimate)
+    if not np.isfinite(last.se):
+        claim.next_runs = f"run more {pair[0]} and {pair[1]} seeds in jobs with both variants"
+        return f"difference within jobs {last.estimate:+.4f} from {counts}: no spread to judge by"
+    claim.ci_low, claim.ci_high = judged.judged
+    what = "confidence sequence" if anytime else "t interval"
+    if planned is not None and not interim:
+        what = f"t interval of the planned {planned} runs per variant"
+    claim.interval = f"{level} CS" if anytime else f"{level} t"
+    if interim:
+        claim.interval += " (interim)"
+    spread = spread_words(data, last, pair)
+    spread = spread.replace("within jobs", "of the runs") if apart else spread
+    numbers = (
+        f"difference {'across' if apart else 'within'} jobs {last.estimate:+.4f}"
+        f"{' (how much worse the candidate is)' if _worse(spec) < 0 else ''} from {counts} "
+        f"({spread}); {_reference(spec, judged, data, cand, base)}"
     )
+    if anytime and not interim:
+        kept = f"running intersection {judged.judged[0]:+.4f} to {judged.judged[1]:+.4f}"
+        numbers = (
+            f"{level} confidence sequence at this look {judged.own[0]:+.4f} to "
+            f"{judged.own[1]:+.4f}, {kept}, valid at every look; " + numbers
+        )
+        if judged.empty_since:
+            numbers += (
+                f"; the running intersection is empty since {judged.empty_since} (the sequence "
+                "missed at some look): judged on this look's interval"
+            )
+    off = off_jobs(data, last, spec)
+    claim.jobs_failing = [job for job, _ in off]
+    if off:
+        numbers += "; jobs whose own difference lies beyond the margin: " + ", ".join(
+            f"{job} {d:+.4f}" for job, d in off
+        )
+    if not anytime and planned is None:
+        numbers = f"fixed design: one test on these runs; {numbers}"
+    if later:
+        numbers += f"; {later} runs after the planned {planned} per variant are not judged"
+    if interim:
+        left = {v: max(planned - f.height, 0) for v, f in zip(pair, (cand, base), strict=True)}  # type: ignore[operator]
+        still = " and ".join(f"{k} {v}" for v, k in left.items() if k)
+        claim.next_runs = f"run the {still} runs still planned"
+        return (
+            f"interim: planned design of {planned} runs per variant, judged once at the "
+            f"{planned}th by the fixed-sample t test; {still} runs still planned; "
+            f"{level} confidence sequence {judged.own[0]:+.4f} to {judged.own[1]:+.4f}: {numbers}"
+        )
+    if not judged.enough:
+        _advice(claim, spec, data, judged, cand, base, pair, anytime)
+        return (
+            f"fewer than {MIN_RUNS} runs of a variant in jobs with both"
+            if min(have) < MIN_RUNS
+            else f"a spread of fewer than {MIN_DF} degrees of freedom"
+        ) + f": no decision from so few; {numbers}"
+    if judged.decision:
+        claim.status = REPRODUCED if judged.decision == REPRODUCES else NOT_REPRODUCED
+        since = f" since {judged.since}" if anytime and not apart else ""
+        kept = "running intersection of the " if anytime else ""
+        assert judged.decision in (REPRODUCES, CONTRADICTS)
+        return f"{_why(spec, judged.decision, kept + what)}{since}: {numbers}"
+    if planned is not None:  # judged once: more runs change nothing
+        claim.next_runs = (
+            f"nothing: the planned {planned} runs per variant left it unsettled, and later "
+            "runs are not judged (a new plan needs new runs)"
+        )
+    else:
+        _advice(claim, spec, data, judged, cand, base, pair, anytime)
+    bound = f"the margin {'' if isinstance(spec, NoninferiorityClaim) else '±'}{spec.margin:g}"
     return f"the {level} {what} straddles {bound}: {numbers}"
 
 
 def judge_compared(spec: Compared, evidence: Evidence, exp: Expectations) -> list[Claim]:
     """The candidate and baseline variants' final values of the metric, judged per run length
-    (``lengths = "matched"``: one claim each when the runs have several); runs that stopped
-    early are left out."""
+    (``lengths = "matched"``: one claim per length both variants ran) or each variant at its
+    own full length; runs that stopped early are left out."""
     runs = evidence.runs
     base_variant = spec.baseline or _variant_of(runs, exp.training.baseline)
     cand_variant = spec.candidate or _variant_of(runs, exp.training.candidate)
@@ -195,23 +316,9 @@ def judge_compared(spec: Compared, evidence: Evidence, exp: Expectations) -> lis
     )
     pair = (cand_variant, base_variant)
     paper = exp.training.val_loss.paper_steps
-    if spec.lengths == "own":
-        own = finished.filter(pl.col("steps").eq_missing(pl.col("steps").max().over("variant")))
-        return [_compare(spec, own, pair, subject, _own_lengths(own, pair), left_out)]
-    lengths = finished["steps"].unique(maintain_order=True).sort(nulls_last=True).to_list()
-    if len(lengths) <= 1:
-        steps = lengths[0] if lengths else None
-        return [_compare(spec, finished, pair, subject, _length_words(steps, paper), left_out)]
     return [
-        _compare(
-            spec,
-            finished.filter(pl.col("steps").eq_missing(steps)),
-            pair,
-            f"{subject}, {'unknown' if steps is None else f'{steps:,}'} steps",
-            _length_words(steps, paper),
-            left_out,
-        )
-        for steps in lengths
+        _compare(spec, group.runs, pair, group.subject(subject), group.words, left_out, group)
+        for group in length_groups(finished, spec.lengths, pair, paper)
     ]
 
 
@@ -225,59 +332,50 @@ def _no_metric(spec: Compared, subject: str) -> Claim:
     return claim
 
 
-def _compare(
-    spec: Compared,
-    finished: pl.DataFrame,
-    pair: tuple[str, str],
-    subject: str,
-    lengths: str,
-    left_out: str,
-) -> Claim:
-    """The claim over the finished runs of one length."""
-    cand_variant, base_variant = pair
-    margin, what = spec.margin, metric_words(spec.metric)
+def _statement(spec: Compared, pair: tuple[str, str], lengths: str) -> str:
+    what, margin = metric_words(spec.metric), spec.margin
+    plan = f"; planned: {spec.planned_runs} runs per variant" if spec.planned_runs else ""
     if isinstance(spec, NoninferiorityClaim):
-        statement = (
-            f"{cand_variant}'s final {what} is no worse than {base_variant}'s by more than "
-            f"{margin:g} ({lengths})"
+        return (
+            f"{pair[0]}'s final {what} is no worse than {pair[1]}'s by more than "
+            f"{margin:g} ({lengths}{plan})"
         )
-    else:
-        statement = (
-            f"{cand_variant}'s final {what} matches {base_variant}'s within {margin:g} ({lengths})"
-        )
+    return f"{pair[0]}'s final {what} matches {pair[1]}'s within {margin:g} ({lengths}{plan})"
+
+
+def _compare(spec: Compared, finished: pl.DataFrame, pair: tuple[str, str], subject: str,
+             lengths: str, left_out: str, group: object) -> Claim:  # fmt: skip
+    """The claim over the finished runs of one length (or of each variant's own)."""
+    cand_variant, base_variant = pair
     cand = finished.filter(pl.col("variant") == cand_variant)
     base = finished.filter(pl.col("variant") == base_variant)
-    x, y = cand[VALUE].to_numpy(), base[VALUE].to_numpy()
+    later = 0
+    if spec.planned_runs is not None:
+        planned = planned_subset(finished, spec.planned_runs)
+        later = finished.height - planned.height
+        cand = planned.filter(pl.col("variant") == cand_variant)
+        base = planned.filter(pl.col("variant") == base_variant)
     jobs = len(set(cand["job"]) | set(base["job"]))
     claim = Claim(
         _claim_name(spec),
         subject,
-        statement,
+        _statement(spec, pair, lengths),
         INCONCLUSIVE,
         jobs,
-        len(x) + len(y),
+        cand.height + base.height,
         expected=0.0,
-        tolerance=margin,
+        tolerance=spec.margin,
     )
     tail = f"; left out, stopped early: {left_out}" if left_out else ""
-    if len(x) == 0 or len(y) == 0:
-        missing = cand_variant if len(x) == 0 else base_variant
-        claim.detail = f"no finite {what} of a finished {missing} run: nothing to compare{tail}"
-        claim.next_runs = f"run 2 {missing} seeds"
-        return claim
-    diff = _worse(spec) * float(x.mean() - y.mean())
-    claim.estimate = diff
-    counts = f"{len(x)} {cand_variant} and {len(y)} {base_variant} runs over {jobs} jobs"
-    if len(x) < 2 or len(y) < 2:
-        short = [(v, 2 - len(z)) for v, z in ((cand_variant, x), (base_variant, y)) if len(z) < 2]
-        needed = " and ".join(f"{k} more {v} seed" for v, k in short)
-        cost = hours(finite_rows(pl.concat([cand, base]), "hours")["hours"].to_list())
-        claim.next_runs = f"run {needed}{cost}"
+    unlike = getattr(group, "unlike", "")
+    tail += f"; not compared, runs of unlike lengths: {unlike}" if unlike else ""
+    if cand.height == 0 or base.height == 0:
+        missing = cand_variant if cand.height == 0 else base_variant
         claim.detail = (
-            f"difference of means {diff:+.4f} from {counts}: one run of "
-            f"{' and of '.join(v for v, _ in short)} has no spread to judge by; "
-            f"at least two seeds per arm are needed{tail}"
+            f"no finite {metric_words(spec.metric)} of a finished {missing} run: nothing to "
+            f"compare{tail}"
         )
+        claim.next_runs = getattr(group, "advice", "") or f"run {MIN_RUNS} {missing} seeds"
         return claim
-    claim.detail = _detail(claim, spec, cand, base, counts) + tail
+    claim.detail = _judge(claim, spec, cand, base, pair, later) + tail
     return claim

@@ -14,8 +14,9 @@ from tracker.analysis.fields import Fraction, Integer, Positive, Real, String
 from tracker.errors import did_you_mean
 
 Design = Literal["anytime", "fixed"]
-Lengths = Literal["matched", "own"]
+Lengths = Literal["matched", "own"]  # tracker.domain.RunLengths' values
 MemoryCheck = Literal["bytes_per_param", "table4", "gpt2_124m", "probe_failures"]
+MIN_RUNS = 3  # runs per variant below which a comparing claim decides nothing
 ALL_MEMORY_CHECKS: tuple[MemoryCheck, ...] = ("bytes_per_param", "table4", "gpt2_124m",
                                               "probe_failures")  # fmt: skip
 
@@ -49,9 +50,22 @@ class Compared(ClaimSpec):
     # "matched": only runs of one length compared (a row per length); "own": each variant's
     # runs at its own full length (a record's point may be fewer steps to the same loss)
     lengths: Lengths = "matched"
-    planned_runs: Positive = 20.0  # runs per variant where the confidence sequence is tightest
+    # a pre-registered run count per variant: judged once, on the first N runs of each by
+    # ingest order, by the fixed-sample test; unset: the anytime rule (or `design`)
+    planned_runs: Integer | None = None
+    tuned_runs: Positive = 20.0  # runs per variant where the confidence sequence is tightest
     bootstrap_resamples: Integer = 2000
     bootstrap_seed: Integer = 1
+
+    @model_validator(mode="after")
+    def _plan_of_three(self) -> Compared:
+        if self.planned_runs is not None and self.planned_runs < MIN_RUNS:
+            raise PydanticCustomError(
+                "expectation",
+                f"planned_runs must be at least {MIN_RUNS} (no decision from fewer runs per "
+                f"variant), got {self.planned_runs}",
+            )
+        return self
 
 
 class EquivalenceClaim(Compared):
@@ -79,7 +93,7 @@ class ThresholdClaim(ClaimSpec):
     variants: tuple[String, ...] | None = None  # unset: every variant the study's jobs ran
     # only the jobs whose metadata has these values (the speedrun's track = "2"); unset: all
     where: dict[str, String] | None = None
-    planned_runs: Positive = 20.0
+    tuned_runs: Positive = 20.0  # runs where the confidence sequence is tightest
 
     @model_validator(mode="after")
     def _one_sided_level(self) -> ThresholdClaim:

@@ -43,7 +43,7 @@ def runs_to_settle(gap: float, sd: float, spec: ThresholdClaim, n: int) -> int |
     if spec.design == "fixed":
         factor = _scipy_special().stdtrit(t - 1, spec.level)
     else:  # the two-sided CS at 1 - 2 alpha: alpha on each side
-        factor = boundary_factor(t, 2 * alpha, spec.planned_runs)
+        factor = boundary_factor(t, 2 * alpha, spec.tuned_runs)
         factor = factor * small_sample_factor(t - 1, 2 * alpha)
     found = np.flatnonzero(sd / np.sqrt(t) * factor < gap)
     return int(found[0] + 1) if found.size else None
@@ -73,7 +73,7 @@ def _judge(claim: Claim, spec: ThresholdClaim, x: np.ndarray, words: str, cost: 
     test = one_sample_ttest(x, target, toward)
     other = one_sample_ttest(x, target, away)
     bound = t_quantile(spec.level, n - 1) * sd / np.sqrt(n)
-    cs = mean_cs(x, 1 - 2 * alpha, spec.planned_runs)
+    cs = mean_cs(x, 1 - 2 * alpha, spec.tuned_runs)
     numbers = (
         f"{words}; one-sided t test against {target:g}: t = {test.statistic:.3f}, "
         f"p = {test.pvalue:.3g}"
