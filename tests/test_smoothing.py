@@ -19,14 +19,18 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
 from tracker.analysis.expectations import load_expectations
-from tracker.analysis.smoothing import smooth, smooth_points
+from tracker.analysis.smoothing import ema_smooths, smooth, smooth_points
 from tracker.analysis.training import DELTA_KEY
+from tracker.figures.armloss import arm_across_jobs
+from tracker.figures.trajectories import trajectories_figure
 from tracker.models import Job
 from tracker.queries.job_analysis import load_summary
 from tracker.sample import write_sample_job
 from tracker.summary import version
 from tracker.summary.build import derive
+from tracker.summary.grid import grid_curve
 from tracker.summary.model import EMA_DELTA, Summary
+from tracker.summary.trajectories import drawing_of_points
 
 STEPS = 2000
 ALPHA = 0.02
@@ -288,3 +292,25 @@ def test_a_sparse_curve_smooths_per_step_or_per_point() -> None:
     np.testing.assert_allclose(by_point, tensorboard(list(values), 0.99), rtol=1e-12)
     # per point, 0.99 keeps 99% of the mean each eval: far smoother than 0.99 ** 125 per step
     assert np.abs(np.diff(by_point)).max() < np.abs(np.diff(by_step)).max() / 2
+
+
+def test_a_loss_logged_far_apart_is_drawn_as_logged_not_as_an_ema() -> None:
+    """An eval curve every 250 steps (alpha 0.02 keeps 0.98 ** 250 = 0.6% of the mean before
+    a point): the figures draw its points, marked, titled by the metric; a loss logged every
+    step stays an EMA."""
+    exp = load_expectations()
+    sparse = np.arange(0, 2001, 250)
+    dense = np.arange(2000)
+    assert not ema_smooths(sparse, exp.training.ema_alpha)
+    assert ema_smooths(dense, exp.training.ema_alpha) and ema_smooths(sparse[:1], 0.02)
+    for steps, logged, title in ((sparse, True, "loss"), (dense, False, "train loss, EMA")):
+        values = 4.0 - steps / 1000 + 0.01 * np.sin(steps)
+        drawing = drawing_of_points({"ref_s0": (steps, values)}, exp)
+        assert drawing.lines[0].as_logged is logged
+        assert np.allclose(drawing.lines[0].y, values) is logged  # an EMA lags the points
+        figure = trajectories_figure(drawing, exp)
+        assert figure["layout"]["yaxis"]["title"]["text"] == title
+        assert figure["data"][0]["mode"] == ("lines+markers" if logged else "lines")
+        curve = grid_curve(steps, values if logged else smooth(steps, values, 0.02), values)
+        across = arm_across_jobs("ref_s0", {"j1": curve, "j2": curve}, exp)
+        assert across["layout"]["yaxis"]["title"]["text"] == title

@@ -5,12 +5,18 @@ status filter in the URL. Waits are for events (a load, a drawn plot), never a p
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser.conftest import Watch, open_page, small_jobs_report
+from tests.browser.conftest import Watch, ingest_served_jobs, open_page, small_jobs_report
+from tests.conftest import Cli
+from tests.live_server import running_server
+from tests.templates import Templates
+
+SPEEDRUN = Path(__file__).parent.parent / "data" / "speedrun" / "2026-01-24_ImprovedLMHead"
 
 JOBS = 14  # a legend entry per job in each arm's figure: several rows of them
 VIEWPORT = {"width": 1280, "height": 800}
@@ -110,20 +116,57 @@ def test_home_sorts_by_a_clicked_column(browser: Any, server: str) -> None:
     assert watch.problems() == {}
 
 
-def test_claims_detail_fits_and_the_status_filter_is_in_the_url(
+@pytest.fixture
+def two_studies(cli: Cli, db_url: str, templates: Templates) -> Iterator[str]:
+    """``tracker serve`` over the demo jobs (FlashOptim's claims) and a speedrun record."""
+    templates.copy_into(db_url, "served", ingest_served_jobs)
+    cli("ingest", str(SPEEDRUN))
+    with running_server(db_url) as base:
+        yield base
+
+
+# Each claim row's height, the page's, the counts at the top and the claims shown.
+CLAIMS_LAYOUT = """() => {
+  const rows = Array.from(document.querySelectorAll('table.claims tbody tr'))
+    .filter(r => !r.hidden);
+  return {rows: rows.map(r => r.getBoundingClientRect().height), line: parseFloat(
+            getComputedStyle(document.querySelector('table.claims td')).lineHeight),
+          page: document.documentElement.scrollHeight,
+          counts: Array.from(document.querySelectorAll('#claims-counts .chip'))
+            .map(c => c.textContent),
+          groups: rows.map(r => r.dataset.group)};
+}"""
+
+
+def test_claims_one_line_each_with_counts_a_study_and_the_status_in_the_url(
     browser: Any,
-    server: str,
+    two_studies: str,
 ) -> None:
     watch = Watch()
-    page = open_at_1280(browser, server, "/claims", watch)
+    page = open_at_1280(browser, two_studies, "/claims", watch)
     details = page.evaluate(DETAIL)
     assert details
     for right, scrolls in details:
         assert right <= VIEWPORT["width"], right
         assert scrolls == [], scrolls
     assert_badges_on_one_line(page, two_words=False)
+    shown = page.evaluate(CLAIMS_LAYOUT)
+    rows = shown["rows"]
+    assert len(rows) > 80 and set(shown["groups"]) == {"flashoptim", "speedrun"}
+    # one line a claim (a badge's padding above it): the page was 110-450 px a row
+    assert max(rows) < 2.2 * shown["line"], max(rows)
+    assert shown["page"] < sum(rows) + 1500, shown["page"]
+    total = sum(int(chip.split()[0]) for chip in shown["counts"])
+    assert total == len(rows)
+    first = page.locator("table.claims tbody tr").first
+    first.locator("summary").click()  # the statement opens on the detail, in the same cell
+    assert first.locator("details p").first.is_visible()
+    page.select_option("#claims-group", "speedrun")
+    alone = page.evaluate(CLAIMS_LAYOUT)
+    assert set(alone["groups"]) == {"speedrun"}
+    assert sum(int(chip.split()[0]) for chip in alone["counts"]) == len(alone["rows"]) > 0
     page.select_option("#claims-status", "MIXED")
-    page.wait_for_url(f"{server}/claims?status=MIXED")
+    page.wait_for_url(f"{two_studies}/claims?status=MIXED")
     statuses = page.locator("table.claims .badge").all_text_contents()
     assert statuses and set(statuses) == {"MIXED"}
     assert watch.problems() == {}
@@ -159,4 +202,33 @@ def test_trend_shades_the_tolerance_band_around_the_expected_value(
     )
     assert len(bands) >= 4 and all(width > 500 and height > 0 for width, height, _ in bands)
     assert_figures_laid_out(page)
+    assert watch.problems() == {}
+
+
+# A table's width against the box it is in, its headers, and any cell cut short (its text
+# wider than the cell).
+TABLE_FIT = """selector => {
+  const table = document.querySelector(selector);
+  const cut = Array.from(table.querySelectorAll('td'))
+    .filter(td => td.scrollWidth > td.clientWidth + 1);
+  return {width: table.getBoundingClientRect().width, box: table.parentElement.clientWidth,
+          right: Math.max(...Array.from(table.querySelectorAll('th'))
+            .map(th => th.getBoundingClientRect().right)),
+          headers: Array.from(table.tHead.rows[0].cells).map(th => th.textContent.trim()),
+          cut: cut.map(td => td.textContent.slice(0, 40))};
+}"""
+
+
+def test_runs_and_compare_fit_1400_px(browser: Any, server: str) -> None:
+    watch = Watch()
+    page = open_page(browser, server, watch, width=1400)
+    page.goto(f"{server}/runs", wait_until="load")
+    runs = page.evaluate(TABLE_FIT, "#runs")
+    assert runs["width"] <= runs["box"] and runs["right"] <= 1400, runs  # was 1,851 px wide
+    assert {"FAIL", "KNOWN", "N/A", "gpu", "notes"} <= set(runs["headers"])
+    assert "stopped" not in runs["headers"]  # empty in every row: named above the table
+    assert "stopped (empty here)" in page.inner_text("#runs-left-out")
+    page.goto(f"{server}/compare?a=job2&b=job3", wait_until="load")
+    compare = page.evaluate(TABLE_FIT, "table.comparison")
+    assert compare["width"] <= compare["box"] and compare["cut"] == [], compare
     assert watch.problems() == {}

@@ -85,4 +85,25 @@ def test_notes_on_the_job_page_runs_table_and_plot(browser: Any, server: str) ->
     assert "lines+markers" in modes  # eval every 125 steps: its points are marked
     assert page.locator("#plot-smooth-by").input_value() == "point"
     shot(page, "plot_sparse")
+    # an EMA per step at 125-step gaps (0.9 ** 125) would only redraw the points: none drawn
+    page.goto(f"{server}/plot?{runs}&metric=val_loss&smooth=0.9", wait_until="load")
+    page.wait_for_selector("#plot[data-loading='false']", timeout=SAFETY_S * 1000)
+    modes = page.evaluate("Array.from(document.getElementById('plot').data).map(t => t.mode)")
+    assert modes == ["lines+markers", "lines+markers"]
+
+    # a mistyped metric: said on the page, the runs' metrics offered, then drawn
+    resumed = "run=resumed/flash_s0&run=resumed/ref_s0"
+    page.goto(f"{server}/plot?{resumed}&metric=los", wait_until="load")
+    assert "did you mean loss?" in page.inner_text("#plot-status")
+    options = page.locator("#plot-metric option").all_text_contents()
+    assert "loss" in options and "lr" in options
+    page.select_option("#plot-metric", "loss")
+    page.wait_for_selector("#plot[data-traces='3'][data-loading='false']", timeout=SAFETY_S * 1000)
+    # the resumed run is marked at its resume step, its note the hover text
+    marks = page.evaluate(
+        "Array.from(document.getElementById('plot').data)"
+        ".filter(t => t.name.endsWith(' resumed')).map(t => [Array.from(t.x), t.text])"
+    )
+    assert marks == [[[1500], ["resumed/flash_s0: resumed at step 1500, 200 steps replaced"]]]
+    shot(page, "plot_resumed")
     assert watch.errors == [] and watch.network == []

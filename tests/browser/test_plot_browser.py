@@ -99,6 +99,13 @@ def test_plot_view_survives_a_reload(browser: Any, server: str, cli: Cli) -> Non
     assert page.locator("#plot").get_attribute("data-traces") == "6"  # raw and smoothed
     page.check("#plot-log")
     drawn(page)
+    # a log axis within a decade: ticks between the powers of ten, one at the lowest value
+    ticks, lowest = page.evaluate(
+        "(() => { const d = document.getElementById('plot');"
+        " const ys = d.data.flatMap(t => Array.from(t.y)).filter(v => isFinite(v) && v > 0);"
+        " return [d.layout.yaxis.tickvals, Math.min(...ys)]; })()"
+    )
+    assert len(ticks) >= 4 and 0.9 * lowest <= min(ticks) <= lowest, (ticks, lowest)
     drag(page, 0.30, 0.60)
     page.wait_for_url("**end=*")
     drawn(page)
@@ -135,6 +142,17 @@ def test_plot_view_survives_a_reload(browser: Any, server: str, cli: Cli) -> Non
     )
     assert means == ["variant=flash (1 run)", "variant=ref (2 runs)"]
     assert page.locator("#plot").get_attribute("data-traces") == "6"  # a band: two edges each
+    # every band first, see-through in its group's colour, then the means above them all
+    layers = page.evaluate(
+        "document.getElementById('plot').data"
+        ".map(t => [t.showlegend !== false, t.fillcolor || null, t.line.color])"
+    )
+    fills = [fill for _, fill, _ in layers if fill]
+    assert len(set(fills)) == 2 and all(
+        f.startswith("rgba(") and f.endswith(",0.18)") for f in fills
+    )
+    assert [mean for mean, _, _ in layers] == [False] * 4 + [True] * 2
+    assert len({colour for mean, _, colour in layers if mean}) == 2
     assert page.url.endswith("&group=variant&band=1")
     if SHOT:
         page.screenshot(path=SHOT, full_page=True)

@@ -121,11 +121,12 @@ def test_runs_table_sorts_filters_and_plots_the_ticked(browser: Any, server: str
     shown = cells(page, 1)
     assert {"job1", "job2", "job3", "long"} == set(shown)
     assert page.locator("#runs-count").inner_text().startswith(f"{len(shown)} runs")
-    page.click("#runs th a:text-is('final_loss')")
+    header = page.locator("#runs th a.sort", has_text="final_loss")  # final_<wbr>loss
+    header.click()
     page.wait_for_url(f"{server}/runs?columns=job%2Carm%2Cfinal_loss&sort=final_loss")
     losses = [float(v) for v in cells(page, 3) if v not in ("NaN", "\u2014")]
     assert len(losses) >= 9 and losses == sorted(losses)
-    page.click("#runs th a:text-is('final_loss')")  # again: descending
+    header.click()  # again: descending
     page.wait_for_url("**sort=-final_loss")
     ordered = [float(v) for v in cells(page, 3) if v not in ("NaN", "\u2014")]
     assert ordered == sorted(losses, reverse=True)

@@ -149,7 +149,7 @@ PAGES = [
     ("/trend?metric=bpp_state&model=gpt-124m", ["bpp_state across jobs", "j2"]),
     ("/trend", ["val_loss across jobs"]),
     ("/curve?job=j1&arm=ref_s0", ['id="explorer"', 'data-job="j1"', "3,000 points"]),
-    ("/claims", ["REPRODUCED", "bpp_<wbr>params"]),  # names break at their parts
+    ("/claims", ["REPRODUCED", '<td class="mono claim">bpp_params</td>']),  # one line a claim
     ("/claims?where=gpu=A10G&group_by=flashoptim", ["0.1.0", "0.1.1"]),
 ]
 

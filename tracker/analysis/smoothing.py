@@ -129,3 +129,18 @@ class Smoother:
             self.ranks = int(at[-1]) if at.size else self.ranks
         out, self.state = smooth_on(at, values, self.alpha, self.state)
         return out
+
+
+# An EMA per step keeps (1 - alpha) ** gap of the mean before a point logged `gap` steps
+# after the one before: below a tenth it only redraws the points (a curve logged every 250
+# steps at alpha 0.02 keeps 0.6%), and a figure draws that curve as logged, not as an EMA.
+KEPT_AT_LEAST = 0.1
+
+
+def ema_smooths(steps: np.ndarray, alpha: float) -> bool:
+    """Whether ``smooth`` smooths a curve logged at ``steps``: at the median gap between its
+    steps a point keeps at least ``KEPT_AT_LEAST`` of the mean before it."""
+    if steps.size < 2:
+        return True
+    gap = float(np.median(np.diff(steps)))
+    return bool((1 - alpha) ** gap >= KEPT_AT_LEAST)

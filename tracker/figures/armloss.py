@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tracker.analysis.smoothing import KEPT_AT_LEAST
 from tracker.figures.style import (
     Figure,
     Palette,
@@ -63,6 +64,13 @@ def _on_grid(curve: GridCurve, grid: np.ndarray) -> np.ndarray:
     return values
 
 
+def _as_logged(curve: GridCurve, alpha: float) -> bool:
+    """A curve logged so far apart that its EMA would only redraw it (``ema_smooths``): its
+    grid holds the values as logged."""
+    gap = (curve.last - curve.first) / max(curve.points - 1, 1)
+    return curve.points > 1 and (1 - alpha) ** gap < KEPT_AT_LEAST
+
+
 def _last_finite(values: np.ndarray) -> float:
     finite = values[np.isfinite(values)]
     return float(finite[-1]) if finite.size else np.nan
@@ -94,6 +102,7 @@ class _ArmDrawing:
     steps: np.ndarray
     traces: list[dict[str, Any]] = field(default_factory=list)
     drawn: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    mode: str = "lines"  # lines+markers: every curve as logged, far apart
 
     @classmethod
     def on_common_grid(cls, curves: Mapping[str, GridCurve]) -> _ArmDrawing:
@@ -116,7 +125,8 @@ class _ArmDrawing:
             scatter(
                 x=x,
                 y=y,
-                mode="lines",
+                mode=self.mode,
+                marker=dict(size=5),
                 name=f"{shown}{tag}",
                 line=dict(color=color, width=width, dash=dash),
                 hovertemplate=f"{shown}{tag}, step %{{x:,}}: %{{y:.4f}}<extra></extra>",
@@ -136,16 +146,22 @@ def arm_across_jobs(
     if not curves:
         return empty_figure(title, ARM_HEIGHT, f"no curve of {plot_text(arm)}")
     drawing = _ArmDrawing.on_common_grid(curves)
+    alpha = exp.training.ema_alpha
+    sparse = all(_as_logged(curve, alpha) for curve in curves.values())
+    if sparse:
+        drawing.mode = "lines+markers"
     if len(drawing.names) <= ALL_LINES_UP_TO:
         notes = [_each_job(drawing)]
     else:
         notes = [_band_with_latest_and_outliers(drawing, latest)]
-    yaxis = _loss_axis(drawing, notes)
-    notes.insert(
-        0,
-        f"EMA (alpha={exp.training.ema_alpha:g}) over every step of each job, "
-        f"drawn at {drawing.grid.size} steps",
-    )
+    yaxis = _loss_axis(drawing, notes, "loss" if sparse else "train loss, EMA")
+    ema = f"EMA (alpha={alpha:g})"
+    if sparse:
+        notes.insert(
+            0, f"each job's loss as logged: an {ema} at its step gaps would only redraw it"
+        )
+    else:
+        notes.insert(0, f"{ema} over every step of each job, drawn at {drawing.grid.size} steps")
     bad = [f"{plot_text(n)} from step {c.first_bad:,}" for n, c in curves.items() if c.first_bad]
     if bad:
         notes.append(f"loss not finite (gap in the EMA) in {len(bad)}: {short_list(bad, 3)}")
@@ -228,14 +244,14 @@ def _quartile_band(drawing: _ArmDrawing) -> None:
     drawing.drawn.append((steps[ok], median[ok]))
 
 
-def _loss_axis(drawing: _ArmDrawing, notes: list[str]) -> dict[str, Any]:
-    """The y axis: log when the curves span more than a decade, else zoomed on the loss from
-    10% of the steps on (said in ``notes``)."""
+def _loss_axis(drawing: _ArmDrawing, notes: list[str], title: str) -> dict[str, Any]:
+    """The y axis, titled ``title``: log when the curves span more than a decade, else zoomed
+    on the loss from 10% of the steps on (said in ``notes``)."""
     values = drawing.table[np.isfinite(drawing.table)]
-    yaxis = axis(title=dict(text="train loss, EMA"))
+    yaxis = axis(title=dict(text=title))
     if values.size and values.min() > 0 and values.max() / values.min() > 10:
         # a divergence: only a log axis shows both it and the loss before it
-        yaxis.update(type="log", dtick=1, title=dict(text="train loss, EMA (log scale)"))
+        yaxis.update(type="log", dtick=1, title=dict(text=f"{title} (log scale)"))
     else:
         zoom = late_range(drawing.drawn)
         if zoom is not None:

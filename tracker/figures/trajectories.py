@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 HEIGHT = 480
 LEFT_TITLE, RIGHT_TITLE = "Training loss (EMA-smoothed)", "Raw loss, divergence arm"
+# every left arm logged too sparsely for an EMA (an eval curve every 250 steps): as logged
+SPARSE_TITLE, SPARSE_AXIS = "Loss as logged", "loss"
 
 
 def trajectories_figure(
@@ -50,15 +52,21 @@ def trajectories_figure(
         if drawn < total
         else f"all {total:,} curve points drawn"
     )
-    yaxis = axis(anchor="x", title=dict(text="train loss, EMA"))
+    left = [line for line in drawing.lines if not line.right]
+    sparse = bool(left) and all(line.as_logged for line in left)
+    yaxis = axis(anchor="x", title=dict(text=SPARSE_AXIS if sparse else "train loss, EMA"))
     if drawing.zoom is not None:
         yaxis["range"] = list(drawing.zoom)
         sampled += f"; left y axis from {ZOOM_AFTER:.0%} of the steps on (double-click: all)"
     alpha = exp.training.ema_alpha
-    notes.append(
-        footnote(f"{sampled}; EMA smoothing (alpha={alpha:g}) and verdicts use every step")
-    )
-    left_domain, panels = _panels(drawing, notes)
+    if sparse:
+        said = f"as logged: an EMA (alpha={alpha:g}) at these step gaps would only redraw them"
+    elif any(line.as_logged for line in left):
+        said = f"EMA (alpha={alpha:g}) over every step; marked arms as logged (too sparse for one)"
+    else:
+        said = f"EMA smoothing (alpha={alpha:g}) and verdicts use every step"
+    notes.append(footnote(f"{sampled}; {said}"))
+    left_domain, panels = _panels(drawing, notes, SPARSE_TITLE if sparse else LEFT_TITLE)
     return figure(
         data=_arm_traces(drawing),
         layout=layout(
@@ -88,7 +96,8 @@ def _arm_traces(drawing: TrajectoryDrawing) -> list[dict[str, Any]]:
             scatter(
                 x=line.x,
                 y=line.y,
-                mode="lines",
+                mode="lines+markers" if line.as_logged else "lines",
+                marker=dict(size=5),
                 name=plot_text(label),
                 showlegend=not line.raw_baseline,
                 line=dict(color=color, width=1 if line.raw_baseline else 2, dash=dash),
@@ -99,18 +108,20 @@ def _arm_traces(drawing: TrajectoryDrawing) -> list[dict[str, Any]]:
     return traces
 
 
-def _panels(drawing: TrajectoryDrawing, notes: list[Any]) -> tuple[list[float], dict[str, Any]]:
+def _panels(
+    drawing: TrajectoryDrawing, notes: list[Any], left_title: str
+) -> tuple[list[float], dict[str, Any]]:
     """The left panel's x domain and the right panel's axes (when an arm is drawn there);
     the panels' titles go to ``notes``."""
     panels: dict[str, Any] = {}
     if any(line.right for line in drawing.lines):
         left_domain, right_domain = columns((0.62, 0.38), 0.08)
-        notes += [panel_title(LEFT_TITLE, left_domain), panel_title(RIGHT_TITLE, right_domain)]
+        notes += [panel_title(left_title, left_domain), panel_title(RIGHT_TITLE, right_domain)]
         panels["xaxis2"] = axis(domain=right_domain, anchor="y2", title=dict(text="step"))
         panels["yaxis2"] = axis(
             anchor="x2", type="log", dtick=1, title=dict(text="train loss (log scale)")
         )
     else:
         left_domain = [0.0, 1.0]
-        notes.append(panel_title(LEFT_TITLE, left_domain))
+        notes.append(panel_title(left_title, left_domain))
     return left_domain, panels

@@ -31,10 +31,12 @@ from tracker.analysis.smoothing import Smoother
 from tracker.elapsed import ELAPSED_METRICS, MS_SUFFIX, STEP_MS
 from tracker.errors import BadPlot, RunNotFound, UnknownMetaKey, UnknownMetric, known_names
 from tracker.models import Curve, Job, JobMeta, Run
+from tracker.notes import NoteKind, RunNote
 from tracker.queries.plot_stream import Kept, Piece, drain, group_mean
 from tracker.queries.walltime import TIME_SOURCES, TimeCursor, time_source
 from tracker.store.catalog import get_job
 from tracker.store.curves import curve_chunks
+from tracker.store.notes import run_notes
 
 MAX_RUNS = 50  # runs per plot: each a trace drawn and a chunk read at a time
 MAX_POINTS = 2000  # points per series in an answer: a window of at most this many is raw
@@ -218,7 +220,18 @@ def _pieces(
         yield piece
 
 
-def _series(labels: dict[str, Any], kept: Kept, query: PlotQuery) -> dict[str, Any]:
+def _marks(notes: Sequence[RunNote]) -> list[dict[str, Any]]:
+    """The steps a run's notes put a mark at on its curves: where it resumed."""
+    return [
+        {"step": note.first_step, "text": note.text}
+        for note in notes
+        if note.kind == NoteKind.RESUMED and note.first_step is not None
+    ]
+
+
+def _series(
+    labels: dict[str, Any], kept: Kept, query: PlotQuery, notes: Sequence[RunNote]
+) -> dict[str, Any]:
     points = kept.result()
     empty = np.empty(0, np.float64)
     steps = points.get("steps", np.empty(0, np.int64))
@@ -236,6 +249,7 @@ def _series(labels: dict[str, Any], kept: Kept, query: PlotQuery) -> dict[str, A
         "times": None if query.x != "time" else points.get("times", empty),
         "in_window": kept.seen,
         "downsampled": bool(steps.size < kept.seen),
+        "marks": _marks(notes),
     }
 
 
@@ -280,6 +294,7 @@ def plot_series(session: Session, query: PlotQuery, cache: Cache | None = None) 
     if query.x == "time":
         sources = list(_time_sources(session, found))
     labels = _labels(session, found, keys)
+    notes = run_notes(session, [run.id for run, _, _ in found])
     lines = ("values",) if query.smooth == 0 else ("values", "smoothed")
     kepts = [Kept(query.points, lines) for _ in found]
     pieces = [
@@ -314,7 +329,10 @@ def plot_series(session: Session, query: PlotQuery, cache: Cache | None = None) 
         "color": query.color,
         "group": query.group,
         "band": query.band,
-        "series": [_series(lab, kept, query) for lab, kept in zip(labels, kepts, strict=True)],
+        "series": [
+            _series(lab, kept, query, notes.get(run.id, []))
+            for lab, kept, (run, _, _) in zip(labels, kepts, found, strict=True)
+        ],
         "groups": groups,
     }
 

@@ -331,6 +331,13 @@ def write_arrays(text: str) -> str:
     return re.sub(f'"{ARRAY_MARK}([^"]*)"', numbers, text)
 
 
+class PlotMark(BaseModel):
+    """A step the run's notes mark on its curve: where it resumed from a checkpoint."""
+
+    step: int
+    text: str
+
+
 class PlotSeries(BaseModel):
     """One run's curve in the window: raw values, and smoothed ones unless ``smooth=0``."""
 
@@ -348,6 +355,9 @@ class PlotSeries(BaseModel):
     )
     in_window: int = Field(description="Raw points of the curve in the window.")
     downsampled: bool = Field(description="True when min/max downsampled from in_window.")
+    marks: list[PlotMark] = Field(
+        default_factory=list, description="Where the run resumed (its notes), to mark."
+    )
 
 
 class PlotGroup(BaseModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tracker.analysis.job import analyze_job
-from tracker.analysis.smoothing import smooth
+from tracker.analysis.smoothing import ema_smooths, smooth
 from tracker.summary.grid import grid_curve
 from tracker.summary.model import DIVERGED_AT, EMA_DELTA, SEED_NOISE, Derived, Summary
 from tracker.summary.trajectories import trajectory_drawing
@@ -26,12 +26,12 @@ def summarize(data: JobData, exp: Expectations) -> Summary:
         )
         for arm, frame in data.curves.items()
     }
-    curves = {
-        arm: grid_curve(
-            frame.get_column("step").to_numpy(), smoothed[arm], frame.get_column("value").to_numpy()
-        )
-        for arm, frame in data.curves.items()
-    }
+    curves = {}
+    for arm, frame in data.curves.items():
+        steps, raw = frame.get_column("step").to_numpy(), frame.get_column("value").to_numpy()
+        # a curve logged far apart is drawn as logged (an EMA would only redraw it)
+        drawn = smoothed[arm] if ema_smooths(steps, exp.training.ema_alpha) else raw
+        curves[arm] = grid_curve(steps, drawn, raw)
     drawing = trajectory_drawing(data.curves, exp, smoothed=smoothed)
     return Summary(
         analyze_job(data, exp, smoothed),

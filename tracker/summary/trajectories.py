@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tracker.analysis.smoothing import smooth
+from tracker.analysis.smoothing import ema_smooths, smooth
 from tracker.summary.arms import split_arm
 from tracker.summary.arrays import late_range, packed, unpacked
 from tracker.summary.downsample import DEFAULT_MAX_POINTS, downsample
@@ -42,6 +42,7 @@ class Line:
     raw_baseline: bool  # the baseline's raw loss beside the divergent arm
     x: np.ndarray  # steps, int64
     y: np.ndarray  # float64, NaN where the loss is not finite
+    as_logged: bool = False  # left: logged so sparsely that an EMA would only redraw it
 
 
 @dataclass(frozen=True)
@@ -123,15 +124,19 @@ def drawing_of_points(
     non_finite_from: list[int] = []
     total = 0
 
-    def add(arm: str, values: np.ndarray, *, on_right: bool, raw_baseline: bool = False) -> None:
+    def add(arm: str, values: np.ndarray, *, on_right: bool, raw: bool = False) -> None:
         nonlocal total
         steps = points[arm][0]
         x, y = downsample(steps, _drawable(values), max_points)
         total += len(steps)
-        lines.append(Line(arm, on_right, raw_baseline, x, y))
+        baseline = raw and on_right
+        lines.append(Line(arm, on_right, baseline, x, y, as_logged=raw and not on_right))
 
     smoothed = smoothed or {}
     for arm in left:
+        if not ema_smooths(points[arm][0], tr.ema_alpha):
+            add(arm, points[arm][1], on_right=False, raw=True)
+            continue
         series = smoothed.get(arm)
         if series is None:
             series = smooth(*points[arm], tr.ema_alpha)
@@ -144,7 +149,7 @@ def drawing_of_points(
             non_finite_from.append(int(steps[int(bad[0])]))
     baseline = points.get(tr.baseline)
     if right and baseline is not None and len(baseline[0]):
-        add(tr.baseline, baseline[1], on_right=True, raw_baseline=True)
+        add(tr.baseline, baseline[1], on_right=True, raw=True)
     drawn = sum(len(line.x) for line in lines)
     zoom = late_range([(line.x, line.y) for line in lines if not line.right])
     return TrajectoryDrawing(lines, non_finite_from, drawn, total, zoom)

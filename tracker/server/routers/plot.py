@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from sqlalchemy.orm import Session
 
 from tracker.domain import LOSS
+from tracker.errors import UnknownMetric, known_names
 from tracker.jsonio import to_api_json
 from tracker.queries.plot import (
     MAX_POINTS,
@@ -123,11 +124,15 @@ def plot_page(
 ) -> HTMLResponse:
     runs = [parse_run(text) for text in run or ()]
     choices = plot_choices(session, runs) if runs else {"metrics": [], "keys": [], "x": ["step"]}
+    # a metric none of the runs has: said on the page, which then asks for no plot
+    unknown = runs and metric not in choices["metrics"]
+    known = known_names(choices["metrics"], near=metric)
     return page(
         request,
         "server/plot.html",
         runs=[f"{job}/{arm}" for job, arm in runs],
         metric=metric,
+        problem=str(UnknownMetric(metric=metric, known=known)) if unknown else "",
         choices=choices,
         max_runs=MAX_RUNS,
         points=MAX_POINTS,

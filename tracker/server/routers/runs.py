@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from tracker.errors import UnknownColumn, UnknownMetaKey, UnknownStatus
 from tracker.queries import tables
-from tracker.queries.runs import STATUSES, RunsPage, RunsView, run_table, runs_page
+from tracker.queries.runs import META_PREFIX, STATUSES, RunsPage, RunsView, run_table, runs_page
 from tracker.queries.selection import JobSelection
 from tracker.row_formats import Format, render
 from tracker.server.deps import SelectionDep, Served, ServedDep, SessionDep
@@ -147,6 +147,25 @@ def _readable_times(frame: pl.DataFrame, form: str = "%Y-%m-%dT%H:%M:%SZ") -> pl
     return frame.with_columns(pl.col("time").dt.strftime(form))
 
 
+def _left_out(frame: pl.DataFrame) -> dict[str, str]:
+    """The columns of ``frame`` that would only take width from the others, each with why:
+    empty in every row, or a ``meta.time`` that is the ``time`` column (the job's time is
+    its time metadata when it has one). None when ``frame`` has no row."""
+    if frame.height == 0:
+        return {}
+    why = {
+        name: "empty here"
+        for name, column in frame.to_dict().items()
+        if (column.is_null() | (column.cast(pl.String) == "")).all()
+    }
+    repeated = f"{META_PREFIX}time"
+    if repeated in frame.columns and "time" in frame.columns:
+        shown = frame.get_column("time").dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+        if (shown == frame.get_column(repeated)).all():
+            why[repeated] = "the time column"
+    return why
+
+
 def _link(request: Request, **changes: Any) -> str:
     """This page's URL with some parameters changed (None: removed)."""
     kept = [(k, v) for k, v in request.query_params.multi_items() if k not in changes]
@@ -166,13 +185,16 @@ def runs_table_page(
     selection, view, offset, limit = asked.selection, asked.view, asked.offset, asked.limit
     found = _page(served, session, selection, view, (offset, limit))
     every = _table(served, session, selection).columns
+    # the default view leaves out what this page has nothing in; columns asked for all show
+    left_out = {} if view.columns else _left_out(found.rows)
     query = request.url.query
     return page(
         request,
         "server/runs.html",
         found=found,
         table=rows(_readable_times(found.rows, COMPACT_TIME)),
-        columns=found.rows.columns,
+        columns=[c for c in found.rows.columns if c not in left_out],
+        left_out=left_out,
         every=every,
         view=view,
         selection=selection,

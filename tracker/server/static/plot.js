@@ -18,9 +18,16 @@
   };
   var view = new URLSearchParams(window.location.search);
   var latest = 0; // answers to older requests are dropped when a newer one was sent
+  var zoomable = false; // the zoom is listened to once a first plot is drawn
+
+  // a metric none of the runs has keeps the page's placeholder option shown (the page says
+  // so, and /api/plot's answer names the known ones)
+  function offered(metric) {
+    return Array.prototype.some.call(controls.metric.options, function (o) { return !o.disabled && o.value === metric; });
+  }
 
   function restore() {
-    if (view.get("metric")) controls.metric.value = view.get("metric");
+    if (offered(view.get("metric"))) controls.metric.value = view.get("metric");
     controls.smooth.value = view.get("smooth") || "0";
     document.getElementById("plot-smooth-value").textContent = controls.smooth.value;
     controls.smoothBy.value = view.get("smooth_by") || "step";
@@ -71,8 +78,12 @@
     div.dataset.traces = String(traces.length);
     div.dataset.downsampled = String(answer.series.some(function (s) { return s.downsampled; }));
     status.textContent = describe(answer);
-    var layout = TrackerPlot.layout(answer, range, 560);
-    return Plotly.react(div, traces, layout, { responsive: true, displaylogo: false });
+    status.className = "muted";
+    var layout = TrackerPlot.layout(answer, range, 560, traces);
+    return Plotly.react(div, traces, layout, { responsive: true, displaylogo: false }).then(function () {
+      if (!zoomable) div.on("plotly_relayout", zoomed);
+      zoomable = true;
+    });
   }
 
   function load() {
@@ -81,7 +92,11 @@
     remember();
     return TrackerPlot.fetchPlot(query())
       .then(function (answer) { return ticket === latest ? draw(answer) : null; })
-      .catch(function (error) { status.textContent = "could not load the plot: " + error.message; })
+      .catch(function (error) {
+        if (ticket !== latest) return;
+        status.textContent = "could not draw the plot: " + error.message;
+        status.className = "fail-text";
+      })
       .then(function () { if (ticket === latest) div.dataset.loading = "false"; });
   }
 
@@ -139,5 +154,7 @@
 
   restore();
   listen();
-  load().then(function () { div.on("plotly_relayout", zoomed); });
+  // a metric none of the runs has: the page says so and offers theirs; nothing to ask for
+  if (controls.metric.value) load();
+  else div.dataset.loading = "false";
 })();

@@ -21,6 +21,27 @@
 
   function timed(answer) { return answer.x === "time"; }
 
+  // "#1f77b4" at this opacity: a band's fill, seen through
+  function tint(hex, alpha) {
+    var n = parseInt(hex.slice(1), 16);
+    return "rgba(" + (n >> 16) + "," + (n >> 8 & 255) + "," + (n & 255) + "," + alpha + ")";
+  }
+
+  function medianGap(steps) {
+    if (steps.length < 2) return 1;
+    var gaps = [];
+    for (var i = 1; i < steps.length; i++) gaps.push(steps[i] - steps[i - 1]);
+    gaps.sort(function (a, b) { return a - b; });
+    return gaps[Math.floor(gaps.length / 2)];
+  }
+
+  // An EMA per step over a curve logged every 125 steps keeps W^125 of the mean before each
+  // point (0.9^125: nothing): below a tenth it only redraws the points, and is left out.
+  var KEPT_AT_LEAST = 0.1;
+  function smooths(answer, s) {
+    return answer.smooth_by === "point" || Math.pow(answer.smooth, medianGap(s.steps)) >= KEPT_AT_LEAST;
+  }
+
   // a value JSON could not give as a number ("NaN", "Infinity", "-Infinity") is not finite
   function finite(value) { return typeof value === "number" && isFinite(value); }
 
@@ -48,9 +69,28 @@
       marker: { symbol: "x", size: 10, color: c, line: { width: 2, color: c } } };
   }
 
+  // where the run's notes put a mark (a resume from a checkpoint): a triangle on the curve
+  // at that step, its note as the hover text
+  function noteMarks(s, x, c, name) {
+    var xs = [], ys = [], texts = [];
+    (s.marks || []).forEach(function (mark) {
+      var i = s.steps.indexOf(mark.step);
+      if (i < 0) i = s.steps.findIndex(function (step) { return step > mark.step; });
+      if (i < 0 || !finite(s.values[i])) return;
+      xs.push(x[i]);
+      ys.push(s.values[i]);
+      texts.push(name + ": " + mark.text);
+    });
+    if (!xs.length) return null;
+    return { x: xs, y: ys, type: "scatter", mode: "markers", name: name + " resumed",
+      legendgroup: name, showlegend: false, text: texts, hoverinfo: "text",
+      marker: { symbol: "triangle-down", size: 13, color: c, line: { width: 1.5, color: "#222" } } };
+  }
+
   function runTraces(answer, colour) {
     var traces = [], marks = [], count = answer.series.length;
     answer.series.forEach(function (s, index) {
+      if (s.smoothed && !smooths(answer, s)) s = Object.assign({}, s, { smoothed: null });
       var x = timed(answer) ? s.times : s.steps;
       var name = s.job + "/" + s.arm;
       var c = colour(s.color === null ? name : s.color);
@@ -73,26 +113,31 @@
       }
       var bad = nonFinite(s, x, c, name);
       if (bad) marks.push(bad);
+      var noted = noteMarks(s, x, c, name);
+      if (noted) marks.push(noted);
     });
     return traces.concat(marks);
   }
 
+  // every band first, each see-through in its group's colour, then every mean above them, the
+  // first widest so that a mean under another still shows at its edges
   function groupTraces(answer, colour) {
-    var traces = [];
-    answer.groups.forEach(function (g) {
+    var bands = [], means = [], count = answer.groups.length;
+    answer.groups.forEach(function (g, index) {
       var c = colour(g.label);
       var x = timed(answer) ? g.times : g.steps;
       var name = esc(answer.group + "=" + g.label) + " (" + g.runs.length + (g.runs.length === 1 ? " run)" : " runs)");
       if (g.low && g.high) {
-        traces.push({ x: x, y: g.high, type: "scatter", mode: "lines", line: { width: 0, color: c },
+        bands.push({ x: x, y: g.high, type: "scatter", mode: "lines", line: { width: 0.5, color: tint(c, 0.5) },
           legendgroup: g.label, showlegend: false, hoverinfo: "skip" });
-        traces.push({ x: x, y: g.low, type: "scatter", mode: "lines", line: { width: 0, color: c },
-          fill: "tonexty", opacity: 0.2, legendgroup: g.label, showlegend: false, hoverinfo: "skip" });
+        bands.push({ x: x, y: g.low, type: "scatter", mode: "lines", line: { width: 0.5, color: tint(c, 0.5) },
+          fill: "tonexty", fillcolor: tint(c, 0.18), legendgroup: g.label, showlegend: false, hoverinfo: "skip" });
       }
-      traces.push({ x: x, y: g.mean, type: "scatter", mode: "lines", name: name,
-        legendgroup: g.label, connectgaps: false, line: { width: 1.8, color: c } });
+      var width = count > 1 ? 3 - 1.4 * index / (count - 1) : 2;
+      means.push({ x: x, y: g.mean, type: "scatter", mode: sparse(g.steps) ? "lines+markers" : "lines",
+        name: name, legendgroup: g.label, connectgaps: false, line: { width: width, color: c }, marker: { size: 5 } });
     });
-    return traces;
+    return bands.concat(means);
   }
 
   function traces(answer) {
@@ -100,14 +145,46 @@
     return answer.groups.length ? groupTraces(answer, colour) : runTraces(answer, colour);
   }
 
-  // range: the x range asked for ([low, high], strings from the URL) or null: all of it
-  function layout(answer, range, height) {
+  // A log axis over less than a decade or so gets plotly's ticks at the powers of ten only,
+  // none where a loss ends (3.3 between 1 and 10): ticks at 1, 1.5, 2, 2.5, 3, 3.5, 4, 5, 6, 7, 8
+  // times a power of ten instead, and one at the lowest value drawn.
+  var MANTISSAS = [1, 1.5, 2, 2.5, 3, 3.5, 4, 5, 6, 7, 8];
+  function logTicks(traces) {
+    var low = Infinity, high = -Infinity;
+    traces.forEach(function (t) {
+      (t.y || []).forEach(function (v) {
+        if (finite(v) && v > 0) { low = Math.min(low, v); high = Math.max(high, v); }
+      });
+    });
+    if (!(high > low) || high / low > 30) return null;
+    var ticks = [];
+    for (var e = Math.floor(Math.log10(low)); Math.pow(10, e) <= high; e++) {
+      MANTISSAS.forEach(function (m) {
+        var v = Number((m * Math.pow(10, e)).toPrecision(3));
+        if (v >= low && v <= high) ticks.push(v);
+      });
+    }
+    var scale = Math.pow(10, Math.floor(Math.log10(low)) - 1);
+    var lowest = Math.floor(low / scale) * scale; // 3.2796 -> 3.2: two digits, not above it
+    lowest = Number(lowest.toPrecision(2));
+    if (!ticks.some(function (v) { return Math.abs(Math.log10(v / lowest)) < 0.02; })) ticks.unshift(lowest);
+    return ticks.sort(function (a, b) { return a - b; });
+  }
+
+  // range: the x range asked for ([low, high], strings from the URL) or null: all of it;
+  // traces: what is drawn (a log axis's ticks are chosen from its values)
+  function layout(answer, range, height, traces) {
     var drawn = {
       height: height, margin: { l: 70, r: 30, t: 30, b: 50 },
       legend: { orientation: "h", y: -0.15 },
       xaxis: { title: { text: timed(answer) ? "wall time (s)" : "step" }, type: "linear" },
       yaxis: { title: { text: esc(answer.metric) }, type: answer.y === "log" ? "log" : "linear" },
     };
+    var ticks = answer.y === "log" && traces ? logTicks(traces) : null;
+    if (ticks) {
+      drawn.yaxis.tickvals = ticks;
+      drawn.yaxis.ticktext = ticks.map(String);
+    }
     if (range && range[0] !== null && range[1] !== null) {
       drawn.xaxis.range = [Number(range[0]), Number(range[1])];
       drawn.xaxis.autorange = false;

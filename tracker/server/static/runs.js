@@ -20,7 +20,7 @@
         var traces = TrackerPlot.traces(answer);
         div.dataset.traces = String(traces.length);
         status.textContent = answer.series.length + " runs; Plot selected (above) opens them to smooth, zoom and group";
-        return Plotly.react(div, traces, TrackerPlot.layout(answer, null, 420),
+        return Plotly.react(div, traces, TrackerPlot.layout(answer, null, 420, traces),
           { responsive: true, displaylogo: false });
       })
       .catch(function (error) { status.textContent = "could not load the plot: " + error.message; })

@@ -81,6 +81,8 @@
     var filter = control(prefix, 'filter');
     var info = control(prefix, 'info');
     var status = control(prefix, 'status');
+    // rows of one group only (data-group), chosen in the select the table names
+    var group = document.getElementById(table.dataset.groupSelect || '');
     var prev = control(prefix, 'prev');
     var next = control(prefix, 'next');
     var paged = Boolean(prev && next);
@@ -111,9 +113,10 @@
     function apply() {
       var words = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
       var wanted = status ? status.value : '';
+      var inGroup = group ? group.value : '';
       shown = rows.filter(function (row) {
         var text = texts.get(row);
-        return (!wanted || row.className === wanted) &&
+        return (!wanted || row.className === wanted) && (!inGroup || row.dataset.group === inGroup) &&
           words.every(function (word) { return text.indexOf(word) >= 0; });
       });
       page = 0;
@@ -141,10 +144,26 @@
     });
     filter.addEventListener('input', apply);
     if (status) status.addEventListener('change', apply);
+    if (group) group.addEventListener('change', apply);
     if (prev) prev.addEventListener('click', function () { if (page > 0) { page--; draw(); } });
     if (next) next.addEventListener('click', function () { if ((page + 1) * size < shown.length) { page++; draw(); } });
     apply();
   }
 
   Array.prototype.forEach.call(document.querySelectorAll('main table'), enhance);
+
+  // the claims' counts by status, of the group chosen (every claim when none is)
+  var groups = document.getElementById('claims-group');
+  if (groups) {
+    groups.addEventListener('change', function () {
+      var rows = document.querySelectorAll('table.claims tbody tr');
+      Array.prototype.forEach.call(document.querySelectorAll('#claims-counts .chip'), function (chip) {
+        var n = Array.prototype.filter.call(rows, function (row) {
+          return row.dataset.status === chip.dataset.status && (!groups.value || row.dataset.group === groups.value);
+        }).length;
+        chip.textContent = n + ' ' + chip.dataset.status.replace('_', ' ');
+        chip.classList.toggle('zero', n === 0);
+      });
+    });
+  }
 })();
