@@ -34,8 +34,8 @@ BASE = [
     "variant",
     "seed",
     "steps",
+    "last_step",
     "stopped",
-    "points",
     "final_loss",
 ]
 BASE += ["min_loss", "last_loss", "nonfinite", "val_loss", "diverged", "notes"]
@@ -63,7 +63,7 @@ def test_one_row_per_arm_with_verdict_counts_and_metadata(client: TestClient) ->
         "2026-10-01T00:00:00Z",
     )
     assert body["rows"][4]["note"] is None  # j2 has no note
-    assert first["steps"] == STEPS - 1 and first["points"] == STEPS
+    assert first["steps"] == STEPS and first["last_step"] == STEPS - 1
     for job in JOBS:
         verdicts = client.get(f"/api/jobs/{job}").json()["verdicts"]
         counts = {s: sum(v["status"] == s for v in verdicts) for s in ("PASS", "FAIL", "N/A")}

@@ -25,8 +25,8 @@ RUN_FILTERS: dict[str, Any] = {
     "val_loss": Run.val_loss,
     "final_loss": Run.final_loss,
     "diverged": Run.diverged,
-    "steps": Curve.last_step,
-    "points": Curve.n_points,
+    "steps": Curve.n_points,  # how many steps the loss curve logged: the count shown
+    "last_step": Curve.last_step,
     "min_loss": Curve.min_value,
     "last_loss": Curve.last_value,
     "nonfinite": Curve.n_nonfinite,
