@@ -36,6 +36,11 @@ from tracker.sample import write_sample_job
 from tracker.store.jobdata import load_job_data
 from tracker.summary.version import expectations_digest
 
+WHERE_KEYS = (  # what a --where key may name besides metadata
+    "run columns: seed, val_loss, final_loss, diverged, steps, last_step, min_loss, last_loss, "
+    "nonfinite, notes"
+)
+
 STEPS = 40
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 SPECS: dict[str, dict[str, Any]] = {
@@ -517,7 +522,8 @@ def test_typos_are_errors_naming_the_known_names(study: Study) -> None:
         ),
         (
             ("query", "probes", "--where", "nosuch=x"),
-            "no job has metadata 'nosuch'; known keys: flashoptim, gpu, time",
+            f"no run column or metadata key 'nosuch'; {WHERE_KEYS}; "
+            "metadata: flashoptim, gpu, time",
         ),
         (
             ("query", "trend", "--metric", "val_loss", "--job", "j9"),

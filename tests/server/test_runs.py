@@ -18,6 +18,11 @@ from fastapi.testclient import TestClient
 from tests.conftest import Cli
 from tracker import api
 
+WHERE_KEYS = (  # what a --where key may name besides metadata
+    "run columns: seed, val_loss, final_loss, diverged, steps, last_step, min_loss, last_loss, "
+    "nonfinite, notes"
+)
+
 STEPS = 300
 EVIL = "<script>alert(1)</script>&"
 JOBS = {
@@ -139,7 +144,8 @@ def test_filters_text_where_and_verdict(client: TestClient) -> None:
     assert unknown.status_code == 422
     assert (
         unknown.json()["detail"]
-        == "no job has metadata 'gpux'; known keys: gpu, note, time; did you mean gpu?"
+        == f"no run column or metadata key 'gpux'; {WHERE_KEYS}; metadata: gpu, note, time; "
+        "did you mean gpu?"
     )
 
 
@@ -247,7 +253,7 @@ def test_api_probes_mirrors_the_library(client: TestClient, study: Cli) -> None:
     unknown = client.get("/api/probes?where=nope=1")
     assert (unknown.status_code, unknown.json()["detail"]) == (
         422,
-        "no job has metadata 'nope'; known keys: gpu, note, time",
+        f"no run column or metadata key 'nope'; {WHERE_KEYS}; metadata: gpu, note, time",
     )
 
 
