@@ -102,6 +102,14 @@ def test_the_cli_and_the_server_give_one_runs_table(
     assert api.runs(db_url).columns == printed.splitlines()[0].split(",")
 
 
+def test_query_runs_sorts_and_limits_as_the_server(study: Cli, client: TestClient) -> None:
+    printed = study("query", "runs", "--sort", "-val_loss", "--limit", "5", "-f", "csv").stdout
+    served = client.get("/api/runs.csv?sort=-val_loss").text  # every row: the first 5 alike
+    assert printed.splitlines() == served.splitlines()[:6]
+    wrong = study("query", "runs", "--sort", "val_los", ok=False)
+    assert wrong.exit_code == 1 and wrong.stderr.startswith("Error: no column 'val_los' in the")
+
+
 def test_sort_any_column_both_ways(client: TestClient) -> None:
     def column(query: str, name: str) -> list[Any]:
         return [row[name] for row in runs(client, query)["rows"]]

@@ -69,16 +69,24 @@ def query_runs(
     aggregate_seeds: Annotated[
         bool, typer.Option("--aggregate-seeds", help="Mean, std and count over seeds.")
     ] = False,
+    sort: Annotated[
+        str | None,
+        typer.Option(metavar="[-]COLUMN", help="Sort by this column; -COLUMN: descending."),
+    ] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N rows.")] = None,
     fmt: FormatOption = Format.table,
 ) -> None:
-    """Training arms of every job: losses, points, divergence.
+    """Training arms of every job: losses, steps, divergence, notes.
 
-    Example: tracker query runs --variant ref --aggregate-seeds --group-by flashoptim
+    Example: tracker query runs --where 'val_loss<3.3' --sort val_loss --limit 5
     """
     from tracker import api
 
     selection = job_selection(job, model, variant, where, group_by)
-    print_frame(api.runs(state(ctx).url, selection, aggregate_seeds=aggregate_seeds), fmt)
+    table = api.runs(
+        state(ctx).url, selection, aggregate_seeds=aggregate_seeds, sort=sort, limit=limit
+    )
+    print_frame(table, fmt)
 
 
 @query_app.command("curve")
