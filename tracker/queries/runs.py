@@ -117,7 +117,7 @@ def without_groups(selection: JobSelection) -> JobSelection:
 
 def _known(table: pl.DataFrame, name: str) -> str:
     if name not in table.columns:
-        raise UnknownColumn(name=name, known=known_names(table.columns))
+        raise UnknownColumn(name=name, known=known_names(table.columns, near=name))
     return name
 
 
