@@ -171,6 +171,13 @@ def ingest_job(
     return _store(session, scanned, arms, options)
 
 
+def check_job(directory: Path | JobSource, options: IngestOptions | None = None) -> None:
+    """Read and check one job directory whole as ``ingest_job`` would, storing nothing: what
+    an ingest would refuse raises here."""
+    _scanned, arms = _scan(directory, options or IngestOptions())
+    arms()
+
+
 STUDY_KEY = "study"  # the job.json (or --meta) key that names a job's study
 
 
