@@ -452,17 +452,19 @@ CASES: list[tuple[str, Breaker, str]] = [
     (
         "csv_without_header",
         drop_line("ref_s0.csv", 1),
-        "ref_s0.csv: header must have 'step' and 'loss' columns",
+        "ref_s0.csv: header must have 'step' and 'loss' columns; line 1 is numbers, not a header",
     ),
     (
         "csv_without_step",
         set_header("ref_s0.csv", "iteration,loss,lr,step_ms"),
-        "ref_s0.csv: header must have 'step' and 'loss' columns",
+        "ref_s0.csv: header must have 'step' and 'loss' columns; found: iteration, loss, lr, "
+        "step_ms",
     ),
     (
         "csv_without_loss",
         set_header("ref_s0.csv", "step,train_loss,lr,step_ms"),
-        "ref_s0.csv: header must have 'step' and 'loss' columns",
+        "ref_s0.csv: header must have 'step' and 'loss' columns; found: step, train_loss, lr, "
+        "step_ms",
     ),
     (
         "csv_duplicate_columns",

@@ -350,7 +350,8 @@ def test_cli_claims_formats_and_errors(cli: Cli, tmp_path: Path) -> None:
     state = next(r for r in rows if (r["claim"], r["subject"]) == ("bpp_state", "gpt-124m/flash"))
     assert state["status"] == "REPRODUCED" and state["jobs_failing"] == []
     table = cli("claims", "--where", "flashoptim=0.1.0").stdout.splitlines()
-    assert table[0].split() == ["status", "claim", "subject", "estimate", "jobs"]
+    assert table[0].startswith(f"{len(rows)} claims: ")  # the counts first
+    assert table[1].split() == ["status", "claim", "subject", "estimate", "jobs"]
     assert cli("claims", "--wide").stdout.splitlines()[0].split() == COLUMNS
     unknown = cli("claims", "--where", "flashoptim=9", ok=False)
     assert (unknown.exit_code, unknown.stderr) == (
@@ -384,7 +385,7 @@ def test_cli_claims_gate_filter_and_compact_table(
     statuses = {r["status"] for r in rows}
     printed = cli("claims").stdout.splitlines()
     table = [t for t in printed if not t.startswith("to decide ")]
-    assert len(table) == len(rows) + 2 and max(map(len, table)) <= 120
+    assert len(table) == len(rows) + 3 and max(map(len, table)) <= 130  # run lengths named
     deciding = [f"to decide {r['claim']} ({r['subject']}): {r['next_runs']}" for r in rows]
     assert printed[len(table) :] == [
         d for d, r in zip(deciding, rows, strict=True) if r["next_runs"]
@@ -410,7 +411,8 @@ def test_cli_claims_gate_filter_and_compact_table(
         3,
         f"claims failing --fail-on: {reproduced} REPRODUCED\n",
     )  # the gate judges every claim, --status only chooses the rows shown
-    assert gated.stdout.splitlines()[2:] == []
+    assert gated.stdout.splitlines()[0] == "0 claims: none"
+    assert gated.stdout.splitlines()[3:] == []
     late = json.loads(cli("claims", "--since", "2026-10-15", "-f", "json").stdout)
     assert {r["n_jobs"] for r in late if r["claim"] == "bpp_state"} == {1}
     bad = cli("claims", "--fail-on", "NOT_REPRODUCED,FAILED", ok=False)
@@ -435,6 +437,18 @@ def test_the_demo_prints_its_claims_and_they_decide(cli: Cli, tmp_path: Path) ->
     flash = next(r for r in rows if (r["claim"], r["subject"]) == ("table4_optim", "flash"))
     assert flash["status"] == "MIXED" and flash["jobs_failing"] == ["job3"]
     assert "every failing job has flashoptim=0.1.1" in flash["detail"]
+    known = [r for r in rows if r["known"]]  # split_only's moments: a setup difference
+    assert {r["status"] for r in known} == {"NOT_REPRODUCED"} and len(known) == 2
+    assert not any(r["status"] == "NOT_REPRODUCED" and not r["known"] for r in rows)
+    table = cli("claims").stdout.splitlines()
+    assert table[0].startswith(f"{len(rows)} claims: ") and table[0].endswith(", 2 KNOWN")
+    lines = [t.split() for t in table if "table4_optim" in t or "val_loss_equivalence" in t]
+    assert ["KNOWN", "table4_optim", "split_only"] in [t[:3] for t in lines]
+    assert ["flash", "vs", "ref", "(60", "steps;", "paper", "20,000)"] in [t[2:9] for t in lines]
+    assert "KNOWN" not in cli("claims", "--status", "NOT_REPRODUCED").stdout.splitlines()[0]
+    assert cli("claims", "--fail-on", "NOT_REPRODUCED").exit_code == 0  # the untouched demo
+    gated = cli("claims", "--fail-on", "KNOWN", ok=False)
+    assert (gated.exit_code, gated.stderr) == (3, "claims failing --fail-on: 2 KNOWN\n")
 
 
 def test_the_stratified_bootstrap_agrees_with_scipys_on_strata_as_samples(

@@ -19,6 +19,11 @@ from tests.conftest import Cli
 from tracker.cli import app
 from tracker.sample import write_sample_job
 
+WHERE_KEYS = (  # what a --where key may name besides metadata
+    "run columns: seed, val_loss, final_loss, diverged, steps, last_step, min_loss, last_loss, "
+    "nonfinite, notes"
+)
+
 
 def all_commands() -> list[list[str]]:
     root = get_command(app)
@@ -146,7 +151,7 @@ def test_delete_several_or_by_where_and_only_when_told(two_jobs: Cli, tmp_path: 
     unknown = two_jobs("delete", "--where", "gpu=A10G", "-y", ok=False)
     assert (unknown.exit_code, unknown.stderr) == (
         1,
-        "Error: no job has metadata 'gpu'; known keys: none\n",
+        f"Error: no run column or metadata key 'gpu'; {WHERE_KEYS}; metadata: none\n",
     )
     assert two_jobs("delete", "job2", "job2", "-y").stdout == "deleted job2\n"
 
@@ -295,7 +300,7 @@ def test_a_near_miss_suggests_the_close_name(two_jobs: Cli) -> None:
         ),
         (
             ("jobs", "--where", "gpuu=A10G"),
-            "no job has metadata 'gpuu'; known keys: gpu; did you mean gpu?",
+            f"no run column or metadata key 'gpuu'; {WHERE_KEYS}; metadata: gpu; did you mean gpu?",
         ),
         (
             ("query", "probes", "--where", "gpu=A10"),

@@ -29,11 +29,20 @@ def test_copy_every_job_then_nothing_the_second_time(db_url: str, tmp_path: Path
     assert edited.stdout.splitlines() == [
         "j1: already in the destination",
         "j2: already in the destination; metadata updated: gpu=H100 note=rerun on H100; "
-        "only the destination has owner=team",
+        "only the destination has owner=team (--meta-as-source removes it)",
         "0 jobs copied, 1 with metadata updated",
     ]
     assert Cli(db_url)("meta", "j2").stdout == "j2: gpu=H100 note=rerun on H100 owner=team\n"
-    Cli(db_url)("meta", "j2", "--unset", "owner")
+    local("meta", "j2", "--unset", "note")  # after the copy: carried by --meta-as-source
+    unset = local("db", "copy", local.url, db_url, "--meta-as-source")
+    assert unset.stdout.splitlines() == [
+        "j1: already in the destination",
+        "j2: already in the destination; metadata updated: -note -owner",
+        "0 jobs copied, 1 with metadata updated",
+    ]
+    assert Cli(db_url)("meta", "j2").stdout == "j2: gpu=H100\n"
+    local("meta", "j2", "note=rerun on H100")
+    local("db", "copy", local.url, db_url)
     for query in (api.jobs, api.probes, api.runs):
         assert_frame_equal(
             query(local.url).drop("ingested_at", "source", strict=False),

@@ -92,7 +92,7 @@ def test_a_window_is_the_same_through_cli_api_and_server(
     args = ("query", "curve", "--job", "long", "--arm", arm, *options(steps, points))
     as_json = json.loads(long_job(*args, "--format", "json").stdout)
     as_csv = list(csv.DictReader(io.StringIO(long_job(*args, "--format", "csv").stdout)))
-    assert len(served["step"]) <= points
+    assert len(served["step"]) == min(points, served["in_window"])  # every point that fits
     assert served["raw"] is (served["in_window"] <= points)
     assert frame["step"].to_list() == served["step"]
     assert [row["step"] for row in as_json] == served["step"]
@@ -101,6 +101,17 @@ def test_a_window_is_the_same_through_cli_api_and_server(
     assert same([row["value"] for row in as_json]) == same(served["value"])
     assert same([row["value"] for row in as_csv]) == same(served["value"])
     assert {row["arm"] for row in as_json} == {arm}
+
+
+def test_a_small_window_keeps_as_many_points_as_asked(long_job: Cli) -> None:
+    frame = api.curve(long_job.url, "ref_s0", job="long", start=10, end=20, points=10)
+    steps = frame["step"].to_list()
+    whole = api.curve(long_job.url, "ref_s0", job="long", start=10, end=20)
+    assert len(steps) == 10 and steps[0] == 10 and steps[-1] == 20  # not 4 of 11
+    values = whole["value"].to_list()
+    kept = set(steps)
+    for extreme in (values.index(min(values)), values.index(max(values))):
+        assert 10 + extreme in kept  # the extremes kept, as min/max downsampling does
 
 
 def test_only_the_chunks_holding_the_window_are_decoded(

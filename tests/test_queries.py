@@ -36,6 +36,11 @@ from tracker.sample import write_sample_job
 from tracker.store.jobdata import load_job_data
 from tracker.summary.version import expectations_digest
 
+WHERE_KEYS = (  # what a --where key may name besides metadata
+    "run columns: seed, val_loss, final_loss, diverged, steps, last_step, min_loss, last_loss, "
+    "nonfinite, notes"
+)
+
 STEPS = 40
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 SPECS: dict[str, dict[str, Any]] = {
@@ -71,7 +76,7 @@ PROBE_COLUMNS = [
     "error",
 ]
 # the runs table's (that of /api/runs too): the arm's, its job's verdict counts, its metadata
-RUN_COLUMNS = ["job", "time", "arm", "model", "variant", "seed", "steps", "stopped", "points"]
+RUN_COLUMNS = ["job", "time", "arm", "model", "variant", "seed", "steps", "last_step", "stopped"]
 RUN_COLUMNS += ["final_loss", "min_loss", "last_loss", "nonfinite", "val_loss", "diverged"]
 RUN_COLUMNS += ["notes", "PASS", "FAIL", "KNOWN", "N/A", "flashoptim", "gpu", "meta.time"]
 AGGREGATE_COLUMNS = [
@@ -90,7 +95,7 @@ AGGREGATE_COLUMNS = [
 ]
 METRICS = (
     "n_params, bpp_params, bpp_state, bpp_grads, bpp_params_state_grads, peak_steady, peak_bpp, "
-    "val_loss, final_loss, min_loss, last_loss, points"
+    "val_loss, final_loss, min_loss, last_loss, steps"
 )
 
 
@@ -355,8 +360,8 @@ def expected_run(study: Study, job: str, arm: str) -> dict[str, Any]:
         "final_loss": js(info["final_loss"]),
         "min_loss": min(finite),
         "last_loss": js(losses[-1]),
-        "steps": STEPS - 1,
-        "points": STEPS,
+        "steps": STEPS,  # how many logged: the count the page shows
+        "last_step": STEPS - 1,
         "nonfinite": len(losses) - len(finite),
         "diverged": info["diverged"],
         "stopped": None,
@@ -517,7 +522,8 @@ def test_typos_are_errors_naming_the_known_names(study: Study) -> None:
         ),
         (
             ("query", "probes", "--where", "nosuch=x"),
-            "no job has metadata 'nosuch'; known keys: flashoptim, gpu, time",
+            f"no run column or metadata key 'nosuch'; {WHERE_KEYS}; "
+            "metadata: flashoptim, gpu, time",
         ),
         (
             ("query", "trend", "--metric", "val_loss", "--job", "j9"),
@@ -944,7 +950,7 @@ def test_probes_runs_and_trend_never_read_points(study: Study, engine: Engine) -
             digest = expectations_digest(load_expectations())
             assert run_table(session, everything, digest).height > 0
             assert tables.seeds(session, everything).height > 0
-            for metric in ("bpp_state", "peak_bpp", "val_loss", "min_loss", "last_loss", "points"):
+            for metric in ("bpp_state", "peak_bpp", "val_loss", "min_loss", "last_loss", "steps"):
                 assert tables.trend(session, everything, metric, load_expectations()).height > 0
         summary_statements = list(statements)
         with Session(engine) as session:

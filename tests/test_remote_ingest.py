@@ -151,7 +151,10 @@ def test_a_denied_access_is_one_line(cli: Cli, engine: Engine, tmp_path: Path, s
 def test_an_unknown_protocol_is_one_line(cli: Cli) -> None:
     result = cli("ingest", "nosuch://bucket/job1", ok=False)
     assert result.exit_code == 1
-    assert result.stderr == "Error: nosuch://bucket/job1: Protocol not known: nosuch\n"
+    assert result.stderr == (
+        "Error: nosuch://bucket/job1: no URL scheme 'nosuch'; known: s3, gs, gcs, hf, az, abfs, "
+        "http, https, file, memory, or a local path\n"
+    )
 
 
 def test_credentials_given_as_storage_options_are_never_stored_or_shown(

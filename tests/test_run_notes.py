@@ -20,7 +20,7 @@ from tests.templates import Templates
 from tracker import api
 from tracker.analysis.smoothing import smooth, smooth_points
 from tracker.conditions import Condition, parse_condition
-from tracker.elapsed import continued, in_seconds, time_source
+from tracker.elapsed import Shape, TimeColumn, TimeKind, continued, in_seconds, time_source
 from tracker.models import RunNoteRow
 from tracker.server import create_app
 
@@ -164,11 +164,20 @@ def test_conditions_follow_their_operators() -> None:
 
 
 def test_elapsed_time_runs_forwards_and_milliseconds_are_time() -> None:
-    assert time_source(["loss", "train_time_ms", "step_ms"]) == "train_time_ms"
-    assert time_source(["loss", "elapsed", "train_time_ms"]) == "elapsed"
+    grows = Shape(3, 9.0, 0.0, 9.0)
+
+    def source(*names: str) -> str | None:
+        found = time_source(dict.fromkeys(names, grows))
+        return None if found is None else found.metric
+
+    assert source("loss", "train_time_ms", "step_ms") == "train_time_ms"
+    assert source("loss", "elapsed", "train_time_ms") == "elapsed"
     values = np.array([5.0, 10.0, 1.0, np.nan, 3.0, 0.5, 2.0])
     np.testing.assert_array_equal(continued(values), [5, 10, 11, np.nan, 13, 13.5, 15])
-    np.testing.assert_array_equal(in_seconds("train_time_ms", np.array([1000.0, 500.0])), [1, 1.5])
+    np.testing.assert_array_equal(
+        in_seconds(TimeColumn("train_time_ms", TimeKind.ELAPSED), np.array([1000.0, 500.0])),
+        [1, 1.5],
+    )
 
 
 def test_a_url_without_its_colon_is_no_local_path(cli: Cli) -> None:

@@ -101,11 +101,19 @@ def test_a_dry_run_stores_nothing(cli: Cli, engine: Engine, tmp_path: Path) -> N
     jobs = sample_jobs(tmp_path / "study", 2)
     result = cli("sync", str(tmp_path / "study"), "--dry-run")
     assert result.stdout == (
-        f"{jobs[0]}: ingested (dry run: would ingest)\n"
-        f"{jobs[1]}: ingested (dry run: would ingest)\n"
-        "2 found: 2 ingested, 0 unchanged, 0 failed\n"
+        f"{jobs[0]}: would ingest\n"
+        f"{jobs[1]}: would ingest\n"
+        "2 found: 2 would ingest, 0 unchanged, 0 failed\n"
     )
     assert stored_names(engine) == []
+    (jobs[0] / "ref_s0.json").write_text("{")  # what a real sync refuses, a dry run lists
+    refused = cli("sync", str(tmp_path / "study"), "--dry-run", ok=False)
+    real = cli("sync", str(tmp_path / "study"), ok=False)
+    failure = next(line for line in real.stderr.splitlines() if str(jobs[0]) in line)
+    assert (refused.exit_code, refused.stderr) == (1, f"{failure}\n")
+    assert refused.stdout == (
+        f"{jobs[1]}: would ingest\n2 found: 1 would ingest, 0 unchanged, 1 failed ({jobs[0]})\n"
+    )
 
 
 def test_a_failed_job_is_listed_and_exits_1(cli: Cli, engine: Engine, tmp_path: Path) -> None:

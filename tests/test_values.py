@@ -12,6 +12,11 @@ from fastapi.testclient import TestClient
 
 from tests.conftest import Cli
 
+WHERE_KEYS = (  # what a --where key may name besides metadata
+    "run columns: seed, val_loss, final_loss, diverged, steps, last_step, min_loss, last_loss, "
+    "nonfinite, notes"
+)
+
 STEPS = 100
 JOBS = {
     "v1": ({"seed": 0}, ["time=2026-10-01T00:00:00Z", "gpu=A10G", "flashoptim=0.1.0"]),
@@ -99,14 +104,14 @@ def test_the_claims_table_names_its_intervals(study: Cli, tmp_path: Path) -> Non
 SERVER_CASES = [
     (
         "/api/claims?where=nosuch=1",
-        "no job has metadata 'nosuch'; known keys: flashoptim, gpu, time",
+        f"no run column or metadata key 'nosuch'; {WHERE_KEYS}; metadata: flashoptim, gpu, time",
     ),
     ("/claims?group_by=nosuch", "Error: no job has metadata 'nosuch'; known keys: flashoptim"),
     (
         "/api/claims?where=gpu=h100",
         "no job has gpu=h100; known values: A10G, H100 (gpu=H100 differs only in case)",
     ),
-    ("/api/trend?metric=val_loss&where=nosuch=1", "no job has metadata 'nosuch'; known keys: "),
+    ("/api/trend?metric=val_loss&where=nosuch=1", "no run column or metadata key 'nosuch'; run "),
     (
         "/api/trend?metric=bpp_state&variant=flsh",
         f"no job has variant flsh; known values: {VARIANTS}",

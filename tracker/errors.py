@@ -68,6 +68,26 @@ class UnknownMetaKey(TrackerError):
     """no job has metadata {key!r}; known keys: {known}"""
 
 
+class BadWhere(TrackerError):
+    """{message}"""
+
+
+class UnknownWhereKey(BadWhere):
+    """no run column or metadata key {key!r}; run columns: {columns}; metadata: {known}{hint}"""
+
+
+class NumberComparedToText(BadWhere):
+    """{key} is a number: {condition!r} compares it with the text {value!r}"""
+
+
+class UnknownNoteKind(BadWhere):
+    """no note kind {kind!r}; known kinds: {known}"""
+
+
+class NotesOperator(BadWhere):
+    """{condition!r}: notes takes = or != and a kind (notes=resumed, notes!=resumed)"""
+
+
 class UnknownValue(TrackerError):
     """no job has {what}; known values: {known}{hint}"""
 
@@ -199,11 +219,29 @@ def known_names(names: Iterable[str], near: str | None = None) -> str:
 NEAR_MISS = 0.8  # difflib's similarity ratio from which a known name counts as close
 
 
+def _transposed(typed: str, name: str) -> bool:
+    """Whether ``typed`` is ``name`` with two neighbouring letters swapped (``jbo2``)."""
+    if len(typed) != len(name):
+        return False
+    differ = [i for i, (a, b) in enumerate(zip(typed, name, strict=True)) if a != b]
+    return (
+        len(differ) == 2
+        and differ[1] == differ[0] + 1
+        and typed[differ[0]] == name[differ[1]]
+        and typed[differ[1]] == name[differ[0]]
+    )
+
+
 def did_you_mean(value: str, known: Iterable[str], shown: str = "{}") -> str:
-    """``; did you mean X?`` when exactly one known name is closest to ``value`` and close
-    (case aside: ``Job2`` -> job2, ``flsh`` -> flash; ``job7`` among job1..job6 names none),
-    else ''. ``shown`` formats the name as the message spells it (``"gpu={}"``)."""
+    """``; did you mean X?`` when exactly one known name is ``value`` with two neighbouring
+    letters swapped (``jbo2`` -> job2, whatever job1..job6 are known), else when exactly one
+    is closest to it and close (case aside: ``Job2`` -> job2, ``flsh`` -> flash; ``job7``
+    among job1..job6 names none), else ''. ``shown`` formats the name as the message spells
+    it (``"gpu={}"``)."""
     names = {name.casefold(): name for name in sorted(set(known), reverse=True)}
+    swapped = [name for folded, name in names.items() if _transposed(value.casefold(), folded)]
+    if len(swapped) == 1:
+        return f"; did you mean {shown.format(swapped[0])}?"
     scores = sorted(
         (difflib.SequenceMatcher(None, value.casefold(), folded).ratio(), folded)
         for folded in names
@@ -246,6 +284,10 @@ class MissingExtra(TrackerError):
 
 class UnknownProtocol(TrackerError):
     """{url}: {reason}"""
+
+
+class UnknownScheme(TrackerError):
+    """{url}: no URL scheme {scheme!r}; known: {known}, or a local path{hint}"""
 
 
 class MisspelledURL(TrackerError):

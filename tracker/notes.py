@@ -22,6 +22,7 @@ class NoteKind(StrEnum):
     INCOMPLETE_LINE = "incomplete_line"  # a last line cut short by a job killed mid-write
     NONFINITE = "nonfinite"  # a stretch of NaN or infinite values
     TIME_BACKWARDS = "time_backwards"  # an elapsed-time column that went backwards
+    WALL_TIME = "wall_time"  # which column gives the wall time, where the names leave it unclear
     NO_DATA = "no_data"  # a curve file without data rows
     NO_VAL_LOSS = "no_val_loss"  # a summary without a val_loss
 

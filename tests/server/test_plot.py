@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from tests.conftest import Cli
 from tracker.analysis.smoothing import smooth
+from tracker.elapsed import TimeColumn, TimeKind
 from tracker.queries.plot import MAX_RUNS
 from tracker.queries.walltime import elapsed_seconds, times_at
 from tracker.sample import write_sample_job
@@ -279,7 +280,8 @@ def test_x_time_needs_every_run_to_have_a_wall_time(client: TestClient, timed: C
     answer = client.get("/api/plot?run=j1/ref_s0&run=j3/flash_s0&x=time")
     assert (answer.status_code, answer.json()["detail"]) == (
         422,
-        "plot: x=time needs a metric of wall_time, elapsed, time, *_ms, step_ms; "
+        "plot: x=time needs an elapsed time (wall_time, elapsed, time, train_time_ms), "
+        "per-step durations (dt_ms, step_ms) or a running average (step_avg_ms); "
         "j3/flash_s0 logs none of them",
     )
     assert client.get("/api/plot?run=j3/flash_s0").status_code == 200
@@ -301,11 +303,16 @@ def test_time_errors(client: TestClient, query: str, message: str) -> None:
     assert (answer.status_code, answer.json()) == (422, {"detail": message})
 
 
-def test_step_ms_logged_sparsely_stands_for_the_steps_since_the_last() -> None:
+def test_step_ms_logged_sparsely_fills_the_steps_between_at_the_lower() -> None:
     steps = np.array([0, 10, 20, 30])
-    seconds = elapsed_seconds("step_ms", steps, np.array([1000.0, 500.0, np.nan, 200.0]))
-    np.testing.assert_array_equal(seconds, [1.0, 6.0, 6.0, 8.0])  # NaN: no duration
+    seconds = elapsed_seconds(
+        TimeColumn("step_ms", TimeKind.PER_STEP), steps, np.array([1000.0, 500.0, np.nan, 200.0])
+    )
+    # steps 1-9 at the lower of 1000 and 500; NaN: none, its neighbours fill the steps around
+    np.testing.assert_array_equal(seconds, [1.0, 6.0, 10.5, 12.5])
     at = times_at(steps, seconds, np.array([-1, 0, 5, 30, 31]))
-    np.testing.assert_array_equal(at, [np.nan, 1.0, 3.5, 8.0, np.nan])
-    logged = elapsed_seconds("elapsed", steps, np.array([0.5, np.inf, 2.0, 3.0]))
+    np.testing.assert_array_equal(at, [np.nan, 1.0, 3.5, 12.5, np.nan])
+    logged = elapsed_seconds(
+        TimeColumn("elapsed", TimeKind.ELAPSED), steps, np.array([0.5, np.inf, 2.0, 3.0])
+    )
     np.testing.assert_array_equal(times_at(steps, logged, np.array([10])), [1.25])

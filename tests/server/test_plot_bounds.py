@@ -21,6 +21,7 @@ import tracker.store.curves as curves_module
 from tests.conftest import client_for
 from tests.server.held import SAFETY_S, HeldCalls
 from tracker.analysis.smoothing import smooth, smooth_points
+from tracker.elapsed import TimeColumn, TimeKind
 from tracker.errors import ServerBusy
 from tracker.queries.plot import PlotQuery, plot_series
 from tracker.queries.walltime import elapsed_seconds, times_at
@@ -37,6 +38,8 @@ CHUNK = 100
 JOBS = [f"j{i}" for i in range(5)]
 ARMS = [f"ref_s{i}" for i in range(10)]
 RUNS = "&".join(f"run={job}/{arm}" for job in JOBS for arm in ARMS)  # 50 runs
+
+STEP_MS = TimeColumn("step_ms", TimeKind.PER_STEP)
 
 
 @pytest.fixture
@@ -108,7 +111,7 @@ def whole(
 def test_chunk_by_chunk_is_the_whole_curves_smoothing_time_and_envelope(chunked: str) -> None:
     steps, values = whole(chunked, "ref_s3")
     source_steps, step_ms = whole(chunked, "ref_s3", "step_ms")
-    seconds = times_at(source_steps, elapsed_seconds("step_ms", source_steps, step_ms), steps)
+    seconds = times_at(source_steps, elapsed_seconds(STEP_MS, source_steps, step_ms), steps)
     engine = open_database(chunked)
     with Session(engine) as session:
         run = (("j0", "ref_s3"),)

@@ -18,6 +18,11 @@ from fastapi.testclient import TestClient
 from tests.conftest import Cli
 from tracker import api
 
+WHERE_KEYS = (  # what a --where key may name besides metadata
+    "run columns: seed, val_loss, final_loss, diverged, steps, last_step, min_loss, last_loss, "
+    "nonfinite, notes"
+)
+
 STEPS = 300
 EVIL = "<script>alert(1)</script>&"
 JOBS = {
@@ -34,8 +39,8 @@ BASE = [
     "variant",
     "seed",
     "steps",
+    "last_step",
     "stopped",
-    "points",
     "final_loss",
 ]
 BASE += ["min_loss", "last_loss", "nonfinite", "val_loss", "diverged", "notes"]
@@ -63,7 +68,7 @@ def test_one_row_per_arm_with_verdict_counts_and_metadata(client: TestClient) ->
         "2026-10-01T00:00:00Z",
     )
     assert body["rows"][4]["note"] is None  # j2 has no note
-    assert first["steps"] == STEPS - 1 and first["points"] == STEPS
+    assert first["steps"] == STEPS and first["last_step"] == STEPS - 1
     for job in JOBS:
         verdicts = client.get(f"/api/jobs/{job}").json()["verdicts"]
         counts = {s: sum(v["status"] == s for v in verdicts) for s in ("PASS", "FAIL", "N/A")}
@@ -95,6 +100,14 @@ def test_the_cli_and_the_server_give_one_runs_table(
     assert printed.splitlines()[0] == ",".join([*BASE, "gpu", "note", "meta.time"])
     assert printed == served.text
     assert api.runs(db_url).columns == printed.splitlines()[0].split(",")
+
+
+def test_query_runs_sorts_and_limits_as_the_server(study: Cli, client: TestClient) -> None:
+    printed = study("query", "runs", "--sort", "-val_loss", "--limit", "5", "-f", "csv").stdout
+    served = client.get("/api/runs.csv?sort=-val_loss").text  # every row: the first 5 alike
+    assert printed.splitlines() == served.splitlines()[:6]
+    wrong = study("query", "runs", "--sort", "val_los", ok=False)
+    assert wrong.exit_code == 1 and wrong.stderr.startswith("Error: no column 'val_los' in the")
 
 
 def test_sort_any_column_both_ways(client: TestClient) -> None:
@@ -139,7 +152,8 @@ def test_filters_text_where_and_verdict(client: TestClient) -> None:
     assert unknown.status_code == 422
     assert (
         unknown.json()["detail"]
-        == "no job has metadata 'gpux'; known keys: gpu, note, time; did you mean gpu?"
+        == f"no run column or metadata key 'gpux'; {WHERE_KEYS}; metadata: gpu, note, time; "
+        "did you mean gpu?"
     )
 
 
@@ -248,7 +262,7 @@ def test_api_probes_mirrors_the_library(client: TestClient, study: Cli) -> None:
     unknown = client.get("/api/probes?where=nope=1")
     assert (unknown.status_code, unknown.json()["detail"]) == (
         422,
-        "no job has metadata 'nope'; known keys: gpu, note, time",
+        f"no run column or metadata key 'nope'; {WHERE_KEYS}; metadata: gpu, note, time",
     )
 
 

@@ -188,6 +188,7 @@ def _candidate_verdict(
     detail = f"final validation loss {c:.4f} ({cand}) - {against} = {diff:+.4f}; "
     left_out = [a for a in bases if a in stopped]
     note = f"; left out: {_stopped_list(left_out, stopped)}" if left_out else ""
+    note += _lengths_differ([cand, *kept], present, curves)
     cands = _usable([a for a, _ in _pairs(exp, present)], present, stopped)
     spread = SeedSpread.of([[float(present[a]["val_loss"]) for a in cands], base_losses])
     if spread.df == 0 or not math.isfinite(diff):
@@ -209,6 +210,20 @@ def _candidate_verdict(
         f"(sd {spread.sd:.4f}, {spread.df} df); FAIL only outside ± {margin:g}{note}"
     )
     return Verdict(Check.VAL_LOSS, cand, diff, 0.0, margin, status, detail)
+
+
+def _lengths_differ(
+    arms: Sequence[str],
+    present: Mapping[str, Mapping[str, Any]],
+    curves: Mapping[str, pl.DataFrame],
+) -> str:
+    """'; run lengths differ: flash_s0 1,750 steps, ref_s0 2,000' when the compared arms
+    trained for different numbers of steps (a final loss depends on it), else ''."""
+    steps = {arm: run_steps(present[arm], curves.get(arm)) for arm in arms}
+    if len(set(steps.values())) < 2:
+        return ""
+    shown = [f"{arm} {'?' if n is None else f'{n:,}'}" for arm, n in steps.items()]
+    return f"; run lengths differ: {shown[0]} steps, {', '.join(shown[1:])}"
 
 
 def _stopped_list(arms: Sequence[str], stopped: Mapping[str, Completeness]) -> str:

@@ -92,6 +92,7 @@ if TYPE_CHECKING:  # the names as mypy and editors see them, by module
         demo_jobs as demo_jobs,
         ingest as ingest,
         ingest_directories as ingest_directories,
+        nothing_stored_yet as nothing_stored_yet,
         rederive as rederive,
         sync as sync,
         upgrade as upgrade,
@@ -118,7 +119,7 @@ _NAMES = {
     "tracker.api.write": (
         "Checked CopiedJob Demo IngestOptions IngestProgress IngestReport IngestResult "
         "Rederived SyncReport SyncStatus SyncedJob Upgrade check copy_jobs demo demo_jobs "
-        "ingest ingest_directories rederive sync upgrade"
+        "ingest ingest_directories nothing_stored_yet rederive sync upgrade"
     ),
     "tracker.jobdir.limits": "MAX_FILE_SIZE size_text",
 }

@@ -36,7 +36,7 @@ from tracker.queries import tables
 from tracker.queries.compare import Comparison
 from tracker.queries.export import export_curves
 from tracker.queries.job_analysis import database_study
-from tracker.queries.runs import run_table
+from tracker.queries.runs import RunsView, run_table, runs_page
 from tracker.queries.selection import JobSelection
 from tracker.store.engine import create_tracker_engine
 from tracker.store.sqlite_files import refuse_missing_file
@@ -138,16 +138,22 @@ def runs(
     selection: JobSelection | None = None,
     *,
     aggregate_seeds: bool = False,
+    sort: str | None = None,
+    limit: int | None = None,
     **filters: Unpack[Filters],
 ) -> pl.DataFrame:
     """The runs table of ``/api/runs``: one row per arm per job (``RUN_COLUMNS``, its job's
     counts of verdicts by status for the packaged expectations, one column per metadata key);
-    or one per (job, model, variant) with seeds aggregated."""
+    or one per (job, model, variant) with seeds aggregated. ``sort`` a column (``-COLUMN``:
+    descending; ties and missing values as ``/api/runs`` orders them), ``limit`` the first
+    rows only."""
     selection = _selection(selection, **filters)
     if aggregate_seeds:
-        return with_session(db, lambda s: tables.seeds(s, selection))
-    digest = expectations_digest(load_expectations())
-    return with_session(db, lambda s: run_table(s, selection, digest))
+        table = with_session(db, lambda s: tables.seeds(s, selection))
+    else:
+        digest = expectations_digest(load_expectations())
+        table = with_session(db, lambda s: run_table(s, selection, digest))
+    return runs_page(table, RunsView(sort=sort), 0, limit).rows
 
 
 def trend(

@@ -5,7 +5,8 @@ each telling its progress to a callback the caller passes; import them from ``tr
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -30,6 +31,7 @@ from tracker.services.ingest import (
     IngestResult,
     ingest_demo_jobs,
     ingest_directory,
+    planned_names,
 )
 from tracker.services.ingest import ingest_directories as _ingest_directories
 from tracker.services.interrupts import Tally, telling_interrupts
@@ -65,6 +67,7 @@ __all__ = [
     "demo_jobs",
     "ingest",
     "ingest_directories",
+    "nothing_stored_yet",
     "rederive",
     "sync",
     "upgrade",
@@ -113,8 +116,21 @@ def ingest_directories(
     ingest`` does: one that fails is told to ``progress`` and counted, and the others are
     still stored; ``progress`` is told of the bytes read and of each directory as it is done.
     An interrupt raises ``Interrupted``, naming the jobs stored and those not."""
-    with storing_engine(db) as engine:
-        return _ingest_directories(engine, directories, options or IngestOptions(), progress)
+    options = options or IngestOptions()
+    with ExitStack() as stack:
+        with nothing_stored_yet(directories, options.name):
+            engine = stack.enter_context(storing_engine(db))
+        return _ingest_directories(engine, directories, options, progress)
+
+
+@contextmanager
+def nothing_stored_yet(
+    directories: Sequence[Path | str], name: str | None = None
+) -> Iterator[None]:
+    """An interrupt in the block, before any job is stored (opening the database, say),
+    becomes ``Interrupted`` naming every directory's job as not stored."""
+    with telling_interrupts(Tally(planned_names(directories, name))):
+        yield
 
 
 def sync(

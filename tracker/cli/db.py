@@ -15,9 +15,19 @@ from tracker.cli.base import state as _state
 def db_copy(
     source: Annotated[str, typer.Argument(metavar="SRC_URL", help="Database to copy from.")],
     destination: Annotated[str, typer.Argument(metavar="DST_URL", help="Database to copy to.")],
+    meta_as_source: Annotated[
+        bool,
+        typer.Option(
+            "--meta-as-source",
+            help="Of a job both hold, remove the metadata keys only the destination has "
+            "(carries a `meta --unset` made in the source since an earlier copy).",
+        ),
+    ] = False,
 ) -> None:
     """Copy every job the destination lacks, with all its data, one transaction per job;
-    of a job it holds, update the metadata edited since.
+    of a job it holds, update the metadata edited since. A key only the destination has is
+    kept and said (set there, or unset in the source since: it cannot tell which), unless
+    --meta-as-source.
 
     Ctrl-C (or SIGTERM) stops it with one line naming the jobs the destination holds and
     those it does not, exit code 130.
@@ -32,7 +42,7 @@ def db_copy(
         else:
             typer.echo(outcome.outcome_line())
 
-    outcomes = api.copy_jobs(source, destination, on_job=show)
+    outcomes = api.copy_jobs(source, destination, on_job=show, meta_as_source=meta_as_source)
     copied = sum(outcome.status == "copied" for outcome in outcomes)
     updated = sum(outcome.status == "updated" for outcome in outcomes)
     conflicts = [outcome.job for outcome in outcomes if outcome.status == "conflict"]

@@ -83,7 +83,8 @@ def ingest(
         None if study is None else api.check_study(study),
     )
     with ExitStack() as stack:
-        engine = stack.enter_context(_state(ctx).storing_engine())
+        with api.nothing_stored_yet(directories, job):
+            engine = stack.enter_context(_state(ctx).storing_engine())
         progress = _ingest_progress(stack, many=len(directories) > 1)
         report = api.ingest_directories(engine, directories, options, progress)
     closing = report.outcome_line()

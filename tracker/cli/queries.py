@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import re
+from collections import Counter
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -26,6 +28,9 @@ from tracker.cli.printing import echo_fitted, print_fitted, print_frame
 from tracker.config import MAX_BYTES, MAX_ROWS, STATEMENT_TIMEOUT_S
 from tracker.domain import LOSS, MIN_WINDOW_POINTS, ClaimStatus, RunLengths
 from tracker.row_formats import Format, render
+
+if TYPE_CHECKING:
+    import polars as pl
 
 # A comparison within the terminal: names wrap; the numbers and the rule follow their row
 COMPARE_WRAPPED = ("check", "subject", "rule")
@@ -64,16 +69,24 @@ def query_runs(
     aggregate_seeds: Annotated[
         bool, typer.Option("--aggregate-seeds", help="Mean, std and count over seeds.")
     ] = False,
+    sort: Annotated[
+        str | None,
+        typer.Option(metavar="[-]COLUMN", help="Sort by this column; -COLUMN: descending."),
+    ] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N rows.")] = None,
     fmt: FormatOption = Format.table,
 ) -> None:
-    """Training arms of every job: losses, points, divergence.
+    """Training arms of every job: losses, steps, divergence, notes.
 
-    Example: tracker query runs --variant ref --aggregate-seeds --group-by flashoptim
+    Example: tracker query runs --where 'val_loss<3.3' --sort val_loss --limit 5
     """
     from tracker import api
 
     selection = job_selection(job, model, variant, where, group_by)
-    print_frame(api.runs(state(ctx).url, selection, aggregate_seeds=aggregate_seeds), fmt)
+    table = api.runs(
+        state(ctx).url, selection, aggregate_seeds=aggregate_seeds, sort=sort, limit=limit
+    )
+    print_frame(table, fmt)
 
 
 @query_app.command("curve")
@@ -209,13 +222,17 @@ def claims(
     since: SinceOption = None,
     status: Annotated[
         list[str] | None,
-        typer.Option(metavar="STATUS[,STATUS]", help="Only claims of these statuses."),
+        typer.Option(
+            metavar="STATUS[,STATUS]",
+            help="Only claims of these statuses (KNOWN: not reproduced by a setup difference).",
+        ),
     ] = None,
     fail_on: Annotated[
         list[str] | None,
         typer.Option(
             metavar="STATUS[,STATUS]",
-            help="Exit with code 3 when any claim judged has one of these statuses.",
+            help="Exit with code 3 when any claim judged has one of these statuses "
+            "(NOT_REPRODUCED leaves out the KNOWN ones: name KNOWN to fail on them too).",
         ),
     ] = None,
     wide: Annotated[
@@ -234,20 +251,25 @@ def claims(
 ) -> None:
     """The study's claims judged on all jobs together: reproduced, not, mixed or inconclusive.
 
-    The table shows each claim's status, subject, estimate with its interval and the number
-    of jobs; --wide, CSV and JSON add the statement, the expected value and the detail. Each
+    The table starts with the count of each status and shows each claim's status (KNOWN:
+    not reproduced in every job by a known setup difference), subject (with the runs' length
+    where the claim depends on it), estimate with its interval and the number of jobs;
+    --wide, CSV and JSON add the statement, the expected value and the detail. Each
     study's jobs are judged apart, by its own expectations (a group per study).
 
     Example: tracker claims --since 2026-10-01 --fail-on NOT_REPRODUCED,MIXED
     """
+    import polars as pl
+
     from tracker import api
 
     selection = job_selection(job, where=where, group_by=group_by, since=since, study=study)
     shown, gate = _claim_statuses(status, "--status"), _claim_statuses(fail_on, "--fail-on")
     judged = api.claims(state(ctx).url, selection, expectations=expectations, lengths=lengths)
-    frame = judged.filter(judged["status"].is_in(shown)) if shown else judged
+    frame = judged.filter(pl.any_horizontal(_having(s) for s in shown)) if shown else judged
     if fmt is Format.table and not wide:
         shown_rows = frame.to_dicts()
+        echo_fitted([_claim_counts(shown_rows)])
         compact = _compact_claims(shown_rows, group="group" in frame.columns)
         print_fitted(*compact, wrapped=("group", "claim", "subject", "estimate"))
         echo_fitted(
@@ -259,28 +281,53 @@ def claims(
         )
     else:
         print_frame(frame, fmt)
-    failing = [s for s in gate if s in judged["status"]]
-    if failing:
-        tally = judged["status"].value_counts()
-        counted = dict(zip(tally["status"], tally["count"], strict=True))
-        found = ", ".join(f"{counted[s]} {s}" for s in failing)
+    failing = {name: judged.filter(_having(name)).height for name in gate}
+    found = ", ".join(f"{n} {name}" for name, n in failing.items() if n)
+    if found:
         typer.echo(f"claims failing --fail-on: {found}", err=True)
         raise typer.Exit(3)
+
+
+KNOWN = "KNOWN"  # a NOT_REPRODUCED claim whose every job differs from the paper by design
+# the run length a statement names: "(runs of 2,000 steps; the paper's number is for 20,000)"
+RUN_LENGTH = re.compile(r"runs of ([\d,]+) steps(?:; the paper's number is for ([\d,]+))?")
+
+
+def _having(name: str) -> pl.Expr:
+    """The claims a --status/--fail-on name picks: KNOWN the claims every job of which is a
+    known setup difference; NOT_REPRODUCED the others not reproduced (asked for apart)."""
+    import polars as pl
+
+    if name == KNOWN:
+        return pl.col("known").fill_null(False)
+    picked = pl.col("status") == name
+    return picked & ~pl.col("known").fill_null(False) if name == "NOT_REPRODUCED" else picked
 
 
 def _claim_statuses(items: list[str] | None, hint: str) -> list[str]:
     """``--status``/``--fail-on`` values, comma-separated or repeated, checked."""
     names = [part.strip().upper() for item in items or [] for part in item.split(",")]
     for name in names:
-        if name not in set(ClaimStatus):
-            known = ", ".join(ClaimStatus)
+        if name not in {*ClaimStatus, KNOWN}:
+            known = ", ".join([*ClaimStatus, KNOWN])
             raise typer.BadParameter(f"no claim status {name!r}; known: {known}", param_hint=hint)
     return names
 
 
+def _claim_counts(rows: list[dict]) -> str:
+    """One line of how many claims have each status, KNOWN ones counted apart."""
+    known = sum(bool(row.get("known")) for row in rows)
+    tally = Counter(row["status"] for row in rows if not row.get("known"))
+    counts = [f"{tally[s]} {s}" for s in ClaimStatus if tally[s]]
+    counts += [f"{known} {KNOWN}"] if known else []
+    return f"{len(rows)} claims: {', '.join(counts) or 'none'}"
+
+
 def _compact_claims(rows: list[dict], *, group: bool) -> tuple[list[dict], list[str]]:
-    """The claims table a terminal shows: status, claim, subject, estimate with its
-    interval, jobs (and the group, with --group-by)."""
+    """The claims table a terminal shows: status (KNOWN for a claim not reproduced by a known
+    setup difference in every job), claim, subject with the
+    runs' length where the claim names it, estimate with its interval, jobs (and the group,
+    with --group-by)."""
 
     def number(value: float | None) -> str:
         return "-" if value is None else "NaN" if value != value else f"{value:.4g}"
@@ -291,8 +338,24 @@ def _compact_claims(rows: list[dict], *, group: bool) -> tuple[list[dict], list[
         interval = f"{row['interval']} {number(row['ci_low'])}..{number(row['ci_high'])}"
         return f"{number(row['estimate'])} ({interval})"
 
+    def subject(row: dict) -> str:
+        length = RUN_LENGTH.search(row.get("statement") or "")
+        if length is None:
+            return str(row["subject"])
+        paper = f"; paper {length[2]}" if length[2] else ""
+        return f"{row['subject']} ({length[1]} steps{paper})"
+
     columns = [*(["group"] if group else []), "status", "claim", "subject", "estimate", "jobs"]
-    compact = [{**row, "estimate": estimate(row), "jobs": row["n_jobs"]} for row in rows]
+    compact = [
+        {
+            **row,
+            "status": KNOWN if row.get("known") else row["status"],
+            "subject": subject(row),
+            "estimate": estimate(row),
+            "jobs": row["n_jobs"],
+        }
+        for row in rows
+    ]
     return compact, columns
 
 

@@ -31,7 +31,7 @@ from tracker.jobdir.limits import (
     size_text,
 )
 from tracker.jobdir.logs import check_quoted_field_counts, settle_steps, wrong_field_count
-from tracker.jobdir.records import name_problem
+from tracker.jobdir.records import missing_columns, name_problem
 from tracker.jobdir.series import CUT_SHOWN, incomplete_note, series_notes
 from tracker.notes import NoteKind, RunNote
 
@@ -313,9 +313,8 @@ def parse_header(filename: str, first: str) -> list[str]:
             path=filename,
             problem=f"{metrics} metric columns, more than the {METRIC_COLUMNS_MAX} a job may have",
         )
-    for required in ("step", LOSS):
-        if required not in header:
-            raise BadInput(path=filename, problem="header must have 'step' and 'loss' columns")
+    if "step" not in header or LOSS not in header:
+        raise BadInput(path=filename, problem=missing_columns(header))
     for position, name in enumerate(header, start=1):
         if not name:
             raise BadInput(path=filename, problem=f"column {position} of the header has no name")

@@ -250,3 +250,24 @@ def parse_arm_summary(summary: Any, where: str, seed: int) -> tuple[ArmSummary, 
         raise BadInput(path=where, problem=_first_problem(exc, ())) from None
     extra = {key: value for key, value in summary.items() if key not in SUMMARY_COLUMNS}
     return parsed, extra
+
+
+HEADER_NAMES_SHOWN = 12
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def missing_columns(header: list[str]) -> str:
+    """What a header without ``step`` or ``loss`` has instead: its names, or that it is data."""
+    problem = "header must have 'step' and 'loss' columns"
+    if all(_number(name) for name in header):
+        return f"{problem}; line 1 is numbers, not a header"
+    shown = ", ".join(f"{name:.60}" for name in header[:HEADER_NAMES_SHOWN])
+    more = len(header) - HEADER_NAMES_SHOWN
+    return f"{problem}; found: {shown}" + (f" and {more} more" if more > 0 else "")

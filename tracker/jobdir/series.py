@@ -1,6 +1,7 @@
 """What a settled curve file shows that a reader should know: stretches of NaN or infinite
-values, and elapsed-time columns that went backwards (a timer reset, continued forwards where
-wall time is drawn: ``tracker.elapsed``). Both are notes; the values stay as logged.
+values, elapsed-time columns that went backwards (a timer reset, continued forwards where
+wall time is drawn: ``tracker.elapsed``) and, where the names leave it unclear, which column
+gives the wall time. All are notes; the values stay as logged.
 """
 
 from __future__ import annotations
@@ -10,7 +11,15 @@ import csv
 import numpy as np
 import polars as pl
 
-from tracker.elapsed import MS_SUFFIX, backward_jumps, elapsed_metrics
+from tracker.elapsed import (
+    Shape,
+    TimeColumn,
+    TimeKind,
+    backward_jumps,
+    is_time_column,
+    read_as,
+    source_line,
+)
 from tracker.jobdir.logs import plural
 from tracker.notes import NoteKind, RunNote
 
@@ -27,10 +36,18 @@ def series_notes(curves: pl.DataFrame) -> list[RunNote]:
         present = ~series.is_null().to_numpy()  # null is NaN here: only logged values count
         logged[series.name] = (steps[present], series.to_numpy()[present])
     notes: list[RunNote] = []
-    for column, (at, values) in logged.items():
-        notes.extend(_nonfinite(column, at, values))
-    for column in elapsed_metrics(list(logged)):
-        notes.extend(_backwards(column, *logged[column]))
+    for name, (at, values) in logged.items():
+        notes.extend(_nonfinite(name, at, values))
+    shapes = {
+        name: Shape.of(values) for name, (_, values) in logged.items() if is_time_column(name)
+    }
+    for name, shape in shapes.items():
+        time = read_as(name, shape)
+        if time is not None and time.kind is TimeKind.ELAPSED:  # only elapsed time runs forwards
+            notes.extend(_backwards(time, *logged[name]))
+    line = source_line(shapes)
+    if line is not None:
+        notes.append(RunNote(NoteKind.WALL_TIME, line))
     return notes
 
 
@@ -59,18 +76,15 @@ def _nonfinite(column: str, steps: np.ndarray, values: np.ndarray) -> list[RunNo
     return notes
 
 
-def _backwards(column: str, steps: np.ndarray, values: np.ndarray) -> list[RunNote]:
+def _backwards(column: TimeColumn, steps: np.ndarray, values: np.ndarray) -> list[RunNote]:
     jumps = backward_jumps(values)
     if not jumps.size:
         return []
-    scale = 1000.0 if column.endswith(MS_SUFFIX) else 1.0
     finite = np.flatnonzero(np.isfinite(values))
     before = finite[np.searchsorted(finite, jumps[0]) - 1]
     first = int(steps[jumps[0]])
-    text = (
-        f"{column} went backwards at step {first} "
-        f"({values[before] / scale:.4g} s to {values[jumps[0]] / scale:.4g} s)"
-    )
+    was, now = values[before] / column.per_second, values[jumps[0]] / column.per_second
+    text = f"{column.metric} went backwards at step {first} ({was:.4g} s to {now:.4g} s)"
     if jumps.size > 1:
         text += f" and {plural(int(jumps.size) - 1, 'time')} more"
     text += ": drawn continued from where it was"

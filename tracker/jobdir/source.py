@@ -34,6 +34,8 @@ from tracker.errors import (
     StorageUnreadable,
     TrackerError,
     UnknownProtocol,
+    UnknownScheme,
+    did_you_mean,
 )
 from tracker.masking import masked
 
@@ -330,6 +332,21 @@ def _first_line(exc: BaseException) -> str:
 MISSING_COLON = re.compile(r"(?P<scheme>s3|gs|gcs|hf|az|abfs|memory|https?)(?::/(?!/)|//)")
 
 
+SCHEMES = ("s3", "gs", "gcs", "hf", "az", "abfs", "http", "https", "file", "memory")
+
+
+def _check_scheme(url: str, protocol: str) -> None:
+    """A scheme fsspec does not know is a slip (``htps://``): one line naming the usual ones
+    and the URL likely meant."""
+    from fsspec.registry import known_implementations, registry
+
+    if protocol in known_implementations or protocol in registry:
+        return
+    rest = url.split("://", 1)[1]
+    hint = did_you_mean(protocol, SCHEMES, "{}://" + rest.replace("{", "{{").replace("}", "}}"))
+    raise UnknownScheme(url=masked(url), scheme=protocol, known=", ".join(SCHEMES), hint=hint)
+
+
 def is_url(location: str | Path) -> bool:
     return isinstance(location, str) and "://" in location
 
@@ -347,6 +364,7 @@ def open_source(
         return LocalSource(Path(location))
     url = str(location)
     protocol = url.split("://", 1)[0].lower()
+    _check_scheme(url, protocol)
     options = dict(storage_options or {})
     secrets = frozenset(
         str(value) for key, value in options.items() if SECRET_KEYS.search(key) and str(value)

@@ -7,6 +7,7 @@ given; it never writes, so it works on a database opened read-only.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -17,7 +18,7 @@ from tracker.analysis.claims.judge import COLUMNS, judge_claims, run_metrics
 from tracker.analysis.claims.specs import Compared
 from tracker.completeness import summary_steps
 from tracker.domain import LOSS, RunLengths
-from tracker.elapsed import ELAPSED_METRICS, MS_SUFFIX, STEP_MS, elapsed_metrics
+from tracker.elapsed import Shape, TimeKind, is_time_column, time_source
 from tracker.models import Curve, Job, JobMeta, Run
 from tracker.queries.job_analysis import job_studies, load_verdict_rows, study_judging
 from tracker.queries.selection import JobSelection, selected_jobs
@@ -183,28 +184,39 @@ def _runs(session: Session, ids: list[int], metrics: set[str]) -> pl.DataFrame:
 
 
 def _logged_elapsed(session: Session, ids: list[int]) -> dict[int, float]:
-    """Run id -> the seconds its elapsed-time curve (``wall_time``, ``train_time_ms``, ...)
-    reached, the preferred such curve of each run (tracker.elapsed)."""
+    """Run id -> the seconds its time column reached, where its kept numbers tell without
+    reading the curve: an elapsed time's last value, or a running average times the steps
+    (``tracker.elapsed`` chooses the column; per-step durations need their sum: not here)."""
     query = (
-        select(Curve.run_id, Curve.metric, Curve.last_value)
+        select(Curve.run_id, Curve.metric, Curve.n_points, Curve.last_step)
+        .add_columns(Curve.last_value, Curve.min_value, Curve.max_value)
         .join(Run, Run.id == Curve.run_id)
-        .where(Run.job_id.in_(ids), Curve.metric.in_(ELAPSED_METRICS) | Curve.metric.like("%_ms"))
+        .where(Run.job_id.in_(ids))
     )
-    found: dict[int, dict[str, float]] = {}
-    for run_id, metric, value in session.execute(query).all():
-        if metric != STEP_MS and value is not None:
-            found.setdefault(run_id, {})[metric] = float(value)
+    shapes: dict[int, dict[str, Shape]] = {}
+    last_steps: dict[tuple[int, str], int] = {}
+    for run_id, metric, n, last_step, last, low, top in session.execute(query).all():
+        if is_time_column(metric):
+            shapes.setdefault(run_id, {})[metric] = Shape(n, last, low, top)
+            last_steps[(run_id, metric)] = last_step
     seconds = {}
-    for run_id, metrics in found.items():
-        metric = elapsed_metrics(metrics)[0]
-        seconds[run_id] = metrics[metric] / (1000.0 if metric.endswith(MS_SUFFIX) else 1.0)
+    for run_id, columns in shapes.items():
+        source = time_source(columns)
+        last = None if source is None else columns[source.metric].last_value
+        if source is None or last is None or not math.isfinite(last):
+            continue
+        if source.kind is TimeKind.ELAPSED:
+            seconds[run_id] = last / source.per_second
+        elif source.kind is TimeKind.AVERAGE:
+            steps_done = max(last_steps[(run_id, source.metric)], 1)
+            seconds[run_id] = last * steps_done / source.per_second
     return seconds
 
 
 def run_hours(extra: dict[str, object], steps: int | None, elapsed_s: float | None) -> float | None:
     """A run's logged time in hours: its summary's ``wall_time_s``, else ``train_time_ms``,
     else its elapsed-time curve's last value, else ``step_ms`` times its steps; None."""
-    wall, train, step = (_number(extra.get(k)) for k in ("wall_time_s", "train_time_ms", STEP_MS))
+    wall, train, step = (_number(extra.get(k)) for k in ("wall_time_s", "train_time_ms", "step_ms"))
     if wall is not None:
         return wall / 3600
     if train is not None:

@@ -28,7 +28,7 @@ from sqlalchemy import select, tuple_
 from sqlalchemy.orm import Session
 
 from tracker.analysis.smoothing import Smoother
-from tracker.elapsed import ELAPSED_METRICS, MS_SUFFIX, STEP_MS
+from tracker.elapsed import Shape, TimeColumn, is_time_column
 from tracker.errors import BadPlot, RunNotFound, UnknownMetaKey, UnknownMetric, known_names
 from tracker.models import Curve, Job, JobMeta, Run
 from tracker.notes import NoteKind, RunNote
@@ -159,34 +159,42 @@ def _label(labels: dict[str, Any], key: str | None) -> str | None:
     return None if key is None else str(labels[key])
 
 
-def _time_sources(session: Session, found: Sequence[tuple[Run, Job, Curve]]) -> list[Curve]:
+def _time_column(curves: dict[str, Curve]) -> TimeColumn | None:
+    """How a run's curves give its wall time, judged by the names and kept shapes."""
+    shapes = {
+        metric: Shape(c.n_points, c.last_value, c.min_value, c.max_value)
+        for metric, c in curves.items()
+        if is_time_column(metric)
+    }
+    return time_source(shapes)
+
+
+Source = tuple[Curve, TimeColumn]  # a run's time curve and how it is read
+
+
+def _time_sources(session: Session, found: Sequence[tuple[Run, Job, Curve]]) -> list[Source]:
     """Each run's curve its wall time is read from; a run without one is an error that names
     every such run."""
-    rows = session.scalars(
-        select(Curve).where(
-            Curve.run_id.in_({run.id for run, _, _ in found}),
-            Curve.metric.in_((*ELAPSED_METRICS, STEP_MS)) | Curve.metric.endswith(MS_SUFFIX),
-        )
-    )
+    rows = session.scalars(select(Curve).where(Curve.run_id.in_({run.id for run, _, _ in found})))
     by_run: dict[int, dict[str, Curve]] = {}
     for curve in rows:
         by_run.setdefault(curve.run_id, {})[curve.metric] = curve
     sources = {}
     for run_id, curves in by_run.items():
-        metric = time_source(curves)
-        if metric is not None:
-            sources[run_id] = curves[metric]
+        column = _time_column(curves)
+        if column is not None:
+            sources[run_id] = (curves[column.metric], column)
     missing = [f"{job.name}/{run.arm}" for run, job, _ in found if run.id not in sources]
     if missing:
         raise BadPlot(
-            problem=f"x=time needs a metric of {', '.join(TIME_SOURCES)}; "
+            problem=f"x=time needs {', '.join(TIME_SOURCES[:-1])} or {TIME_SOURCES[-1]}; "
             f"{', '.join(missing)} log{'s' if len(missing) == 1 else ''} none of them"
         )
     return [sources[run.id] for run, _, _ in found]
 
 
 def _pieces(
-    session: Session, curve: Curve, source: Curve | None, query: PlotQuery
+    session: Session, curve: Curve, source: Source | None, query: PlotQuery
 ) -> Iterator[Piece]:
     """The run's points in the window, a chunk at a time: steps, values, with smoothing
     the smoothed values, with ``x="time"`` the times (and only the points in ``start_s`` to
@@ -200,7 +208,7 @@ def _pieces(
     smoother = Smoother(1.0 - query.smooth, by_point) if query.smooth > 0 else None
     cursor = None
     if source is not None:
-        cursor = TimeCursor(source.metric, curve_chunks(session, source.id))
+        cursor = TimeCursor(source[1], curve_chunks(session, source[0].id))
     span = (curve.first_step if smoother else low, high)
     for steps, values in curve_chunks(session, curve.id, span):
         smoothed = None if smoother is None else smoother(steps, values)
@@ -290,7 +298,7 @@ def plot_series(session: Session, query: PlotQuery, cache: Cache | None = None) 
     _check(query)
     found = _curves(session, query)
     keys = {"job", "arm", "variant", *(k for k in (query.color, query.group) if k)}
-    sources: list[Curve | None] = [None] * len(found)
+    sources: list[Source | None] = [None] * len(found)
     if query.x == "time":
         sources = list(_time_sources(session, found))
     labels = _labels(session, found, keys)
@@ -305,7 +313,7 @@ def plot_series(session: Session, query: PlotQuery, cache: Cache | None = None) 
     if query.group is None:
         shape = dataclasses.replace(query, runs=(), color=None)
         for i, ((run, job, curve), source) in enumerate(zip(found, sources, strict=True)):
-            key = ("plot", job.content_digest, run.arm, curve.metric, source and source.metric)
+            key = ("plot", job.content_digest, run.arm, curve.metric, source and source[1])
             kepts[i] = _drained(cache, (*key, shape), pieces[i], kepts[i])
     else:
         members: dict[str, list[int]] = {}
@@ -363,6 +371,6 @@ def plot_choices(session: Session, runs: Sequence[tuple[str, str]]) -> dict[str,
         select(JobMeta.key).distinct().where(JobMeta.job_id.in_({job.id for _, job, _ in found}))
     )
     metrics = {metric for _, _, curves in found for metric in curves}
-    timed = all(time_source(curves) for _, _, curves in found)
+    timed = all(_time_column(curves) for _, _, curves in found)
     x = list(X_AXES) if timed else ["step"]
     return {"metrics": sorted(metrics), "keys": [*RUN_FIELDS, *sorted(keys)], "x": x}

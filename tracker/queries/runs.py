@@ -1,11 +1,12 @@
 """The runs table: one row per arm across the selected jobs, with the job's verdict counts and
 its metadata as columns, to sort, filter, page and pick from (``/runs``, ``/api/runs``).
 
-Reads summary rows only: ``run``, the loss ``curve``'s kept summary (point count, last step
-and value, lowest finite value, how many points are NaN or infinite), ``job_meta`` and the
-stored ``job_verdict`` rows of one expectations digest; never a curve point. ``last_loss``
-is NaN or infinite when the run ended blown up; ``nonfinite`` counts such points anywhere on
-the loss curve (a run that blew up and recovered, or logged a few NaN steps).
+Reads summary rows only: ``run``, the loss ``curve``'s kept summary (``steps``: how many steps
+it logged, the count the page shows; ``last_step``: the last of them; its last value, lowest
+finite value, how many points are NaN or infinite), ``job_meta`` and the stored
+``job_verdict`` rows of one expectations digest; never a curve point. ``last_loss`` is NaN
+or infinite when the run ended blown up; ``nonfinite`` counts such points anywhere on the
+loss curve (a run that blew up and recovered, or logged a few NaN steps).
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ RUN_COLUMNS = (
     "variant",
     "seed",
     "steps",
+    "last_step",
     "stopped",
-    "points",
     "final_loss",
     "min_loss",
     "last_loss",
@@ -116,7 +117,7 @@ def without_groups(selection: JobSelection) -> JobSelection:
 
 def _known(table: pl.DataFrame, name: str) -> str:
     if name not in table.columns:
-        raise UnknownColumn(name=name, known=known_names(table.columns))
+        raise UnknownColumn(name=name, known=known_names(table.columns, near=name))
     return name
 
 

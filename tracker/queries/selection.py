@@ -34,7 +34,7 @@ from tracker.store.catalog import (
     meta_holds,
     parse_where,
 )
-from tracker.store.runfilter import matching_runs, meta_conditions, run_conditions
+from tracker.store.runfilter import check_where, matching_runs, meta_conditions, run_conditions
 
 
 @dataclass(frozen=True)
@@ -136,8 +136,8 @@ def _check_keys(session: Session, selection: JobSelection) -> None:
     for key in selection.group_by:
         if key in TABLE_COLUMNS:
             raise GroupKeyClash(key=key)
-    meta_keys = [c.key for c in meta_conditions(selection.where)]
-    check_meta_keys(session, [*meta_keys, *selection.group_by])
+    check_where(session, selection.where)
+    check_meta_keys(session, selection.group_by)
 
 
 def selected_jobs(session: Session, selection: JobSelection) -> pl.DataFrame:

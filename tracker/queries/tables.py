@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 PROBE_METRICS = (*PROBE_NUMBERS, "peak_bpp")
 ORDER = "#order"  # a column name no metadata key can take (see --group-by)
 RUN_ID = "#run"
-RUN_METRICS = ("val_loss", "final_loss", "min_loss", "last_loss", "points")
+RUN_METRICS = ("val_loss", "final_loss", "min_loss", "last_loss", "steps")
 
 
 def _filtered(query: Any, entity: Any, selection: JobSelection, job_ids: list[int]) -> Any:
@@ -82,8 +82,8 @@ def probes(
 
 def arm_rows(session: Session, selection: JobSelection, job_ids: list[int]) -> pl.DataFrame:
     """One row per arm of the jobs ``job_ids`` (``job_id`` first) that the selection's models,
-    variants and conditions on runs keep: its summary and its loss curve's (steps: the last
-    step; points; nonfinite: its NaN and infinite points), and its notes in one line."""
+    variants and conditions on runs keep: its summary and its loss curve's (steps: how many
+    it logged; last_step; nonfinite: its NaN and infinite points), and its notes in one line."""
     query = _filtered(
         select(
             Run.id.label(RUN_ID),
@@ -92,8 +92,8 @@ def arm_rows(session: Session, selection: JobSelection, job_ids: list[int]) -> p
             Run.model,
             Run.variant,
             Run.seed,
-            Curve.last_step.label("steps"),
-            Curve.n_points.label("points"),
+            Curve.n_points.label("steps"),
+            Curve.last_step,
             Run.final_loss,
             Curve.min_value.label("min_loss"),
             Curve.last_value.label("last_loss"),
@@ -110,7 +110,7 @@ def arm_rows(session: Session, selection: JobSelection, job_ids: list[int]) -> p
     on_runs = run_conditions(selection.where)
     if on_runs:
         query = query.where(Run.id.in_(list(matching_runs(session, job_ids, on_runs))))
-    frame = query_frame(session, query).with_columns(pl.col("points", "nonfinite").fill_null(0))
+    frame = query_frame(session, query).with_columns(pl.col("steps", "nonfinite").fill_null(0))
     frame = frame.join(stopped_runs(session, job_ids), on=["job_id", "arm"], how="left")
     notes = run_notes(session, frame[RUN_ID].to_list())
     texts = [notes_text(notes.get(run_id, [])) for run_id in frame[RUN_ID]]

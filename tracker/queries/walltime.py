@@ -1,17 +1,17 @@
 """Wall time as the plot's x: the seconds since a run started, at each step of a curve, where
 the run's metrics give it.
 
-The rule, per run: a metric of elapsed time it logs itself (``wall_time``, ``elapsed`` or
-``time`` in seconds, the first of them it has, else a ``*_ms`` one such as ``train_time_ms``
-in milliseconds) is read as logged, run forwards over a timer reset (``tracker.elapsed``);
-else ``step_ms`` (each step's duration
-in milliseconds, as the study's CSVs log it) is summed up over the stored (settled) steps and
-turned into seconds, each logged duration standing for the steps since the previous logged one
-(so a run logging every 10th step is not ten times fast), the first for its own step only: the
-time at a step is when that step ended, the first (often slow, compiling) step included. A
-non-finite duration counts as none. At a curve's steps between two of the source's steps the
-time is interpolated linearly; before its first or after its last step there is none (NaN,
-not drawn). A run with neither has no wall time.
+The rule, per run (``tracker.elapsed``): its time column read by kind. An elapsed time it logs
+itself is read as logged, run forwards over a timer reset; per-step durations (``dt_ms``,
+``step_ms``) are summed up over the stored (settled) steps: each logged duration for its own
+step, and the steps between two logged ones (a run logging every 10th step is not ten times
+fast) at the lower of the two, since a logged step may hold what the steps around it do not (a
+compile, an evaluation: nanoGPT logs the duration of every 10th iteration, the evaluation's in
+it); the time at a step is when that step ended, the first step included. A non-finite
+duration counts as none, its neighbours' filling the steps around it; a running
+average (``step_avg_ms``) is multiplied by the steps done. At a curve's steps between two of
+the source's steps the time is interpolated linearly; before its first or after its last step
+there is none (NaN, not drawn). A run with none of them has no wall time.
 """
 
 from __future__ import annotations
@@ -20,21 +20,41 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from tracker.elapsed import MS_SUFFIX, STEP_MS, TIME_SOURCES, continued, in_seconds, time_source
+from tracker.elapsed import (
+    TIME_SOURCES,
+    TimeColumn,
+    TimeKind,
+    average_seconds,
+    continued,
+    in_seconds,
+    time_source,
+)
 
 __all__ = ["TIME_SOURCES", "TimeCursor", "elapsed_seconds", "time_source", "times_at"]
 
 
-def elapsed_seconds(source: str, steps: np.ndarray, values: np.ndarray) -> np.ndarray:
+def elapsed_seconds(source: TimeColumn, steps: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Seconds since the start at each of the source curve's ``steps`` (NaN where a logged
-    elapsed time is not finite)."""
-    if source != STEP_MS:
+    elapsed time or average is not finite)."""
+    if source.kind is TimeKind.ELAPSED:
         return in_seconds(source, values)
+    if source.kind is TimeKind.AVERAGE:
+        return average_seconds(source, steps, values)
     if steps.size == 0:
         return np.empty(0, np.float64)
-    covered = np.diff(steps, prepend=steps[0] - 1)  # steps each logged duration stands for
-    durations = np.where(np.isfinite(values), values, 0.0)
-    return np.cumsum(durations * covered) / 1000.0
+    spent = step_durations(steps, values, int(steps[0]) - 1, np.nan)
+    return np.cumsum(spent) / source.per_second
+
+
+def step_durations(
+    steps: np.ndarray, values: np.ndarray, step_before: int, value_before: float
+) -> np.ndarray:
+    """The time each logged point stands for: its own duration, and the unlogged steps since
+    the point before (``step_before``, ``value_before``) at the lower of the two durations."""
+    own = np.where(np.isfinite(values), values, 0.0)
+    between = np.diff(steps, prepend=step_before) - 1
+    fill = np.fmin(np.concatenate([[value_before], values[:-1]]), values)  # NaN: the other's
+    return own + between * np.where(np.isfinite(fill), fill, 0.0)
 
 
 def times_at(source_steps: np.ndarray, seconds: np.ndarray, steps: np.ndarray) -> np.ndarray:
@@ -49,16 +69,17 @@ def times_at(source_steps: np.ndarray, seconds: np.ndarray, steps: np.ndarray) -
 class TimeCursor:
     """``times_at`` a curve's steps, asked for in step order, from the source curve's chunks
     read one at a time as the steps reach them: the seconds run on from chunk to chunk (the
-    sum of ``step_ms``, a timer reset continued), and only the source's points from the last
+    sum of durations, a timer reset continued), and only the source's points from the last
     one before the steps asked onwards are kept."""
 
-    def __init__(self, source: str, chunks: Iterator[tuple[np.ndarray, np.ndarray]]) -> None:
+    def __init__(self, source: TimeColumn, chunks: Iterator[tuple[np.ndarray, np.ndarray]]) -> None:
         self.source = source
         self.chunks = chunks
         self.steps = np.empty(0, np.int64)  # the source's points with a known time, kept
         self.seconds = np.empty(0, np.float64)
-        self.total_ms = 0.0  # step_ms summed so far
+        self.total = 0.0  # durations summed so far, as logged
         self.last_step: int | None = None
+        self.last_duration = np.nan  # the duration logged last, as logged
         self.offset = 0.0  # what the timer resets so far add
         self.last_raw: float | None = None
 
@@ -88,12 +109,15 @@ class TimeCursor:
 
     def _seconds(self, steps: np.ndarray, values: np.ndarray) -> np.ndarray:
         """``elapsed_seconds`` of one chunk, run on from the chunks before."""
-        if self.source == STEP_MS:
-            before = steps[0] - 1 if self.last_step is None else self.last_step
-            durations = np.where(np.isfinite(values), values, 0.0) * np.diff(steps, prepend=before)
-            summed = np.cumsum(np.concatenate([[self.total_ms], durations]))[1:]
-            self.total_ms, self.last_step = float(summed[-1]), int(steps[-1])
-            return summed / 1000.0
+        if self.source.kind is TimeKind.AVERAGE:
+            return average_seconds(self.source, steps, values)
+        if self.source.kind is TimeKind.PER_STEP:
+            before = int(steps[0]) - 1 if self.last_step is None else self.last_step
+            durations = step_durations(steps, values, before, self.last_duration)
+            summed = np.cumsum(np.concatenate([[self.total], durations]))[1:]
+            self.total, self.last_step = float(summed[-1]), int(steps[-1])
+            self.last_duration = float(values[-1])
+            return summed / self.source.per_second
         raw = np.where(np.isfinite(values), values, np.nan)
         if self.last_raw is not None:
             raw = np.concatenate([[self.last_raw], raw])
@@ -104,4 +128,4 @@ class TimeCursor:
             self.offset, self.last_raw = float(run_on[last] - raw[last]), float(raw[last])
         if raw.size > values.size:
             run_on = run_on[1:]
-        return run_on / 1000.0 if self.source.endswith(MS_SUFFIX) else run_on
+        return run_on / self.source.per_second

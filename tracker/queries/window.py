@@ -42,8 +42,21 @@ def check_window(start: int | None, end: int | None, points: int | None) -> None
 
 
 def kept(value: np.ndarray, points: int | None) -> np.ndarray:
-    """The indices of the points a window keeps: all, or ``minmax_indices`` beyond ``points``."""
-    return np.arange(len(value)) if points is None else minmax_indices(value, points)
+    """The indices of the points a window keeps: all, or beyond ``points`` the
+    ``minmax_indices`` (each bucket's ends and extremes) topped up to ``points`` with others
+    evenly spread: a bucket of a monotone curve gives only its two ends, and 11 steps asked
+    for as 10 points are not 4."""
+    if points is None or len(value) <= points:
+        return np.arange(len(value))
+    picked = minmax_indices(value, points)
+    spare = points - len(picked)
+    if spare <= 0:
+        return picked
+    others = np.ones(len(value), dtype=bool)
+    others[picked] = False
+    rest = np.flatnonzero(others)
+    extra = rest[np.linspace(0, len(rest) - 1, spare).round().astype(np.int64)]
+    return np.union1d(picked, extra)
 
 
 def read_window(

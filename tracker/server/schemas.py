@@ -243,9 +243,9 @@ class ProbeTableRow(Row, ProbeRow):
 class RunTableRow(Row):
     """One arm of ``/api/runs``: the columns chosen (all by default), then one per metadata
     key (``meta.KEY`` for a key named as a column). ``PASS``, ``FAIL``, ``N/A``: its job's
-    stored verdicts of each status (null: none stored). ``steps``: the loss curve's last
-    step; ``last_loss`` its last value (non-finite when the run ended blown up);
-    ``nonfinite`` how many of its points are NaN or infinite."""
+    stored verdicts of each status (null: none stored). ``steps``: how many steps the loss
+    curve logged, ``last_step`` the last of them; ``last_loss`` its last value (non-finite
+    when the run ended blown up); ``nonfinite`` how many of its points are NaN or infinite."""
 
     job: str | None = None
     time: Time | None = None
@@ -254,8 +254,8 @@ class RunTableRow(Row):
     variant: str | None = None
     seed: int | None = None
     steps: int | None = None
+    last_step: int | None = None
     stopped: str | None = None  # "stopped at step 2765 of 3000": the run did not finish
-    points: int | None = None
     final_loss: Number = None
     min_loss: Number = None
     last_loss: Number = None

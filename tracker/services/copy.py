@@ -19,9 +19,12 @@ from tracker.store.transactions import in_write_transaction
 __all__ = ["CopiedJob", "copy_job", "copy_jobs", "job_names"]
 
 
-def copy_job(source: Session, destination: Session, name: str) -> CopiedJob:
-    """Copy one job into ``destination``'s transaction, unless it is already there."""
-    copied = copy_job_rows(source, destination, name)
+def copy_job(
+    source: Session, destination: Session, name: str, meta_as_source: bool = False
+) -> CopiedJob:
+    """Copy one job into ``destination``'s transaction, unless it is already there (then,
+    ``meta_as_source``: its metadata made the source's, keys only it has removed)."""
+    copied = copy_job_rows(source, destination, name, meta_as_source)
     if copied.job_id is not None:
         store_packaged_derived(destination, copied.job_id)
     return copied
@@ -37,10 +40,14 @@ def copy_jobs(
     source: str | Engine,
     destination: str | Engine,
     on_job: Callable[[CopiedJob], None] | None = None,
+    *,
+    meta_as_source: bool = False,
 ) -> list[CopiedJob]:
     """Copy every job the destination lacks, with all its data, one transaction per job,
     oldest first; ``on_job`` is told each job's outcome as it is done (a ``conflict`` is not
-    copied). An interrupt raises ``Interrupted``, naming the jobs the destination holds
+    copied). Of a job both hold, the metadata edited in the source since is carried over;
+    with ``meta_as_source`` the keys only the destination has are removed too (a source's
+    ``meta --unset``). An interrupt raises ``Interrupted``, naming the jobs the destination holds
     (copied or already there) and those it does not."""
     reader = source if isinstance(source, Engine) else open_database(source, may_create_file=False)
     target = destination if isinstance(destination, Engine) else open_database(destination)
@@ -53,7 +60,9 @@ def copy_jobs(
             tally = Tally(names, landed=partial(_landed, target, digests))
             with telling_interrupts(tally):
                 for name in names:
-                    copied = in_write_transaction(target, partial(copy_job, session, name=name))
+                    copied = in_write_transaction(
+                        target, partial(copy_job, session, name=name, meta_as_source=meta_as_source)
+                    )
                     if copied.status == "conflict":
                         tally.not_stored(name)
                     else:

@@ -172,6 +172,13 @@ def ingest_job(
     return _store(session, scanned, arms, options)
 
 
+def check_job(directory: Path | JobSource, options: IngestOptions | None = None) -> None:
+    """Read and check one job directory whole as ``ingest_job`` would, storing nothing: what
+    an ingest would refuse raises here."""
+    _scanned, arms = _scan(directory, options or IngestOptions())
+    arms()
+
+
 STUDY_KEY = "study"  # the job.json (or --meta) key that names a job's study
 
 
@@ -258,6 +265,12 @@ def _failure(directory: Path | str | JobSource, exc: TrackerError) -> str:
     return message
 
 
+def planned_names(directories: Sequence[Path | str], name: str | None = None) -> list[str]:
+    """The names the directories' jobs will be stored under, before any is opened (``name``
+    when given, else each one's last path part): what an interrupt names as not stored."""
+    return [name or str(d).rstrip("/").rsplit("/", 1)[-1] or str(d) for d in directories]
+
+
 def _name(source: JobSource | TrackerError, directory: Path | str) -> str:
     """The name a directory's job is stored under when none is given."""
     return source.name if isinstance(source, JobSource) else str(directory).rstrip("/")
@@ -315,19 +328,21 @@ def ingest_directories(
     is reported (``progress``) and counted, and the others are still stored. An interrupt
     raises ``Interrupted``."""
     progress = progress or IngestProgress()
-    sources: list[JobSource | TrackerError] = []
-    for directory in directories:
-        try:
-            sources.append(open_source(directory, options.storage_options))
-        except TrackerError as exc:  # e.g. a missing extra: that directory fails
-            sources.append(exc)
-    names = [
-        options.name or _name(source, directory)
-        for source, directory in zip(sources, directories, strict=True)
-    ]
     scanned: dict[str, JobDirectory] = {}
-    tally = Tally(names, landed=partial(_landed, engine, scanned))
-    with telling_interrupts(tally):
+    planned = planned_names(directories, options.name)
+    tally = Tally(planned, landed=partial(_landed, engine, scanned))
+    with telling_interrupts(tally):  # from the first step: opening a URL may take seconds
+        sources: list[JobSource | TrackerError] = []
+        for directory in directories:
+            try:
+                sources.append(open_source(directory, options.storage_options))
+            except TrackerError as exc:  # e.g. a missing extra: that directory fails
+                sources.append(exc)
+        names = [
+            options.name or _name(source, directory)
+            for source, directory in zip(sources, directories, strict=True)
+        ]
+        tally.pending = list(names)  # as the sources name their jobs
         sizes = [0 if isinstance(s, TrackerError) else curve_bytes(s) for s in sources]
         progress.started(sum(sizes))
         report = IngestReport(len(directories))

@@ -43,7 +43,7 @@ from tracker.errors import (
 from tracker.jobdir.reader import PROBE_FILE, scan_job, validate_job_name
 from tracker.jobdir.source import JobSource, Listing, open_source
 from tracker.models import Job
-from tracker.services.ingest import IngestResult, ingest_job
+from tracker.services.ingest import IngestOptions, IngestResult, check_job, ingest_job
 from tracker.services.interrupts import Tally, session_after_interrupt
 from tracker.store import transactions
 from tracker.store.job_rows import set_file_versions, stored_listings
@@ -53,6 +53,7 @@ UNREACHABLE_IN_A_ROW = 3  # jobs in a row the storage could not give: it is down
 
 class SyncStatus(StrEnum):
     INGESTED = "ingested"
+    WOULD_INGEST = "would ingest"  # a dry run's new job, read and checked as an ingest would
     REPLACED = "replaced"
     UNCHANGED = "unchanged"
     CHANGED = "changed"
@@ -102,7 +103,8 @@ class SyncReport:
         """``12 found: 3 ingested, 9 unchanged, 0 failed`` (replaced, changed and waiting
         counted too when there are any; failed ones named)."""
         counts = Counter(job.status for job in self.jobs)
-        parts = [f"{counts[SyncStatus.INGESTED]} ingested"]
+        first = SyncStatus.WOULD_INGEST if counts[SyncStatus.WOULD_INGEST] else SyncStatus.INGESTED
+        parts = [f"{counts[first]} {first}"]
         parts += [f"{counts[s]} {s}" for s in (SyncStatus.REPLACED,) if counts[s]]
         parts.append(f"{counts[SyncStatus.UNCHANGED]} unchanged")
         parts += [f"{counts[s]} {s}" for s in (SyncStatus.CHANGED, SyncStatus.WAITING) if counts[s]]
@@ -203,7 +205,7 @@ def _sync_job(
         if name in stored and stored[name] == listed:
             return SyncedJob(where, SyncStatus.UNCHANGED)
         if options.dry_run:
-            return _dry_run(engine, directory, name, stored)
+            return _dry_run(engine, directory, name, stored, options)
         tally.add(name)
         result = transactions.in_write_transaction(
             engine, lambda session: _ingest(session, directory, listed, options)
@@ -255,11 +257,20 @@ def _ingest(
 
 
 def _dry_run(
-    engine: Engine, directory: JobSource, name: str, stored: Mapping[str, Any]
+    engine: Engine,
+    directory: JobSource,
+    name: str,
+    stored: Mapping[str, Any],
+    options: SyncOptions,
 ) -> SyncedJob:
-    """What a sync would do, writing nothing (a stored job's files are read to tell)."""
+    """What a sync would do, writing nothing: a new job read and checked whole as an ingest
+    would (what it would refuse fails here too), a stored job's files read to tell."""
     if name not in stored:
-        return SyncedJob(directory.location, SyncStatus.INGESTED, "dry run: would ingest")
+        as_ingested = IngestOptions(
+            meta=options.meta, arm_model=options.arm_model, study=options.study
+        )
+        check_job(directory, as_ingested)
+        return SyncedJob(directory.location, SyncStatus.WOULD_INGEST)
     digest = scan_job(directory).digest
     with transactions.write_session(engine) as session:
         same = session.scalar(select(Job.content_digest).where(Job.name == name)) == digest

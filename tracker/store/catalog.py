@@ -28,7 +28,7 @@ from tracker.errors import (
 from tracker.jsonio import format_time
 from tracker.models import Curve, Job, JobMeta, Probe, Run
 from tracker.store.notes import notes_text, run_notes
-from tracker.store.runfilter import matching_runs, meta_conditions, run_conditions
+from tracker.store.runfilter import check_where, matching_runs, meta_conditions, run_conditions
 
 Row = dict[str, Any]
 TIME_KEY = "time"  # metadata that orders jobs in queries, instead of the ingest time
@@ -202,7 +202,7 @@ def select_jobs(
     (``tracker.queries.selection``)."""
     conditions = as_conditions(where)
     meta, on_runs = meta_conditions(conditions), run_conditions(conditions)
-    check_meta_keys(session, [c.key for c in meta])
+    check_where(session, conditions)
     check_meta_values(session, meta)
     rows = [row for row in list_jobs(session) if meta_holds(row["meta"], meta)]
     if on_runs:

@@ -7,7 +7,8 @@ value's bits), through the same bulk path as an ingest. A job the destination al
 is skipped, so copying twice copies nothing new, except its metadata: metadata is not
 content, so values edited in the source since (``tracker meta``) are carried over, as
 ``ingest`` of identical content does with ``--meta``; keys only the destination has are
-kept, and said (a key set there, or one removed from the source since).
+kept, and said (a key set there, or one removed from the source since: the destination
+cannot tell which), unless ``meta_as_source`` removes them.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class CopiedJob:
     points: int = 0
     job_id: int | None = None  # in the destination, of a job copied
     meta_set: dict[str, str] = field(default_factory=dict)  # of an updated job
+    meta_unset: list[str] = field(default_factory=list)  # removed as the source has not them
     # keys the destination's job has and the source's not (set there, or removed here)
     meta_only_there: dict[str, str] = field(default_factory=dict)
 
@@ -48,11 +50,13 @@ class CopiedJob:
         extra = ""
         if self.meta_only_there:
             pairs = " ".join(f"{k}={v}" for k, v in sorted(self.meta_only_there.items()))
-            extra = f"; only the destination has {pairs}"
+            extra = f"; only the destination has {pairs} (--meta-as-source removes it)"
         if self.status == "present":
             return f"{self.job}: already in the destination{extra}"
         if self.status == "updated":
             pairs = " ".join(f"{key}={value}" for key, value in sorted(self.meta_set.items()))
+            pairs += " " * bool(pairs and self.meta_unset)
+            pairs += " ".join(f"-{key}" for key in sorted(self.meta_unset))
             return f"{self.job}: already in the destination; metadata updated: {pairs}{extra}"
         return (
             f"{self.job}: not copied, the destination has another job of this name; to copy "
@@ -64,20 +68,25 @@ def _row(obj: Any, fields: list[str]) -> dict[str, Any]:
     return {field: getattr(obj, field) for field in fields}
 
 
-def copy_job_rows(source: Session, destination: Session, name: str) -> CopiedJob:
+def copy_job_rows(
+    source: Session, destination: Session, name: str, meta_as_source: bool = False
+) -> CopiedJob:
     """Copy one job's rows (not its derived rows, see ``tracker.services.copy``) into
-    ``destination``'s transaction, unless it is already there."""
+    ``destination``'s transaction, unless it is already there (then its metadata edited in
+    the source since; ``meta_as_source``: the keys only the destination has removed too)."""
     job = source.scalars(select(Job).where(Job.name == name)).one()
     present = destination.scalars(select(Job).where(Job.name == name)).one_or_none()
     if present is not None:
         if present.content_digest != job.content_digest:
             return CopiedJob(name, "conflict")
         source_meta = {m.key: m.value for m in job.meta}
-        changed = update_meta(present, source_meta)
-        meta_set = {key: value for key, value in changed.items() if value is not None}
         there = {m.key: m.value for m in present.meta if m.key not in source_meta}
-        status = "updated" if meta_set else "present"
-        return CopiedJob(name, status, meta_set=meta_set, meta_only_there=there)
+        changed = update_meta(present, source_meta, there if meta_as_source else ())
+        meta_set = {key: value for key, value in changed.items() if value is not None}
+        unset = sorted(key for key, value in changed.items() if value is None)
+        status = "updated" if changed else "present"
+        kept = {} if meta_as_source else there
+        return CopiedJob(name, status, meta_set=meta_set, meta_unset=unset, meta_only_there=kept)
     if job.study_digest is not None:
         copy_study_definition(source, destination, job.study_digest)
     copy = Job(

@@ -22,7 +22,7 @@ from tracker.completeness import stopped_arms, summary_steps
 from tracker.domain import LOSS, IngestStatus
 from tracker.errors import JobExists
 from tracker.models import Curve, Job, JobMeta, Probe, Run, RunNoteRow, SourceFile
-from tracker.notes import FINDINGS
+from tracker.notes import FINDINGS, NoteKind
 from tracker.store.catalog import checked_meta, delete_job_rows, update_meta
 from tracker.store.points import write_points
 
@@ -85,11 +85,19 @@ def store_job(
         session.execute(insert(Probe), [{"job_id": job.id, **p.columns()} for p in scanned.probes])
     written.probes = len(scanned.probes)
     written.failed_probes = sum(p.failed for p in scanned.probes)
+    shared: dict[str, list[str]] = {}  # a line every arm may say alike: said once
     for arm in parsed:  # the loss curves are kept for the kept rows: no reading back
-        said = (note for note in arm.notes if note.kind not in FINDINGS)
-        written.warnings.extend(f"{arm.name}: {note}" for note in said)
+        said = [note for note in arm.notes if note.kind not in FINDINGS]
+        for note in said:
+            if note.kind == NoteKind.WALL_TIME:
+                shared.setdefault(note.text, []).append(arm.name)
+        own = (note for note in said if note.kind != NoteKind.WALL_TIME)
+        written.warnings.extend(f"{arm.name}: {note}" for note in own)
         written.points += _insert_arm(session, job, arm, written.losses)
         written.arms += 1
+    for text, names in shared.items():
+        whose = f"all {len(names)} arms" if len(names) == len(parsed) > 1 else ", ".join(names)
+        written.warnings.append(f"{whose}: {text}")
     ends = {arm.name: (_last_step(arm.curves), summary_steps(arm.extra)) for arm in parsed}
     written.warnings.extend(f"{arm}: {c.message}" for arm, c in stopped_arms(ends).items())
     return written

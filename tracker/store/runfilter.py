@@ -16,24 +16,64 @@ from typing import Any
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
-from tracker.conditions import Condition
+from tracker.conditions import Condition, as_number
 from tracker.domain import LOSS
-from tracker.models import Curve, Run, RunNoteRow
+from tracker.errors import (
+    NotesOperator,
+    NumberComparedToText,
+    UnknownNoteKind,
+    UnknownWhereKey,
+    did_you_mean,
+    known_names,
+)
+from tracker.models import Curve, JobMeta, Run, RunNoteRow
+from tracker.notes import NoteKind
 
 RUN_FILTERS: dict[str, Any] = {
     "seed": Run.seed,
     "val_loss": Run.val_loss,
     "final_loss": Run.final_loss,
     "diverged": Run.diverged,
-    "steps": Curve.last_step,
-    "points": Curve.n_points,
+    "steps": Curve.n_points,  # how many steps the loss curve logged: the count shown
+    "last_step": Curve.last_step,
     "min_loss": Curve.min_value,
     "last_loss": Curve.last_value,
     "nonfinite": Curve.n_nonfinite,
 }
 NOTES = "notes"  # notes=KIND: a run with a note of that kind; notes!=KIND: without one
 RUN_KEYS = frozenset({*RUN_FILTERS, NOTES})
+NUMBERS = frozenset(RUN_FILTERS) - {"diverged"}  # compared as numbers only
 META_PREFIX = "meta."
+
+
+def check_where(session: Session, where: Iterable[Condition]) -> None:
+    """A condition that cannot be answered is an error, not an empty or full answer: a run
+    number compared with text, a note kind no run has and the tracker does not write, a key
+    that is neither a run column nor a job's metadata (each naming the known ones)."""
+    meta_keys: set[str] | None = None
+    for condition in where:
+        key = condition.key
+        if key == NOTES:
+            _check_notes(session, condition)
+        elif key in NUMBERS and as_number(condition.value) is None:
+            raise NumberComparedToText(key=key, condition=str(condition), value=condition.value)
+        elif key not in RUN_KEYS:
+            if meta_keys is None:
+                meta_keys = set(session.scalars(select(JobMeta.key).distinct()))
+            if key.removeprefix(META_PREFIX) not in meta_keys:
+                hint = did_you_mean(key, [*RUN_FILTERS, NOTES, *meta_keys])
+                columns = ", ".join([*RUN_FILTERS, NOTES])
+                raise UnknownWhereKey(
+                    key=key, columns=columns, known=known_names(meta_keys), hint=hint
+                )
+
+
+def _check_notes(session: Session, condition: Condition) -> None:
+    if condition.op not in ("=", "!="):
+        raise NotesOperator(condition=str(condition))
+    kinds = {*NoteKind, *session.scalars(select(RunNoteRow.kind).distinct())}
+    if condition.value not in kinds:
+        raise UnknownNoteKind(kind=condition.value, known=known_names(kinds, near=condition.value))
 
 
 def run_conditions(where: Iterable[Condition]) -> list[Condition]:

@@ -48,7 +48,8 @@ X = Annotated[
     Query(
         pattern="^(step|time)$",
         description="The x axis: step, or time (seconds since the run started, from a "
-        "wall_time, elapsed or time metric, else the sum of step_ms; every run needs one).",
+        "time column: elapsed, else per-step durations summed, else a running average; "
+        "every run needs one).",
     ),
 ]
 SmoothBy = Annotated[

@@ -12,7 +12,7 @@ import polars as pl
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from tracker.errors import UnknownColumn, UnknownMetaKey, UnknownStatus
+from tracker.errors import BadWhere, UnknownColumn, UnknownMetaKey, UnknownStatus
 from tracker.queries import tables
 from tracker.queries.runs import META_PREFIX, STATUSES, RunsPage, RunsView, run_table, runs_page
 from tracker.queries.selection import JobSelection
@@ -29,7 +29,7 @@ COMPACT_TIME = "%Y-%m-%d %H:%M"  # the page's: to the minute, UTC (the JSON's to
 MAX_PAGE = 10_000
 MAX_OFFSET = 1_000_000_000  # past any table's rows; 2**63 would overflow the slice
 # what a view refuses: a 422 naming the known columns, statuses or keys
-BAD_VIEW = (UnknownColumn, UnknownStatus, UnknownMetaKey)
+BAD_VIEW = (UnknownColumn, UnknownStatus, UnknownMetaKey, BadWhere)
 
 
 class TableFormat(StrEnum):
@@ -218,6 +218,6 @@ def api_probes(
     (``tracker.api.probes``)."""
     try:
         table = tables.probes(session, selection, failed=failed)
-    except UnknownMetaKey as exc:
+    except (UnknownMetaKey, BadWhere) as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
     return [ProbeTableRow.model_validate(row) for row in rows(table)]
