@@ -97,8 +97,8 @@ def test_the_claims_table_names_its_intervals(study: Cli, tmp_path: Path) -> Non
     assert intervals["ablation_diverges"] == "range"
     study("report", "--out", str(tmp_path / "r"))
     index = (tmp_path / "r" / "index.html").read_text()
-    assert "estimate [interval]" in index and "95% CI" not in index
-    assert '<span class="muted">90% CS</span>' in index
+    assert '<span class="ci">[' in index and "95% CI" not in index
+    assert "</span> (90% CS) from" in index
 
 
 SERVER_CASES = [
@@ -133,4 +133,4 @@ def test_the_server_answers_unknown_keys_and_values_with_422(
 def test_the_server_claims_carry_the_interval(client: TestClient) -> None:
     rows = client.get("/api/claims").json()
     assert {row["claim"]: row["interval"] for row in rows}["val_loss_equivalence"] == "90% CS"
-    assert '<span class="muted">95% binomial</span>' in client.get("/claims").text
+    assert "</span> (95% binomial) from" in client.get("/claims").text
