@@ -21,6 +21,7 @@ from tracker.errors import UnknownColumn, UnknownStatus, known_names
 from tracker.queries.selection import JobSelection, contents_and_meta, selected_jobs
 from tracker.queries.tables import arm_rows, with_jobs
 from tracker.store.catalog import check_meta_keys
+from tracker.store.index_rows import stored_counts
 from tracker.store.kept_rows import stored_rows
 
 STATUSES = tuple(str(status) for status in Status)  # a count column per verdict status
@@ -74,12 +75,16 @@ def meta_column(key: str) -> str:
 
 def _verdict_counts(session: Session, job_ids: list[int], digest: str) -> pl.DataFrame:
     """Per job, how many stored verdicts have each status (a job without stored verdicts for
-    ``digest`` has no row: its counts are null, not zero), of rows checked as every read of
+    ``digest`` has no row: its counts are null, not zero): from its index row (its counts'
+    checksum checked), else (kept before them) from its verdict rows, checked as every read of
     them is (``stored_rows``: their checksum)."""
-    _numbers, rows = stored_rows(session, job_ids, digest)
-    counts = Counter((row[0], row[6]) for row in rows)
-    judged = sorted({row[0] for row in rows})
-    columns = {status: [counts[job_id, status] for job_id in judged] for status in STATUSES}
+    found = stored_counts(session, job_ids, digest)
+    _numbers, rows = stored_rows(session, [i for i in job_ids if i not in found], digest)
+    tally = Counter((row[0], row[6]) for row in rows)
+    for job_id in sorted({row[0] for row in rows}):
+        found[job_id] = {status: tally[job_id, status] for status in STATUSES}
+    judged = sorted(found)
+    columns = {status: [found[job_id][status] for job_id in judged] for status in STATUSES}
     schema = {"job_id": pl.Int64, **dict.fromkeys(STATUSES, pl.Int64)}
     return pl.DataFrame({"job_id": judged, **columns}, schema=schema)
 

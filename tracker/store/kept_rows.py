@@ -23,8 +23,9 @@ from sqlalchemy.orm import Session
 from tracker.analysis.verdict import Verdict
 from tracker.errors import DamagedVerdicts
 from tracker.jsonio import to_stored_json
-from tracker.models import Job, JobNumber, JobSummary, JobVerdict
+from tracker.models import Job, JobIndex, JobNumber, JobSummary, JobVerdict
 from tracker.store.frames import plain_rows
+from tracker.store.index_rows import indexed, write_index_row
 
 # job_id, check, subject, measured, expected, tolerance, status, detail, known
 VerdictRow = tuple[int, str, str, float | None, float | None, float | None, str, str, str | None]
@@ -78,9 +79,10 @@ def write_derived(
     verdicts: Sequence[Verdict],
     numbers: Mapping[str, float | None],
     summary: bytes,
+    grid_curves: bytes,
 ) -> None:
     """Replace a job's derived rows (of every digest) by these, in the caller's transaction."""
-    for table in (JobVerdict, JobNumber, JobSummary):
+    for table in (JobVerdict, JobNumber, JobSummary, JobIndex):
         session.execute(delete(table).where(table.job_id == job_id))
     verdict_rows = [
         {
@@ -111,6 +113,7 @@ def write_derived(
         insert(JobSummary),
         [{"job_id": job_id, "expectations": digest, "data": summary, "rows_checksum": checksum}],
     )
+    write_index_row(session, job_id, digest, (v.status for v in verdicts), grid_curves)
 
 
 def stored_rows(
@@ -177,14 +180,16 @@ def jobs_without_rows(
 ) -> list[tuple[int, str]]:
     """``(id, name)`` of the jobs (of ``study``, or all) lacking their numbers or their summary
     for ``digest`` (never derived, or derived by an older analysis or other expectations, or
-    kept before their rows had a checksum), in id order."""
+    kept before their rows had a checksum or their index row), in id order."""
     numbers = select(JobNumber.job_id).where(JobNumber.expectations == digest)
     summaries = select(JobSummary.job_id).where(
         JobSummary.expectations == digest, JobSummary.rows_checksum.is_not(None)
     )
     query = (
         select(Job.id, Job.name)
-        .where(or_(Job.id.not_in(numbers), Job.id.not_in(summaries)))
+        .where(
+            or_(Job.id.not_in(numbers), Job.id.not_in(summaries), Job.id.not_in(indexed(digest)))
+        )
         .order_by(Job.id)
     )
     if study is not None:
