@@ -19,7 +19,7 @@ from tracker.domain import Status
 from tracker.jsonio import format_time
 from tracker.queries.claims import claims
 from tracker.queries.job_analysis import load_derived, load_index_numbers
-from tracker.queries.selection import JobSelection, contents_and_meta, selected_jobs
+from tracker.queries.selection import JobSelection, job_meta, selected_jobs
 from tracker.store.catalog import job_studies, list_jobs
 from tracker.views.across_jobs import cross_job_view
 from tracker.views.pages import CLAIMS_MISSING, IndexView, JobRow, meta_text, status_of
@@ -107,7 +107,7 @@ def live_index(
     ids: list[int] = ordered.get_column("job_id").to_list()
     names: list[str] = ordered.get_column("job").to_list()
     tallies, curves = load_index_numbers(session, ids, exp)
-    _, meta = contents_and_meta(session, ids)
+    meta = job_meta(session, ids)
     listed = {row["job"]: row for row in list_jobs(session, study)}
     entries = {
         name: IndexEntry(
