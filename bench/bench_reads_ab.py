@@ -8,7 +8,8 @@ The same job folders (JOBS sample jobs of STEPS steps, and one of LONG steps who
 loss curve is read whole) are ingested by each tracker into its own SQLite file (a process
 per tracker: BASE is that commit's code, ``git archive`` into a temporary folder and first on
 ``sys.path``); then, in a fresh process per tracker, the CPU seconds (``process_time``) of
-``api.runs(db)`` and of ``api.curve(db, ARM, job=LONG)``, best of REPEAT after one warm-up.
+``api.runs(db)`` and of ``api.curve(db, ARM, job=LONG)``, best of REPEAT after one warm-up,
+``db`` the URL (a new engine each call, as a script's) and then one engine (as a server's).
 """
 
 from __future__ import annotations
@@ -37,9 +38,13 @@ def best(work):
         work()
         times.append(time.process_time() - start)
     return min(times)
+from sqlalchemy import create_engine
+engine = create_engine(db)  # one engine: its compiled statements kept, as in a server
 runs = best(lambda: api.runs(db))
 curve = best(lambda: api.curve(db, arm, job=long))
-print(runs, curve, len(api.runs(db)), len(api.curve(db, arm, job=long)))
+runs_engine = best(lambda: api.runs(engine))
+curve_engine = best(lambda: api.curve(engine, arm, job=long))
+print(runs, curve, runs_engine, curve_engine, len(api.runs(db)))
 """
 
 
@@ -83,14 +88,16 @@ def main() -> int:
             url = f"sqlite:///{work / (name.replace(' ', '_') + '.db')}"
             run(["-m", "tracker", "--db", url, "ingest", *folders], tree)
             line = run(["-c", CHILD, url, DEFAULT_ARMS[0], LONG, str(args.repeat)], tree)
-            found[name] = [float(x) for x in line.split()[:2]]
+            found[name] = [float(x) for x in line.split()[:4]]
             print(f"{name}: {line.strip()}", file=sys.stderr)
     base, head = found[args.base], found["this tracker"]
     print(f"{args.jobs} jobs of {args.steps} steps; curve of {args.long:,} points; CPU, best of")
     print(f"{args.repeat}\n")
     print(f"| read | {args.base} | this tracker | ratio |")
     print("|---|---|---|---|")
-    for i, label in enumerate(("api.runs", "api.curve (whole curve)")):
+    labels = ("api.runs", "api.curve (whole curve)")
+    labels += tuple(f"{label}, one engine" for label in labels)
+    for i, label in enumerate(labels):
         ratio = head[i] / base[i]
         print(f"| {label} | {base[i] * 1e3:.1f} ms | {head[i] * 1e3:.1f} ms | {ratio:.2f} |")
     return 0
