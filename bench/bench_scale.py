@@ -184,12 +184,12 @@ def main() -> int:
                     results[backend][size] = found
                     took = time.perf_counter() - started
                     print(f"{backend} {size}: {took:.0f} s", file=sys.stderr)
+                table({backend: results[backend]}, sizes)  # as soon as it is known
                 if schema is not None:
                     print(two_servers(url))
             finally:
                 if schema is not None:
                     drop_schema(schema)
-    table(results, sizes)
     return 0
 
 
