@@ -86,13 +86,13 @@ def ingest(url: str, folders: list[Path]) -> dict[str, float]:
     return {"cpu": row["cpu"] / len(folders), "wall": row["wall"] / len(folders)}
 
 
-def measure(url: str, report: Path, size: int) -> dict[str, dict[str, float]]:
+def measure(url: str, backend: str, report: Path, size: int) -> dict[str, dict[str, float]]:
     found: dict[str, dict[str, float]] = {}
     for args in (("jobs",), ("query", "runs"), ("claims",)):
         found[" ".join(args)] = next(iter(child(url, "cli", *args).values()))
     compare = child(url, "cli", "compare", f"job{size - 2:05d}", f"job{size - 1:05d}")
     found["compare"] = next(iter(compare.values()))
-    out = str(report / f"report-{size}")
+    out = str(report / f"report-{backend}-{size}")
     for label in ("report (cold)", "report (incremental)"):
         found[label] = next(iter(child(url, "cli", "report", "--out", out).values()))
     found.update({f"page {p}": row for p, row in child(url, "pages", *PAGES).items()})
@@ -180,7 +180,7 @@ def main() -> int:
                     started = time.perf_counter()
                     row = ingest(url, folders[stored:size])
                     stored = size
-                    found = {"ingest (a job)": row, **measure(url, work, size)}
+                    found = {"ingest (a job)": row, **measure(url, backend, work, size)}
                     results[backend][size] = found
                     took = time.perf_counter() - started
                     print(f"{backend} {size}: {took:.0f} s", file=sys.stderr)
