@@ -67,8 +67,12 @@ def rows_checksum(
 def _exact(value: object) -> object:
     """A stored value as read back alike on every backend: a number as a float (its repr
     keeps every bit, NaN and the infinities included)."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return repr(float(value) + 0.0)  # -0.0 as 0.0: SQLite may keep a zero as the integer
+    kind = type(value)
+    if kind is str or value is None:  # most of a row: tested first, as every read checks all
+        return value
+    if kind is float or kind is int or (isinstance(value, int | float) and kind is not bool):
+        # -0.0 as 0.0: SQLite may keep a zero as the integer
+        return repr(float(value) + 0.0)  # type: ignore[arg-type]
     return value
 
 
