@@ -61,8 +61,8 @@ def copy_jobs(
                     outcomes.append(copied)
                     if on_job is not None:
                         on_job(copied)
-            if any(copied.status == "copied" for copied in outcomes):
-                refresh_statistics(target)
+                if any(copied.status == "copied" for copied in outcomes):
+                    refresh_statistics(target)
     finally:
         for engine, given in ((reader, source), (target, destination)):
             if engine is not given:
