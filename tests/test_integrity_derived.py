@@ -15,7 +15,7 @@ from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli, client_for
-from tracker.models import Curve, Job, JobNumber, JobSummary, JobVerdict, Run
+from tracker.models import Curve, Job, JobIndex, JobNumber, JobSummary, JobVerdict, Run
 from tracker.sample import write_sample_job
 from tracker.store.schema import downgrade, upgrade
 
@@ -65,10 +65,11 @@ def test_a_flipped_bit_in_a_kept_summary_is_refused_and_repaired(
     damaged = bytearray(intact)
     damaged[at] ^= 0x10
     set_summary(engine, "job2", bytes(damaged))
-    for path in ("/jobs/job2/", "/api/jobs/job2", "/"):
+    for path in ("/jobs/job2/", "/api/jobs/job2"):
         answer = client.get(path)
         assert answer.status_code == 500 and SUMMARY_DAMAGED in answer.text, path
     assert client.get("/api/jobs/job1").status_code == 200
+    assert client.get("/").status_code == 200  # the index reads the job's index row alone
     report = two_jobs("report", "--out", str(tmp_path / "report"), ok=False)
     assert (report.exit_code, report.stderr) == (1, f"Error: {SUMMARY_DAMAGED}\n")
     checked = two_jobs("db", "check", ok=False)
@@ -82,6 +83,37 @@ def test_a_flipped_bit_in_a_kept_summary_is_refused_and_repaired(
     assert summary_of(engine, "job2") == intact
     assert two_jobs("db", "check").stdout.endswith(": no damage found\n")
     assert client.get("/jobs/job2/").status_code == 200
+
+
+def test_a_flipped_bit_in_a_jobs_index_row_is_refused_and_repaired(
+    two_jobs: Cli, client: TestClient, engine: Engine
+) -> None:
+    with engine.begin() as connection:
+        job_id = connection.scalar(select(Job.id).where(Job.name == "job2"))
+        intact = bytes(
+            connection.scalar(select(JobIndex.grid_curves).where(JobIndex.job_id == job_id))
+        )
+        damaged = bytearray(intact)
+        damaged[-1] ^= 0x10
+        where = JobIndex.job_id == job_id
+        connection.execute(update(JobIndex).where(where).values(grid_curves=bytes(damaged)))
+    answer = client.get("/")
+    assert answer.status_code == 500 and SUMMARY_DAMAGED in answer.text
+    with engine.begin() as connection:  # the curves intact, a count changed
+        connection.execute(
+            update(JobIndex).where(where).values(grid_curves=intact, failed=JobIndex.failed + 1)
+        )
+    counts_damaged = (
+        "verdicts and numbers of job job2 are damaged (verdict counts' checksum mismatch)"
+    )
+    for path in ("/", "/api/runs"):
+        answer = client.get(path)
+        assert answer.status_code == 500 and counts_damaged in answer.text, path
+    checked = two_jobs("db", "check", ok=False)
+    assert checked.exit_code == 1 and counts_damaged in checked.stderr
+    two_jobs("db", "check", "--repair")
+    assert two_jobs("db", "check").stdout.endswith(": no damage found\n")
+    assert client.get("/").status_code == 200
 
 
 def test_db_check_does_not_repair_what_the_points_cannot_rebuild(
@@ -215,7 +247,8 @@ def test_an_altered_verdict_or_number_is_found_and_rebuilt(
     assert checked.stderr.splitlines() == [
         f"Error: {damaged.format(job)}" for job in ("job1", "job2")
     ]
-    # every read of them: claims, the report, compare; the runs table, home page, claims served
+    # every read of them: claims, the report, compare; the home page and claims served (the
+    # runs table reads the counts kept beside them, which have their own checksum)
     for args in (
         ("claims",),
         ("report", "--out", str(tmp_path / "report")),
@@ -225,7 +258,7 @@ def test_an_altered_verdict_or_number_is_found_and_rebuilt(
         assert result.exit_code == 1, args
         assert result.stderr == f"Error: {damaged.format('job1')}\n", args
     with client_for(two_jobs.url) as client:
-        for path in ("/api/runs", "/runs", "/", "/api/claims"):
+        for path in ("/", "/api/claims"):
             answer = client.get(path)
             assert answer.status_code == 500 and damaged.format("job1") in answer.text, path
     repaired = two_jobs("db", "check", "--repair")

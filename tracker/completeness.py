@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cache
 
 from tracker.domain import ArmName
 
@@ -56,10 +57,16 @@ def completeness(
     return Completeness(False, last_step, steps, "")
 
 
+@cache  # a study has a few arm names, each in every job
+def _variant(arm: str) -> str:
+    name = ArmName.find(arm)
+    return name.variant if name else arm
+
+
 def stopped_arms(arms: Mapping[str, tuple[int | None, int | None]]) -> dict[str, Completeness]:
     """Per arm of one job, given ``arm -> (last logged step, summary steps)``: the arms
     that stopped early (siblings: the job's other arms of the same variant)."""
-    variant = {arm: (name.variant if (name := ArmName.find(arm)) else arm) for arm in arms}
+    variant = {arm: _variant(arm) for arm in arms}
     found = {}
     for arm, (last, steps) in arms.items():
         siblings = [arms[o][0] for o in arms if o != arm and variant[o] == variant[arm]]

@@ -300,3 +300,22 @@ class JobSummary(Base):
     # the xxh3-64 of the job's verdict and number rows written with it (checked on every read
     # of them: tracker.store.kept_rows); NULL: written before it was kept, read as not kept
     rows_checksum: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class JobIndex(Base):
+    """What the index and the runs table show of a job that its kept rows give: its verdicts'
+    count of each status and its smoothed curves on a grid (``Summary.curves_to_stored``),
+    written with them (tracker.store.kept_rows), so that listing many jobs reads neither their
+    verdicts nor their summaries. ``checksum``: the xxh3-64 of the counts (the curves check
+    themselves), checked on every read."""
+
+    __tablename__ = "job_index"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("job.id", ondelete="CASCADE"), primary_key=True)
+    expectations: Mapped[str] = mapped_column(String(64), primary_key=True)
+    passed: Mapped[int] = mapped_column(Integer)
+    failed: Mapped[int] = mapped_column(Integer)
+    known: Mapped[int] = mapped_column(Integer)
+    not_applicable: Mapped[int] = mapped_column(Integer)
+    checksum: Mapped[int] = mapped_column(BigInteger)
+    grid_curves: Mapped[bytes] = mapped_column(LargeBinary)  # last: read only when asked for

@@ -41,6 +41,9 @@ RUN_SCHEMA = {
     "hours": pl.Float64,
 }
 STUDY = "study"  # the group key of a job's study, among jobs of several studies
+# Jobs whose verdicts are read at once: as Python tuples a job's take about 100 KB, five
+# times their columns in a frame, so the claims of many jobs hold their frame and one batch.
+VERDICT_BATCH = 200
 # The stored verdict rows (``load_verdict_rows``) as a frame.
 VERDICT_SCHEMA = {
     "job_id": pl.Int64,
@@ -240,10 +243,15 @@ def _evidence(
     verdicts (in job order), the derived numbers, the runs and the metadata of ``jobs``."""
     ids = jobs["job_id"].to_list()
     names = dict(zip(ids, jobs["job"].to_list(), strict=True))
-    rows, numbers_of = load_verdict_rows(session, ids, exp)
+    frames = [pl.DataFrame(schema=VERDICT_SCHEMA)]
+    numbers_of: dict[int, dict[str, float | None]] = {}
+    for at in range(0, len(ids), VERDICT_BATCH):  # as Python rows, a batch at a time
+        rows, batch = load_verdict_rows(session, ids[at : at + VERDICT_BATCH], exp)
+        frames.append(pl.DataFrame(rows, orient="row", schema=VERDICT_SCHEMA))
+        numbers_of.update(batch)
     position = {job_id: i for i, job_id in enumerate(ids)}
     verdicts = (
-        pl.DataFrame(rows, orient="row", schema=VERDICT_SCHEMA)
+        pl.concat(frames)
         .sort(pl.col("job_id").replace_strict(position), maintain_order=True)
         .select(
             pl.col("job_id").replace_strict(names, return_dtype=pl.String).alias("job"),

@@ -4,20 +4,25 @@ so a read-only database serves every request)."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import Expectations, check_study, judged_by
 from tracker.analysis.study_files import StoredStudy
 from tracker.analysis.verdict import Verdict
+from tracker.domain import Status
 from tracker.models import Job
 from tracker.store.curves import arm_points
+from tracker.store.index_rows import stored_counts, stored_grid_curves
 from tracker.store.jobdata import load_job_data
 from tracker.store.kept_rows import VerdictRow, stored_rows, stored_summary, verdict_row
 from tracker.store.study_definitions import stored_study
 from tracker.summary.build import derive, summarize
+from tracker.summary.grid import GridCurve
 from tracker.summary.model import Derived, Summary
-from tracker.summary.stored import read_summary
+from tracker.summary.stored import read_grid_curves, read_summary
 from tracker.summary.trajectories import TrajectoryDrawing, drawing_of_points
 from tracker.summary.version import expectations_digest
 
@@ -139,6 +144,29 @@ def load_summary(
     if trajectories:
         _ = summary.trajectories  # drawn now, while ``session`` is open
     return summary
+
+
+def load_index_numbers(
+    session: Session, job_ids: list[int], exp: Expectations
+) -> tuple[dict[int, dict[str, int]], dict[int, dict[str, GridCurve]]]:
+    """Every listed job's verdict counts (status -> count) and smoothed curves on a grid (what
+    the index draws across jobs), each for ``exp.judging`` its study: from their index rows
+    in a few statements whatever the number of jobs; a job without one (kept before them,
+    until ``db rederive``) from its verdicts and its summary."""
+    counts: dict[int, dict[str, int]] = {}
+    curves: dict[int, dict[str, GridCurve]] = {}
+    names = dict(session.execute(select(Job.id, Job.name).where(Job.id.in_(job_ids))).all())
+    for own, ids in by_study(session, job_ids, exp):
+        digest = expectations_digest(own)
+        counts.update(stored_counts(session, ids, digest))
+        for job_id, data in stored_grid_curves(session, ids, digest).items():
+            curves[job_id] = read_grid_curves(names[job_id], data)
+    missing = [job_id for job_id in job_ids if job_id not in counts or job_id not in curves]
+    for job_id, derived in load_derived(session, missing, exp).items():
+        tally = Counter(v.status for v in derived.verdicts)
+        counts[job_id] = {str(status): tally.get(status, 0) for status in Status}
+        curves[job_id] = load_summary(session, job_id, exp).curves
+    return counts, curves
 
 
 def _not_drawn() -> TrajectoryDrawing:

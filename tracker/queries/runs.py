@@ -19,9 +19,10 @@ from sqlalchemy.orm import Session
 
 from tracker.domain import Status
 from tracker.errors import UnknownColumn, UnknownStatus, known_names
-from tracker.queries.selection import JobSelection, contents_and_meta, selected_jobs
+from tracker.queries.selection import JobSelection, job_meta, selected_jobs
 from tracker.queries.tables import arm_rows, with_jobs
 from tracker.store.catalog import check_meta_keys
+from tracker.store.index_rows import stored_counts
 from tracker.store.kept_rows import stored_rows
 
 STATUSES = tuple(str(status) for status in Status)  # a count column per verdict status
@@ -75,19 +76,24 @@ def meta_column(key: str) -> str:
 
 def _verdict_counts(session: Session, job_ids: list[int], digest: str) -> pl.DataFrame:
     """Per job, how many stored verdicts have each status (a job without stored verdicts for
-    ``digest`` has no row: its counts are null, not zero), of rows checked as every read of
+    ``digest`` has no row: its counts are null, not zero): from its index row (its counts'
+    checksum checked), else (kept before them) from its verdict rows, checked as every read of
     them is (``stored_rows``: their checksum)."""
-    _numbers, rows = stored_rows(session, job_ids, digest)
-    counts = Counter((row[0], row[6]) for row in rows)
-    judged = sorted({row[0] for row in rows})
-    columns = {status: [counts[job_id, status] for job_id in judged] for status in STATUSES}
+    found = stored_counts(session, job_ids, digest)
+    missing = [job_id for job_id in job_ids if job_id not in found]
+    _numbers, rows = stored_rows(session, missing, digest) if missing else ({}, [])
+    tally = Counter((row[0], row[6]) for row in rows)
+    for job_id in sorted({row[0] for row in rows}):
+        found[job_id] = {status: tally[job_id, status] for status in STATUSES}
+    judged = sorted(found)
+    columns = {status: [found[job_id][status] for job_id in judged] for status in STATUSES}
     schema = {"job_id": pl.Int64, **dict.fromkeys(STATUSES, pl.Int64)}
     return pl.DataFrame({"job_id": judged, **columns}, schema=schema)
 
 
 def _meta_frame(session: Session, job_ids: list[int]) -> pl.DataFrame:
     """One row per job, one text column per metadata key any of them has (sorted by key)."""
-    _digests, meta = contents_and_meta(session, job_ids)
+    meta = job_meta(session, job_ids)
     keys = sorted({key for own in meta.values() for key in own})
     schema = {"job_id": pl.Int64, **{meta_column(key): pl.String for key in keys}}
     rows = [[job_id, *(meta.get(job_id, {}).get(key) for key in keys)] for job_id in job_ids]

@@ -199,9 +199,14 @@ def contents_and_meta(
     """Of each job: its content digest, and its metadata (a job without any has no entry)."""
     ids = list(job_ids)
     digests = dict(session.execute(select(Job.id, Job.content_digest).where(Job.id.in_(ids))).all())
+    return digests, job_meta(session, ids)
+
+
+def job_meta(session: Session, job_ids: list[int]) -> dict[int, dict[str, str]]:
+    """Each job's metadata (a job without any has no entry)."""
     meta: dict[int, dict[str, str]] = {}
     for job_id, key, value in session.execute(
-        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(ids))
+        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(job_ids))
     ):
         meta.setdefault(job_id, {})[key] = value
-    return digests, meta
+    return meta

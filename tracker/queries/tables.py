@@ -7,13 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
-from sqlalchemy import and_, select
+from sqlalchemy import Text, and_, select, type_coerce
 from sqlalchemy.orm import Session
 
 from tracker.analysis.smoothing import smooth
 from tracker.completeness import stopped_arms, summary_steps
 from tracker.domain import LOSS
 from tracker.errors import UnknownArm, UnknownMetric, did_you_mean, known_names
+from tracker.jsonio import from_stored_json
 from tracker.models import Curve, Job, Probe, Run
 from tracker.queries.job_analysis import study_judging
 from tracker.queries.selection import JobSelection, selected_jobs
@@ -121,13 +122,15 @@ def stopped_runs(session: Session, job_ids: list[int]) -> pl.DataFrame:
     """``job_id``, ``arm`` and ``stopped``, the message of each arm that stopped early
     (``tracker.completeness``), judged among all of its job's arms."""
     rows = session.execute(
-        select(Run.job_id, Run.arm, Run.extra, Curve.last_step)
+        # the text as stored, parsed only when it names steps: no JSON read per row otherwise
+        select(Run.job_id, Run.arm, type_coerce(Run.extra, Text), Curve.last_step)
         .outerjoin(Curve, and_(Curve.run_id == Run.id, Curve.metric == LOSS))
         .where(Run.job_id.in_(job_ids))
     ).all()
     ends: dict[int, dict[str, tuple[int | None, int | None]]] = {}
     for job_id, arm, extra, last in rows:
-        ends.setdefault(job_id, {})[arm] = (last, summary_steps(extra))
+        steps = summary_steps(from_stored_json(extra)) if '"steps"' in extra else None
+        ends.setdefault(job_id, {})[arm] = (last, steps)
     found = [
         (job_id, arm, c.message)
         for job_id, arms in ends.items()

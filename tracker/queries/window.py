@@ -41,13 +41,13 @@ def check_window(start: int | None, end: int | None, points: int | None) -> None
         raise TooFewPoints(least=MIN_WINDOW_POINTS, points=points)
 
 
-def kept(value: np.ndarray, points: int | None) -> np.ndarray:
-    """The indices of the points a window keeps: all, or beyond ``points`` the
-    ``minmax_indices`` (each bucket's ends and extremes) topped up to ``points`` with others
-    evenly spread: a bucket of a monotone curve gives only its two ends, and 11 steps asked
-    for as 10 points are not 4."""
+def kept(value: np.ndarray, points: int | None) -> np.ndarray | slice:
+    """The points a window keeps: all (a slice: indexing by it copies nothing), or beyond
+    ``points`` the ``minmax_indices`` (each bucket's ends and extremes) topped up to
+    ``points`` with others evenly spread: a bucket of a monotone curve gives only its two
+    ends, and 11 steps asked for as 10 points are not 4."""
     if points is None or len(value) <= points:
-        return np.arange(len(value))
+        return slice(None)
     picked = minmax_indices(value, points)
     spare = points - len(picked)
     if spare <= 0:
@@ -71,6 +71,7 @@ def read_window(
         return Window(None, None, 0, empty, empty.astype(np.float64))
     low = curve.first_step if start is None else start
     high = curve.last_step if end is None else end
-    step, value = read_curve(session, curve.id, (low, high))
+    whole = start is None and end is None  # every chunk: no step bounds to look up or cut at
+    step, value = read_curve(session, curve.id, None if whole else (low, high))
     keep = kept(value, points)
     return Window(low, high, len(step), step[keep], value[keep])

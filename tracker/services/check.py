@@ -18,7 +18,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from tracker.errors import DamagedCurve, DamagedSummary
-from tracker.models import Curve, CurveChunk, Job, JobSummary, Run
+from tracker.models import Curve, CurveChunk, Job, JobIndex, JobSummary, Run
 from tracker.services.check_derived import (
     curve_numbers,
     not_drawn,
@@ -28,7 +28,7 @@ from tracker.services.check_derived import (
 from tracker.services.rederive import rederive
 from tracker.store import transactions
 from tracker.store.curves import read_curve
-from tracker.summary.stored import read_summary
+from tracker.summary.stored import read_grid_curves, read_summary
 
 
 @dataclass
@@ -108,6 +108,14 @@ def check_database(
             checked.summaries += 1
             try:
                 read_summary(job, data, not_drawn)
+            except DamagedSummary as exc:
+                checked.damage.append((job, str(exc)))
+                checked.derived_damage.add(job)
+        for job, data in session.execute(
+            select(Job.name, JobIndex.grid_curves).join(Job, Job.id == JobIndex.job_id)
+        ):
+            try:
+                read_grid_curves(job, data)
             except DamagedSummary as exc:
                 checked.damage.append((job, str(exc)))
                 checked.derived_damage.add(job)

@@ -8,6 +8,8 @@ rewrites them from their source (``tracker.services.check``).
 
 from __future__ import annotations
 
+from collections import Counter
+
 import polars as pl
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -15,6 +17,7 @@ from sqlalchemy.orm import Session
 from tracker.analysis.expectations import judged_by
 from tracker.errors import DamagedCurveNumbers, DamagedSummary, DamagedVerdicts
 from tracker.models import Curve, Job, JobSummary, Run
+from tracker.store.index_rows import stored_counts
 from tracker.store.job_rows import curve_summary
 from tracker.store.kept_rows import stored_rows, verdict_row
 from tracker.store.study_definitions import stored_study
@@ -80,8 +83,12 @@ def verdicts_of(session: Session, job_id: int, job: str, study: str) -> DamagedV
     )
     try:
         numbers, rows = stored_rows(session, [job_id], digest)  # their checksum checked first
+        counts = stored_counts(session, [job_id], digest).get(job_id)
     except DamagedVerdicts as exc:
         return exc
+    tally = Counter(row[6] for row in rows)
+    if counts is not None and any(counts[status] != tally[status] for status in counts):
+        return DamagedVerdicts(job=job, difference="verdict counts differ from its verdicts")
     if data is None or not numbers:
         return None
     try:

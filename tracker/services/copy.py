@@ -14,7 +14,7 @@ from tracker.services.rederive import store_packaged_derived
 from tracker.store.copy import CopiedJob, copy_job_rows, job_names
 from tracker.store.job_rows import stored_digest
 from tracker.store.schema import open_database
-from tracker.store.transactions import in_write_transaction
+from tracker.store.transactions import in_write_transaction, refresh_statistics
 
 __all__ = ["CopiedJob", "copy_job", "copy_jobs", "job_names"]
 
@@ -70,6 +70,8 @@ def copy_jobs(
                     outcomes.append(copied)
                     if on_job is not None:
                         on_job(copied)
+                if any(copied.status == "copied" for copied in outcomes):
+                    refresh_statistics(target)
     finally:
         for engine, given in ((reader, source), (target, destination)):
             if engine is not given:

@@ -370,4 +370,6 @@ def ingest_directories(
                 report.outcomes[result.status] += 1
             done += size
             progress.advanced(done)
+        if any(status != IngestStatus.UNCHANGED for status in report.outcomes):
+            transactions.refresh_statistics(engine)
     return report

@@ -42,7 +42,9 @@ def store_derived(
     summary = summarize(load_job_data(session, name, curves=losses), exp)
     derived = derive(summary, exp)
     digest = expectations_digest(exp)
-    write_derived(session, job_id, digest, derived.verdicts, derived.numbers, summary.to_stored())
+    stored = summary.to_stored()
+    curves = summary.curves_to_stored()
+    write_derived(session, job_id, digest, derived.verdicts, derived.numbers, stored, curves)
 
 
 def store_packaged_derived(

@@ -178,6 +178,8 @@ def sync_prefix(
                 f"{len(found) - done} jobs not tried"
             )
             break
+    if any(job.status == SyncStatus.INGESTED for job in report.jobs):
+        transactions.refresh_statistics(engine)
     return report
 
 

@@ -23,8 +23,9 @@ from sqlalchemy.orm import Session
 from tracker.analysis.verdict import Verdict
 from tracker.errors import DamagedVerdicts
 from tracker.jsonio import to_stored_json
-from tracker.models import Job, JobNumber, JobSummary, JobVerdict
+from tracker.models import Job, JobIndex, JobNumber, JobSummary, JobVerdict
 from tracker.store.frames import plain_rows
+from tracker.store.index_rows import indexed, write_index_row
 
 # job_id, check, subject, measured, expected, tolerance, status, detail, known
 VerdictRow = tuple[int, str, str, float | None, float | None, float | None, str, str, str | None]
@@ -66,8 +67,12 @@ def rows_checksum(
 def _exact(value: object) -> object:
     """A stored value as read back alike on every backend: a number as a float (its repr
     keeps every bit, NaN and the infinities included)."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return repr(float(value) + 0.0)  # -0.0 as 0.0: SQLite may keep a zero as the integer
+    kind = type(value)
+    if kind is str or value is None:  # most of a row: tested first, as every read checks all
+        return value
+    if kind is float or kind is int or (isinstance(value, int | float) and kind is not bool):
+        # -0.0 as 0.0: SQLite may keep a zero as the integer
+        return repr(float(value) + 0.0)  # type: ignore[arg-type]
     return value
 
 
@@ -78,9 +83,10 @@ def write_derived(
     verdicts: Sequence[Verdict],
     numbers: Mapping[str, float | None],
     summary: bytes,
+    grid_curves: bytes,
 ) -> None:
     """Replace a job's derived rows (of every digest) by these, in the caller's transaction."""
-    for table in (JobVerdict, JobNumber, JobSummary):
+    for table in (JobVerdict, JobNumber, JobSummary, JobIndex):
         session.execute(delete(table).where(table.job_id == job_id))
     verdict_rows = [
         {
@@ -111,6 +117,7 @@ def write_derived(
         insert(JobSummary),
         [{"job_id": job_id, "expectations": digest, "data": summary, "rows_checksum": checksum}],
     )
+    write_index_row(session, job_id, digest, (v.status for v in verdicts), grid_curves)
 
 
 def stored_rows(
@@ -177,14 +184,16 @@ def jobs_without_rows(
 ) -> list[tuple[int, str]]:
     """``(id, name)`` of the jobs (of ``study``, or all) lacking their numbers or their summary
     for ``digest`` (never derived, or derived by an older analysis or other expectations, or
-    kept before their rows had a checksum), in id order."""
+    kept before their rows had a checksum or their index row), in id order."""
     numbers = select(JobNumber.job_id).where(JobNumber.expectations == digest)
     summaries = select(JobSummary.job_id).where(
         JobSummary.expectations == digest, JobSummary.rows_checksum.is_not(None)
     )
     query = (
         select(Job.id, Job.name)
-        .where(or_(Job.id.not_in(numbers), Job.id.not_in(summaries)))
+        .where(
+            or_(Job.id.not_in(numbers), Job.id.not_in(summaries), Job.id.not_in(indexed(digest)))
+        )
         .order_by(Job.id)
     )
     if study is not None:

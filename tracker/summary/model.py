@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import xxhash
 import zstandard
@@ -80,7 +81,7 @@ class Summary:
         ``DRAWN_KEPT_ABOVE`` loss values. Read back by ``from_stored`` only."""
         analysis = self.analysis
         kept = self.steps > DRAWN_KEPT_ABOVE
-        text = to_stored_json(
+        return _framed(
             {
                 "analysis": {
                     "mem": analysis.mem,
@@ -94,18 +95,16 @@ class Summary:
                 "steps": self.steps,
             }
         )
-        frame = _compressor.compress(text.encode("utf-8"))
-        return bytes([STORED_FORMAT]) + _checksum(frame) + frame
+
+    def curves_to_stored(self) -> bytes:
+        """The smoothed curves alone, as the index reads them for many jobs without
+        decompressing each whole summary; read back by ``curves_from_stored``."""
+        return _framed({arm: curve.to_json() for arm, curve in self.curves.items()})
 
     @classmethod
     def from_stored(cls, data: bytes, draw: Callable[[], TrajectoryDrawing]) -> Summary:
         """A stored summary; ``draw`` makes its lines from the job's points if none were kept."""
-        if not data or data[0] != STORED_FORMAT:
-            raise UnknownSummaryFormat(f"stored summary of unknown format {data[:1]!r}")
-        frame = memoryview(data)[9:]
-        if _checksum(frame) != data[1:9]:
-            raise SummaryChecksumMismatch("checksum mismatch")
-        doc = from_stored_json(_decompressor.decompress(frame).decode("utf-8"))
+        doc = _unframed(data)
         analysis = doc["analysis"]
         verdicts = [Verdict(**v) for v in analysis["verdicts"]]
         kept = doc["trajectories"] and TrajectoryDrawing.from_json(doc["trajectories"])
@@ -117,3 +116,22 @@ class Summary:
             {arm: GridCurve.from_json(curve) for arm, curve in doc["curves"].items()},
             doc["steps"],
         )
+
+
+def curves_from_stored(data: bytes) -> dict[str, GridCurve]:
+    """A job's smoothed curves as ``Summary.curves_to_stored`` kept them."""
+    return {arm: GridCurve.from_json(curve) for arm, curve in _unframed(data).items()}
+
+
+def _framed(doc: object) -> bytes:
+    frame = _compressor.compress(to_stored_json(doc).encode("utf-8"))
+    return bytes([STORED_FORMAT]) + _checksum(frame) + frame
+
+
+def _unframed(data: bytes) -> Any:
+    if not data or data[0] != STORED_FORMAT:
+        raise UnknownSummaryFormat(f"stored summary of unknown format {data[:1]!r}")
+    frame = memoryview(data)[9:]
+    if _checksum(frame) != data[1:9]:
+        raise SummaryChecksumMismatch("checksum mismatch")
+    return from_stored_json(_decompressor.decompress(frame).decode("utf-8"))

@@ -18,12 +18,12 @@ from tracker.analysis.study_looks import study_heading
 from tracker.domain import Status
 from tracker.jsonio import format_time
 from tracker.queries.claims import claims
-from tracker.queries.job_analysis import load_derived, load_summary, study_of
-from tracker.queries.selection import JobSelection, contents_and_meta, selected_jobs
+from tracker.queries.job_analysis import load_derived, load_index_numbers, study_of
+from tracker.queries.selection import JobSelection, job_meta, selected_jobs
 from tracker.store.catalog import job_studies, list_jobs
 from tracker.views.across_jobs import cross_job_view
 from tracker.views.pages import CLAIMS_MISSING, IndexView, JobRow, meta_text, status_of
-from tracker.views.values import JOB_STATUSES, counts, status_key
+from tracker.views.values import JOB_STATUSES, status_key
 
 if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
@@ -106,17 +106,17 @@ def live_index(
     ordered = selected_jobs(session, selection)
     ids: list[int] = ordered.get_column("job_id").to_list()
     names: list[str] = ordered.get_column("job").to_list()
-    derived = load_derived(session, ids, exp)
-    _, meta = contents_and_meta(session, ids)
+    tallies, curves = load_index_numbers(session, ids, exp)
+    meta = job_meta(session, ids)
     listed = {row["job"]: row for row in list_jobs(session, study)}
     entries = {
         name: IndexEntry(
             href=job_href(name),
             folder=job_href(name).rstrip("/"),
-            tally=counts(derived[job_id].verdicts),
+            tally=tallies[job_id],
             probes=listed[name]["probes"],
             arms=listed[name]["arms"],
-            curves=load_summary(session, job_id, exp).curves,
+            curves=curves[job_id],
         )
         for job_id, name in zip(ids, names, strict=True)
     }

@@ -1,0 +1,197 @@
+"""Growth with the number of jobs (issue 43): ingest, listings, claims, compare, the report and
+the server's pages at growing database sizes, on SQLite and PostgreSQL.
+
+    python bench/bench_scale.py [--sizes 100,300,1000] [--large] [--steps 2000]
+                                [--backends sqlite,postgresql]
+
+One database per backend grows through the sizes (``--large``: 3,000 and 10,000 too): at each,
+the jobs missing are ingested (sample jobs of 4 arms x STEPS steps, each with its own seed and
+time) and then every measured command runs in a fresh process of its own: its CPU seconds,
+wall seconds, SQL statements (counted by a ``before_cursor_execute`` listener on every
+engine) and peak RSS (``ru_maxrss``; a bare process that imported the tracker is the floor).
+The server's pages are asked in one process, each the first visit of a new app (nothing
+cached). On PostgreSQL (TRACKER_TEST_POSTGRES_URL, a schema of its own), two ``tracker
+serve`` processes on the database then answer the same pages with the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+from sqlalchemy import create_engine, text
+
+from bench.bench_serve import Server
+from tracker.sample import write_sample_job
+
+POSTGRES_ENV = "TRACKER_TEST_POSTGRES_URL"
+SIZES = (100, 300, 1000)
+LARGE = (3000, 10_000)
+PAGES = ("/", "/runs", "/claims", "/api/runs")
+CHILD = r"""
+import json, resource, sys, time
+from sqlalchemy import Engine, event
+counted = [0]
+event.listen(Engine, "before_cursor_execute", lambda *a: counted.__setitem__(0, counted[0] + 1))
+url, what, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+def measured(work):
+    statements, cpu, wall = counted[0], time.process_time(), time.perf_counter()
+    work()
+    return {"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall,
+            "statements": counted[0] - statements}
+found = {}
+if what == "cli":
+    from typer.testing import CliRunner
+    from tracker.cli import app
+    def run():
+        result = CliRunner().invoke(app, ["--db", url, *args], catch_exceptions=False)
+        assert result.exit_code in (0, 3), result.output
+    found[" ".join(args)] = measured(run)
+else:
+    from fastapi.testclient import TestClient
+    from tracker.server.app import create_app
+    for page in args:
+        app = create_app(url, None, None)
+        with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+            def get():
+                assert client.get(page).status_code == 200
+            found[page] = measured(get)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({name: {**row, "peak_mb": peak} for name, row in found.items()}))
+"""
+
+
+def child(url: str, what: str, *args: str) -> dict[str, dict[str, float]]:
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, url, what, *args], capture_output=True, text=True
+    )
+    if done.returncode:
+        sys.exit(f"{what} {' '.join(args)[:200]} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def ingest(url: str, folders: list[Path]) -> dict[str, float]:
+    """Ingest ``folders`` in one process: CPU and wall seconds a job."""
+    if not folders:
+        return {"cpu": 0.0, "wall": 0.0}
+    row = next(iter(child(url, "cli", "ingest", *map(str, folders)).values()))
+    return {"cpu": row["cpu"] / len(folders), "wall": row["wall"] / len(folders)}
+
+
+def measure(url: str, backend: str, report: Path, size: int) -> dict[str, dict[str, float]]:
+    found: dict[str, dict[str, float]] = {}
+    for args in (("jobs",), ("query", "runs"), ("claims",)):
+        found[" ".join(args)] = next(iter(child(url, "cli", *args).values()))
+    compare = child(url, "cli", "compare", f"job{size - 2:05d}", f"job{size - 1:05d}")
+    found["compare"] = next(iter(compare.values()))
+    out = str(report / f"report-{backend}-{size}")
+    for label in ("report (cold)", "report (incremental)"):
+        found[label] = next(iter(child(url, "cli", "report", "--out", out).values()))
+    found.update({f"page {p}": row for p, row in child(url, "pages", *PAGES).items()})
+    return found
+
+
+def two_servers(url: str) -> str:
+    """Whether two ``tracker serve`` processes on the database answer the same bytes."""
+    servers = [Server(url), Server(url)]
+    try:
+        same = []
+        for page in (*PAGES, "/api/jobs", "/api/claims"):
+            bodies = [httpx.get(s.base + page, timeout=600).content for s in servers]
+            same.append(bodies[0] == bodies[1])
+        return f"two servers on one PostgreSQL database: {sum(same)}/{len(same)} pages identical"
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def postgres_url() -> tuple[str, str] | None:
+    server = os.environ.get(POSTGRES_ENV)
+    if not server:
+        return None
+    schema = f"bench_scale_{uuid.uuid4().hex[:8]}"
+    with create_engine(server).begin() as connection:
+        connection.execute(text(f"CREATE SCHEMA {schema}"))
+    return f"{server}?options=-csearch_path%3D{schema}", schema
+
+
+def drop_schema(schema: str) -> None:
+    with create_engine(os.environ[POSTGRES_ENV]).begin() as connection:
+        connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+
+
+def table(results: dict[str, dict[int, dict[str, dict[str, float]]]], sizes: list[int]) -> None:
+    for backend, by_size in results.items():
+        print(f"\n### {backend}\n")
+        head = " | ".join(f"{n:,} jobs" for n in sizes)
+        print(f"| what | {head} | growth {sizes[0]:,} -> {sizes[-1]:,} |")
+        print("|---|" + "---|" * (len(sizes) + 1))
+        names = list(by_size[sizes[0]])
+        for name in names:
+            cells = []
+            for n in sizes:
+                row = by_size[n][name]
+                cell = f"{row['cpu']:.2f} s CPU, {row['wall']:.2f} s"
+                if "statements" in row:
+                    cell += f", {row['statements']:.0f} st, {row['peak_mb']:.0f} MB"
+                cells.append(cell)
+            first, last = by_size[sizes[0]][name], by_size[sizes[-1]][name]
+            growth = last["cpu"] / first["cpu"] if first["cpu"] else float("nan")
+            print(f"| {name} | {' | '.join(cells)} | CPU x{growth:.1f} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    parser.add_argument("--large", action="store_true", help="3,000 and 10,000 jobs too")
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--backends", default="sqlite,postgresql")
+    args = parser.parse_args()
+    sizes = sorted({int(n) for n in args.sizes.split(",")} | (set(LARGE) if args.large else set()))
+    results: dict[str, dict[int, dict[str, dict[str, float]]]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench_scale_") as scratch:
+        work = Path(scratch)
+        folders = [
+            write_sample_job(work / "jobs" / f"job{n:05d}", steps=args.steps, seed=n)
+            for n in range(sizes[-1])
+        ]
+        for backend in args.backends.split(","):
+            schema = None
+            if backend == "sqlite":
+                url = f"sqlite:///{work / 'scale.db'}"
+            else:
+                made = postgres_url()
+                if made is None:
+                    print(f"{POSTGRES_ENV} not set: PostgreSQL left out", file=sys.stderr)
+                    continue
+                url, schema = made
+            try:
+                stored = 0
+                results[backend] = {}
+                for size in sizes:
+                    started = time.perf_counter()
+                    row = ingest(url, folders[stored:size])
+                    stored = size
+                    found = {"ingest (a job)": row, **measure(url, backend, work, size)}
+                    results[backend][size] = found
+                    took = time.perf_counter() - started
+                    print(f"{backend} {size}: {took:.0f} s", file=sys.stderr)
+                table({backend: results[backend]}, sizes)  # as soon as it is known
+                if schema is not None:
+                    print(two_servers(url))
+            finally:
+                if schema is not None:
+                    drop_schema(schema)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
