@@ -78,11 +78,11 @@ def test_statements_do_not_grow_with_the_jobs(
     assert many == few
 
 
+# PostgreSQL only: SQLite's PRAGMA optimize analyses only the tables it finds worth it
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
 def test_postgresql_plans_from_fresh_statistics_after_an_ingest(
     cli: Cli, db_url: str, engine: Engine, tmp_path: Path
 ) -> None:
-    if engine.dialect.name != "postgresql":
-        pytest.skip("SQLite's PRAGMA optimize analyses only the tables it finds worth it")
     _ingest(cli, tmp_path, range(2))
     with engine.connect() as connection:
         planned = connection.exec_driver_sql(
