@@ -12,13 +12,17 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, select, text, update
 from sqlalchemy.orm import Session
+from typer.testing import CliRunner
 
 from tests.conftest import Cli, client_for
-from tracker.analysis.expectations import judged_by, study_expectations
+from tracker.analysis.expectations import judged_by, study_expectations, study_names
 from tracker.analysis.study_files import StoredStudy, use_study_dirs
 from tracker.analysis.study_looks import study_styles
+from tracker.cli import app
+from tracker.errors import UnknownStudy
 from tracker.models import Job, StudyDefinition
 from tracker.sample import sample_study, write_sample_job
+from tracker.server import create_app
 from tracker.store.schema import downgrade, upgrade
 
 PACKAGE = Path(__file__).parents[1] / "tracker" / "studies"
@@ -102,6 +106,71 @@ def test_a_database_carries_its_studies_to_a_teammate(
     assert cli("db", "copy", cli.url, copied.url).stdout.splitlines()[-1] == "2 jobs copied"
     assert stored_digest_of(copied.url) == digest
     judged_alike(claims(copied), with_file, note)
+
+
+def studies(cli: Cli, *args: str) -> list[dict]:
+    rows: list[dict] = json.loads(cli(*args, "studies", "-f", "json").stdout)
+    return rows
+
+
+def test_a_study_only_the_database_defines_is_served_and_listed(
+    cli: Cli, tmp_path: Path, lion: Path, db_url: str
+) -> None:
+    ingest_lion_jobs(cli, tmp_path, lion)
+    digest = stored_digest_of(cli.url)
+    lion_claims = json.loads(cli("claims", "--study", "lion", "-f", "json").stdout)
+    assert lion_claims != []
+    with client_for(cli.url, study="lion") as client:  # a teammate: no lion.toml here
+        home = client.get("/")
+        assert home.status_code == 200 and "<h1>Lion reproduction: 2 jobs</h1>" in home.text
+        page = client.get("/claims")
+        assert page.status_code == 200 and lion_claims[0]["statement"] in page.text
+        assert client.get("/api/claims").json() == lion_claims
+    # listed as with its file, after the files' studies, every row then saying its source
+    with_file = studies(cli, "--studies", str(lion))
+    assert "source" not in with_file[0]
+    stored = f"database (digest {digest:.12})"
+    listed = studies(cli)
+    assert [row["name"] for row in listed] == [
+        *(row["name"] for row in with_file if row["name"] != "lion"),
+        "lion",
+    ]
+    assert {row["name"]: row for row in listed} == {
+        row["name"]: row | {"source": stored if row["name"] == "lion" else "packaged"}
+        for row in with_file
+    }
+    table = cli("studies").stdout.splitlines()
+    assert table[0].split() == ["name", "title", "paper", "claims", "source"]
+    assert table[-1].endswith(f"  {stored}") and table[-1].startswith("lion ")
+    assert cli("studies", "-f", "csv").stdout.splitlines()[0] == "name,title,paper,claims,source"
+
+
+def test_an_unknown_study_names_the_studies_of_the_files_and_the_database(
+    cli: Cli, tmp_path: Path, lion: Path, db_url: str
+) -> None:
+    ingest_lion_jobs(cli, tmp_path, lion)
+    for command in (("serve", "--port", "0"), ("claims",), ("report", "--out", str(tmp_path))):
+        result = cli(*command, "--study", "lionn", ok=False)
+        assert result.exit_code == 1 and result.stderr.count("\n") == 1, result.stderr
+        known = result.stderr.removeprefix("Error: unknown study 'lionn'; the known studies: ")
+        assert known.removesuffix("; did you mean lion?\n").split(", ") == sorted(
+            [*study_names(), "lion"]
+        )
+    with pytest.raises(UnknownStudy, match="did you mean lion"):
+        create_app(cli.url, study="lionn")
+
+
+def test_without_a_database_only_the_study_files_are_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no tracker.db here: the default database is none
+    monkeypatch.delenv("TRACKER_DATABASE_URL", raising=False)
+    result = CliRunner().invoke(app, ["studies", "-f", "json"])
+    assert result.exit_code == 0
+    assert [row["name"] for row in json.loads(result.stdout)] == study_names()
+    assert not (tmp_path / "tracker.db").exists()
+    named = Cli(f"sqlite:///{tmp_path / 'nope.db'}")("studies", ok=False)
+    assert (named.exit_code, named.stderr.startswith("Error: no database file ")) == (1, True)
 
 
 def test_the_file_on_disk_wins_over_a_stored_definition_that_differs(

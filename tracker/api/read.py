@@ -349,8 +349,7 @@ def serve(
     from tracker.server.security import check_host
 
     url = db.url.render_as_string(False) if isinstance(db, Engine) else database_url(db)
-    if study is not None:
-        study_expectations(study)  # an unknown study refused before the database is opened
     check_host(host, token)
     refuse_missing_file(create_tracker_engine(url))  # opened read-only, never created
+    # an unknown study (neither a file nor a definition the database keeps) refused here
     listen(create_app(url, token, study), host, port, header_timeout_s, max_connections)

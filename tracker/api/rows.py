@@ -28,7 +28,12 @@ from tracker.store.catalog import meta_text, parse_time, parse_where
 from tracker.store.engine import ON_LOCK_WAIT, create_tracker_engine, first_line
 from tracker.store.readonly import DEFAULT_LIMITS, SqlLimits, SqlResult, run_readonly_sql
 from tracker.store.schema import HEAD, check_schema, open_database
-from tracker.store.sqlite_files import read_only_url, reads_only_as_immutable, refuse_missing_file
+from tracker.store.sqlite_files import (
+    read_only_url,
+    reads_only_as_immutable,
+    refuse_missing_file,
+    sqlite_file,
+)
 from tracker.store.transactions import in_write_transaction
 
 Database = str | Engine | None
@@ -77,18 +82,20 @@ def use_study_dirs(dirs: list[Path]) -> None:
     use(dirs)
 
 
-def studies() -> list[Row]:
-    """The known studies: ``name``, ``title``, ``paper`` and how many ``claims`` each
-    judges (its ``[[claims]]``), the default study first."""
-    from tracker.analysis.expectations import study_expectations, study_names
+def studies(db: Database = None, *, missing_ok: bool = False) -> list[Row]:
+    """The known studies (``tracker studies``): ``name``, ``title``, ``paper`` and how many
+    ``claims`` each judges (its ``[[claims]]``); the study files' (the default study first),
+    then, with ``db`` (a URL or an engine; None: none), those only the database defines,
+    every row then saying its ``source``. ``missing_ok``: a SQLite file that is not there is
+    no database (only the files listed) instead of ``NoSuchDatabase``."""
+    from tracker.queries.studies import study_rows  # pydantic: only for the commands that need it
 
-    rows: list[Row] = []
-    for name in study_names():
-        exp = study_expectations(name)
-        study = exp.study
-        title, paper = (study.title, study.paper) if study else (name, "")
-        rows.append({"name": name, "title": title, "paper": paper, "claims": len(exp.claims)})
-    return rows
+    if db is None:
+        return study_rows()
+    path = None if isinstance(db, Engine) else sqlite_file(database_url(db))
+    if missing_ok and path is not None and not Path(path).exists():
+        return study_rows()
+    return with_session(db, study_rows)
 
 
 def connect(url: str | None = None) -> Engine:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import os
 import re
 import signal
 import sys
@@ -165,8 +166,9 @@ StudyOption = Annotated[
 
 
 class State:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, named: bool = True) -> None:
         self.url = url
+        self.named = named  # by --db or the environment, not the default file
 
     def engine(self, *, may_create_file: bool = False) -> Any:
         """Only the commands that store data (ingest, demo) may create a SQLite file."""
@@ -217,7 +219,7 @@ def root(
     from tracker import api
 
     api.use_study_dirs(studies or [])
-    ctx.obj = State(database_url(db))
+    ctx.obj = State(database_url(db), named=bool(db or os.environ.get(DATABASE_URL_ENV)))
 
 
 def state(ctx: typer.Context) -> State:

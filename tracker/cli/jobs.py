@@ -31,14 +31,18 @@ def _sort_key(value: str | None) -> str | None:
 
 
 @app.command()
-def studies(fmt: FormatOption = Format.table) -> None:
-    """List the studies, packaged and from --studies: name, title, paper, claims judged.
+def studies(ctx: typer.Context, fmt: FormatOption = Format.table) -> None:
+    """List the studies, packaged and from --studies: name, title, paper, claims judged;
+    then those only the database defines (a teammate's), all rows then saying their source.
 
-    Example: tracker studies --format json
+    Without --db (or its env) and no tracker.db here, only the study files are listed.
+
+    Example: tracker --db postgresql://tracker@db/results studies --format json
     """
     from tracker import api
 
-    print_rows(api.studies(), fmt)
+    found = state(ctx)
+    print_rows(api.studies(found.url, missing_ok=not found.named), fmt)
 
 
 @app.command()

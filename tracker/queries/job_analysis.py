@@ -9,16 +9,17 @@ from collections import Counter
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.analysis.expectations import Expectations, check_study, judged_by
+from tracker.analysis.expectations import Expectations, judged_by, study_names
 from tracker.analysis.study_files import StoredStudy
 from tracker.analysis.verdict import Verdict
 from tracker.domain import Status
+from tracker.errors import UnknownStudy, known_names
 from tracker.models import Job
 from tracker.store.curves import arm_points
 from tracker.store.index_rows import stored_counts, stored_grid_curves
 from tracker.store.jobdata import load_job_data
 from tracker.store.kept_rows import VerdictRow, stored_rows, stored_summary, verdict_row
-from tracker.store.study_definitions import stored_study
+from tracker.store.study_definitions import defined_studies, stored_study
 from tracker.summary.build import derive, summarize
 from tracker.summary.grid import GridCurve
 from tracker.summary.model import Derived, Summary
@@ -60,10 +61,12 @@ def study_of(session: Session, study: str) -> Expectations:
 
 def database_study(session: Session, study: str) -> Expectations:
     """``study``'s expectations: its file's, else the definition this database keeps of it
-    (a teammate's study); else ``UnknownStudy``."""
+    (a teammate's study); else ``UnknownStudy``, naming the studies of both."""
     stored = _stored_study(session, study)
-    if stored is None:
-        check_study(study)
+    known = study_names()
+    if stored is None and study not in known:
+        known += defined_studies(session)
+        raise UnknownStudy(study=study, known=known_names(known, near=study))
     return judged_by(study, stored)
 
 

@@ -11,10 +11,16 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
 from starlette.exceptions import HTTPException
 
 import tracker
-from tracker.analysis.expectations import DEFAULT_STUDY, study_expectations
+from tracker.analysis.expectations import (
+    DEFAULT_STUDY,
+    Expectations,
+    study_expectations,
+    study_names,
+)
 from tracker.errors import (
     CurveNotFound,
     DamagedCurve,
@@ -32,6 +38,7 @@ from tracker.errors import (
     TrackerError,
     UnknownRevision,
 )
+from tracker.queries.job_analysis import database_study
 from tracker.server.database import ServedDatabase
 from tracker.server.deps import Served
 from tracker.server.error_pages import error_response
@@ -106,11 +113,27 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     return error_response(request, 500, message, SECURITY_HEADERS)
 
 
+def _served_study(database: ServedDatabase, study: str | None) -> Expectations:
+    """What judges the pages across jobs: ``study``'s file (the default study's without
+    one), else the definition the database keeps of it as it starts (``database_study``:
+    ``UnknownStudy`` naming the studies of both)."""
+    if study is None or study in study_names():
+        return study_expectations(study or DEFAULT_STUDY)
+    with Session(database.engine()) as session:
+        return database_study(session, study)
+
+
 def create_app(url: str, token: str | None = None, study: str | None = None) -> FastAPI:
     """The live tracker on the database at ``url``, read-only; ``token`` guards every page;
-    ``study``: only its jobs listed and judged together (each job by its own study)."""
-    exp = study_expectations(study or DEFAULT_STUDY)
-    served = Served(ServedDatabase(url), exp, templates(), token or None, study)
+    ``study``: only its jobs listed and judged together (each job by its own study); a
+    study of no file here is served by the definition the database keeps of it."""
+    database = ServedDatabase(url)
+    try:
+        exp = _served_study(database, study)
+    except BaseException:
+        database.close()
+        raise
+    served = Served(database, exp, templates(), token or None, study)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

@@ -34,6 +34,17 @@ def stored_study(session: Session, name: str) -> StoredStudy | None:
     return None if found is None else StoredStudy(found.digest, found.text)
 
 
+def defined_studies(session: Session) -> list[str]:
+    """The studies some job of which has a stored definition (``stored_study``), by name."""
+    query = (
+        select(Job.study)
+        .join(StudyDefinition, Job.study_digest == StudyDefinition.digest)
+        .distinct()
+        .order_by(Job.study)
+    )
+    return list(session.scalars(query))
+
+
 def copy_study_definition(source: Session, destination: Session, digest: str) -> None:
     """The definition ``digest`` of ``source`` into ``destination`` (unless it has it)."""
     if destination.get(StudyDefinition, digest) is None:
