@@ -21,14 +21,14 @@ import typer.main
 import typer.testing
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
-from sqlalchemy import Engine, create_engine, inspect, make_url, text
+from sqlalchemy import Engine, create_engine, make_url, text
 from typer.testing import CliRunner
 
 from tests.templates import Templates
 from tracker.cli import app
 from tracker.sample import write_sample_job
 from tracker.server import create_app
-from tracker.store.schema import open_database
+from tracker.store.schema import current_revision, open_database
 
 POSTGRES_ENV = "TRACKER_TEST_POSTGRES_URL"
 # xdist sets COLUMNS=80 in its workers; the CLI fits its tables to COLUMNS, so unset, every test
@@ -158,19 +158,14 @@ def reader_url(db_url: str) -> Iterator[str]:
 def migrated(templates: Templates, db_url: str) -> None:
     """``db_url`` made a database at the newest revision: a copy of one the real migrations
     built once a session, as replaying them costs each test about 0.1 s of CPU."""
-    if not _holds_tables(db_url):  # another fixture may have filled it already
-        templates.copy_into(db_url, "migrated", lambda _cli, _directory: None)
-
-
-def _holds_tables(db_url: str) -> bool:
-    url = make_url(db_url)
-    if url.get_backend_name() == "sqlite":
-        return Path(str(url.database)).exists()
     engine = create_engine(db_url)
     try:
-        return inspect(engine).has_table("alembic_version")
+        with engine.connect() as connection:  # another fixture may have filled it already
+            filled = current_revision(connection) is not None
     finally:
         engine.dispose()
+    if not filled:
+        templates.copy_into(db_url, "migrated", lambda _cli, _directory: None)
 
 
 @pytest.fixture
