@@ -21,6 +21,7 @@ from tracker.models import Job
 from tracker.sample import write_sample_job
 from tracker.store.engine import create_tracker_engine
 from tracker.store.schema import HEAD, check_schema, open_database, upgrade
+from tracker.store.transactions import refresh_statistics
 
 STEPS = 3000
 
@@ -114,3 +115,16 @@ def test_two_processes_racing_for_one_job_name_one_wins(db_url: str, tmp_path: P
         assert session.scalar(select(func.count()).select_from(Job)) == 1
         assert stored_points(session).height == 4 * 3 * STEPS
     engine.dispose()
+
+
+def test_the_statistics_refresh_queues_for_the_write_lock_as_a_write_does(engine: Engine) -> None:
+    # in a deferred transaction, SQLite fails a read turned write at once when another writer
+    # committed in between; a transaction that takes the lock at BEGIN waits its turn instead
+    statements: list[str] = []
+    event.listen(engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    refresh_statistics(engine)
+    analyse = next(
+        i for i, s in enumerate(statements) if s.startswith(("ANALYZE", "PRAGMA optimize"))
+    )
+    begin = {"sqlite": "BEGIN IMMEDIATE"}.get(engine.dialect.name)
+    assert begin is None or begin in statements[:analyse]

@@ -63,11 +63,17 @@ def refresh_statistics(engine: Engine) -> None:
     """The query planner's statistics of the tracker's tables brought up to date, after a
     bulk write (ingest, sync, copy): PostgreSQL plans from ``ANALYZE`` (autovacuum runs it
     late, and a plan made for a tenth of the rows sorts the verdicts on disk); SQLite's
-    ``PRAGMA optimize`` analyses the tables whose statistics are stale, if any."""
-    with engine.connect() as connection:
+    ``PRAGMA optimize`` analyses the tables whose statistics are stale, if any.
+
+    It writes, so it queues for the lock as a write does: in a plain (deferred) SQLite
+    transaction, a read turned write behind another writer fails at once, without waiting."""
+
+    def analyse(session: Session) -> None:
+        connection = session.connection()
         if connection.dialect.name == "postgresql":
             tables = ", ".join(connection.dialect.identifier_preparer.quote(t) for t in TABLES)
             connection.exec_driver_sql(f"ANALYZE {tables}")
         else:
             connection.exec_driver_sql("PRAGMA optimize")
-        connection.commit()
+
+    in_write_transaction(engine, analyse)
