@@ -373,7 +373,7 @@ def content(state: dict[str, Any]) -> dict[str, Any]:
 def test_killed_ingest_leaves_no_trace_and_the_next_ingest_completes(
     db_url: str, jobs_root: Path
 ) -> None:
-    steps = 200_000
+    steps = 100_000
     job = jobs_root / "ingest" / "big"
     if not job.exists():
         write_sample_job(job, steps=steps)
@@ -416,7 +416,7 @@ def test_killed_ingest_leaves_no_trace_and_the_next_ingest_completes(
 def test_killed_replace_keeps_the_old_job_exactly_and_the_next_replace_completes(
     db_url: str, jobs_root: Path
 ) -> None:
-    old_steps, new_steps = 60_000, 150_000
+    old_steps, new_steps = 30_000, 75_000
     old = jobs_root / "replace_old" / "big"
     new = jobs_root / "replace_new" / "big"
     if not old.exists():
@@ -468,7 +468,7 @@ def test_killed_replace_keeps_the_old_job_exactly_and_the_next_replace_completes
 
 
 COPY_JOBS = ("j1", "j2", "j3")
-COPY_STEPS = 50_000
+COPY_STEPS = 25_000
 
 
 @pytest.fixture(scope="module")

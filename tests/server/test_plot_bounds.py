@@ -7,7 +7,6 @@ counted in decoded chunks, and every wait is for an event."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,9 @@ from sqlalchemy.orm import Session
 
 import tracker.queries.plot as plot_module
 import tracker.store.curves as curves_module
-from tests.conftest import client_for
+from tests.conftest import Cli, client_for
 from tests.server.held import SAFETY_S, HeldCalls
+from tests.templates import Templates
 from tracker.analysis.smoothing import smooth, smooth_points
 from tracker.elapsed import TimeColumn, TimeKind
 from tracker.errors import ServerBusy
@@ -43,17 +43,23 @@ STEP_MS = TimeColumn("step_ms", TimeKind.PER_STEP)
 
 
 @pytest.fixture
-def chunked(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Five jobs of ten arms (50 runs), each curve in chunks of ``CHUNK`` points."""
-    monkeypatch.setattr(points, "CHUNK_POINTS", CHUNK)
-    engine = open_database(db_url)
-    for seed, job in enumerate(JOBS):  # each of its own content: no answer shared
-        directory = write_sample_job(
-            tmp_path / job, seed=seed, steps=STEPS, arms=ARMS, probes=False
-        )
-        in_write_transaction(engine, partial(ingest_job, directory=directory, name=job))
-    engine.dispose()
-    yield db_url
+def chunked(db_url: str, templates: Templates) -> str:
+    """Five jobs of ten arms (50 runs), each curve in chunks of ``CHUNK`` points (built once
+    a session, copied for each test)."""
+
+    def build(cli: Cli, root: Path) -> None:
+        engine = open_database(cli.url)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(points, "CHUNK_POINTS", CHUNK)
+            for seed, job in enumerate(JOBS):  # each of its own content: no answer shared
+                directory = write_sample_job(
+                    root / job, seed=seed, steps=STEPS, arms=ARMS, probes=False
+                )
+                in_write_transaction(engine, partial(ingest_job, directory=directory, name=job))
+        engine.dispose()
+
+    templates.copy_into(db_url, ("chunked", CHUNK, STEPS), build)
+    return db_url
 
 
 class Decodes:
