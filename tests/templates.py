@@ -2,8 +2,9 @@
 
 Most tests read the same few sample jobs; ingesting them for every test cost the suite most of
 its time. A template is built once per (backend, key) in a worker, then copied: SQLite through
-its online backup (consistent beside WAL), PostgreSQL by restoring a ``pg_dump`` of the
-template's schema into the test's schema. A copy keeps every test free to write.
+its online backup (consistent beside WAL), PostgreSQL by running a ``pg_dump`` of the
+template's schema (as plain statements) in the test's schema, in one transaction on one
+connection of the session. A copy keeps every test free to write.
 """
 
 from __future__ import annotations
@@ -17,12 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from sqlalchemy import create_engine, make_url, text
 
 from tracker.store.schema import open_database
 
-# The statement pg_dump opens the schema with: the test's schema exists already.
-CREATE_SCHEMA = re.compile(r"^CREATE SCHEMA [^;]+;$", re.MULTILINE)
+# What the dump holds that is not for a schema of the test: the schema's creation (the test's
+# exists already), psql's meta-commands, and the emptied search path (it would outlast the
+# transaction on the session's connection).
+NOT_FOR_THE_COPY = re.compile(
+    r"^(CREATE SCHEMA [^;]+;|\\.*|SELECT pg_catalog.set_config\('search_path'.*)$", re.MULTILINE
+)
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,7 @@ class Templates:
         self.postgres_url = postgres_url  # a schema name -> a URL on it
         self.built: dict[tuple[str, Hashable], Template] = {}
         self.schemas: list[str] = []
+        self.restorer: psycopg.Connection[Any] | None = None  # PostgreSQL, made on first use
 
     def copy_into(self, url: str, key: Hashable, build: Callable[[Any, Path], Any]) -> Any:
         """Fill the empty database at ``url`` with the template ``key`` (built by
@@ -64,7 +71,9 @@ class Templates:
             _copy_sqlite(template.url, url)
         else:
             assert template.dump is not None
-            _restore(template.dump.replace(SCHEMA_PLACEHOLDER, _schema(url)), url)
+            if self.restorer is None:
+                self.restorer = psycopg.connect(_libpq_url(url), autocommit=True)
+            _restore(self.restorer, template.dump, _schema(url))
         return template.value
 
     def _build(self, backend: str, build: Callable[[Any, Path], Any]) -> Template:
@@ -82,6 +91,8 @@ class Templates:
         return Template(url, value, dump)
 
     def drop(self, admin_url: str) -> None:
+        if self.restorer is not None:
+            self.restorer.close()
         if not self.schemas:
             return
         admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
@@ -108,16 +119,17 @@ def _copy_sqlite(source: str, target: str) -> None:
 
 def _dump(url: str) -> str:
     command = ["pg_dump", "--no-owner", "--no-privileges", "--schema", _schema(url)]
+    command += ["--inserts", "--rows-per-insert=100"]  # statements one connection can run
     dumped = subprocess.run(
         [*command, _libpq_url(url)], check=True, capture_output=True, text=True
     ).stdout
-    return CREATE_SCHEMA.sub("", dumped)
+    return NOT_FOR_THE_COPY.sub("", dumped)
 
 
-def _restore(dump: str, url: str) -> None:
-    """The dump restored into the schema of ``url``, emptied first: a test's fixtures may have
-    filled it with another template (a migrated database under the sample study's)."""
-    schema = _schema(url)
+def _restore(connection: psycopg.Connection[Any], dump: str, schema: str) -> None:
+    """The dump run in ``schema``, emptied first (a test's fixtures may have filled it with
+    another template: a migrated database under the sample study's), in one transaction: one
+    commit to flush instead of one a statement."""
     emptied = f'DROP SCHEMA "{schema}" CASCADE; CREATE SCHEMA "{schema}";\n'
-    command = ["psql", "--quiet", "--no-psqlrc", "-v", "ON_ERROR_STOP=1", _libpq_url(url)]
-    subprocess.run(command, input=emptied + dump, check=True, capture_output=True, text=True)
+    with connection.transaction():
+        connection.execute((emptied + dump.replace(SCHEMA_PLACEHOLDER, schema)).encode())
