@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import psycopg
 import pytest
 import typer.main
 import typer.testing
@@ -24,7 +25,7 @@ from hypothesis import HealthCheck, settings
 from sqlalchemy import Engine, create_engine, make_url, text
 from typer.testing import CliRunner
 
-from tests.templates import Templates
+from tests.templates import Templates, libpq_url
 from tracker.cli import app
 from tracker.sample import write_sample_job
 from tracker.server import create_app
@@ -93,12 +94,15 @@ def require(condition: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
+@cache
+def admin_connection(server: str) -> psycopg.Connection[Any]:
+    """The connection a worker creates and drops the tests' schemas on: one, not one a test."""
+    return psycopg.connect(libpq_url(server), autocommit=True)
+
+
 def schema_url(server: str, schema: str) -> str:
     """A URL on ``server`` whose tables live in ``schema``, created here."""
-    admin = create_engine(server, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
-    admin.dispose()
+    admin_connection(server).execute(f'CREATE SCHEMA "{schema}"'.encode())
     separator = "&" if "?" in server else "?"
     return f"{server}{separator}options={quote(f'-csearch_path={schema}')}"
 
@@ -113,10 +117,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     assert server is not None
     schema = f"t_{uuid.uuid4().hex[:16]}"
     yield schema_url(server, schema)
-    admin = create_engine(server, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-    admin.dispose()
+    admin_connection(server).execute(f'DROP SCHEMA "{schema}" CASCADE'.encode())
 
 
 @pytest.fixture(scope="session")

@@ -42,7 +42,7 @@ def _schema(url: str) -> str:
     return str(make_url(url).query["options"]).removeprefix("-csearch_path=")
 
 
-def _libpq_url(url: str) -> str:
+def libpq_url(url: str) -> str:
     """The server's address as psql and pg_dump take it (no driver, no options)."""
     return make_url(url).set(drivername="postgresql", query={}).render_as_string(False)
 
@@ -72,7 +72,7 @@ class Templates:
         else:
             assert template.dump is not None
             if self.restorer is None:
-                self.restorer = psycopg.connect(_libpq_url(url), autocommit=True)
+                self.restorer = psycopg.connect(libpq_url(url), autocommit=True)
             _restore(self.restorer, template.dump, _schema(url))
         return template.value
 
@@ -121,7 +121,7 @@ def _dump(url: str) -> str:
     command = ["pg_dump", "--no-owner", "--no-privileges", "--schema", _schema(url)]
     command += ["--inserts", "--rows-per-insert=100"]  # statements one connection can run
     dumped = subprocess.run(
-        [*command, _libpq_url(url)], check=True, capture_output=True, text=True
+        [*command, libpq_url(url)], check=True, capture_output=True, text=True
     ).stdout
     return NOT_FOR_THE_COPY.sub("", dumped)
 
