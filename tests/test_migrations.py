@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
 from tests.stored import stored_points
+from tests.templates import Templates
 from tracker.errors import NotATrackerDatabase, UnknownRevision
 from tracker.models import Base, Run
 from tracker.sample import write_sample_job
@@ -341,17 +342,24 @@ def test_upgrades_backfill_the_derived_rows_ingest_writes(
 DATA = Path(__file__).parent / "data"
 
 
+@pytest.fixture
+def three_jobs(db_url: str, templates: Templates) -> str:
+    """Jobs of the shapes the migrations meet, ingested once a session and copied: a curve
+    of two chunks, an arm that diverged (inf, then NaN)."""
+
+    def build(cli: Cli, root: Path) -> None:
+        cli("ingest", str(write_sample_job(root / "job1", steps=40)))
+        cli("ingest", str(write_sample_job(root / "job2", seed=1, steps=20_000, arms=("ref_s0",))))
+        cli("ingest", str(DATA / "oom_probe"))
+
+    templates.copy_into(db_url, "three migrated jobs", build)
+    return db_url
+
+
 @pytest.mark.parametrize("revision", REVISIONS[:-1])
 def test_a_database_made_by_an_old_revision_upgrades_to_the_rows_of_a_fresh_ingest(
-    cli: Cli, engine: Engine, db_url: str, tmp_path: Path, revision: str
+    three_jobs: str, engine: Engine, db_url: str, revision: str
 ) -> None:
-    jobs = [
-        write_sample_job(tmp_path / "job1", steps=40),
-        write_sample_job(tmp_path / "job2", seed=1, steps=20_000, arms=("ref_s0",)),
-        DATA / "oom_probe",  # a diverged arm: inf, then NaN
-    ]
-    for job in jobs:
-        cli("ingest", str(job))
     fresh, fresh_derived = full_snapshot(engine), derived_rows(engine)
     assert repr(19_999) in {row[1] for row in fresh["point"][1]}  # two chunks a curve
     # a database of that revision, its jobs' rows as it keeps them (today's code writes only
