@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Sequence
+from functools import cache
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -56,13 +57,19 @@ def study_text(found: StudyFile) -> StoredStudy:
     return StoredStudy(hashlib.sha256(data).hexdigest(), data.decode("utf-8"))
 
 
-def study_files() -> dict[str, StudyFile]:
-    """Study name -> its file: the packaged ones first, then each directory's, in order."""
-    found: dict[str, StudyFile] = {
+@cache
+def _packaged_study_files() -> dict[str, StudyFile]:
+    """The package's own study files: they do not change while the process runs."""
+    return {
         entry.name.removesuffix(".toml"): StudyFile(entry, packaged=True)
         for entry in files(STUDIES_PACKAGE).iterdir()
         if entry.name.endswith(".toml")
     }
+
+
+def study_files() -> dict[str, StudyFile]:
+    """Study name -> its file: the packaged ones first, then each directory's, in order."""
+    found = dict(_packaged_study_files())
     for given, directory in study_dirs():
         if not directory.is_dir():
             raise NotAStudyDirectory(given=given, path=str(directory))
