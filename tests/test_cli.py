@@ -16,6 +16,7 @@ import typer
 from typer.main import get_command
 
 from tests.conftest import Cli
+from tests.templates import Templates
 from tracker.cli import app
 from tracker.sample import write_sample_job
 
@@ -51,10 +52,15 @@ def test_every_command_has_help_with_an_example(path: list[str]) -> None:
 
 
 @pytest.fixture
-def two_jobs(cli: Cli, tmp_path: Path) -> Cli:
-    cli("ingest", str(write_sample_job(tmp_path / "job1", steps=40)), "--meta", "gpu=A10G")
-    cli("ingest", str(write_sample_job(tmp_path / "job2", seed=1, steps=20, arms=("ref_s0",))))
-    return cli
+def two_jobs(db_url: str, templates: Templates) -> Cli:
+    """Two small jobs, ingested once a session and copied."""
+
+    def build(cli: Cli, root: Path) -> None:
+        cli("ingest", str(write_sample_job(root / "job1", steps=40)), "--meta", "gpu=A10G")
+        cli("ingest", str(write_sample_job(root / "job2", seed=1, steps=20, arms=("ref_s0",))))
+
+    templates.copy_into(db_url, "two small jobs", build)
+    return Cli(db_url)
 
 
 def test_jobs_in_every_format(two_jobs: Cli) -> None:
@@ -265,7 +271,8 @@ def test_a_meta_key_given_twice_is_refused(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_show_lists_models_by_size(two_jobs: Cli, tmp_path: Path) -> None:
-    records = json.loads((tmp_path / "job1" / "mem_sweep.json").read_text())
+    job1 = write_sample_job(tmp_path / "job1", steps=40)  # its files, as ingested
+    records = json.loads((job1 / "mem_sweep.json").read_text())
     sizes: dict[str, int] = {}
     for record in records:
         sizes[record["model"]] = max(sizes.get(record["model"], 0), record.get("n_params", 0))
