@@ -117,7 +117,24 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     assert server is not None
     schema = f"t_{uuid.uuid4().hex[:16]}"
     yield schema_url(server, schema)
-    admin_connection(server).execute(f'DROP SCHEMA "{schema}" CASCADE'.encode())
+    admin = admin_connection(server)
+    admin.execute(f'DROP SCHEMA "{schema}" CASCADE'.encode())
+    dropped[server] = dropped.get(server, 0) + 1
+    if dropped[server] % VACUUM_EVERY == 0:
+        admin.execute(VACUUM_CATALOG)
+
+
+# Each test's schema leaves its tables' rows dead in the system catalogs when it is dropped;
+# where autovacuum is off (as on the server this was measured on) they pile up, and every
+# look at the catalog (each command's schema check) scans them: after one suite's worth, 163
+# PostgreSQL tests took 101 s instead of 66 s.
+VACUUM_EVERY = 50
+VACUUM_CATALOG = (
+    b"VACUUM pg_catalog.pg_class, pg_catalog.pg_attribute, pg_catalog.pg_depend,"
+    b" pg_catalog.pg_type, pg_catalog.pg_constraint, pg_catalog.pg_index,"
+    b" pg_catalog.pg_attrdef, pg_catalog.pg_sequence, pg_catalog.pg_statistic"
+)
+dropped: dict[str, int] = {}  # schemas dropped by this worker, by server
 
 
 @pytest.fixture(scope="session")
