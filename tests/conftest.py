@@ -108,7 +108,7 @@ def schema_url(server: str, schema: str) -> str:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+def db_url(request: pytest.FixtureRequest, tmp_path: Path, templates: Templates) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'tracker.db'}"
         return
@@ -118,7 +118,8 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     schema = f"t_{uuid.uuid4().hex[:16]}"
     yield schema_url(server, schema)
     admin = admin_connection(server)
-    admin.execute(f'DROP SCHEMA "{schema}" CASCADE'.encode())
+    if not templates.release(admin, schema):
+        return
     dropped[server] = dropped.get(server, 0) + 1
     if dropped[server] % VACUUM_EVERY == 0:
         admin.execute(VACUUM_CATALOG)
@@ -143,7 +144,7 @@ def templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Templates]:
     server = os.environ.get(POSTGRES_ENV, "")
     built = Templates(tmp_path_factory.mktemp("templates"), partial(schema_url, server), Cli)
     yield built
-    built.drop(server)
+    built.drop()
 
 
 @pytest.fixture
@@ -176,6 +177,8 @@ def reader_url(db_url: str) -> Iterator[str]:
 def migrated(templates: Templates, db_url: str) -> None:
     """``db_url`` made a database at the newest revision: a copy of one the real migrations
     built once a session, as replaying them costs each test about 0.1 s of CPU."""
+    if templates.holds_a_copy(db_url):
+        return
     engine = create_engine(db_url)
     try:
         with engine.connect() as connection:  # another fixture may have filled it already

@@ -5,6 +5,11 @@ its time. A template is built once per (backend, key) in a worker, then copied: 
 its online backup (consistent beside WAL), PostgreSQL by running a ``pg_dump`` of the
 template's schema (as plain statements) in the test's schema, in one transaction on one
 connection of the session. A copy keeps every test free to write.
+
+On PostgreSQL a copy is mostly DDL, which costs the server more than most tests' own work; a
+copy that its test left as it was restored (same tables, columns, constraints, grants, rows
+and sequences: ``_FINGERPRINT``) is therefore kept, renamed, and handed by a rename to the
+next test that asks for the same template.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from sqlalchemy import create_engine, make_url, text
+from sqlalchemy import make_url
 
 from tracker.store.schema import open_database
 
@@ -59,6 +64,8 @@ class Templates:
         self.built: dict[tuple[str, Hashable], Template] = {}
         self.schemas: list[str] = []
         self.restorer: psycopg.Connection[Any] | None = None  # PostgreSQL, made on first use
+        self.held: dict[str, tuple[Hashable, str]] = {}  # a test's schema: its template, print
+        self.kept: dict[Hashable, list[tuple[str, str]]] = {}  # untouched copies, by template
 
     def copy_into(self, url: str, key: Hashable, build: Callable[[Any, Path], Any]) -> Any:
         """Fill the empty database at ``url`` with the template ``key`` (built by
@@ -70,11 +77,49 @@ class Templates:
         if backend == "sqlite":
             _copy_sqlite(template.url, url)
         else:
-            assert template.dump is not None
-            if self.restorer is None:
-                self.restorer = psycopg.connect(libpq_url(url), autocommit=True)
-            _restore(self.restorer, template.dump, _schema(url))
+            self._copy_postgres(url, key, template)
         return template.value
+
+    def holds_a_copy(self, url: str) -> bool:
+        """Whether ``url`` (PostgreSQL) holds a template copied here (so it is migrated)."""
+        return make_url(url).get_backend_name() != "sqlite" and _schema(url) in self.held
+
+    def _copy_postgres(self, url: str, key: Hashable, template: Template) -> None:
+        assert template.dump is not None
+        if self.restorer is None:
+            self.restorer = psycopg.connect(libpq_url(url), autocommit=True)
+        schema = _schema(url)
+        kept = self.kept.get(key)
+        if kept:
+            name, fingerprint = kept.pop()
+            self.release(self.restorer, schema)
+            self.restorer.execute(f'ALTER SCHEMA "{name}" RENAME TO "{schema}"'.encode())
+        else:
+            _restore(self.restorer, template.dump, schema)
+            fingerprint = _fingerprint(self.restorer, schema)
+        self.held[schema] = (key, fingerprint)
+
+    def release(self, connection: psycopg.Connection[Any], schema: str) -> bool:
+        """Done with a test's schema: kept for the next test if it is still its template's
+        copy as restored, else dropped. Whether it was dropped."""
+        if self._set_aside(schema):
+            return False
+        connection.execute(f'DROP SCHEMA "{schema}" CASCADE'.encode())
+        return True
+
+    def _set_aside(self, schema: str) -> bool:
+        """``schema`` renamed and kept if it holds an untouched copy; whether it did."""
+        held = self.held.pop(schema, None)
+        if held is None or self.restorer is None:
+            return False
+        key, fingerprint = held
+        if _fingerprint(self.restorer, schema) != fingerprint:
+            return False
+        name = f"kept_{uuid.uuid4().hex[:16]}"
+        self.restorer.execute(f'ALTER SCHEMA "{schema}" RENAME TO "{name}"'.encode())
+        self.kept.setdefault(key, []).append((name, fingerprint))
+        self.schemas.append(name)
+        return True
 
     def _build(self, backend: str, build: Callable[[Any, Path], Any]) -> Template:
         name = f"tmpl_{uuid.uuid4().hex[:16]}"
@@ -85,21 +130,20 @@ class Templates:
         else:
             url = self.postgres_url(name)
             self.schemas.append(name)
+            if self.restorer is None:
+                self.restorer = psycopg.connect(libpq_url(url), autocommit=True)
         open_database(url).dispose()
         value = build(self.cli(url), directory)
         dump = None if backend == "sqlite" else _dump(url).replace(name, SCHEMA_PLACEHOLDER)
         return Template(url, value, dump)
 
-    def drop(self, admin_url: str) -> None:
-        if self.restorer is not None:
-            self.restorer.close()
-        if not self.schemas:
+    def drop(self) -> None:
+        """The templates and the kept copies dropped."""
+        if self.restorer is None:
             return
-        admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-        with admin.connect() as connection:
-            for schema in self.schemas:
-                connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+        for schema in self.schemas:
+            self.restorer.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'.encode())
+        self.restorer.close()
 
 
 SCHEMA_PLACEHOLDER = "@@schema@@"
@@ -133,3 +177,49 @@ def _restore(connection: psycopg.Connection[Any], dump: str, schema: str) -> Non
     emptied = f'DROP SCHEMA "{schema}" CASCADE; CREATE SCHEMA "{schema}";\n'
     with connection.transaction():
         connection.execute((emptied + dump.replace(SCHEMA_PLACEHOLDER, schema)).encode())
+
+
+# What a test could have changed in a copy, as one digest: the schema's grants; its relations
+# (with their grants and options), columns, defaults, indexes, constraints, triggers and
+# functions; then each table's row count and the oldest and newest transaction that wrote
+# its rows (an insert or update writes a new one, a delete lowers the count); and each
+# sequence's position.
+_CATALOG = """
+SELECT 'schema ' || coalesce(nspacl::text, '') FROM pg_namespace WHERE oid = {ns}
+UNION ALL SELECT concat_ws(' ', relname, relkind, relacl::text, reloptions::text)
+  FROM pg_class WHERE relnamespace = {ns}
+UNION ALL SELECT concat_ws(' ', c.relname, a.attname, a.atttypid, a.attnotnull, a.attisdropped,
+    pg_get_expr(d.adbin, d.adrelid))
+  FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+  LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+  WHERE c.relnamespace = {ns} AND a.attnum > 0
+UNION ALL SELECT pg_get_indexdef(i.indexrelid) FROM pg_index i
+  JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relnamespace = {ns}
+UNION ALL SELECT conname || ' ' || pg_get_constraintdef(oid) FROM pg_constraint
+  WHERE connamespace = {ns}
+UNION ALL SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+  WHERE c.relnamespace = {ns}
+UNION ALL SELECT proname FROM pg_proc WHERE pronamespace = {ns}
+"""
+
+
+def _fingerprint(connection: psycopg.Connection[Any], schema: str) -> str:
+    ns = f"'\"{schema}\"'::regnamespace"
+    relations = connection.execute(
+        f"SELECT relname, relkind FROM pg_class WHERE relnamespace = {ns}"
+        " AND relkind IN ('r', 'S') ORDER BY relname".encode()
+    ).fetchall()
+    # the schema's name, which a copy changes, shows in its indexes', keys' and defaults' text
+    catalog = f"SELECT replace(x, '{schema}', '@') FROM ({_CATALOG.format(ns=ns)}) s(x)"
+    parts = [f"SELECT md5(string_agg(y, '|' ORDER BY y)) FROM ({catalog}) c(y)"]
+    for name, kind in relations:
+        table = f'"{schema}"."{name}"'
+        if kind == "r":
+            parts.append(
+                f"SELECT concat_ws(' ', '{name}', count(*), min(xmin::text::bigint),"
+                f" max(xmin::text::bigint)) FROM {table}"
+            )
+        else:
+            parts.append(f"SELECT concat_ws(' ', '{name}', last_value, is_called) FROM {table}")
+    rows = connection.execute("\nUNION ALL\n".join(f"({p})" for p in parts).encode()).fetchall()
+    return "\n".join(sorted(str(row[0]) for row in rows))
