@@ -5,16 +5,19 @@ demo jobs' report and ``tracker serve`` over them."""
 from __future__ import annotations
 
 import importlib.util
+import os
+import uuid
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, make_url
 from sqlalchemy.orm import Session
 
-from tests.conftest import Cli, require
+from tests.conftest import POSTGRES_ENV, Cli, admin_connection, require, schema_url
 from tests.live_server import running_server
 from tests.templates import Templates
 from tracker.analysis.expectations import load_expectations
@@ -51,8 +54,9 @@ class Watch:
         return {k: v for k, v in vars(self).items() if v}
 
 
-@pytest.fixture
-def browser() -> Iterator[Any]:
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Any]:
+    """One chromium a worker: starting it costs more CPU than most tests' pages."""
     require(
         importlib.util.find_spec("playwright") is not None,
         "the playwright Python package is not installed",
@@ -64,6 +68,15 @@ def browser() -> Iterator[Any]:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture
+def browser(chromium: Any) -> Iterator[Any]:
+    """The worker's chromium; the pages (each in a context of its own) a test opened are closed
+    after it, so that no test sees another's."""
+    yield chromium
+    for context in chromium.contexts:
+        context.close()
 
 
 def open_page(
@@ -175,9 +188,60 @@ def ingest_served_jobs(cli: Cli, root: Path) -> None:
     cli("ingest", str(long), "--meta", "time=2026-11-20T09:00:00Z")
 
 
+Ingest = Callable[[Cli, Path], None]
+
+
+class SharedServers:
+    """The ``tracker serve`` processes a worker keeps for the browser tests, one a backend and
+    set of jobs: a server only reads, and starting one costs more CPU than most tests' pages."""
+
+    def __init__(self, templates: Templates, root: Path) -> None:
+        self.templates = templates
+        self.root = root
+        self.running: dict[tuple[str, str], str] = {}
+        self.schemas: list[str] = []
+        self.stack = ExitStack()
+
+    def serve(self, db_url: str, template: str, build: Ingest, then: Ingest | None = None) -> str:
+        """The base URL of the server over a copy of ``template`` (on ``db_url``'s backend),
+        with what ``then`` ingested after it started."""
+        backend = make_url(db_url).get_backend_name()
+        key = (backend, f"{template}+{getattr(then, '__name__', '')}")
+        if key not in self.running:
+            url = self._database(backend)
+            self.templates.copy_into(url, template, build)
+            self.running[key] = self.stack.enter_context(running_server(url))
+            if then is not None:
+                then(Cli(url), self.root / uuid.uuid4().hex)
+        return self.running[key]
+
+    def _database(self, backend: str) -> str:
+        if backend == "sqlite":
+            return f"sqlite:///{self.root / uuid.uuid4().hex}.db"
+        schema = f"s_{uuid.uuid4().hex[:16]}"
+        self.schemas.append(schema)
+        return schema_url(os.environ[POSTGRES_ENV], schema)
+
+    def close(self) -> None:
+        self.stack.close()
+        for schema in self.schemas:
+            admin_connection(os.environ[POSTGRES_ENV]).execute(
+                f'DROP SCHEMA "{schema}" CASCADE'.encode()
+            )
+
+
+@pytest.fixture(scope="session")
+def shared_servers(
+    templates: Templates, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SharedServers]:
+    servers = SharedServers(templates, tmp_path_factory.mktemp("served"))
+    yield servers
+    servers.close()
+
+
 @pytest.fixture
-def server(db_url: str, templates: Templates) -> Iterator[str]:
-    """``tracker serve`` over the demo jobs and a long one, at the URL it yields."""
+def server(db_url: str, templates: Templates, shared_servers: SharedServers) -> str:
+    """``tracker serve`` over the demo jobs and a long one, at the URL it returns; the test's
+    own database (``db_url``) holds the same jobs."""
     templates.copy_into(db_url, "served", ingest_served_jobs)
-    with running_server(db_url) as base:
-        yield base
+    return shared_servers.serve(db_url, "served", ingest_served_jobs)

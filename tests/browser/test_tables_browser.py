@@ -6,13 +6,18 @@ console). Waits are for events (a load, a navigation), never a pause."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser.conftest import Watch, open_page, open_report_page
+from tests.browser.conftest import (
+    SharedServers,
+    Watch,
+    ingest_served_jobs,
+    open_page,
+    open_report_page,
+)
 from tests.browser.test_report_browser import CROSS_JOB_TRACES
 from tests.conftest import Cli
 from tracker.sample import write_sample_job
@@ -196,14 +201,18 @@ PAGES = {
 }
 
 
-@pytest.fixture
-def served(server: str, cli: Cli, tmp_path: Path) -> Iterator[str]:
-    """The demo jobs' server, and a job whose candidate stopped early (its curves table has
-    numbers to order), ingested while the server runs."""
-    uneven = write_sample_job(tmp_path / "uneven", seed=3, steps=300, arms=("ref_s0",))
+def ingest_uneven(cli: Cli, root: Path) -> None:
+    """A job whose candidate stopped early (its curves table has numbers to order)."""
+    uneven = write_sample_job(root / "uneven", seed=3, steps=300, arms=("ref_s0",))
     write_sample_job(uneven, seed=3, steps=120, arms=("flash_s0",))
     cli("ingest", str(uneven), "--meta", "time=2026-11-21T09:00:00Z")
-    yield server
+
+
+@pytest.fixture
+def served(db_url: str, shared_servers: SharedServers) -> str:
+    """The demo jobs' server, and a job whose candidate stopped early, ingested while the
+    server runs."""
+    return shared_servers.serve(db_url, "served", ingest_served_jobs, then=ingest_uneven)
 
 
 @pytest.mark.parametrize("path", PAGES)
