@@ -24,6 +24,7 @@ from tracker.queries.job_analysis import job_studies, load_verdict_rows, study_j
 from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.queries.tables import stopped_runs
 from tracker.store.frames import query_frame
+from tracker.store.run_rows import checked_runs
 from tracker.summary.model import NUMBERS
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ def claims(
     ``jobs``: ``selected_jobs(session, selection)``, when the caller has it already;
     ``lengths``: every comparing claim's ``lengths`` instead of its study file's."""
     selected = selected_jobs(session, selection) if jobs is None else jobs
+    checked_runs(session, selected["job_id"].to_list())  # the runs claims are judged on
     jobs, duplicates = _distinct_content(session, selected)
     studies = job_studies(session, jobs["job_id"].to_list())
     jobs = jobs.with_columns(

@@ -21,7 +21,8 @@ from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.queries.window import check_window, kept, read_window
 from tracker.store.catalog import PROBE_NUMBERS
 from tracker.store.frames import query_frame
-from tracker.store.notes import notes_text, run_notes
+from tracker.store.notes import notes_text
+from tracker.store.run_rows import checked_runs
 from tracker.store.runfilter import matching_runs, run_conditions
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ def arm_rows(session: Session, selection: JobSelection, job_ids: list[int]) -> p
         query = query.where(Run.id.in_(list(matching_runs(session, job_ids, on_runs))))
     frame = query_frame(session, query).with_columns(pl.col("steps", "nonfinite").fill_null(0))
     frame = frame.join(stopped_runs(session, job_ids), on=["job_id", "arm"], how="left")
-    notes = run_notes(session, frame[RUN_ID].to_list())
+    notes = checked_runs(session, job_ids)
     texts = [notes_text(notes.get(run_id, [])) for run_id in frame[RUN_ID]]
     return frame.with_columns(notes=pl.Series(texts, dtype=pl.String)).drop(RUN_ID)
 
@@ -298,6 +299,9 @@ def curve(
             )
         )
     empty = pl.DataFrame(schema={**labels.schema, **columns})
+    # the rows read checked after the points: a damaged curve is named by its own line, more
+    # precise than its run's (the points check themselves against their row)
+    checked_runs(session, job_ids)
     return pl.concat(parts) if parts else empty
 
 

@@ -23,10 +23,12 @@ from tracker.models import Curve, Job, JobMeta, Probe, Run, RunNoteRow, SourceFi
 from tracker.store.catalog import update_meta
 from tracker.store.curves import stored_chunks
 from tracker.store.points import write_chunks
+from tracker.store.run_rows import checked_runs, orm_checksum
 from tracker.store.study_definitions import copy_study_definition
 
 PROBE_FIELDS = [c.key for c in Probe.__table__.columns if c.key not in ("id", "job_id")]
-RUN_FIELDS = [c.key for c in Run.__table__.columns if c.key not in ("id", "job_id")]
+# its checksum is seeded by its job's id there: made afresh (``tracker.store.run_rows``)
+RUN_FIELDS = [c.key for c in Run.__table__.columns if c.key not in ("id", "job_id", "checksum")]
 CURVE_FIELDS = [c.key for c in Curve.__table__.columns if c.key not in ("id", "run_id")]
 NOTE_FIELDS = [c.key for c in RunNoteRow.__table__.columns if c.key != "run_id"]
 
@@ -108,9 +110,12 @@ def copy_job_rows(
     if probes:
         destination.execute(insert(Probe), probes)
     points = 0
+    checked_runs(source, [job.id])  # a damaged run is refused, not copied as intact
     for run in job.runs:
+        checksum = orm_checksum(copy.id, name, run)
         run_id = destination.execute(
-            insert(Run).returning(Run.id), {"job_id": copy.id, **_row(run, RUN_FIELDS)}
+            insert(Run).returning(Run.id),
+            {"job_id": copy.id, **_row(run, RUN_FIELDS), "checksum": checksum},
         ).scalar_one()
         if run.notes:
             notes = [{"run_id": run_id, **_row(note, NOTE_FIELDS)} for note in run.notes]
