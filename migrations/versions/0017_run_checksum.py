@@ -6,11 +6,11 @@ Create Date: 2026-12-04
 
 A run's val_loss or a curve's last value altered, two arms' names swapped, a note deleted
 showed on every page and `tracker db check` found nothing. The upgrade adds the column and
-fills it for every run with this file's copy of ``tracker.store.run_rows.run_checksum`` (a
-test checks that the two agree), one run at a time; the downgrade drops it.
+fills it for every run with this file's copy of ``tracker.store.run_rows.run_checksum`` and
+of its statements (``tests/test_migrations.py`` checks that the checksums are an ingest's), one
+run at a time; the downgrade drops it.
 """
 
-import json
 from collections.abc import Sequence
 
 import sqlalchemy as sa
@@ -30,33 +30,15 @@ CURVE = (
 NOTE = "position, kind, text, first_step, last_step, count"
 
 
-def _exact(value: object) -> object:
-    """As the drivers read it back: text as it is, a number or flag as its float's repr,
-    -0.0 as 0.0."""
-    if value is None or isinstance(value, str):
-        return value
-    return repr(float(value) + 0.0)  # type: ignore[arg-type]
-
-
-def _floats(row: Sequence[object], positions: range) -> list[object]:
-    """The row with SQLite's text 'NaN' of its float columns (at ``positions``) as the float."""
-    return [float(v) if i in positions and v == "NaN" else v for i, v in enumerate(row)]
-
-
 def run_checksum(
     job_id: int,
     job: str,
-    run: Sequence[object],
-    curves: Sequence[Sequence[object]],
-    notes: Sequence[Sequence[object]],
+    run: tuple[object, ...],
+    curves: list[tuple[object, ...]],
+    notes: list[tuple[object, ...]],
 ) -> int:
-    document = [
-        job,
-        [_exact(value) for value in run],
-        sorted([_exact(value) for value in curve] for curve in curves),
-        [[_exact(value) for value in note] for note in notes],
-    ]
-    text = json.dumps(document).encode("utf-8")
+    """The xxh3-64 (signed) of the run's rows as the driver reads them, seeded with its job."""
+    text = repr((job, run, sorted(curves), tuple(notes))).encode("utf-8")
     return int.from_bytes(xxhash.xxh3_64_digest(text, seed=job_id), "big", signed=True)
 
 
@@ -67,15 +49,14 @@ def upgrade() -> None:
         f"SELECT r.id, r.job_id, j.name, {RUN} FROM run r JOIN job j ON j.id = r.job_id"
     ).all()
     for run_id, job_id, job, *columns in runs:
-        curves = connection.exec_driver_sql(
-            f"SELECT {CURVE} FROM curve WHERE run_id = {int(run_id)}"
-        ).all()
+        where = f"WHERE run_id = {int(run_id)}"
+        curves = connection.exec_driver_sql(f"SELECT {CURVE} FROM curve {where}").all()
         notes = connection.exec_driver_sql(
-            f"SELECT {NOTE} FROM run_note WHERE run_id = {int(run_id)} ORDER BY position"
+            f"SELECT {NOTE} FROM run_note {where} ORDER BY position"
         ).all()
-        run = _floats(columns, range(4, 6))  # val_loss, final_loss
-        found = [_floats(curve, range(4, 8)) for curve in curves]  # first to max value
-        checksum = run_checksum(job_id, job, run, found, notes)
+        checksum = run_checksum(
+            job_id, job, tuple(columns), [tuple(c) for c in curves], [tuple(n) for n in notes]
+        )
         connection.exec_driver_sql(f"UPDATE run SET checksum = {checksum} WHERE id = {int(run_id)}")
 
 

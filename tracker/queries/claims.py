@@ -24,7 +24,6 @@ from tracker.queries.job_analysis import job_studies, load_verdict_rows, study_j
 from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.queries.tables import stopped_runs
 from tracker.store.frames import query_frame
-from tracker.store.run_rows import checked_runs
 from tracker.summary.model import NUMBERS
 
 if TYPE_CHECKING:
@@ -104,7 +103,6 @@ def claims(
     ``jobs``: ``selected_jobs(session, selection)``, when the caller has it already;
     ``lengths``: every comparing claim's ``lengths`` instead of its study file's."""
     selected = selected_jobs(session, selection) if jobs is None else jobs
-    checked_runs(session, selected["job_id"].to_list())  # the runs claims are judged on
     jobs, duplicates = _distinct_content(session, selected)
     studies = job_studies(session, jobs["job_id"].to_list())
     jobs = jobs.with_columns(
@@ -183,7 +181,7 @@ def _runs(session: Session, ids: list[int], metrics: set[str]) -> pl.DataFrame:
         )
     schema = {k: v for k, v in RUN_SCHEMA.items() if k != "stopped"}
     frame = pl.DataFrame(records, schema=schema | dict.fromkeys(extras, pl.Float64))
-    stopped = stopped_runs(session, ids)
+    stopped = stopped_runs(session, ids)  # the runs checked (``tracker.store.run_rows``)
     joined = frame.join(stopped, on=["job_id", "arm"], how="left", maintain_order="left")
     return joined.select(*RUN_SCHEMA, *extras)
 

@@ -30,7 +30,7 @@ from tracker.services.check_derived import (
 from tracker.services.rederive import rederive
 from tracker.store import transactions
 from tracker.store.curves import read_curve
-from tracker.store.run_rows import StoredRun, write_checksum
+from tracker.store.run_rows import StoredRun, seal_runs
 from tracker.summary.stored import read_grid_curves, read_summary
 
 
@@ -147,8 +147,8 @@ def _repair(engine: Engine, checked: Checked, on_repaired: Callable[[str], None]
         def rewrite(session: Session) -> None:
             for curve_id, numbers in checked.curve_numbers.items():
                 rewrite_curve_numbers(session, curve_id, numbers)
-            for run in checked.stale_runs:
-                write_checksum(session, run, checked.curve_numbers)
+            stale = checked.stale_runs
+            seal_runs(session, {run.job_id for run in stale}, {run.id for run in stale})
 
         transactions.in_write_transaction(engine, rewrite)
     rewritten = {job for job, _ in checked.damage} - checked.derived_damage

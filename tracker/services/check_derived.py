@@ -23,7 +23,7 @@ from tracker.models import Curve, Job, JobSummary, Run
 from tracker.store.index_rows import stored_counts
 from tracker.store.job_rows import curve_summary
 from tracker.store.kept_rows import stored_rows, verdict_row
-from tracker.store.run_rows import StoredRun, stored_runs
+from tracker.store.run_rows import StoredRun, as_read, stored_runs
 from tracker.store.study_definitions import stored_study
 from tracker.summary.build import derive
 from tracker.summary.stored import read_summary
@@ -81,9 +81,16 @@ def runs_of(
     stored nor with the curve numbers their points give (``numbers``, by curve id: those are
     said by their own lines, and mended by rewriting them); and the intact runs whose checksum
     was made of numbers their points do not give (to be made afresh as those are rewritten)."""
+    sqlite = session.get_bind().dialect.name == "sqlite"
     damaged, stale = [], []
     for run in stored_runs(session, job_ids):
-        own = {curve_id: numbers[curve_id] for curve_id in run.curves if curve_id in numbers}
+        own = {
+            curve_id: {
+                column: as_read(column, v, sqlite) for column, v in numbers[curve_id].items()
+            }
+            for curve_id in run.curves
+            if curve_id in numbers
+        }
         if not run.damaged():
             if own:
                 stale.append(run)

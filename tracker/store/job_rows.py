@@ -25,7 +25,7 @@ from tracker.models import Curve, Job, JobMeta, Probe, Run, RunNoteRow, SourceFi
 from tracker.notes import FINDINGS, NoteKind
 from tracker.store.catalog import checked_meta, delete_job_rows, update_meta
 from tracker.store.points import write_points
-from tracker.store.run_rows import CURVE_FIELDS, NOTE_FIELDS, RUN_FIELDS, run_checksum, stored_extra
+from tracker.store.run_rows import seal_runs
 
 if TYPE_CHECKING:
     from tracker.jobdir.reader import Arm, JobDirectory
@@ -96,6 +96,7 @@ def store_job(
         written.warnings.extend(f"{arm.name}: {note}" for note in own)
         written.points += _insert_arm(session, job, arm, written.losses)
         written.arms += 1
+    seal_runs(session, [job.id])  # of its rows as written: as every read gets them
     for text, names in shared.items():
         whose = f"all {len(names)} arms" if len(names) == len(parsed) > 1 else ", ".join(names)
         written.warnings.append(f"{whose}: {text}")
@@ -132,41 +133,32 @@ def _insert_job(session: Session, scanned: JobDirectory, meta: Mapping[str, str]
 
 
 def _insert_arm(session: Session, job: Job, arm: Arm, losses: dict[str, pl.DataFrame]) -> int:
-    """Write one arm, its checksum over its row, notes and curve rows
-    (``tracker.store.run_rows``); its loss curve, as stored, goes into ``losses``."""
+    """Write one arm; its loss curve, as stored, goes into ``losses``."""
+    run_id = session.execute(
+        insert(Run).returning(Run.id),
+        {
+            "job_id": job.id,
+            "arm": arm.name,
+            "model": arm.model,
+            "variant": arm.variant,
+            "seed": arm.seed,
+            "val_loss": arm.val_loss,
+            "final_loss": arm.final_loss,
+            "diverged": arm.diverged,
+            "extra": arm.extra,
+        },
+    ).scalar_one()
+    if arm.notes:
+        rows = [{"run_id": run_id, "position": i, **n.as_dict()} for i, n in enumerate(arm.notes)]
+        session.execute(insert(RunNoteRow), rows)
+    written = 0
     steps = arm.curves.get_column("step")
-    curves = {}
     for values in arm.curves.get_columns()[1:]:
         # two Series, not a select on the wide frame: that costs its width, once per metric
+        metric = values.name
         curve = pl.DataFrame([steps, values.alias("value")]).drop_nulls()
-        curves[values.name] = (curve, curve_summary(values.name, curve))
-    run = {
-        "arm": arm.name,
-        "model": arm.model,
-        "variant": arm.variant,
-        "seed": arm.seed,
-        "val_loss": arm.val_loss,
-        "final_loss": arm.final_loss,
-        "diverged": arm.diverged,
-        "extra": arm.extra,
-    }
-    notes = [{"position": i, **n.as_dict()} for i, n in enumerate(arm.notes)]
-    checksum = run_checksum(
-        job.id,
-        job.name,
-        [*(run[c.key] for c in RUN_FIELDS), arm.diverged, stored_extra(arm.extra)],
-        [[row[c.key] for c in CURVE_FIELDS] for _, row in curves.values()],
-        [[note[c.key] for c in NOTE_FIELDS] for note in notes],
-    )
-    run_id = session.execute(
-        insert(Run).returning(Run.id), {"job_id": job.id, **run, "checksum": checksum}
-    ).scalar_one()
-    if notes:
-        session.execute(insert(RunNoteRow), [{"run_id": run_id, **note} for note in notes])
-    written = 0
-    for metric, (curve, row) in curves.items():
         curve_id = session.execute(
-            insert(Curve).returning(Curve.id), {"run_id": run_id, **row}
+            insert(Curve).returning(Curve.id), {"run_id": run_id, **curve_summary(metric, curve)}
         ).scalar_one()
         write_points(session.connection(), (curve_id, job.name, arm.name, metric), curve)
         written += curve.height

@@ -24,11 +24,10 @@ def plain_rows(
     ExactFloat column read as a float: converting every value through SQLAlchemy costs more
     than the query for thousands of rows."""
     types = [column.type for column in query.selected_columns]
-    session.flush()
-    result = session.connection().execute(query, parameters)
     if not all(isinstance(t, RAW_TYPES) for t in types):
-        return result.all()
-    rows = result.cursor.fetchall()
+        session.flush()
+        return session.connection().execute(query, parameters).all()
+    rows = driver_rows(session, query, parameters)
     exact = [i for i, t in enumerate(types) if isinstance(t, ExactFloat)]
     return [_exact_floats(row, exact) for row in rows] if exact else rows
 
@@ -39,3 +38,12 @@ def _exact_floats(row: Any, positions: list[int]) -> tuple[Any, ...]:
         if values[i].__class__ is str:
             values[i] = float(values[i])
     return tuple(values)
+
+
+def driver_rows(
+    session: Session, query: Any, parameters: Mapping[str, Any] | None = None
+) -> Sequence[Any]:
+    """The driver's own rows of a Core ``select`` (every column's type in ``RAW_TYPES``; an
+    ExactFloat's NaN is SQLite's text 'NaN'), the session flushed first."""
+    session.flush()
+    return session.connection().execute(query, parameters).cursor.fetchall()  # type: ignore[no-any-return]
