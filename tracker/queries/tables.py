@@ -126,7 +126,7 @@ def arm_rows(session: Session, selection: JobSelection, job_ids: list[int]) -> p
             or (matched is not None and run.id not in matched)
         ):
             continue
-        loss = run.curve(LOSS) or (None,) * 9
+        loss = run.by_metric.get(LOSS) or (None,) * 9
         _, n, _, last_step, _, last, low, _, nonfinite = loss
         rows.append(
             (
@@ -158,7 +158,7 @@ def _stopped(runs: Iterable[StoredRun]) -> dict[tuple[int, str], str]:
         extra = str(run.columns[-1])
         # the text as stored, parsed only when it names steps: no JSON read per row otherwise
         steps = summary_steps(from_stored_json(extra)) if '"steps"' in extra else None
-        loss = run.curve(LOSS)
+        loss = run.by_metric.get(LOSS)
         last = None if loss is None else loss[3]
         ends.setdefault(run.job_id, {})[run.arm] = (last, steps)  # type: ignore[assignment]
     return {

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import xxhash
 from sqlalchemy import Text, bindparam, select, type_coerce, update
@@ -128,9 +129,10 @@ class StoredRun:
         ]
         return run_checksum(self.job_id, self.job, self.columns, curves, self.notes)
 
-    def curve(self, metric: str) -> tuple[object, ...] | None:
-        """Its curve row of ``metric`` (``CURVE_FIELDS``), if it has one."""
-        return next((row for row in self.curves.values() if row[0] == metric), None)
+    @cached_property
+    def by_metric(self) -> dict[str, tuple[object, ...]]:
+        """Its curve rows (``CURVE_FIELDS``) by metric."""
+        return {str(row[0]): row for row in self.curves.values()}
 
     def damaged(self, numbers: Mapping[int, Mapping[str, object]] | None = None) -> bool:
         return self.kept is None or self.checksum(numbers) != self.kept
