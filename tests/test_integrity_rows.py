@@ -76,10 +76,11 @@ def refused_everywhere(
     ):
         result = cli(*args, ok=False)
         assert (result.exit_code, result.stderr) == (1, f"Error: {line}\n"), args
-    # an export goes by curve id: its line is one of db check's
+    # an export checks the runs first, then goes by curve id: its line is one of db check's
+    said = [*(checked or [line]), *(RUN_DAMAGED.format(run) for run in runs)]
     result = cli("export", str(out), "--job", "job2", ok=False)
     assert result.exit_code == 1
-    assert result.stderr in [f"Error: {each}\n" for each in checked or [line]]
+    assert result.stderr in [f"Error: {each}\n" for each in said]
     for path in (
         "/api/curve?job=job2&arm=ref_s0&start=0&end=100",
         "/api/plot?run=job2/ref_s0&start=0&end=100",
@@ -90,7 +91,6 @@ def refused_everywhere(
         assert client.get("/api/curve?job=job1&arm=ref_s0&start=0&end=100").status_code == 200
     found = cli("db", "check", ok=False)
     assert found.exit_code == 1
-    said = [*(checked or [line]), *(RUN_DAMAGED.format(run) for run in runs)]
     assert found.stderr.splitlines() == [f"Error: {each}" for each in said]
     jobs = damaged.split(", ")
     assert found.stdout.endswith(f": {len(jobs)} jobs damaged: {damaged}\n")

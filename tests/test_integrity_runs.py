@@ -105,7 +105,8 @@ def refused_everywhere(cli: Cli, out: Path, line: str) -> None:
         ("compare", "job1", "job2"),
         ("claims",),
         ("query", "curve", "--job", "job2", "--arm", "flash_s0"),  # an intact curve of job2
-        ("report", "--out", str(out)),
+        ("report", "--out", str(out / "report")),
+        ("export", str(out / "points")),
     ]
     for args in commands:
         result = cli(*args, ok=False)
@@ -122,7 +123,7 @@ def test_a_damaged_run_is_refused_everywhere_and_named_by_db_check(
 ) -> None:
     with engine.begin() as connection:
         line = DAMAGED.format(damage(connection))
-    refused_everywhere(two_jobs, tmp_path / "report", line)
+    refused_everywhere(two_jobs, tmp_path, line)
     for args in (("db", "check"), ("db", "check", "--repair")):  # not derived: no repair
         checked = two_jobs(*args, ok=False)
         assert checked.exit_code == 1, args
@@ -136,7 +137,7 @@ def test_altered_curve_numbers_are_refused_and_rewritten_by_db_check_repair(
 ) -> None:
     with engine.begin() as connection:
         arm = damage(connection)
-    refused_everywhere(two_jobs, tmp_path / "report", DAMAGED.format(arm))
+    refused_everywhere(two_jobs, tmp_path, DAMAGED.format(arm))
     checked = two_jobs("db", "check", ok=False)  # the curve's line alone: its points mend it
     assert checked.stderr.startswith(f"Error: stored curve job2/{arm} loss: its row's ")
     assert len(checked.stderr.splitlines()) == 1
