@@ -178,3 +178,13 @@ def test_a_copy_refuses_a_damaged_run_and_carries_the_checksums(
     again = Cli(f"sqlite:///{tmp_path / 'again.db'}")
     refused = two_jobs("db", "copy", two_jobs.url, again.url, ok=False)
     assert refused.exit_code == 1 and f"Error: {line}\n" in refused.stderr
+
+
+def test_a_run_without_its_checksum_is_refused(two_jobs: Cli, engine: Engine) -> None:
+    with engine.begin() as connection:
+        where = Run.id == run_id(connection, "job2", "flash_s0")
+        connection.execute(update(Run).where(where).values(checksum=None))
+    line = "stored run job2/flash_s0 is damaged (no checksum); re-ingest the job from its files"
+    for args in (("query", "runs"), ("db", "check")):
+        result = two_jobs(*args, ok=False)
+        assert (result.exit_code, result.stderr) == (1, f"Error: {line}\n"), args
