@@ -23,7 +23,13 @@ from tracker.queries.window import check_window, kept, read_window
 from tracker.store.catalog import PROBE_NUMBERS
 from tracker.store.frames import query_frame
 from tracker.store.notes import notes_text
-from tracker.store.run_rows import StoredRun, checked_runs, notes_of, verified_runs
+from tracker.store.run_rows import (
+    CURVE_FIELDS,
+    StoredRun,
+    checked_runs,
+    notes_of,
+    verified_runs,
+)
 from tracker.store.runfilter import matching_runs, run_conditions
 
 if TYPE_CHECKING:
@@ -126,7 +132,7 @@ def arm_rows(session: Session, selection: JobSelection, job_ids: list[int]) -> p
             or (matched is not None and run.id not in matched)
         ):
             continue
-        loss = run.by_metric.get(LOSS) or (None,) * 9
+        loss = run.by_metric.get(LOSS) or (None,) * len(CURVE_FIELDS)
         _, n, _, last_step, _, last, low, _, nonfinite = loss
         rows.append(
             (
