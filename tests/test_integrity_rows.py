@@ -55,10 +55,12 @@ def refused_everywhere(
     line: str,
     checked: list[str] | None = None,
     damaged: str = "job2",
+    runs: tuple[str, ...] = (),
 ) -> None:
     """Every read of job2/ref_s0's loss, whole or a window of an intact chunk, is ``line``;
-    ``db check`` says ``checked`` (by default ``line``) of the ``damaged`` jobs; job1 reads
-    as before unless it is one of them."""
+    ``db check`` says ``checked`` (by default ``line``) of the ``damaged`` jobs, then that the
+    ``runs`` (``JOB/ARM``) their rows belong to are damaged; job1 reads as before unless it
+    is one of them."""
     with Session(engine) as session:
         curve = loss_curve(session, "job2")
         for steps in (None, (0, 100)):
@@ -74,10 +76,11 @@ def refused_everywhere(
     ):
         result = cli(*args, ok=False)
         assert (result.exit_code, result.stderr) == (1, f"Error: {line}\n"), args
-    # an export goes by curve id: its line is one of db check's
+    # an export checks the runs first, then goes by curve id: its line is one of db check's
+    said = [*(checked or [line]), *(RUN_DAMAGED.format(run) for run in runs)]
     result = cli("export", str(out), "--job", "job2", ok=False)
     assert result.exit_code == 1
-    assert result.stderr in [f"Error: {each}\n" for each in checked or [line]]
+    assert result.stderr in [f"Error: {each}\n" for each in said]
     for path in (
         "/api/curve?job=job2&arm=ref_s0&start=0&end=100",
         "/api/plot?run=job2/ref_s0&start=0&end=100",
@@ -88,9 +91,12 @@ def refused_everywhere(
         assert client.get("/api/curve?job=job1&arm=ref_s0&start=0&end=100").status_code == 200
     found = cli("db", "check", ok=False)
     assert found.exit_code == 1
-    assert found.stderr.splitlines() == [f"Error: {each}" for each in checked or [line]]
+    assert found.stderr.splitlines() == [f"Error: {each}" for each in said]
     jobs = damaged.split(", ")
     assert found.stdout.endswith(f": {len(jobs)} jobs damaged: {damaged}\n")
+
+
+RUN_DAMAGED = "stored run {} is damaged (checksum mismatch); re-ingest the job from its files"
 
 
 def test_a_missing_chunk_is_refused_never_read_as_a_shorter_curve(
@@ -132,7 +138,7 @@ def test_a_curve_row_that_disagrees_with_its_chunks_is_refused(
         f"stored curve job2/ref_s0 loss steps 0-{last} is damaged (its chunks hold 40000"
         f" points, steps 0-{STEPS - 1}; its row says {says}); re-ingest the job from its files"
     )
-    refused_everywhere(two_jobs, client, engine, tmp_path / "out", line)
+    refused_everywhere(two_jobs, client, engine, tmp_path / "out", line, runs=("job2/ref_s0",))
 
 
 def first_chunk_damaged(job: str, arm: str = "ref_s0") -> str:
@@ -156,7 +162,16 @@ def test_curve_rows_swapped_between_jobs_are_refused(
             update(Curve).where(Curve.id == one.id).values(run_id=runs[1], metric="loss")
         )
     lines = [first_chunk_damaged("job1"), first_chunk_damaged("job2")]
-    refused_everywhere(two_jobs, client, engine, tmp_path / "out", lines[1], lines, "job1, job2")
+    refused_everywhere(
+        two_jobs,
+        client,
+        engine,
+        tmp_path / "out",
+        lines[1],
+        lines,
+        "job1, job2",
+        ("job1/ref_s0", "job2/ref_s0"),
+    )
 
 
 def test_arm_names_swapped_are_refused(
@@ -177,9 +192,9 @@ def test_arm_names_swapped_are_refused(
         for arm in ("ref_s1", "ref_s0")
         for metric in order
     ]
-    refused_everywhere(
-        two_jobs, client, engine, tmp_path / "out", first_chunk_damaged("job2"), checked, "job2"
-    )
+    line = first_chunk_damaged("job2")
+    runs = ("job2/ref_s1", "job2/ref_s0")  # in id order: ref_s0's row is named ref_s1 now
+    refused_everywhere(two_jobs, client, engine, tmp_path / "out", line, checked, "job2", runs)
 
 
 def checksums(engine: Engine) -> list[tuple[int, int, int]]:

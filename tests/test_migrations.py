@@ -156,7 +156,7 @@ def test_db_current_and_upgrade_commands(tmp_path: Path) -> None:
 
 
 # Columns added after 0004: curve.n_nonfinite (0005), source_file.version (0006)
-NEWER_COLUMNS = {"n_nonfinite", "version", "study", "study_digest"}
+NEWER_COLUMNS = {"n_nonfinite", "version", "study", "study_digest", "checksum"}
 
 
 Snapshot = dict[str, tuple[list[str], list[tuple[object, ...]]]]
@@ -227,8 +227,10 @@ def test_every_migration_step_keeps_the_data(cli: Cli, engine: Engine, tmp_path:
         assert full_snapshot(engine, leave_out=NEWER_COLUMNS) == before_0005
     # 0005 counted the non-finite points again; the listing's versions are gone (the next sync
     # reads those jobs once and keeps them), as are the digests of the jobs' study definitions
-    newer = {"version", "study_digest"}
+    # and the runs' notes (0009): the runs' checksums are of none, and say so to every read
+    newer = {"version", "study_digest", "checksum"}
     assert full_snapshot(engine, leave_out=newer) == full_snapshot_of(before, newer)
+    assert cli("db", "check").stdout.endswith(": no damage found\n")
     with engine.connect() as connection:
         assert connection.execute(text("SELECT count(version) FROM source_file")).scalar() == 0
 
@@ -368,6 +370,8 @@ def test_a_database_made_by_an_old_revision_upgrades_to_the_rows_of_a_fresh_inge
     assert full_snapshot(engine, NEWER_COLUMNS) == full_snapshot_of(fresh, NEWER_COLUMNS)
     assert Cli(db_url)("db", "upgrade").stdout.startswith(f"upgraded {revision} -> {HEAD}")
     older = {"version", "study_digest"}  # what the jobs of an older database lack
+    if revision < "0009":  # and their runs' notes: their checksums are of none
+        older.add("checksum")
     assert full_snapshot(engine, leave_out=older) == full_snapshot_of(fresh, older)
     assert derived_rows(engine) == fresh_derived
     assert Cli(db_url)("db", "rederive").stdout == "0 jobs rederived, 3 already up to date\n"

@@ -140,6 +140,10 @@ class DamagedCurve(TrackerError):
     """stored curve {job}/{arm} {metric} steps {first}-{last} is damaged ({reason}); re-ingest the job from its files"""
 
 
+class DamagedRun(TrackerError):
+    """stored run {job}/{arm} is damaged ({reason}); re-ingest the job from its files"""
+
+
 class DamagedSummary(TrackerError):
     """stored summary of job {job} is damaged ({reason}); re-ingest the job from its files"""
 

@@ -186,6 +186,9 @@ class Run(Base):
     final_loss: Mapped[float | None] = mapped_column(ExactFloat)
     diverged: Mapped[bool | None] = mapped_column(Boolean)
     extra: Mapped[dict[str, Any]] = mapped_column(JSONDocument)
+    # the xxh3-64 of the run's columns, notes and curve rows, seeded by its job
+    # (tracker.store.run_rows: checked on every read of them); NULL reads as damaged
+    checksum: Mapped[int | None] = mapped_column(BigInteger)
 
     job: Mapped[Job] = relationship(back_populates="runs")
     curves: Mapped[list[Curve]] = relationship(

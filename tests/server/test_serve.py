@@ -24,6 +24,7 @@ from tracker.sample import write_sample_job
 from tracker.server import create_app, schemas
 from tracker.server.security import CONTENT_SECURITY_POLICY, SECURITY_HEADERS, check_host
 from tracker.store import codec
+from tracker.store.run_rows import seal_runs
 
 STEPS = 3000
 EVIL = "<img src=x onerror=alert(1)>"  # HTML, and no slash: a job page's path holds it
@@ -536,6 +537,12 @@ def test_job_names_holding_html_stay_inert(study: Cli, db_url: str, engine: Engi
                     "first": first_step,
                 },
             )
+        # ...and its runs' checksums (seeded with it too)
+        with Session(bind=connection) as session:
+            job_id = connection.scalar(
+                text("SELECT id FROM job WHERE name = :evil"), {"evil": EVIL}
+            )
+            seal_runs(session, [job_id])
     with client_for(db_url) as client:
         index = client.get("/").text
         escaped = "&lt;img src=x onerror=alert(1)&gt;"

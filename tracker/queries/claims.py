@@ -181,7 +181,7 @@ def _runs(session: Session, ids: list[int], metrics: set[str]) -> pl.DataFrame:
         )
     schema = {k: v for k, v in RUN_SCHEMA.items() if k != "stopped"}
     frame = pl.DataFrame(records, schema=schema | dict.fromkeys(extras, pl.Float64))
-    stopped = stopped_runs(session, ids)
+    stopped = stopped_runs(session, ids)  # the runs checked (``tracker.store.run_rows``)
     joined = frame.join(stopped, on=["job_id", "arm"], how="left", maintain_order="left")
     return joined.select(*RUN_SCHEMA, *extras)
 

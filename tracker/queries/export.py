@@ -24,6 +24,7 @@ from tracker.errors import ExportFailed, Interrupted
 from tracker.models import Curve, Job, JobMeta, Run
 from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.store.curves import load_curves
+from tracker.store.run_rows import checked_runs
 
 FILE_NAME = "curves.parquet"
 POINT_COLUMNS = ("arm", "model", "variant", "seed", "metric", "step", "value")
@@ -82,6 +83,7 @@ def export_curves(session: Session, selection: JobSelection, directory: Path) ->
     one row per job written: ``job``, ``curves``, ``points``, ``path`` (of its file)."""
     jobs = selected_jobs(session, selection)
     job_ids = jobs["job_id"].to_list()
+    checked_runs(session, job_ids)  # what labels their points, before any file is written
     meta: dict[int, dict[str, str]] = {}
     for job_id, key, value in session.execute(
         select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(job_ids))

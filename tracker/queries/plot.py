@@ -36,7 +36,7 @@ from tracker.queries.plot_stream import Kept, Piece, drain, group_mean
 from tracker.queries.walltime import TIME_SOURCES, TimeCursor, time_source
 from tracker.store.catalog import get_job
 from tracker.store.curves import curve_chunks
-from tracker.store.notes import run_notes
+from tracker.store.run_rows import checked_runs
 
 MAX_RUNS = 50  # runs per plot: each a trace drawn and a chunk read at a time
 MAX_POINTS = 2000  # points per series in an answer: a window of at most this many is raw
@@ -302,7 +302,6 @@ def plot_series(session: Session, query: PlotQuery, cache: Cache | None = None) 
     if query.x == "time":
         sources = list(_time_sources(session, found))
     labels = _labels(session, found, keys)
-    notes = run_notes(session, [run.id for run, _, _ in found])
     lines = ("values",) if query.smooth == 0 else ("values", "smoothed")
     kepts = [Kept(query.points, lines) for _ in found]
     pieces = [
@@ -325,6 +324,8 @@ def plot_series(session: Session, query: PlotQuery, cache: Cache | None = None) 
             chosen = [pieces[i] for i in indices]
             kept, timed = group_mean(chosen, [kepts[i] for i in indices], line, query.points)
             groups.append(_group(label, runs, kept, timed, query.band))
+    # after the points: a damaged curve is named by its own line, more precise than its run's
+    notes = checked_runs(session, {run.job_id for run, _, _ in found})
     return {
         "metric": query.metric,
         "x": query.x,

@@ -3,11 +3,12 @@ points are read only by ``curve``."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
-from sqlalchemy import Text, and_, select, type_coerce
+from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.smoothing import smooth
@@ -21,7 +22,14 @@ from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.queries.window import check_window, kept, read_window
 from tracker.store.catalog import PROBE_NUMBERS
 from tracker.store.frames import query_frame
-from tracker.store.notes import notes_text, run_notes
+from tracker.store.notes import notes_text
+from tracker.store.run_rows import (
+    CURVE_FIELDS,
+    StoredRun,
+    checked_runs,
+    notes_of,
+    verified_runs,
+)
 from tracker.store.runfilter import matching_runs, run_conditions
 
 if TYPE_CHECKING:
@@ -81,61 +89,95 @@ def probes(
     )
 
 
+ARM_SCHEMA = {
+    "job_id": pl.Int64,
+    "arm": pl.String,
+    "model": pl.String,
+    "variant": pl.String,
+    "seed": pl.Int64,
+    "steps": pl.Int64,
+    "last_step": pl.Int64,
+    "final_loss": pl.Float64,
+    "min_loss": pl.Float64,
+    "last_loss": pl.Float64,
+    "nonfinite": pl.Int64,
+    "val_loss": pl.Float64,
+    "diverged": pl.Boolean,
+    "stopped": pl.String,
+    "notes": pl.String,
+}
+
+
+def _number(value: object) -> object:
+    """A float column's value as the driver gave it, SQLite's text 'NaN' as the float."""
+    return float(value) if value.__class__ is str else value  # type: ignore[arg-type]
+
+
 def arm_rows(session: Session, selection: JobSelection, job_ids: list[int]) -> pl.DataFrame:
     """One row per arm of the jobs ``job_ids`` (``job_id`` first) that the selection's models,
     variants and conditions on runs keep: its summary and its loss curve's (steps: how many
-    it logged; last_step; nonfinite: its NaN and infinite points), and its notes in one line."""
-    query = _filtered(
-        select(
-            Run.id.label(RUN_ID),
-            Run.job_id,
-            Run.arm,
-            Run.model,
-            Run.variant,
-            Run.seed,
-            Curve.n_points.label("steps"),
-            Curve.last_step,
-            Run.final_loss,
-            Curve.min_value.label("min_loss"),
-            Curve.last_value.label("last_loss"),
-            Curve.n_nonfinite.label("nonfinite"),
-            Run.val_loss,
-            Run.diverged,
-        )
-        .outerjoin(Curve, and_(Curve.run_id == Run.id, Curve.metric == LOSS))
-        .order_by(Run.variant, Run.seed, Run.arm),
-        Run,
-        selection,
-        job_ids,
-    )
+    it logged; last_step; nonfinite: its NaN and infinite points), and its notes in one line.
+    Made of the rows every run's checksum is checked on (``verified_runs``), in their order."""
+    runs = verified_runs(session, job_ids)
     on_runs = run_conditions(selection.where)
-    if on_runs:
-        query = query.where(Run.id.in_(list(matching_runs(session, job_ids, on_runs))))
-    frame = query_frame(session, query).with_columns(pl.col("steps", "nonfinite").fill_null(0))
-    frame = frame.join(stopped_runs(session, job_ids), on=["job_id", "arm"], how="left")
-    notes = run_notes(session, frame[RUN_ID].to_list())
-    texts = [notes_text(notes.get(run_id, [])) for run_id in frame[RUN_ID]]
-    return frame.with_columns(notes=pl.Series(texts, dtype=pl.String)).drop(RUN_ID)
+    matched = set(matching_runs(session, job_ids, on_runs)) if on_runs else None
+    stopped = _stopped(runs)
+    notes = notes_of(runs)
+    rows = []
+    for run in runs:
+        arm, model, variant, seed, val_loss, final_loss, diverged, _extra = run.columns
+        if (
+            (selection.models and model not in selection.models)
+            or (selection.variants and variant not in selection.variants)
+            or (matched is not None and run.id not in matched)
+        ):
+            continue
+        loss = run.by_metric.get(LOSS) or (None,) * len(CURVE_FIELDS)
+        _, n, _, last_step, _, last, low, _, nonfinite = loss
+        rows.append(
+            (
+                run.job_id,
+                arm,
+                model,
+                variant,
+                seed,
+                n or 0,
+                last_step,
+                _number(final_loss),
+                _number(low),
+                _number(last),
+                nonfinite or 0,
+                _number(val_loss),
+                None if diverged is None else bool(diverged),
+                stopped.get((run.job_id, str(arm))),
+                notes_text(notes.get(run.id, [])),
+            )
+        )
+    return pl.DataFrame(rows, schema=ARM_SCHEMA, orient="row")
+
+
+def _stopped(runs: Iterable[StoredRun]) -> dict[tuple[int, str], str]:
+    """The message of each arm that stopped early (``tracker.completeness``), by job id and
+    arm, judged among all of its job's arms."""
+    ends: dict[int, dict[str, tuple[int | None, int | None]]] = {}
+    for run in runs:
+        extra = str(run.columns[-1])
+        # the text as stored, parsed only when it names steps: no JSON read per row otherwise
+        steps = summary_steps(from_stored_json(extra)) if '"steps"' in extra else None
+        loss = run.by_metric.get(LOSS)
+        last = None if loss is None else loss[3]
+        ends.setdefault(run.job_id, {})[run.arm] = (last, steps)  # type: ignore[assignment]
+    return {
+        (job_id, arm): c.message
+        for job_id, arms in ends.items()
+        for arm, c in stopped_arms(arms).items()
+    }
 
 
 def stopped_runs(session: Session, job_ids: list[int]) -> pl.DataFrame:
     """``job_id``, ``arm`` and ``stopped``, the message of each arm that stopped early
-    (``tracker.completeness``), judged among all of its job's arms."""
-    rows = session.execute(
-        # the text as stored, parsed only when it names steps: no JSON read per row otherwise
-        select(Run.job_id, Run.arm, type_coerce(Run.extra, Text), Curve.last_step)
-        .outerjoin(Curve, and_(Curve.run_id == Run.id, Curve.metric == LOSS))
-        .where(Run.job_id.in_(job_ids))
-    ).all()
-    ends: dict[int, dict[str, tuple[int | None, int | None]]] = {}
-    for job_id, arm, extra, last in rows:
-        steps = summary_steps(from_stored_json(extra)) if '"steps"' in extra else None
-        ends.setdefault(job_id, {})[arm] = (last, steps)
-    found = [
-        (job_id, arm, c.message)
-        for job_id, arms in ends.items()
-        for arm, c in stopped_arms(arms).items()
-    ]
+    (``tracker.completeness``), judged among all of its job's arms (its runs checked)."""
+    found = [(*key, message) for key, message in _stopped(verified_runs(session, job_ids)).items()]
     schema = {"job_id": pl.Int64, "arm": pl.String, "stopped": pl.String}
     return pl.DataFrame(found, schema=schema, orient="row")
 
@@ -298,6 +340,9 @@ def curve(
             )
         )
     empty = pl.DataFrame(schema={**labels.schema, **columns})
+    # the rows read checked after the points: a damaged curve is named by its own line, more
+    # precise than its run's (the points check themselves against their row)
+    checked_runs(session, job_ids)
     return pl.concat(parts) if parts else empty
 
 

@@ -50,6 +50,7 @@ from tracker.report.manifest import (
 )
 from tracker.report.render import Task, render_all
 from tracker.store.copy import job_names
+from tracker.store.run_rows import checked_runs
 from tracker.views.home import index_view
 
 
@@ -116,6 +117,9 @@ def _write_report(
     prune: bool,
 ) -> Report:
     ordered = selected_jobs(session, selection)
+    # every run its pages show, whether or not they are written again (pages of jobs unchanged
+    # are kept: a run damaged since would go unseen)
+    checked_runs(session, ordered.get_column("job_id").to_list())
     if out_dir.exists() and not out_dir.is_dir():
         raise NotADirectory(path=str(out_dir))
     foreign = out_dir.is_dir() and not (out_dir / MANIFEST).exists() and any(out_dir.iterdir())

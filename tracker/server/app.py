@@ -24,6 +24,7 @@ from tracker.analysis.expectations import (
 from tracker.errors import (
     CurveNotFound,
     DamagedCurve,
+    DamagedRun,
     DamagedSummary,
     DamagedVerdicts,
     DatabaseBusy,
@@ -83,7 +84,7 @@ async def _tracker_error(request: Request, exc: Exception) -> Response:
         status, headers = 503, {"Retry-After": str(exc.fields["seconds"])}
     elif isinstance(exc, UNAVAILABLE):
         status = 503
-    elif isinstance(exc, DamagedCurve | DamagedSummary | DamagedVerdicts):
+    elif isinstance(exc, DamagedCurve | DamagedRun | DamagedSummary | DamagedVerdicts):
         status = 500  # the stored data is wrong, not the request: the line says which
     else:
         status = 422

@@ -2,7 +2,8 @@
 ``integrity_check`` does for pages: what a read would refuse is found before a read needs it.
 
 Each curve's chunks are checked as every read checks them (``tracker.store.curves``:
-checksum, point count, step range, the curve row against its chunks), each summary parsed
+checksum, point count, step range, the curve row against its chunks), each run against its
+checksum (``tracker.store.run_rows``: a damaged one needs a re-ingest), each summary parsed
 as the pages parse it (its checksum first). On SQLite the engine's own checker runs too
 (``PRAGMA integrity_check``: damaged pages, indexes that disagree with their tables).
 A job's derived rows (summary, verdicts, numbers) are rebuilt from its points with
@@ -23,11 +24,13 @@ from tracker.services.check_derived import (
     curve_numbers,
     not_drawn,
     rewrite_curve_numbers,
+    runs_of,
     verdicts_of,
 )
 from tracker.services.rederive import rederive
 from tracker.store import transactions
 from tracker.store.curves import read_curve
+from tracker.store.run_rows import StoredRun, seal_runs
 from tracker.summary.stored import read_grid_curves, read_summary
 
 
@@ -41,6 +44,8 @@ class Checked:
     engine_damage: list[str] = field(default_factory=list)  # the engine's checker's lines
     repaired: list[str] = field(default_factory=list)  # jobs whose derived rows were rebuilt
     curve_numbers: dict[int, dict[str, object]] = field(default_factory=dict)  # to rewrite
+    run_damage: set[str] = field(default_factory=set)  # jobs with a damaged run (re-ingest)
+    stale_runs: list[StoredRun] = field(default_factory=list)  # checksums to make afresh
 
     @property
     def damaged_jobs(self) -> list[str]:
@@ -101,6 +106,11 @@ def check_database(
             if wrong is not None:
                 checked.damage.append((job, str(wrong)))
                 checked.curve_numbers[curve_id] = numbers
+        job_ids = list(session.scalars(select(Job.id).order_by(Job.name)))
+        damaged_runs, checked.stale_runs = runs_of(session, job_ids, checked.curve_numbers)
+        for run in damaged_runs:
+            checked.damage.append((run.fields["job"], str(run)))
+            checked.run_damage.add(run.fields["job"])
         summaries = session.execute(
             select(Job.name, JobSummary.data).join(Job, Job.id == JobSummary.job_id)
         )
@@ -137,9 +147,12 @@ def _repair(engine: Engine, checked: Checked, on_repaired: Callable[[str], None]
         def rewrite(session: Session) -> None:
             for curve_id, numbers in checked.curve_numbers.items():
                 rewrite_curve_numbers(session, curve_id, numbers)
+            stale = checked.stale_runs
+            seal_runs(session, {run.job_id for run in stale}, {run.id for run in stale})
 
         transactions.in_write_transaction(engine, rewrite)
     rewritten = {job for job, _ in checked.damage} - checked.derived_damage
-    repairable = checked.derived_damage - checked.points_damage
+    lost = checked.points_damage | checked.run_damage  # their files are needed
+    repairable = checked.derived_damage - lost
     rebuilt = rederive(engine, on_job=on_repaired, force=True, only=repairable).refilled
-    checked.repaired = sorted((rewritten - checked.points_damage) | set(rebuilt))
+    checked.repaired = sorted((rewritten - lost) | set(rebuilt))

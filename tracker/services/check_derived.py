@@ -1,7 +1,9 @@
 """``tracker db check``'s look at derived rows: each checked against what it derives from.
 
 A curve's numbers (first and last value, finite minimum and maximum, non-finite count) against
-its points; a job's stored verdicts and numbers against its kept summary (checksummed, the
+its points; a run's row, notes and curve rows against their checksum
+(``tracker.store.run_rows``: not derived from other rows, a damaged run needs its job's files);
+a job's stored verdicts and numbers against its kept summary (checksummed, the
 verdicts' source: ``tracker.summary.build.derive``). Each difference is one line; ``repair``
 rewrites them from their source (``tracker.services.check``).
 """
@@ -9,17 +11,19 @@ rewrites them from their source (``tracker.services.check``).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 
 import polars as pl
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import judged_by
-from tracker.errors import DamagedCurveNumbers, DamagedSummary, DamagedVerdicts
+from tracker.errors import DamagedCurveNumbers, DamagedRun, DamagedSummary, DamagedVerdicts
 from tracker.models import Curve, Job, JobSummary, Run
 from tracker.store.index_rows import stored_counts
 from tracker.store.job_rows import curve_summary
 from tracker.store.kept_rows import stored_rows, verdict_row
+from tracker.store.run_rows import StoredRun, as_read, stored_runs
 from tracker.store.study_definitions import stored_study
 from tracker.summary.build import derive
 from tracker.summary.stored import read_summary
@@ -68,6 +72,31 @@ def curve_numbers(
 def rewrite_curve_numbers(session: Session, curve_id: int, numbers: dict[str, object]) -> None:
     """A curve's value columns as its points give them, in the caller's transaction."""
     session.execute(update(Curve).where(Curve.id == curve_id).values(**numbers))
+
+
+def runs_of(
+    session: Session, job_ids: list[int], numbers: Mapping[int, Mapping[str, object]]
+) -> tuple[list[DamagedRun], list[StoredRun]]:
+    """The runs of the listed jobs that are not what their checksum was made of, neither as
+    stored nor with the curve numbers their points give (``numbers``, by curve id: those are
+    said by their own lines, and mended by rewriting them); and the intact runs whose checksum
+    was made of numbers their points do not give (to be made afresh as those are rewritten)."""
+    sqlite = session.get_bind().dialect.name == "sqlite"
+    damaged, stale = [], []
+    for run in stored_runs(session, job_ids):
+        own = {
+            curve_id: {
+                column: as_read(column, v, sqlite) for column, v in numbers[curve_id].items()
+            }
+            for curve_id in run.curves
+            if curve_id in numbers
+        }
+        if not run.damaged():
+            if own:
+                stale.append(run)
+        elif not own or run.damaged(own):
+            damaged.append(run.error())
+    return damaged, stale
 
 
 def verdicts_of(session: Session, job_id: int, job: str, study: str) -> DamagedVerdicts | None:

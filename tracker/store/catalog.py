@@ -27,7 +27,8 @@ from tracker.errors import (
 )
 from tracker.jsonio import format_time
 from tracker.models import Curve, Job, JobMeta, Probe, Run
-from tracker.store.notes import notes_text, run_notes
+from tracker.store.notes import notes_text
+from tracker.store.run_rows import checked_runs
 from tracker.store.runfilter import check_where, matching_runs, meta_conditions, run_conditions
 
 Row = dict[str, Any]
@@ -131,6 +132,7 @@ def list_jobs(session: Session, study: str | None = None) -> list[Row]:
         .order_by(Job.ingested_at, Job.id)
     ).all()
     meta = _meta(session, [row[0] for row in rows])
+    checked_runs(session, [row[0] for row in rows])  # the counts it shows are the runs'
     listed = [
         {
             "job": name,
@@ -278,7 +280,7 @@ def job_arms(session: Session, name: str) -> list[Row]:
         .where(Run.job_id == job.id)
         .order_by(Run.variant, Run.seed)
     ).all()
-    notes = run_notes(session, [run.id for run, *_ in rows])
+    notes = checked_runs(session, [job.id])
     ends = {run.arm: (last_step, summary_steps(run.extra)) for run, *_, last_step in rows}
     stopped = stopped_arms(ends)
     return [
@@ -302,13 +304,16 @@ def job_arms(session: Session, name: str) -> list[Row]:
 
 def job_curves(session: Session, name: str) -> list[Row]:
     """Every curve of a job's arms: ``arm``, ``metric``, ``points``, first and last step."""
-    return run_curves(session, get_job(session, name).id)[1]
+    job_id = get_job(session, name).id
+    checked_runs(session, [job_id])
+    return run_curves(session, job_id)[1]
 
 
 def run_curves(
     session: Session, job_id: int
 ) -> tuple[dict[int, tuple[str, dict[str, Any] | None]], list[Row]]:
-    """A job's runs (id -> arm and extra, by variant and seed) and ``job_curves``, in one query."""
+    """A job's runs (id -> arm and extra, by variant and seed) and ``job_curves``, in one query
+    (unchecked: the caller checks them, ``tracker.store.run_rows.checked_runs``)."""
     rows = session.execute(_RUN_CURVES, {"job_id": job_id}).all()
     runs = {run_id: (arm, extra) for run_id, arm, extra, *_ in rows}
     curves = [

@@ -23,10 +23,12 @@ from tracker.models import Curve, Job, JobMeta, Probe, Run, RunNoteRow, SourceFi
 from tracker.store.catalog import update_meta
 from tracker.store.curves import stored_chunks
 from tracker.store.points import write_chunks
+from tracker.store.run_rows import checked_runs, seal_runs
 from tracker.store.study_definitions import copy_study_definition
 
 PROBE_FIELDS = [c.key for c in Probe.__table__.columns if c.key not in ("id", "job_id")]
-RUN_FIELDS = [c.key for c in Run.__table__.columns if c.key not in ("id", "job_id")]
+# its checksum is of the rows as that database reads them: made afresh there (``run_rows``)
+RUN_FIELDS = [c.key for c in Run.__table__.columns if c.key not in ("id", "job_id", "checksum")]
 CURVE_FIELDS = [c.key for c in Curve.__table__.columns if c.key not in ("id", "run_id")]
 NOTE_FIELDS = [c.key for c in RunNoteRow.__table__.columns if c.key != "run_id"]
 
@@ -108,6 +110,7 @@ def copy_job_rows(
     if probes:
         destination.execute(insert(Probe), probes)
     points = 0
+    checked_runs(source, [job.id])  # a damaged run is refused, not copied as intact
     for run in job.runs:
         run_id = destination.execute(
             insert(Run).returning(Run.id), {"job_id": copy.id, **_row(run, RUN_FIELDS)}
@@ -122,6 +125,7 @@ def copy_job_rows(
             place = (curve_id, name, run.arm, curve.metric)
             write_chunks(destination.connection(), place, stored_chunks(source, curve.id))
             points += curve.n_points
+    seal_runs(destination, [copy.id])
     return CopiedJob(name, "copied", points, copy.id)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import polars as pl
@@ -10,6 +10,7 @@ from sqlalchemy import BigInteger, Boolean, Float, Integer, String, Text
 from sqlalchemy.orm import Session
 
 from tracker.models import ExactFloat, JSONDocument
+from tracker.store.raw_rows import plain_rows
 
 
 def _dtype(sql_type: Any) -> Any:
@@ -24,36 +25,6 @@ def _dtype(sql_type: Any) -> Any:
         (Text, pl.String),
     ]
     return next((dtype for kind, dtype in kinds if isinstance(sql_type, kind)), None)
-
-
-# column types whose values the drivers (sqlite3, psycopg) return as the Python values
-RAW_TYPES = (Integer, BigInteger, String, Text, ExactFloat)
-
-
-def plain_rows(
-    session: Session, query: Any, parameters: Mapping[str, Any] | None = None
-) -> Sequence[Any]:
-    """Run a Core ``select`` on the session's connection (flushed first, as the session's own
-    execute would) and return its rows without the ORM's loading. When every column's type
-    is in ``RAW_TYPES`` the rows are the driver's own, with SQLite's text 'NaN' of an
-    ExactFloat column read as a float: converting every value through SQLAlchemy costs more
-    than the query for thousands of rows."""
-    types = [column.type for column in query.selected_columns]
-    session.flush()
-    result = session.connection().execute(query, parameters)
-    if not all(isinstance(t, RAW_TYPES) for t in types):
-        return result.all()
-    rows = result.cursor.fetchall()
-    exact = [i for i, t in enumerate(types) if isinstance(t, ExactFloat)]
-    return [_exact_floats(row, exact) for row in rows] if exact else rows
-
-
-def _exact_floats(row: Any, positions: list[int]) -> tuple[Any, ...]:
-    values = list(row)
-    for i in positions:
-        if values[i].__class__ is str:
-            values[i] = float(values[i])
-    return tuple(values)
 
 
 def query_frame(

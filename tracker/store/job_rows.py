@@ -25,6 +25,7 @@ from tracker.models import Curve, Job, JobMeta, Probe, Run, RunNoteRow, SourceFi
 from tracker.notes import FINDINGS, NoteKind
 from tracker.store.catalog import checked_meta, delete_job_rows, update_meta
 from tracker.store.points import write_points
+from tracker.store.run_rows import seal_runs
 
 if TYPE_CHECKING:
     from tracker.jobdir.reader import Arm, JobDirectory
@@ -95,6 +96,7 @@ def store_job(
         written.warnings.extend(f"{arm.name}: {note}" for note in own)
         written.points += _insert_arm(session, job, arm, written.losses)
         written.arms += 1
+    seal_runs(session, [job.id])  # of its rows as written: as every read gets them
     for text, names in shared.items():
         whose = f"all {len(names)} arms" if len(names) == len(parsed) > 1 else ", ".join(names)
         written.warnings.append(f"{whose}: {text}")

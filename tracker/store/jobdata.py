@@ -11,6 +11,7 @@ from tracker.models import Curve, Probe, Run
 from tracker.store.catalog import PROBE_NUMBERS, get_job
 from tracker.store.curves import load_curves
 from tracker.store.frames import query_frame
+from tracker.store.run_rows import checked_runs
 
 PROBE_COLUMNS = ("model", "variant", *PROBE_NUMBERS, "error", "extra")
 RUN_ORDER = (Run.variant, Run.seed)  # a job's arms, as its runs frame lists them
@@ -50,6 +51,7 @@ def load_job_data(
     meta = {item.key: item.value for item in job.meta}
     if curves is not None:
         return JobData(job.name, meta, probes, runs, curves)
+    checked_runs(session, [job.id])  # the rows read from the store, not those just written
     arm_of_run = dict(zip(run_rows["id"], run_rows["arm"], strict=True))
     curve_rows = session.execute(
         select(Curve.id, Curve.run_id).where(Curve.run_id.in_(arm_of_run), Curve.metric == metric)

@@ -24,8 +24,8 @@ from tracker.analysis.verdict import Verdict
 from tracker.errors import DamagedVerdicts
 from tracker.jsonio import to_stored_json
 from tracker.models import Job, JobIndex, JobNumber, JobSummary, JobVerdict
-from tracker.store.frames import plain_rows
 from tracker.store.index_rows import indexed, write_index_row
+from tracker.store.raw_rows import plain_rows
 
 # job_id, check, subject, measured, expected, tolerance, status, detail, known
 VerdictRow = tuple[int, str, str, float | None, float | None, float | None, str, str, str | None]

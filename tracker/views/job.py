@@ -16,7 +16,7 @@ from tracker.jsonio import format_time
 from tracker.queries.job_analysis import load_summary, study_judging
 from tracker.store.catalog import Row, get_job, run_curves
 from tracker.store.jobdata import load_probes
-from tracker.store.notes import run_notes
+from tracker.store.run_rows import checked_runs
 from tracker.views.pages import JobFigure, JobView, figure_slot
 from tracker.views.values import counts, failures_first
 
@@ -56,6 +56,7 @@ def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
     """One job's pages from its stored summary (tracker.store.kept_rows) and probes; a job
     without a summary for ``exp`` is analysed from its points."""
     job = get_job(session, name)
+    kept = checked_runs(session, [job.id])  # its runs' notes, checked before any point is read
     exp = study_judging(session, exp, job.study)
     summary = load_summary(session, job.id, exp, trajectories=True)
     analysis = summary.analysis
@@ -88,7 +89,6 @@ def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
         notes.append(
             f"the {exp.study_name} study checks no job alone: its claims judge the runs across jobs"
         )
-    kept = run_notes(session, runs)
     notes += [
         f"{arm}: {note}" for run_id, (arm, _) in runs.items() for note in kept.get(run_id, [])
     ]

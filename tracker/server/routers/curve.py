@@ -18,6 +18,7 @@ from tracker.server.responses import TrackerJSON, page
 from tracker.server.schemas import CurveWindow
 from tracker.store.catalog import job_curves
 from tracker.store.curves import find_curve
+from tracker.store.run_rows import checked_runs
 from tracker.summary.downsample import DEFAULT_MAX_POINTS
 
 router = APIRouter(tags=["curve"])
@@ -66,7 +67,9 @@ def curve_window(
         return {**answer, "raw": read.raw, "step": read.step.tolist(), "value": read.value.tolist()}
 
     # kept by range: the explorer's first view (the whole curve) and every zoom asked again
-    return {**about, **served.curves.get((digest, arm, metric, *steps, points), window)}
+    answer = {**about, **served.curves.get((digest, arm, metric, *steps, points), window)}
+    checked_runs(session, [curve.run.job_id])  # after the points, as tables.curve says why
+    return answer
 
 
 @router.get("/curve", response_class=HTMLResponse, include_in_schema=False)

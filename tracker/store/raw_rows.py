@@ -1,0 +1,49 @@
+"""Query results as the driver's own rows, where the selected columns' types allow: without
+polars, so that commands that show no frame never import it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import BigInteger, Integer, String, Text
+from sqlalchemy.orm import Session
+
+from tracker.models import ExactFloat
+
+# column types whose values the drivers (sqlite3, psycopg) return as the Python values
+RAW_TYPES = (Integer, BigInteger, String, Text, ExactFloat)
+
+
+def plain_rows(
+    session: Session, query: Any, parameters: Mapping[str, Any] | None = None
+) -> Sequence[Any]:
+    """Run a Core ``select`` on the session's connection (flushed first, as the session's own
+    execute would) and return its rows without the ORM's loading. When every column's type
+    is in ``RAW_TYPES`` the rows are the driver's own, with SQLite's text 'NaN' of an
+    ExactFloat column read as a float: converting every value through SQLAlchemy costs more
+    than the query for thousands of rows."""
+    types = [column.type for column in query.selected_columns]
+    if not all(isinstance(t, RAW_TYPES) for t in types):
+        session.flush()
+        return session.connection().execute(query, parameters).all()
+    rows = driver_rows(session, query, parameters)
+    exact = [i for i, t in enumerate(types) if isinstance(t, ExactFloat)]
+    return [_exact_floats(row, exact) for row in rows] if exact else rows
+
+
+def _exact_floats(row: Any, positions: list[int]) -> tuple[Any, ...]:
+    values = list(row)
+    for i in positions:
+        if values[i].__class__ is str:
+            values[i] = float(values[i])
+    return tuple(values)
+
+
+def driver_rows(
+    session: Session, query: Any, parameters: Mapping[str, Any] | None = None
+) -> Sequence[Any]:
+    """The driver's own rows of a Core ``select`` (every column's type in ``RAW_TYPES``; an
+    ExactFloat's NaN is SQLite's text 'NaN'), the session flushed first."""
+    session.flush()
+    return session.connection().execute(query, parameters).cursor.fetchall()  # type: ignore[no-any-return]

@@ -1,0 +1,208 @@
+"""A run's row, its notes and its curve rows under one checksum (``run.checksum``), made as
+they are written and checked by every read that shows them.
+
+The checksum is the xxh3-64 (signed, as a BIGINT holds it), seeded with the job's id, of the
+job's name and the run's rows exactly as the driver reads them back (``_RUNS``, ``_NOTES``:
+SQLite's text 'NaN' of a float column, its 0 or 1 of a flag, as they are): the run's columns
+(its ``extra`` as the JSON text stored), its curve rows (every column but the keys, by metric)
+and its notes in position order. So it is made by reading the rows back once they are written
+(``seal_runs``), never from the values given, and every read hashes what it fetched without
+converting a value. A value altered, two arms' names swapped, a note or curve row deleted or
+moved, or the run moved to another job, no longer match. Curve points are checked by their
+chunks' own checksums (``tracker.store.codec``); what a curve row says of its points is
+compared with them by ``tracker db check``.
+
+Migration 0017 keeps its own copy of ``run_checksum`` and of the statements, as an old
+revision never runs today's code; ``tests/test_migrations.py`` checks that an upgraded
+database holds the checksums an ingest writes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import xxhash
+from sqlalchemy import Text, bindparam, select, type_coerce, update
+from sqlalchemy.orm import Session
+
+from tracker.errors import DamagedRun
+from tracker.models import Curve, ExactFloat, Job, Run, RunNoteRow
+from tracker.notes import RunNote
+from tracker.store.raw_rows import driver_rows
+
+RUN_FIELDS = (Run.arm, Run.model, Run.variant, Run.seed, Run.val_loss, Run.final_loss)
+CURVE_FIELDS = (
+    Curve.metric,
+    Curve.n_points,
+    Curve.first_step,
+    Curve.last_step,
+    Curve.first_value,
+    Curve.last_value,
+    Curve.min_value,
+    Curve.max_value,
+    Curve.n_nonfinite,
+)
+NOTE_FIELDS = (
+    RunNoteRow.position,
+    RunNoteRow.kind,
+    RunNoteRow.text,
+    RunNoteRow.first_step,
+    RunNoteRow.last_step,
+    RunNoteRow.count,
+)
+
+
+def run_checksum(
+    job_id: int,
+    job: str,
+    run: tuple[object, ...],
+    curves: Iterable[tuple[object, ...]],
+    notes: Iterable[tuple[object, ...]],
+) -> int:
+    """The checksum of a run's rows as the driver reads them: ``run`` its ``RUN_FIELDS``, then
+    ``diverged`` and its ``extra`` text; ``curves`` its curve rows' ``CURVE_FIELDS`` (any order);
+    ``notes`` its notes' ``NOTE_FIELDS``, in position order. A float's repr keeps its bits."""
+    text = repr((job, run, sorted(curves), tuple(notes))).encode("utf-8")
+    return int.from_bytes(xxhash.xxh3_64_digest(text, seed=job_id), "big", signed=True)
+
+
+# built once, as every page runs them (tracker.store.catalog says why); the values are the
+# driver's own (``driver_rows``)
+_RUNS = (
+    select(Run.id, Run.job_id, Job.name, Run.checksum, *RUN_FIELDS)
+    .add_columns(type_coerce(Run.diverged, Run.seed.type), type_coerce(Run.extra, Text))
+    .join(Job, Job.id == Run.job_id)
+    .where(Run.job_id.in_(bindparam("job_ids", expanding=True)))
+    .order_by(Run.variant, Run.seed, Run.arm, Run.id)  # as the tables list a job's arms
+)
+_CURVES = (
+    select(Curve.run_id, Curve.id, *CURVE_FIELDS)
+    .join(Run, Run.id == Curve.run_id)
+    .where(Run.job_id.in_(bindparam("job_ids", expanding=True)))
+)
+_NOTES = (
+    select(RunNoteRow.run_id, *NOTE_FIELDS)
+    .join(Run, Run.id == RunNoteRow.run_id)
+    .where(Run.job_id.in_(bindparam("job_ids", expanding=True)))
+    .order_by(RunNoteRow.run_id, RunNoteRow.position)
+)
+_VALUES = {c.key for c in CURVE_FIELDS if isinstance(c.type, ExactFloat)}
+
+
+def as_read(column: str, value: object, sqlite: bool) -> object:
+    """A curve column's value as the driver reads it back once written: SQLite keeps a float
+    column's NaN as the text 'NaN' (``tracker.models.ExactFloat``) and -0.0 as 0.0."""
+    if not sqlite or column not in _VALUES or value is None:
+        return value
+    number = float(value)  # type: ignore[arg-type]
+    return "NaN" if math.isnan(number) else number + 0.0
+
+
+@dataclass
+class StoredRun:
+    """A run's row (``columns``: as ``run_checksum`` takes them), its curve rows (by id) and
+    its notes, as the driver read them."""
+
+    id: int
+    job_id: int
+    job: str
+    kept: int | None  # its checksum
+    columns: tuple[object, ...]
+    curves: dict[int, tuple[object, ...]] = field(default_factory=dict)
+    notes: list[tuple[object, ...]] = field(default_factory=list)
+
+    @property
+    def arm(self) -> str:
+        return str(self.columns[0])
+
+    def checksum(self, numbers: Mapping[int, Mapping[str, object]] | None = None) -> int:
+        """Its checksum as made of its rows, with the value columns of the curves in
+        ``numbers`` (by id; as the driver reads them: ``as_read``) as given there."""
+        curves = [
+            tuple(numbers[curve_id].get(c.key, v) for c, v in zip(CURVE_FIELDS, row, strict=True))
+            if numbers and curve_id in numbers
+            else row
+            for curve_id, row in self.curves.items()
+        ]
+        return run_checksum(self.job_id, self.job, self.columns, curves, self.notes)
+
+    @cached_property
+    def by_metric(self) -> dict[str, tuple[object, ...]]:
+        """Its curve rows (``CURVE_FIELDS``) by metric."""
+        return {str(row[0]): row for row in self.curves.values()}
+
+    def damaged(self, numbers: Mapping[int, Mapping[str, object]] | None = None) -> bool:
+        return self.kept is None or self.checksum(numbers) != self.kept
+
+    def error(self) -> DamagedRun:
+        reason = "no checksum" if self.kept is None else "checksum mismatch"
+        return DamagedRun(job=self.job, arm=self.arm, reason=reason)
+
+
+def stored_runs(session: Session, job_ids: Iterable[int]) -> list[StoredRun]:
+    """Every run of the listed jobs, by variant, seed, arm (then id), as stored: three
+    statements, however many."""
+    ids = {"job_ids": list(job_ids)}
+    runs = {
+        row[0]: StoredRun(row[0], row[1], row[2], row[3], tuple(row[4:]))
+        for row in driver_rows(session, _RUNS, ids)
+    }
+    for row in driver_rows(session, _CURVES, ids):
+        runs[row[0]].curves[row[1]] = tuple(row[2:])
+    for row in driver_rows(session, _NOTES, ids):
+        runs[row[0]].notes.append(tuple(row[1:]))
+    return list(runs.values())
+
+
+# The runs this process found intact, as they were read (with their checksum): a run read
+# alike again is intact without hashing its rows anew (comparing them costs a fraction of
+# repr-ing every float); emptied past ``_MOST`` runs.
+_VERIFIED: set[tuple[object, ...]] = set()
+_MOST = 200_000
+
+
+def verified_runs(session: Session, job_ids: Iterable[int]) -> list[StoredRun]:
+    """``stored_runs``, once each is found to be what its checksum was made of;
+    ``DamagedRun`` naming the first that is not."""
+    runs = stored_runs(session, job_ids)
+    for run in runs:
+        read = (run.job_id, run.job, run.kept, run.columns, *run.curves.items(), *run.notes)
+        if read in _VERIFIED:
+            continue
+        if run.damaged():
+            raise run.error()
+        if len(_VERIFIED) >= _MOST:
+            _VERIFIED.clear()
+        _VERIFIED.add(read)
+    return runs
+
+
+def notes_of(runs: Iterable[StoredRun]) -> dict[int, list[RunNote]]:
+    """The notes of each run, by run id (a run without any has none)."""
+    return {
+        run.id: [RunNote(*note[1:]) for note in run.notes]  # type: ignore[arg-type]
+        for run in runs
+        if run.notes
+    }
+
+
+def checked_runs(session: Session, job_ids: Iterable[int]) -> dict[int, list[RunNote]]:
+    """The notes of every run of the listed jobs (``notes_of``), once each run is verified
+    (``verified_runs``)."""
+    return notes_of(verified_runs(session, job_ids))
+
+
+def seal_runs(session: Session, job_ids: Iterable[int], only: Iterable[int] | None = None) -> None:
+    """Make the checksums of the runs of the listed jobs (``only`` those, when given) of their
+    rows as written, in the caller's transaction."""
+    kept = None if only is None else set(only)
+    sums = [
+        {"id": run.id, "checksum": run.checksum()}
+        for run in stored_runs(session, job_ids)
+        if kept is None or run.id in kept
+    ]
+    if sums:
+        session.execute(update(Run), sums)
