@@ -157,10 +157,10 @@ def stored_runs(session: Session, job_ids: Iterable[int]) -> list[StoredRun]:
     return list(runs.values())
 
 
-# The runs this process found intact, as they were read (with their checksum): a run read
-# alike again is intact without hashing its rows anew (comparing them costs a fraction of
-# repr-ing every float); emptied past ``_MOST`` runs.
-_VERIFIED: set[tuple[object, ...]] = set()
+# The runs this process found intact, as Python's hash of what was read (with its checksum):
+# a run read alike again is intact without hashing its rows anew (hashing the tuple costs a
+# fraction of repr-ing every float), and a hash holds no row in memory; emptied past ``_MOST``.
+_VERIFIED: set[int] = set()
 _MOST = 200_000
 
 
@@ -169,7 +169,7 @@ def verified_runs(session: Session, job_ids: Iterable[int]) -> list[StoredRun]:
     ``DamagedRun`` naming the first that is not."""
     runs = stored_runs(session, job_ids)
     for run in runs:
-        read = (run.job_id, run.job, run.kept, run.columns, *run.curves.items(), *run.notes)
+        read = hash((run.job_id, run.job, run.kept, run.columns, *run.curves.items(), *run.notes))
         if read in _VERIFIED:
             continue
         if run.damaged():
