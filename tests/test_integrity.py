@@ -167,11 +167,12 @@ def test_db_check_reports_the_damaged_jobs(two_jobs: Cli, engine: Engine) -> Non
         job1 = session.scalar(select(Job.id).where(Job.name == "job1"))
     set_chunk(engine, chunk, data=chunk.data[:-3])
     frame = zstandard.compress(b'{"steps": 1}')  # not a summary, with a matching checksum
+    sealed = xxhash.xxh3_64_digest(frame, seed=xxhash.xxh3_64_intdigest(b"job1"))
     with engine.begin() as connection:
         connection.execute(
             update(JobSummary)
             .where(JobSummary.job_id == job1)
-            .values(data=bytes([STORED_FORMAT]) + xxhash.xxh3_64_digest(frame) + frame)
+            .values(data=bytes([STORED_FORMAT]) + sealed + frame)
         )
     result = two_jobs("db", "check", ok=False)
     assert result.exit_code == 1

@@ -116,6 +116,33 @@ def test_a_flipped_bit_in_a_jobs_index_row_is_refused_and_repaired(
     assert client.get("/").status_code == 200
 
 
+def test_a_summary_and_index_curves_moved_from_another_job_are_refused_and_repaired(
+    two_jobs: Cli, client: TestClient, engine: Engine
+) -> None:
+    """Intact bytes of job1's, in job2's rows: their checksums are sealed for job1."""
+    intact = summary_of(engine, "job2")
+    set_summary(engine, "job2", summary_of(engine, "job1"))
+    for path in ("/jobs/job2/", "/api/jobs/job2"):
+        answer = client.get(path)
+        assert answer.status_code == 500 and SUMMARY_DAMAGED in answer.text, path
+    with engine.begin() as connection:
+        ids = {name: job_id for name, job_id in connection.execute(select(Job.name, Job.id))}
+        curves = select(JobIndex.grid_curves).where(JobIndex.job_id == ids["job1"])
+        connection.execute(
+            update(JobIndex)
+            .where(JobIndex.job_id == ids["job2"])
+            .values(grid_curves=connection.scalar(curves))
+        )
+    answer = client.get("/")
+    assert answer.status_code == 500 and SUMMARY_DAMAGED in answer.text
+    checked = two_jobs("db", "check", ok=False)
+    assert (checked.exit_code, checked.stderr) == (1, f"Error: {SUMMARY_DAMAGED}\n")
+    two_jobs("db", "check", "--repair")
+    assert summary_of(engine, "job2") == intact
+    assert two_jobs("db", "check").stdout.endswith(": no damage found\n")
+    assert client.get("/").status_code == 200 and client.get("/jobs/job2/").status_code == 200
+
+
 def test_db_check_does_not_repair_what_the_points_cannot_rebuild(
     two_jobs: Cli, engine: Engine
 ) -> None:

@@ -85,7 +85,7 @@ def test_only_a_long_jobs_lines_are_kept_and_both_read_back_as_built(
         assert connection.execute(text("DELETE FROM job_summary")).rowcount == 2
     for name, from_points in summaries(engine).items():
         assert read[name].trajectories.to_json() == from_points.trajectories.to_json()
-        assert read[name].to_stored() == from_points.to_stored()
+        assert read[name].to_stored(name) == from_points.to_stored(name)
 
 
 def test_a_short_jobs_lines_are_drawn_only_when_asked_for_with_the_summary(
@@ -106,8 +106,8 @@ def test_a_short_jobs_lines_are_drawn_only_when_asked_for_with_the_summary(
 
 def test_a_summary_of_an_unknown_format_is_refused(short_and_long: Cli, engine: Engine) -> None:
     data = stored(engine)["short"]
-    with pytest.raises(UnknownSummaryFormat, match="unknown format b'\\\\x03'"):
-        Summary.from_stored(b"\x03" + data[1:], lambda: pytest.fail("not drawn"))
+    with pytest.raises(UnknownSummaryFormat, match="unknown format b'\\\\x04'"):
+        Summary.from_stored(b"\x04" + data[1:], "short", lambda: pytest.fail("not drawn"))
 
 
 def test_the_migrations_copy_of_the_format_writes_the_same_bytes(
@@ -115,9 +115,9 @@ def test_the_migrations_copy_of_the_format_writes_the_same_bytes(
 ) -> None:
     step = migration_module("0008_compact_job_summary.py")
     for name, summary in summaries(engine).items():
-        doc = json.loads(json_text(summary.to_stored()))
+        doc = json.loads(json_text(summary.to_stored(name)))
         doc["trajectories"] = summary.trajectories.to_json()  # as 0007's document held them
-        # format 1, which 0008 wrote: today's (2) without its checksum
+        # format 1, which 0008 wrote: today's (3) without its checksum
         assert step.compact(json.dumps(doc)) == b"\x01" + stored(engine)[name][9:], name
 
 

@@ -127,7 +127,8 @@ def check_database(
             try:
                 read_grid_curves(job, data)
             except DamagedSummary as exc:
-                checked.damage.append((job, str(exc)))
+                if (job, str(exc)) not in checked.damage:  # said of its summary already
+                    checked.damage.append((job, str(exc)))
                 checked.derived_damage.add(job)
         for job_id, job, study in session.execute(select(Job.id, Job.name, Job.study)):
             differs = verdicts_of(session, job_id, job, study)

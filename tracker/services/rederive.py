@@ -42,8 +42,8 @@ def store_derived(
     summary = summarize(load_job_data(session, name, curves=losses), exp)
     derived = derive(summary, exp)
     digest = expectations_digest(exp)
-    stored = summary.to_stored()
-    curves = summary.curves_to_stored()
+    stored = summary.to_stored(name)
+    curves = summary.curves_to_stored(name)
     write_derived(session, job_id, digest, derived.verdicts, derived.numbers, stored, curves)
 
 

@@ -1,9 +1,10 @@
 """A job's kept summary and its codec: stored as compressed bytes (``to_stored``), read back
 by ``from_stored``.
 
-The stored form is ``STORED_FORMAT`` (one byte), the xxh3-64 of the rest (8 bytes, checked on
-every read: a flipped bit that still decompresses reads as damage, not as other figures), then
-the zstandard frame of a JSON document.
+The stored form is ``STORED_FORMAT`` (one byte), the xxh3-64 of the rest seeded by the job's
+name (8 bytes, checked on every read: a flipped bit that still decompresses, or a summary
+moved to another job, reads as damage, not as other figures), then the zstandard frame of a
+JSON document.
 The trajectories figure's downsampled lines (most of a summary: two float64 columns of up to
 ``DEFAULT_MAX_POINTS`` points per arm, full precision) are kept only for a job of more than
 ``DRAWN_KEPT_ABOVE`` loss values; a shorter job's are drawn from its points when a page asks,
@@ -32,9 +33,9 @@ SEED_NOISE = "seed_noise"  # mean |EMA(seed twin) - EMA(baseline)| over the 2nd 
 DIVERGED_AT = "diverged_at"  # first step whose loss is not finite, of the divergent arm
 NUMBERS = (EMA_DELTA, SEED_NOISE, DIVERGED_AT)
 
-STORED_FORMAT = (
-    2  # the first byte of a stored summary; a later form takes another (1 had no checksum)
-)
+# the first byte of a stored summary; a later form takes another (1 had no checksum, 2 one
+# not tied to its job)
+STORED_FORMAT = 3
 DRAWN_KEPT_ABOVE = 100_000  # loss values (all arms): decoding and smoothing them takes ~10 ms
 LEVEL = 9  # zstandard: 7% smaller than its default for ~3 ms a job (19: 5% more, 100 ms)
 _compressor = zstandard.ZstdCompressor(level=LEVEL)
@@ -49,8 +50,8 @@ class SummaryChecksumMismatch(ValueError):
     """A stored summary whose bytes are not those its checksum was made of."""
 
 
-def _checksum(frame: bytes | memoryview) -> bytes:
-    return xxhash.xxh3_64_digest(frame)
+def _checksum(frame: bytes | memoryview, job: str) -> bytes:
+    return xxhash.xxh3_64_digest(frame, seed=xxhash.xxh3_64_intdigest(job.encode("utf-8")))
 
 
 @dataclass(frozen=True)
@@ -76,8 +77,8 @@ class Summary:
         that show no trajectories, such as the index, never draw them)."""
         return self.draw()
 
-    def to_stored(self) -> bytes:
-        """The summary as stored: the drawn lines only for a job of more than
+    def to_stored(self, job: str) -> bytes:
+        """The summary of job ``job`` as stored: the drawn lines only for a job of more than
         ``DRAWN_KEPT_ABOVE`` loss values. Read back by ``from_stored`` only."""
         analysis = self.analysis
         kept = self.steps > DRAWN_KEPT_ABOVE
@@ -93,18 +94,20 @@ class Summary:
                 "trajectories": self.trajectories.to_json() if kept else None,
                 "curves": {arm: curve.to_json() for arm, curve in self.curves.items()},
                 "steps": self.steps,
-            }
+            },
+            job,
         )
 
-    def curves_to_stored(self) -> bytes:
+    def curves_to_stored(self, job: str) -> bytes:
         """The smoothed curves alone, as the index reads them for many jobs without
         decompressing each whole summary; read back by ``curves_from_stored``."""
-        return _framed({arm: curve.to_json() for arm, curve in self.curves.items()})
+        return _framed({arm: curve.to_json() for arm, curve in self.curves.items()}, job)
 
     @classmethod
-    def from_stored(cls, data: bytes, draw: Callable[[], TrajectoryDrawing]) -> Summary:
-        """A stored summary; ``draw`` makes its lines from the job's points if none were kept."""
-        doc = _unframed(data)
+    def from_stored(cls, data: bytes, job: str, draw: Callable[[], TrajectoryDrawing]) -> Summary:
+        """Job ``job``'s stored summary; ``draw`` makes its lines from the job's points if none
+        were kept."""
+        doc = _unframed(data, job)
         analysis = doc["analysis"]
         verdicts = [Verdict(**v) for v in analysis["verdicts"]]
         kept = doc["trajectories"] and TrajectoryDrawing.from_json(doc["trajectories"])
@@ -118,20 +121,20 @@ class Summary:
         )
 
 
-def curves_from_stored(data: bytes) -> dict[str, GridCurve]:
-    """A job's smoothed curves as ``Summary.curves_to_stored`` kept them."""
-    return {arm: GridCurve.from_json(curve) for arm, curve in _unframed(data).items()}
+def curves_from_stored(data: bytes, job: str) -> dict[str, GridCurve]:
+    """Job ``job``'s smoothed curves as ``Summary.curves_to_stored`` kept them."""
+    return {arm: GridCurve.from_json(curve) for arm, curve in _unframed(data, job).items()}
 
 
-def _framed(doc: object) -> bytes:
+def _framed(doc: object, job: str) -> bytes:
     frame = _compressor.compress(to_stored_json(doc).encode("utf-8"))
-    return bytes([STORED_FORMAT]) + _checksum(frame) + frame
+    return bytes([STORED_FORMAT]) + _checksum(frame, job) + frame
 
 
-def _unframed(data: bytes) -> Any:
+def _unframed(data: bytes, job: str) -> Any:
     if not data or data[0] != STORED_FORMAT:
         raise UnknownSummaryFormat(f"stored summary of unknown format {data[:1]!r}")
     frame = memoryview(data)[9:]
-    if _checksum(frame) != data[1:9]:
+    if _checksum(frame, job) != data[1:9]:
         raise SummaryChecksumMismatch("checksum mismatch")
     return from_stored_json(_decompressor.decompress(frame).decode("utf-8"))

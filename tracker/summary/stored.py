@@ -21,12 +21,12 @@ UNREADABLE = (ValueError, KeyError, TypeError, IndexError, AttributeError, zstan
 
 def read_grid_curves(job: str, data: bytes) -> dict[str, GridCurve]:
     """Job ``job``'s smoothed curves from their stored bytes (``Summary.curves_to_stored``)."""
-    return _read(job, lambda: curves_from_stored(data))
+    return _read(job, lambda: curves_from_stored(data, job))
 
 
 def read_summary(job: str, data: bytes, draw: Callable[[], TrajectoryDrawing]) -> Summary:
     """Job ``job``'s summary from its stored bytes; ``draw`` as for ``Summary.from_stored``."""
-    return _read(job, lambda: Summary.from_stored(data, draw))
+    return _read(job, lambda: Summary.from_stored(data, job, draw))
 
 
 def _read(job: str, read: Callable[[], T]) -> T:
