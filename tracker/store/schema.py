@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, inspect, text
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from tracker.errors import (
     DatabaseUnavailable,
@@ -157,6 +157,17 @@ def _inspect_schema(connection: Connection, url: str) -> str | None:
     return revision
 
 
+def _revision_at_once(connection: Connection) -> str | None:
+    """The revision in one statement, as every command asks it first (PostgreSQL's catalog
+    inspected instead costs a command about 20 ms); None when it cannot say (no such table).
+    Only HEAD is taken as it is: the schema of a revision is committed whole, with it."""
+    try:
+        return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    except DBAPIError:
+        connection.rollback()  # PostgreSQL ends the failed transaction's statements
+        return None
+
+
 def check_schema(engine: Engine, *, create: bool = True) -> str | None:
     """Refuse foreign or newer databases; create the schema in an empty one.
 
@@ -164,7 +175,9 @@ def check_schema(engine: Engine, *, create: bool = True) -> str | None:
     """
     url = engine.url.render_as_string(hide_password=True)
     with engine.connect() as connection:
-        revision = _inspect_schema(connection, url)
+        revision = _revision_at_once(connection)
+        if revision != HEAD:
+            revision = _inspect_schema(connection, url)
     if revision is not None or not create:
         return revision
     with _schema_lock(engine) as connection:
