@@ -543,6 +543,7 @@ def test_job_names_holding_html_stay_inert(study: Cli, db_url: str, engine: Engi
                 text("SELECT id FROM job WHERE name = :evil"), {"evil": EVIL}
             )
             seal_runs(session, [job_id])
+    study("db", "rederive", "--force")  # ...and its kept summary (sealed for its name)
     with client_for(db_url) as client:
         index = client.get("/").text
         escaped = "&lt;img src=x onerror=alert(1)&gt;"
