@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Connection, Engine, select, update
+from sqlalchemy import Connection, Engine, select, text, update
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli, client_for
@@ -124,11 +124,15 @@ def test_a_damaged_run_is_refused_everywhere_and_named_by_db_check(
     with engine.begin() as connection:
         line = DAMAGED.format(damage(connection))
     refused_everywhere(two_jobs, tmp_path, line)
+    # a run moved away leaves its job without it, which that job's summary tells
+    damaged = (
+        "2 jobs damaged: job1, job2" if damage is moved_from_another_job else "1 jobs damaged: job2"
+    )
     for args in (("db", "check"), ("db", "check", "--repair")):  # not derived: no repair
         checked = two_jobs(*args, ok=False)
         assert checked.exit_code == 1, args
         assert f"Error: {line}" in checked.stderr.splitlines(), args
-        assert checked.stdout.endswith(": 1 jobs damaged: job2\n"), args
+        assert checked.stdout.endswith(f": {damaged}\n"), args
 
 
 @pytest.mark.parametrize("damage", NUMBERS_DAMAGE, ids=lambda d: d.__name__)
@@ -188,3 +192,22 @@ def test_a_run_without_its_checksum_is_refused(two_jobs: Cli, engine: Engine) ->
     for args in (("query", "runs"), ("db", "check")):
         result = two_jobs(*args, ok=False)
         assert (result.exit_code, result.stderr) == (1, f"Error: {line}\n"), args
+
+
+def test_a_run_deleted_whole_is_named_by_db_check_and_not_repaired_away(
+    two_jobs: Cli, engine: Engine
+) -> None:
+    """No checksum is left to fail, but the job's summary, made from every run, names it:
+    rebuilding the summary from the runs left would forget the run, so ``--repair`` does not."""
+    with engine.begin() as connection:  # its curves and notes go with it (ON DELETE CASCADE)
+        connection.execute(
+            text("DELETE FROM run WHERE id = :run"), {"run": run_id(connection, "job2", "flash_s0")}
+        )
+    line = (
+        "stored run job2/flash_s0 is damaged (its row is gone; its summary names it);"
+        " re-ingest the job from its files"
+    )
+    for args in (("db", "check"), ("db", "check", "--repair")):
+        result = two_jobs(*args, ok=False)
+        assert (result.exit_code, result.stderr) == (1, f"Error: {line}\n"), args
+    assert result.stdout.endswith("1 jobs damaged: job2\n")

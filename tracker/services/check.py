@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from tracker.errors import DamagedCurve, DamagedSummary
+from tracker.errors import DamagedCurve, DamagedRun, DamagedSummary
 from tracker.models import Curve, CurveChunk, Job, JobIndex, JobSummary, Run
 from tracker.services.check_derived import (
     curve_numbers,
@@ -111,16 +111,26 @@ def check_database(
         for run in damaged_runs:
             checked.damage.append((run.fields["job"], str(run)))
             checked.run_damage.add(run.fields["job"])
+        arms: dict[str, set[str]] = {}
+        for job, arm in session.execute(select(Job.name, Run.arm).join(Run, Run.job_id == Job.id)):
+            arms.setdefault(job, set()).add(arm)
         summaries = session.execute(
             select(Job.name, JobSummary.data).join(Job, Job.id == JobSummary.job_id)
         )
         for job, data in summaries:
             checked.summaries += 1
             try:
-                read_summary(job, data, not_drawn)
+                summary = read_summary(job, data, not_drawn)
             except DamagedSummary as exc:
                 checked.damage.append((job, str(exc)))
                 checked.derived_damage.add(job)
+                continue
+            # a run's row deleted whole leaves no checksum to fail: its job's summary, made
+            # from every run, still names it (rebuilding the summary would forget it)
+            for arm in sorted(set(summary.curves) - arms.get(job, set())):
+                gone = DamagedRun(job=job, arm=arm, reason="its row is gone; its summary names it")
+                checked.damage.append((job, str(gone)))
+                checked.run_damage.add(job)
         for job, data in session.execute(
             select(Job.name, JobIndex.grid_curves).join(Job, Job.id == JobIndex.job_id)
         ):
