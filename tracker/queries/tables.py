@@ -23,6 +23,7 @@ from tracker.queries.window import check_window, kept, read_window
 from tracker.store.catalog import PROBE_NUMBERS
 from tracker.store.frames import query_frame
 from tracker.store.notes import notes_text
+from tracker.store.raw_rows import exact_float
 from tracker.store.run_rows import (
     CURVE_FIELDS,
     StoredRun,
@@ -108,11 +109,6 @@ ARM_SCHEMA = {
 }
 
 
-def _number(value: object) -> object:
-    """A float column's value as the driver gave it, SQLite's text 'NaN' as the float."""
-    return float(value) if value.__class__ is str else value  # type: ignore[arg-type]
-
-
 def arm_rows(session: Session, selection: JobSelection, job_ids: list[int]) -> pl.DataFrame:
     """One row per arm of the jobs ``job_ids`` (``job_id`` first) that the selection's models,
     variants and conditions on runs keep: its summary and its loss curve's (steps: how many
@@ -143,11 +139,11 @@ def arm_rows(session: Session, selection: JobSelection, job_ids: list[int]) -> p
                 seed,
                 n or 0,
                 last_step,
-                _number(final_loss),
-                _number(low),
-                _number(last),
+                exact_float(final_loss),
+                exact_float(low),
+                exact_float(last),
                 nonfinite or 0,
-                _number(val_loss),
+                exact_float(val_loss),
                 None if diverged is None else bool(diverged),
                 stopped.get((run.job_id, str(arm))),
                 notes_text(notes.get(run.id, [])),

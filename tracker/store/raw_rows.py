@@ -35,9 +35,13 @@ def plain_rows(
 def _exact_floats(row: Any, positions: list[int]) -> tuple[Any, ...]:
     values = list(row)
     for i in positions:
-        if values[i].__class__ is str:
-            values[i] = float(values[i])
+        values[i] = exact_float(values[i])
     return tuple(values)
+
+
+def exact_float(value: Any) -> Any:
+    """An ExactFloat column's value as the driver gave it, SQLite's text 'NaN' as the float."""
+    return float(value) if value.__class__ is str else value
 
 
 def driver_rows(
