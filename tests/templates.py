@@ -8,7 +8,7 @@ connection of the session. A copy keeps every test free to write.
 
 On PostgreSQL a copy is mostly DDL, which costs the server more than most tests' own work; a
 copy that its test left as it was restored (same tables, columns, constraints, grants, rows
-and sequences: ``_FINGERPRINT``) is therefore kept, renamed, and handed by a rename to the
+and sequences: ``_fingerprint``) is therefore kept, renamed, and handed by a rename to the
 next test that asks for the same template.
 """
 
@@ -118,7 +118,6 @@ class Templates:
         name = f"kept_{uuid.uuid4().hex[:16]}"
         self.restorer.execute(f'ALTER SCHEMA "{schema}" RENAME TO "{name}"'.encode())
         self.kept.setdefault(key, []).append((name, fingerprint))
-        self.schemas.append(name)
         return True
 
     def _build(self, backend: str, build: Callable[[Any, Path], Any]) -> Template:
@@ -141,8 +140,9 @@ class Templates:
         """The templates and the kept copies dropped."""
         if self.restorer is None:
             return
-        for schema in self.schemas:
-            self.restorer.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'.encode())
+        kept = [name for copies in self.kept.values() for name, _ in copies]
+        for schema in self.schemas + kept:
+            self.restorer.execute(f'DROP SCHEMA "{schema}" CASCADE'.encode())
         self.restorer.close()
 
 
