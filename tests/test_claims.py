@@ -483,6 +483,23 @@ def test_the_stratified_bootstrap_agrees_with_scipys_on_strata_as_samples(
     assert stratified_bootstrap(*one, spec) is None  # type: ignore[arg-type]
 
 
+def test_the_bootstrap_redrawn_a_slice_at_a_time_gives_the_interval_of_one_draw(
+    exp: Expectations, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many jobs' resamples are drawn in slices, so memory does not grow with the jobs:
+    the generator's draws, and so the interval, are those of one draw of them all."""
+    from tracker.analysis.claims import stochastic
+
+    rng = np.random.default_rng(7)
+    candidate = {f"job{i}": rng.normal(3.0, 0.1, 1 + i % 3) for i in range(40)}
+    baseline = {f"job{i}": rng.normal(3.0, 0.1, 2 + i % 2) for i in range(40)}
+    spec = next(c for c in exp.claims if c.kind == "equivalence")
+    whole = stochastic.stratified_bootstrap(candidate, baseline, spec)  # type: ignore[arg-type]
+    monkeypatch.setattr(stochastic, "RESAMPLED_VALUES", 97)  # slices of a few resamples
+    sliced = stochastic.stratified_bootstrap(candidate, baseline, spec)  # type: ignore[arg-type]
+    assert whole is not None and sliced == whole
+
+
 def test_separating_metadata_names_only_keys_that_split_failing_from_passing() -> None:
     from tracker.analysis.claims.rules import separating_metadata
 

@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
 
 
+# Values redrawn at once by the bootstrap (8 bytes each, twice: the picks and the values)
+RESAMPLED_VALUES = 1 << 18
+
+
 def stratified_bootstrap(
     candidate: dict[str, np.ndarray], baseline: dict[str, np.ndarray], spec: Compared
 ) -> tuple[float, float] | None:
@@ -65,9 +69,16 @@ def stratified_bootstrap(
                 statistic += float(stacked[:, 0] @ scale)
                 continue
             varied = True
-            picks = rng.integers(0, size, (resamples, len(same), size))
             rows = np.arange(len(same))[None, :, None]
-            statistic += stacked[rows, picks].sum(axis=2) @ scale
+            # the resamples a slice at a time, so memory does not grow with the jobs; the
+            # generator gives the same draws in slices as in one call
+            step = max(1, RESAMPLED_VALUES // (len(same) * size))
+            for at in range(0, resamples, step):
+                picks = rng.integers(0, size, (min(step, resamples - at), len(same), size))
+                # a sum along each row, not a matrix product: BLAS may round a row apart
+                # by how many rows it is given
+                drawn = stacked[rows, picks].sum(axis=2)
+                statistic[at : at + step] += (drawn * scale).sum(axis=1)
     if not varied:
         return None
     tail = (1 - spec.level) / 2
