@@ -41,8 +41,8 @@ RUN_SCHEMA = {
     "hours": pl.Float64,
 }
 STUDY = "study"  # the group key of a job's study, among jobs of several studies
-# Jobs whose verdicts are read at once: as Python tuples a job's take about 100 KB, five
-# times their columns in a frame, so the claims of many jobs hold their frame and one batch.
+# Jobs whose verdicts are read at once: as Python tuples a job's take about 100 KB, so the
+# claims of many jobs hold their compact frame (below) and one batch.
 VERDICT_BATCH = 200
 # The stored verdict rows (``load_verdict_rows``) as a frame.
 VERDICT_SCHEMA = {
@@ -56,6 +56,11 @@ VERDICT_SCHEMA = {
     "detail": pl.String,
     "known": pl.String,
 }
+# What the claims keep of them, about 50 bytes a verdict whatever their texts: the words that
+# repeat across jobs as categories, and a detail only where a check and subject first appear
+# (the claims quote the first job's alone: ``tracker.analysis.claims.rules``).
+REPEATED = ("job", "check", "subject", "status", "detail", "known")
+VERDICT_COLUMNS = ["job", *list(VERDICT_SCHEMA)[1:]]
 
 
 def _group_label(keys: tuple[str, ...], values: tuple[str | None, ...]) -> str:
@@ -243,21 +248,16 @@ def _evidence(
     verdicts (in job order), the derived numbers, the runs and the metadata of ``jobs``."""
     ids = jobs["job_id"].to_list()
     names = dict(zip(ids, jobs["job"].to_list(), strict=True))
-    frames = [pl.DataFrame(schema=VERDICT_SCHEMA)]
+    position = {job_id: i for i, job_id in enumerate(ids)}
+    frames = [pl.DataFrame(schema=VERDICT_SCHEMA).pipe(_compact, names, position, set())]
     numbers_of: dict[int, dict[str, float | None]] = {}
+    shown: set[str] = set()  # the checks and subjects whose detail is kept
     for at in range(0, len(ids), VERDICT_BATCH):  # as Python rows, a batch at a time
         rows, batch = load_verdict_rows(session, ids[at : at + VERDICT_BATCH], exp)
-        frames.append(pl.DataFrame(rows, orient="row", schema=VERDICT_SCHEMA))
+        frame = pl.DataFrame(rows, orient="row", schema=VERDICT_SCHEMA)
+        frames.append(_compact(frame, names, position, shown))
         numbers_of.update(batch)
-    position = {job_id: i for i, job_id in enumerate(ids)}
-    verdicts = (
-        pl.concat(frames)
-        .sort(pl.col("job_id").replace_strict(position), maintain_order=True)
-        .select(
-            pl.col("job_id").replace_strict(names, return_dtype=pl.String).alias("job"),
-            pl.exclude("job_id"),
-        )
-    )
+    verdicts = pl.concat(frames)  # the batches follow ``ids``: in job order
     numbers = pl.DataFrame(
         [
             {"job": names[job_id], **{k: numbers_of[job_id].get(k) for k in NUMBERS}}
@@ -275,3 +275,20 @@ def _evidence(
     )
     named = pl.col("job_id").replace_strict(names, return_dtype=pl.String)
     return verdicts, numbers, runs.with_columns(job=named), meta.with_columns(job=named)
+
+
+def _compact(
+    frame: pl.DataFrame, names: dict[int, str], position: dict[int, int], shown: set[str]
+) -> pl.DataFrame:
+    """A batch of verdict rows in job order, named by job, as the claims keep them
+    (``REPEATED``); ``shown``: the checks and subjects of earlier batches, updated."""
+    key = pl.concat_str("check", "subject", separator="\x1f").alias("key")
+    first = key.is_first_distinct() & ~key.is_in(list(shown))
+    ordered = frame.sort(pl.col("job_id").replace_strict(position), maintain_order=True)
+    compact = ordered.select(
+        pl.col("job_id").replace_strict(names, return_dtype=pl.String).alias("job"),
+        pl.exclude("job_id", "detail"),
+        pl.when(first).then(pl.col("detail")).alias("detail"),
+    )
+    shown.update(ordered.select(key.unique())["key"].to_list())
+    return compact.select(VERDICT_COLUMNS).with_columns(pl.col(REPEATED).cast(pl.Categorical))

@@ -81,22 +81,30 @@ def _statement(claim: str, subject: str, expected: float | None, tolerance: floa
     return f"{subject}: its {part} {exp} GiB as in the paper's appendix (± {tol} GiB)"
 
 
+def _text(words: Sequence[str]) -> list[str]:
+    """Checks or statuses as plain text: polars finds text, not a Python enum, among the
+    categories a frame of many jobs' verdicts keeps them as."""
+    return [str(word) for word in words]
+
+
 def _deterministic_groups(verdicts: pl.DataFrame, checks: list[Check]) -> pl.DataFrame:
     """One row per deterministic check of ``checks`` and subject: how many jobs judged it,
-    which passed and which failed, the spread of the measured values and the expected value."""
+    how many passed and which failed, the spread of the measured values and the expected value."""
     # a verdict without an expected value has nothing to reproduce (no analytic bytes/param)
-    checked = verdicts.filter(pl.col("check").is_in(checks) & pl.col("expected").is_not_null())
+    checked = verdicts.filter(
+        pl.col("check").is_in(_text(checks)) & pl.col("expected").is_not_null()
+    )
     # one aggregation for all of them: a filter per claim costs more than judging it
     # KNOWN: outside tolerance for a reason the expectations file names; the paper's number is
     # still not reproduced, so it counts against the claim, and the claim says why
-    judged = pl.col("status").is_in([PASS, FAIL, KNOWN])
+    judged = pl.col("status").is_in(_text([PASS, FAIL, KNOWN]))
     measured = pl.col("measured").filter(
         judged & pl.col("measured").is_not_null() & pl.col("measured").is_not_nan()
     )
     return checked.group_by("check", "subject", maintain_order=True).agg(
         n=judged.sum(),
-        passing=pl.col("job").filter(pl.col("status") == PASS),
-        failing=pl.col("job").filter(pl.col("status").is_in([FAIL, KNOWN])),
+        passed=(pl.col("status") == PASS).sum(),
+        failing=pl.col("job").filter(pl.col("status").is_in(_text([FAIL, KNOWN]))),
         known=(pl.col("status") == KNOWN).sum(),
         known_reason=pl.col("known").filter(pl.col("status") == KNOWN).first(),
         median=measured.median(),
@@ -127,14 +135,17 @@ def _unjudged_claim(name: str, subject: str, group: dict[str, Any]) -> Claim:
     )
 
 
-def _judged_claim(name: str, subject: str, group: dict[str, Any], meta: pl.DataFrame) -> Claim:
-    """A claim some jobs measured: reproduced when none failed, not when none passed."""
-    passing, failing = group["passing"], group["failing"]
+def _judged_claim(
+    name: str, subject: str, group: dict[str, Any], passing: list[str], meta: pl.DataFrame
+) -> Claim:
+    """A claim some jobs measured: reproduced when none failed, not when none passed
+    (``passing``: the jobs that passed, where some failed)."""
+    failing = group["failing"]
     expected, tolerance = finite_float(group["expected"]), finite_float(group["tolerance"])
     n = group["n"]
     if not failing:
         status, why = REPRODUCED, f"within tolerance in all {n} jobs"
-    elif not passing:
+    elif not group["passed"]:
         status, why = NOT_REPRODUCED, f"outside tolerance in all {n} jobs"
     else:
         status = MIXED
@@ -193,16 +204,29 @@ def deterministic_claims(
         if group["n"] == 0:
             claims.append(_unjudged_claim(name, subject, group))
         else:
-            claims.append(_judged_claim(name, subject, group, meta))
+            passing = _passing(verdicts, group) if group["failing"] and group["passed"] else []
+            claims.append(_judged_claim(name, subject, group, passing, meta))
     return claims
+
+
+def _passing(verdicts: pl.DataFrame, group: dict[str, Any]) -> list[str]:
+    """The jobs that passed a group's check and subject, in job order: asked only where
+    some failed, as every group's would be a list of thousands of names."""
+    found = verdicts.filter(
+        (pl.col("check") == group["check"])
+        & (pl.col("subject") == group["subject"])
+        & pl.col("expected").is_not_null()
+        & (pl.col("status") == str(PASS))
+    )
+    return found["job"].to_list()
 
 
 def probe_failure_claims(verdicts: pl.DataFrame, meta: pl.DataFrame) -> list[Claim]:
     """Per (model, variant) whose probe failed in some job: in how many of the jobs that
     probed it (a success shows as its bytes/param verdicts)."""
-    probed = verdicts.filter(pl.col("check").is_in([Check.BPP_PARAMS, Check.PROBE_FAILED])).unique(
-        ["job", "subject"], keep="last", maintain_order=True
-    )
+    probed = verdicts.filter(
+        pl.col("check").is_in(_text([Check.BPP_PARAMS, Check.PROBE_FAILED]))
+    ).unique(["job", "subject"], keep="last", maintain_order=True)
     failed_subjects = probed.filter(pl.col("check") == Check.PROBE_FAILED)["subject"].unique(
         maintain_order=True
     )
