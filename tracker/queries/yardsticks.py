@@ -9,8 +9,10 @@ summary ``steps``) stands in, so a job of 5,100 steps is no yardstick for jobs o
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from sqlalchemy import select
@@ -33,24 +35,43 @@ Key = tuple[str, str]  # (check, subject)
 Where = Sequence[tuple[str, str]]
 LENGTH_KEY = "steps"  # the configuration key a job's run length stands in for
 Seeds = tuple[float, int]  # sum of squares of a job's seeds about their variants' means, df
+# Jobs whose verdict rows are read at once: every job's values are kept, as two arrays a
+# (check, subject), not as its rows.
+VERDICT_BATCH = 200
+
+
+@dataclass(frozen=True)
+class Values:
+    """Every job's value of one (check, subject), in job id order: 16 bytes a job."""
+
+    jobs: array[int] = field(default_factory=lambda: array("q"))
+    values: array[float] = field(default_factory=lambda: array("d"))
+
+    def pairs(self) -> zip[tuple[int, float]]:
+        return zip(self.jobs, self.values, strict=True)
 
 
 @dataclass(frozen=True)
 class OtherJobs:
     """What the comparable jobs show: each one's seed-noise EMA delta, the measured values
-    of every (check, subject), each one's metadata and seeds, by job name; how they were
-    chosen, and the metadata of the second compared job."""
+    of every (check, subject) (of every job, by id, with the ids ``kept`` and their
+    ``names``), each one's metadata and seeds, by job name; how they were chosen, and the
+    metadata of the second compared job."""
 
     ema: Mapping[str, float] = field(default_factory=dict)
-    measured: Mapping[Key, Sequence[tuple[str, float]]] = field(default_factory=dict)
+    measured: Mapping[Key, Values] = field(default_factory=dict)
     scope: str = ""
     meta: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     seeds: Mapping[str, Seeds] = field(default_factory=dict)
     own: Mapping[str, str] = field(default_factory=dict)
+    kept: frozenset[int] = frozenset()
+    names: Mapping[int, str] = field(default_factory=dict)
 
     def yardstick(self, key: Key) -> Yardstick:
-        jobs = [job for job, _ in self.measured.get(key, ())]
-        values = [value for _, value in self.measured.get(key, ())]
+        found = self.measured.get(key, Values())
+        chosen = [(self.names[job_id], v) for job_id, v in found.pairs() if job_id in self.kept]
+        jobs = [job for job, _ in chosen]
+        values = [value for _, value in chosen]
         meta = [self.meta.get(job, {}) for job in jobs]
         seeds = [self.seeds.get(job, (0.0, 0)) for job in jobs]
         return Yardstick(jobs, values, self.scope, meta, seeds)
@@ -75,7 +96,7 @@ class KeptVerdicts:
     names: Mapping[int, str]  # job id -> name, in job id order
     meta: Mapping[int, Mapping[str, str]]  # job id -> its metadata
     ema: Mapping[int, float]  # job id -> its seed-noise EMA delta
-    measured: Mapping[Key, Sequence[tuple[int, float]]]  # (check, subject) -> (job id, value)
+    measured: Mapping[Key, Values]  # (check, subject) -> every job's value
     seeds: Mapping[int, Seeds] = field(default_factory=dict)
 
     def comparable(
@@ -103,26 +124,22 @@ class KeptVerdicts:
             if job_id not in left_out
             and all(self.meta.get(job_id, {}).get(k) in vs for k, vs in wanted.items())
         }
-        measured = {
-            key: [(self.names[job_id], value) for job_id, value in values if job_id in kept]
-            for key, values in self.measured.items()
-        }
         ema = {self.names[job_id]: v for job_id, v in self.ema.items() if job_id in kept}
         scope = ", ".join(_scope(key, values) for key, values in wanted.items())
         meta = {self.names[job_id]: self.meta.get(job_id, {}) for job_id in kept}
         seeds = {self.names[job_id]: s for job_id, s in self.seeds.items() if job_id in kept}
         second = ids.get(compared[-1]) if compared else None
         own = self.meta.get(second, {}) if second is not None else {}
-        return OtherJobs(ema, measured, scope, meta, seeds, own)
+        return OtherJobs(ema, self.measured, scope, meta, seeds, own, frozenset(kept), self.names)
 
 
-def _seeds(measured: Mapping[Key, Sequence[tuple[int, float]]]) -> dict[int, Seeds]:
+def _seeds(measured: Mapping[Key, Values]) -> dict[int, Seeds]:
     """Each job's arms' final validation losses: their sum of squares about each variant's
     mean and its degrees of freedom (seeds less one, summed over the variants)."""
     losses: dict[tuple[int, str], list[float]] = {}
     for (check, subject), values in measured.items():
         arm = ArmName.find(subject) if check == Check.VAL_LOSS_PAPER else None
-        for job_id, value in values if arm else ():
+        for job_id, value in values.pairs() if arm else ():
             losses.setdefault((job_id, arm.variant), []).append(value)  # type: ignore[union-attr]
     seeds: dict[int, Seeds] = {}
     for (job_id, _), own in losses.items():
@@ -158,16 +175,19 @@ def kept_verdicts(session: Session, exp: Expectations, study: str | None = None)
     if LENGTH_KEY in exp.gate.configuration:
         for job_id, steps in _lengths(session, list(names)).items():
             meta[job_id].setdefault(LENGTH_KEY, str(steps))
-    rows, numbers = load_verdict_rows(session, list(names), exp)
-    ema = {
-        job_id: value
-        for job_id, own in numbers.items()
-        if (value := own.get(SEED_NOISE)) is not None
-    }
-    measured: dict[Key, list[tuple[int, float]]] = {}
-    for job_id, check, subject, value, *_ in sorted(rows, key=lambda row: row[0]):
-        if isinstance(value, float):
-            measured.setdefault((check, subject), []).append((job_id, value))
+    ids = list(names)
+    ema: dict[int, float] = {}
+    measured: dict[Key, Values] = {}
+    for at in range(0, len(ids), VERDICT_BATCH):  # batches in job id order
+        rows, numbers = load_verdict_rows(session, ids[at : at + VERDICT_BATCH], exp)
+        for job_id, own in numbers.items():
+            if (value := own.get(SEED_NOISE)) is not None:
+                ema[job_id] = value
+        for job_id, check, subject, value, *_ in sorted(rows, key=itemgetter(0)):
+            if isinstance(value, float):
+                found = measured.setdefault((check, subject), Values())
+                found.jobs.append(job_id)
+                found.values.append(value)
     meta = {job_id: own for job_id, own in meta.items() if own}
     return KeptVerdicts(names, meta, ema, measured, _seeds(measured))
 
