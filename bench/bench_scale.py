@@ -2,7 +2,7 @@
 the server's pages at growing database sizes, on SQLite and PostgreSQL.
 
     python bench/bench_scale.py [--sizes 100,300,1000] [--large] [--steps 2000]
-                                [--backends sqlite,postgresql]
+                                [--backends sqlite,postgresql] [--keep FILE]
 
 One database per backend grows through the sizes (``--large``: 3,000 and 10,000 too): at each,
 the jobs missing are ingested (sample jobs of 4 arms x STEPS steps, each with its own seed and
@@ -12,6 +12,9 @@ engine) and peak RSS (``ru_maxrss``; a bare process that imported the tracker is
 The server's pages are asked in one process, each the first visit of a new app (nothing
 cached). On PostgreSQL (TRACKER_TEST_POSTGRES_URL, a schema of its own), two ``tracker
 serve`` processes on the database then answer the same pages with the same bytes.
+``--keep FILE``: the SQLite database grows in FILE, kept for the next run (which measures the
+sizes from the jobs it holds on, after ``tracker db rederive`` brings their kept rows up to
+the analysis code of the day).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,7 +31,7 @@ import uuid
 from pathlib import Path
 
 import httpx
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, inspect, text
 
 from bench.bench_serve import Server
 from tracker.sample import write_sample_job
@@ -36,6 +40,7 @@ POSTGRES_ENV = "TRACKER_TEST_POSTGRES_URL"
 SIZES = (100, 300, 1000)
 LARGE = (3000, 10_000)
 PAGES = ("/", "/runs", "/claims", "/api/runs")
+INGEST_BLOCK = 100  # sample jobs written and ingested at once
 CHILD = r"""
 import json, resource, sys, time
 from sqlalchemy import Engine, event
@@ -78,12 +83,33 @@ def child(url: str, what: str, *args: str) -> dict[str, dict[str, float]]:
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def ingest(url: str, folders: list[Path]) -> dict[str, float]:
-    """Ingest ``folders`` in one process: CPU and wall seconds a job."""
-    if not folders:
-        return {"cpu": 0.0, "wall": 0.0}
-    row = next(iter(child(url, "cli", "ingest", *map(str, folders)).values()))
-    return {"cpu": row["cpu"] / len(folders), "wall": row["wall"] / len(folders)}
+def ingest(url: str, work: Path, steps: int, first: int, last: int) -> dict[str, float]:
+    """Ingest sample jobs ``first`` to ``last - 1`` (written a block at a time, each block in
+    one process, then deleted: 10,000 jobs' folders would fill gigabytes): CPU and wall
+    seconds a job."""
+    cpu = wall = 0.0
+    for start in range(first, last, INGEST_BLOCK):
+        numbers = range(start, min(start + INGEST_BLOCK, last))
+        folders = [
+            write_sample_job(work / "jobs" / f"job{n:05d}", steps=steps, seed=n) for n in numbers
+        ]
+        row = next(iter(child(url, "cli", "ingest", *map(str, folders)).values()))
+        cpu, wall = cpu + row["cpu"], wall + row["wall"]
+        shutil.rmtree(work / "jobs")
+    jobs = max(last - first, 1)
+    return {"cpu": cpu / jobs, "wall": wall / jobs}
+
+
+def stored_jobs(url: str) -> int:
+    """How many jobs the database holds already (none in a new one)."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            if not inspect(connection).has_table("job"):
+                return 0
+            return int(connection.execute(text("SELECT count(*) FROM job")).scalar_one())
+    finally:
+        engine.dispose()
 
 
 def measure(url: str, backend: str, report: Path, size: int) -> dict[str, dict[str, float]]:
@@ -154,19 +180,18 @@ def main() -> int:
     parser.add_argument("--large", action="store_true", help="3,000 and 10,000 jobs too")
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument(
+        "--keep", type=Path, help="grow the SQLite database in this file, kept between runs"
+    )
     args = parser.parse_args()
     sizes = sorted({int(n) for n in args.sizes.split(",")} | (set(LARGE) if args.large else set()))
     results: dict[str, dict[int, dict[str, dict[str, float]]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench_scale_") as scratch:
         work = Path(scratch)
-        folders = [
-            write_sample_job(work / "jobs" / f"job{n:05d}", steps=args.steps, seed=n)
-            for n in range(sizes[-1])
-        ]
         for backend in args.backends.split(","):
             schema = None
             if backend == "sqlite":
-                url = f"sqlite:///{work / 'scale.db'}"
+                url = f"sqlite:///{args.keep or work / 'scale.db'}"
             else:
                 made = postgres_url()
                 if made is None:
@@ -174,17 +199,24 @@ def main() -> int:
                     continue
                 url, schema = made
             try:
-                stored = 0
+                stored = stored_jobs(url)
+                if stored:
+                    child(url, "cli", "db", "rederive")
                 results[backend] = {}
                 for size in sizes:
+                    if size < stored:
+                        print(f"{backend} {size}: the database holds {stored}", file=sys.stderr)
+                        continue
                     started = time.perf_counter()
-                    row = ingest(url, folders[stored:size])
+                    row = ingest(url, work, args.steps, stored, size)
                     stored = size
                     found = {"ingest (a job)": row, **measure(url, backend, work, size)}
                     results[backend][size] = found
                     took = time.perf_counter() - started
                     print(f"{backend} {size}: {took:.0f} s", file=sys.stderr)
-                table({backend: results[backend]}, sizes)  # as soon as it is known
+                table(
+                    {backend: results[backend]}, sorted(results[backend])
+                )  # as soon as it is known
                 if schema is not None:
                     print(two_servers(url))
             finally:
