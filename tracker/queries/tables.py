@@ -150,7 +150,9 @@ def arm_rows(session: Session, selection: JobSelection, job_ids: list[int]) -> p
                 notes_text(notes.get(run.id, [])),
             )
         )
-    return pl.DataFrame(rows, schema=ARM_SCHEMA, orient="row")
+    # by column: a third of the cost of polars reading rows
+    columns = list(zip(*rows, strict=True)) or [()] * len(ARM_SCHEMA)
+    return pl.DataFrame(dict(zip(ARM_SCHEMA, columns, strict=True)), schema=ARM_SCHEMA)
 
 
 def _stopped(runs: Iterable[StoredRun]) -> dict[tuple[int, str], str]:
