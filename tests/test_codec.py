@@ -62,6 +62,19 @@ def test_a_chunk_decodes_to_the_same_bits(curve: tuple[list, list]) -> None:
     assert bits(decoded) == bits(vals)
 
 
+@given(curves(st.one_of(values, decimal)), st.integers(0, 2))
+def test_a_chunk_decodes_into_arrays_of_its_length_only(curve: tuple[list, list], at: int) -> None:
+    steps, vals = np.array(curve[0], dtype=np.int64), np.array(curve[1], dtype=np.float64)
+    whole = np.zeros(len(steps) + 2, np.int64), np.zeros(len(steps) + 2, np.float64)
+    into = whole[0][at : at + len(steps)], whole[1][at : at + len(steps)]
+    decoded_steps, decoded = codec.decode(codec.encode(steps, vals), into)
+    assert decoded_steps.tolist() == whole[0][at : at + len(steps)].tolist() == steps.tolist()
+    assert bits(decoded) == bits(whole[1][at : at + len(steps)]) == bits(vals)
+    longer = whole  # not its length: left as it was
+    decoded_steps, decoded = codec.decode(codec.encode(steps, vals), longer)
+    assert decoded_steps is not longer[0] and decoded_steps.tolist() == steps.tolist()
+
+
 @given(curves(decimal))
 def test_values_logged_with_a_few_decimals_are_stored_as_exact_integers(
     curve: tuple[list, list],

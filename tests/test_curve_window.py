@@ -55,8 +55,10 @@ def decoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     counts: list[int] = []
     decode = codec.decode
 
-    def counted(data: bytes) -> tuple[np.ndarray, np.ndarray]:
-        step, value = decode(data)
+    def counted(
+        data: bytes, into: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        step, value = decode(data, into)
         counts.append(len(step))
         return step, value
 

@@ -75,8 +75,10 @@ def _split(column: np.ndarray) -> bytes:
     return column.view(np.uint8).reshape(-1, 8).T.tobytes()
 
 
-def _join(data: bytes, n: int) -> np.ndarray:
-    return np.frombuffer(data, dtype=np.uint8).reshape(8, n).T.copy().view(np.int64).ravel()
+def _join(data: bytes, n: int, into: np.ndarray) -> np.ndarray:
+    """``n`` 8-byte values from ``_split``'s byte planes, written into ``into``."""
+    np.copyto(into.view(np.uint8).reshape(n, 8), np.frombuffer(data, np.uint8).reshape(8, n).T)
+    return into
 
 
 def _delta(column: np.ndarray) -> np.ndarray:
@@ -122,8 +124,12 @@ def encode(steps: np.ndarray, values: np.ndarray) -> bytes:
     return bytes([VERSION]) + _zstd().compressor.compress(body)
 
 
-def decode(data: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """``(steps, values)`` of a chunk ``encode`` made; ``BadChunk`` for anything else."""
+def decode(
+    data: bytes, into: tuple[np.ndarray, np.ndarray] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(steps, values)`` of a chunk ``encode`` made; ``BadChunk`` for anything else.
+    ``into``: the int64 and float64 arrays to write them in, used when they hold exactly its
+    points (a curve read whole is decoded into one array, not joined from each chunk's)."""
     if not data:
         raise BadChunk("empty chunk")
     if data[0] != VERSION:
@@ -136,10 +142,12 @@ def decode(data: bytes) -> tuple[np.ndarray, np.ndarray]:
     size = 8 * n
     if len(body) != HEADER.size + 2 * size or encoding not in (FLOAT, SCALED):
         raise BadChunk("truncated or undecodable")
-    steps = np.cumsum(_join(body[HEADER.size : HEADER.size + size], n))
-    column = _join(body[HEADER.size + size :], n)
+    if into is None or len(into[0]) != n or len(into[1]) != n:
+        into = np.empty(n, np.int64), np.empty(n, np.float64)
+    steps = np.cumsum(_join(body[HEADER.size : HEADER.size + size], n, into[0]), out=into[0])
     if encoding == SCALED:
-        values = np.cumsum(column).astype(np.float64) / 10.0**decimals
+        column = _join(body[HEADER.size + size :], n, np.empty(n, np.int64))
+        values = np.divide(np.cumsum(column).astype(np.float64), 10.0**decimals, out=into[1])
     else:
-        values = column.view(np.float64)
+        values = _join(body[HEADER.size + size :], n, into[1].view(np.int64)).view(np.float64)
     return steps, values

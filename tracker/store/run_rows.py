@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import xxhash
 from sqlalchemy import Text, bindparam, select, type_coerce, update
@@ -113,6 +112,7 @@ class StoredRun:
     columns: tuple[object, ...]
     curves: dict[int, tuple[object, ...]] = field(default_factory=dict)
     notes: list[tuple[object, ...]] = field(default_factory=list)
+    by_metric: dict[str, tuple[object, ...]] = field(default_factory=dict)  # its curve rows
 
     @property
     def arm(self) -> str:
@@ -128,11 +128,6 @@ class StoredRun:
             for curve_id, row in self.curves.items()
         ]
         return run_checksum(self.job_id, self.job, self.columns, curves, self.notes)
-
-    @cached_property
-    def by_metric(self) -> dict[str, tuple[object, ...]]:
-        """Its curve rows (``CURVE_FIELDS``) by metric."""
-        return {str(row[0]): row for row in self.curves.values()}
 
     def damaged(self, numbers: Mapping[int, Mapping[str, object]] | None = None) -> bool:
         return self.kept is None or self.checksum(numbers) != self.kept
@@ -151,7 +146,8 @@ def stored_runs(session: Session, job_ids: Iterable[int]) -> list[StoredRun]:
         for row in driver_rows(session, _RUNS, ids)
     }
     for row in driver_rows(session, _CURVES, ids):
-        runs[row[0]].curves[row[1]] = tuple(row[2:])
+        run, curve = runs[row[0]], tuple(row[2:])
+        run.curves[row[1]] = run.by_metric[row[2]] = curve
     for row in driver_rows(session, _NOTES, ids):
         runs[row[0]].notes.append(tuple(row[1:]))
     return list(runs.values())
