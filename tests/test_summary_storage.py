@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
 from tests.migration_code import migration_module
+from tests.stored import kept_verdicts
 from tracker.analysis.expectations import load_expectations
 from tracker.models import Job, JobSummary
 from tracker.queries.job_analysis import load_summary
@@ -39,14 +40,14 @@ def stored(engine: Engine) -> dict[str, bytes]:
         return {name: bytes(data) for name, data in session.execute(query)}
 
 
-VERDICT = 'job_id, position, "check", subject, measured, expected, tolerance, status, detail'
+VERDICT = ("job_id", "position", "check", "subject", "measured", "expected", "tolerance")
+VERDICT += ("status", "detail")
 
 
 def verdict_rows(engine: Engine, *more: str) -> list[tuple[object, ...]]:
-    columns = ", ".join((VERDICT, *more))
     with engine.connect() as connection:
-        query = text(f"SELECT {columns} FROM job_verdict ORDER BY job_id, position")
-        return [tuple(repr(value) for value in row) for row in connection.execute(query)]
+        rows = kept_verdicts(connection)
+    return [tuple(repr(row[column]) for column in (*VERDICT, *more)) for row in rows]
 
 
 def verdict_ddl(engine: Engine) -> str:
