@@ -33,6 +33,7 @@ from tracker.store.schema import (
     revisions,
     upgrade,
 )
+from tracker.store.verdict_keys import key_ids
 
 REVISIONS = revisions()
 
@@ -428,4 +429,8 @@ def test_0019_keys_the_verdicts_and_its_downgrade_restores_them(
     upgrade(engine)
     assert derived_rows(engine) == at_head
     assert Cli(db_url)("db", "check").stdout.endswith(": no damage found\n")  # checksums hold
+    with Session(engine) as session, session.begin():  # a new key takes the next id
+        assert key_ids(session, [("c", "s", None, "PASS", None, "d")]) == {
+            ("c", "s", None, "PASS", None, "d"): keys + 1
+        }
     assert Cli(db_url)("db", "rederive").stdout == "0 jobs rederived, 3 already up to date\n"

@@ -93,9 +93,10 @@ def set_aside() -> None:
 
 def job_batches(table: str) -> Iterator[list[int]]:
     connection = op.get_bind()
-    jobs = [row[0] for row in connection.execute(sa.text(f"SELECT DISTINCT job_id FROM {table}"))]
+    query = sa.text(f"SELECT DISTINCT job_id FROM {table}")
+    jobs = sorted(row[0] for row in connection.execute(query))
     for start in range(0, len(jobs), JOBS_A_STEP):
-        yield sorted(jobs)[start : start + JOBS_A_STEP]
+        yield jobs[start : start + JOBS_A_STEP]
 
 
 def upgrade() -> None:
@@ -127,37 +128,21 @@ def upgrade() -> None:
     for jobs in job_batches("job_verdict_old"):
         query = sa.select(old).where(old.c.job_id.in_(jobs)).order_by("job_id", "position")
         new_keys, rows = [], []
-        for (
-            job_id,
-            position,
-            check,
-            subject,
-            measured,
-            expected,
-            tolerance,
-            status,
-            detail,
-            known,
-        ) in connection.execute(query):
-            template, figures = split_detail(detail)
+        for row in connection.execute(query):
+            old_row = row._mapping
+            template, figures = split_detail(old_row["detail"])
+            expected = old_row["expected"]  # a float, or SQLite's text 'NaN'
             exact = None if expected is None else float(expected)
-            key = (check, subject, exact, status, known, template)
+            key = (old_row["check"], old_row["subject"], exact, old_row["status"])
+            key += (old_row["known"], template)
             digest = key_digest(key)
             if digest not in ids:
                 ids[digest] = len(ids) + 1
-                new_keys.append(
-                    {"id": ids[digest], "digest": digest, **dict(zip(KEY, key, strict=True))}
-                )
-                new_keys[-1]["expected"] = expected  # as stored
+                values = dict(zip(KEY, key, strict=True)) | {"expected": expected}  # as stored
+                new_keys.append({"id": ids[digest], "digest": digest, **values})
             rows.append(
-                {
-                    "job_id": job_id,
-                    "position": position,
-                    "key_id": ids[digest],
-                    "measured": measured,
-                    "tolerance": tolerance,
-                    "figures": figures,
-                }
+                {column: old_row[column] for column in ("job_id", "position", "measured")}
+                | {"key_id": ids[digest], "tolerance": old_row["tolerance"], "figures": figures}
             )
         if new_keys:
             connection.execute(sa.insert(keys), new_keys)
