@@ -156,3 +156,27 @@ def test_0008_converts_summaries_and_its_downgrade_restores_them(
     assert sorted(rederive(engine).refilled) == ["long", "short"]
     assert stored(engine) == at_head and verdict_rows(engine) == verdicts
     assert rederive(engine).refilled == []
+
+
+def keys_used(engine: Engine) -> tuple[int, int]:
+    """The verdict keys stored, and those some verdict uses."""
+    with engine.connect() as connection:
+        stored = connection.execute(text("SELECT count(*) FROM verdict_key")).scalar_one()
+        used = connection.execute(text("SELECT count(DISTINCT key_id) FROM job_verdict"))
+        return stored, used.scalar_one()
+
+
+def test_the_jobs_share_their_verdicts_keys_and_unused_keys_are_deleted(
+    short_and_long: Cli, engine: Engine, tmp_path: Path
+) -> None:
+    both, verdicts = keys_used(engine), len(verdict_rows(engine))
+    assert both[0] == both[1] < verdicts
+    short_and_long("delete", "long", "--yes")  # the keys of the long job's verdicts alone go
+    alone = keys_used(engine)
+    assert alone[0] == alone[1] < both[0]
+    short_and_long("ingest", str(write_sample_job(tmp_path / "next", steps=500)))
+    other = write_sample_job(tmp_path / "other", seed=1, steps=300)
+    short_and_long("ingest", "--replace", str(other), "--job", "next")
+    assert keys_used(engine)[0] > keys_used(engine)[1]  # the replaced job's: left until ...
+    assert short_and_long("db", "rederive", "--force").exit_code == 0
+    assert keys_used(engine)[0] == keys_used(engine)[1]  # ... a rederive, or a delete

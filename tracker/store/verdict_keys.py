@@ -14,7 +14,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -90,6 +90,12 @@ def key_ids(session: Session, keys: Sequence[Key]) -> dict[Key, int]:
 
 
 def sweep_keys(session: Session) -> None:
-    """Delete the keys no verdict uses any more (after jobs were deleted or rederived)."""
+    """Delete the keys no verdict uses any more (after jobs were deleted or rederived).
+
+    On PostgreSQL it first waits for the writers that took keys (``key_ids`` inserts: a lock
+    this one conflicts with) to commit, so that it sees the verdicts using them: a key read
+    by an ingest under way is not deleted from under it. SQLite has one writer at a time."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("LOCK TABLE verdict_key IN SHARE ROW EXCLUSIVE MODE"))
     used = select(JobVerdict.key_id).distinct()
     session.execute(delete(VerdictKey).where(VerdictKey.id.not_in(used)))
