@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 import zstandard
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session
 
@@ -20,6 +22,7 @@ from tracker.queries.job_analysis import load_summary
 from tracker.sample import write_sample_job
 from tracker.services.rederive import rederive
 from tracker.store.schema import downgrade, upgrade
+from tracker.store.verdict_keys import PLACEHOLDER, detail, split_detail
 from tracker.summary.model import DRAWN_KEPT_ABOVE, Summary, UnknownSummaryFormat
 from tracker.summary.version import expectations_digest
 
@@ -180,3 +183,10 @@ def test_the_jobs_share_their_verdicts_keys_and_unused_keys_are_deleted(
     assert keys_used(engine)[0] > keys_used(engine)[1]  # the replaced job's: left until ...
     assert short_and_long("db", "rederive", "--force").exit_code == 0
     assert keys_used(engine)[0] == keys_used(engine)[1]  # ... a rederive, or a delete
+
+
+@given(st.text(alphabet=st.sampled_from("0123456789.,- ab\x1f±"), max_size=60))
+def test_a_detail_comes_back_from_its_key_and_figures_byte_for_byte(text_: str) -> None:
+    template, figures = split_detail(text_)
+    assert detail(template, figures) == text_
+    assert figures is None or PLACEHOLDER in template

@@ -25,6 +25,8 @@ PLACEHOLDER = "\x1f"
 NUMBER = re.compile(r"(?<![\w.])\d+\.\d+(?!\w|\.\d)")
 _ALPHABET = "0123456789. "  # a number's characters, then the separator; 15 pads the last byte
 _PAD = 15
+_SYMBOLS = [*_ALPHABET, "", "", "", ""]  # 12-14 never written: damage, which the checksum finds
+_PAIRS = tuple(_SYMBOLS[byte >> 4] + _SYMBOLS[byte & 15] for byte in range(256))  # a byte's text
 
 Key = tuple[str, str, float | None, str, str | None, str]  # as COLUMNS
 COLUMNS = ("check", "subject", "expected", "status", "known", "detail_template")
@@ -47,8 +49,7 @@ def detail(template: str, figures: bytes | None) -> str:
     """The detail that ``split_detail`` made ``template`` and ``figures`` of."""
     if figures is None:
         return template
-    codes = [code for byte in figures for code in (byte >> 4, byte & 15) if code != _PAD]
-    numbers = "".join(_ALPHABET[code] for code in codes).split(" ")
+    numbers = "".join(map(_PAIRS.__getitem__, figures)).split(" ")
     parts = template.split(PLACEHOLDER)
     return "".join(part + number for part, number in zip(parts, numbers, strict=False)) + parts[-1]
 
