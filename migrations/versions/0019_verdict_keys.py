@@ -27,7 +27,7 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 PLACEHOLDER = "\x1f"
-NUMBER = re.compile(r"(?<![\w.])\d+\.\d+(?!\w|\.\d)")
+NUMBER = re.compile(r"(?<![\w.])[0-9]+\.[0-9]+(?!\w|\.[0-9])")  # ASCII: \d matches any digit
 ALPHABET = "0123456789. "
 PAD = 15
 JOBS_A_STEP = 200  # jobs converted a statement: bounded memory on a large database

@@ -22,7 +22,7 @@ from tracker.jsonio import to_stored_json
 from tracker.models import JobVerdict, VerdictKey
 
 PLACEHOLDER = "\x1f"
-NUMBER = re.compile(r"(?<![\w.])\d+\.\d+(?!\w|\.\d)")
+NUMBER = re.compile(r"(?<![\w.])[0-9]+\.[0-9]+(?!\w|\.[0-9])")  # ASCII: \d matches any digit
 _ALPHABET = "0123456789. "  # a number's characters, then the separator; 15 pads the last byte
 _PAD = 15
 _SYMBOLS = [*_ALPHABET, "", "", "", ""]  # 12-14 never written: damage, which the checksum finds
