@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import polars as pl
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, inspect, select, text
 from sqlalchemy.orm import Session
 
 from tracker.models import Curve, Job, Run
 from tracker.store.curves import load_curves
+from tracker.store.verdict_keys import detail
 
 
 def stored_points(session: Session) -> pl.DataFrame:
@@ -31,3 +32,25 @@ def row_counts(session: Session, models: tuple[Any, ...]) -> dict[str, int]:
         for model in models
     }
     return {**counts, "point": stored_points(session).height}
+
+
+def kept_verdicts(connection: Connection) -> list[dict[str, Any]]:
+    """Every kept verdict as a row of its columns before revision 0019 (``job_id``,
+    ``position``, ``check``, ..., ``detail``, ``known``), in job and position order: at a
+    revision since, its key's columns and its detail rebuilt; before, ``job_verdict``'s own."""
+    if not inspect(connection).has_table("verdict_key"):
+        query = text("SELECT * FROM job_verdict ORDER BY job_id, position")
+        return [dict(row._mapping) for row in connection.execute(query)]
+    query = text(
+        'SELECT v.job_id, v.position, k."check", k.subject, v.measured, k.expected, v.tolerance, '
+        "k.status, k.detail_template, v.figures, k.known FROM job_verdict v "
+        "JOIN verdict_key k ON k.id = v.key_id ORDER BY v.job_id, v.position"
+    )
+    rows = []
+    for row in connection.execute(query):  # values as the driver gives them, as above
+        values = dict(row._mapping)
+        figures, known = values.pop("figures"), values.pop("known")
+        template = values.pop("detail_template")
+        values["detail"] = detail(template, None if figures is None else bytes(figures))
+        rows.append({**values, "known": known})
+    return rows

@@ -11,11 +11,20 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, func, select, update
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli, client_for
-from tracker.models import Curve, Job, JobIndex, JobNumber, JobSummary, JobVerdict, Run
+from tracker.models import (
+    Curve,
+    Job,
+    JobIndex,
+    JobNumber,
+    JobSummary,
+    JobVerdict,
+    Run,
+    VerdictKey,
+)
 from tracker.sample import write_sample_job
 from tracker.store.schema import downgrade, upgrade
 
@@ -248,16 +257,7 @@ def test_an_altered_verdict_or_number_is_found_and_rebuilt(
         connection.execute(
             update(JobVerdict)
             .where(JobVerdict.job_id == job2, JobVerdict.position == 0)
-            .values(
-                status="FAIL"
-                if connection.scalar(
-                    select(JobVerdict.status).where(
-                        JobVerdict.job_id == job2, JobVerdict.position == 0
-                    )
-                )
-                != "FAIL"
-                else "PASS"
-            )
+            .values(measured=JobVerdict.measured + 1)
         )
         job1 = connection.scalar(select(Job.id).where(Job.name == "job1"))
         connection.execute(
@@ -291,3 +291,26 @@ def test_an_altered_verdict_or_number_is_found_and_rebuilt(
     repaired = two_jobs("db", "check", "--repair")
     assert repaired.stdout.splitlines()[:2] == ["job1: rebuilt", "job2: rebuilt"]
     assert two_jobs("db", "check").stdout.endswith(": no damage found\n")
+
+
+def test_an_altered_verdict_key_is_found_in_every_job_using_it_and_rebuilt(
+    two_jobs: Cli, engine: Engine
+) -> None:
+    with engine.begin() as connection:  # a key both jobs share: its status flipped
+        key = connection.scalar(select(JobVerdict.key_id).where(JobVerdict.position == 0).limit(1))
+        assert connection.scalar(select(func.count()).where(JobVerdict.key_id == key)) == 2
+        status = connection.scalar(select(VerdictKey.status).where(VerdictKey.id == key))
+        flipped = "FAIL" if status != "FAIL" else "PASS"
+        connection.execute(update(VerdictKey).where(VerdictKey.id == key).values(status=flipped))
+    damaged = (
+        "Error: stored verdicts and numbers of job {} are damaged (checksum mismatch); rebuild"
+        " them with `tracker db check --repair`"
+    )
+    checked = two_jobs("db", "check", ok=False)
+    assert checked.stderr.splitlines() == [damaged.format(job) for job in ("job1", "job2")]
+    assert two_jobs("claims", ok=False).stderr == damaged.format("job1") + "\n"
+    repaired = two_jobs("db", "check", "--repair")
+    assert repaired.stdout.splitlines()[:2] == ["job1: rebuilt", "job2: rebuilt"]
+    assert two_jobs("db", "check").stdout.endswith(": no damage found\n")
+    with engine.connect() as connection:
+        assert connection.scalar(select(VerdictKey.status).where(VerdictKey.id == key)) == status

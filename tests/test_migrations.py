@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Engine, create_engine, inspect, select, text
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
-from tests.stored import stored_points
+from tests.stored import kept_verdicts, stored_points
 from tests.templates import Templates
 from tracker.errors import NotATrackerDatabase, UnknownRevision
 from tracker.models import Base, Run
@@ -33,6 +33,7 @@ from tracker.store.schema import (
     revisions,
     upgrade,
 )
+from tracker.store.verdict_keys import key_ids
 
 REVISIONS = revisions()
 
@@ -306,14 +307,17 @@ def test_a_failed_upgrade_leaves_the_original_in_place(tmp_path: Path) -> None:
 
 
 def derived_rows(engine: Engine) -> dict[str, list[tuple[object, ...]]]:
+    """The kept rows, the verdicts as read (whatever their keys' ids)."""
     with engine.connect() as connection:
-        return {
+        rows = {
             table: [
                 tuple(repr(value) for value in row)
                 for row in connection.execute(text(f"SELECT * FROM {table} ORDER BY 1, 2, 3"))
             ]
-            for table in ("job_verdict", "job_number", "job_summary")
+            for table in ("job_number", "job_summary")
         }
+        verdicts = kept_verdicts(connection)
+    return {"job_verdict": [tuple(repr(v) for v in row.values()) for row in verdicts], **rows}
 
 
 DERIVED_TABLES = {"job_verdict", "job_number", "job_summary"}
@@ -411,3 +415,22 @@ def test_0005_counts_each_curves_nan_and_infinite_points_as_ingest_does(
     upgrade(engine)  # counted from the points in SQL
     with engine.connect() as connection:
         assert {(j, a, m): n for j, a, m, n in connection.execute(count)} == at_ingest
+
+
+def test_0019_keys_the_verdicts_and_its_downgrade_restores_them(
+    three_jobs: str, engine: Engine, db_url: str
+) -> None:
+    at_head = derived_rows(engine)
+    with engine.connect() as connection:
+        keys = connection.execute(text("SELECT count(*) FROM verdict_key")).scalar()
+        assert 0 < keys < len(at_head["job_verdict"])  # the jobs share keys
+    downgrade(engine, "0018")
+    assert derived_rows(engine) == at_head  # job_verdict's own columns again
+    upgrade(engine)
+    assert derived_rows(engine) == at_head
+    assert Cli(db_url)("db", "check").stdout.endswith(": no damage found\n")  # checksums hold
+    with Session(engine) as session, session.begin():  # a new key takes the next id
+        assert key_ids(session, [("c", "s", None, "PASS", None, "d")]) == {
+            ("c", "s", None, "PASS", None, "d"): keys + 1
+        }
+    assert Cli(db_url)("db", "rederive").stdout == "0 jobs rederived, 3 already up to date\n"

@@ -12,6 +12,7 @@ from sqlalchemy import create_engine, select, update
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli, client_for
+from tests.stored import kept_verdicts
 from tracker.analysis.checks import CLAIM_OF, Check
 from tracker.analysis.expectations import study_expectations, study_names
 from tracker.analysis.study_files import use_study_dirs
@@ -19,7 +20,7 @@ from tracker.analysis.study_looks import FALLBACK_COLORS
 from tracker.errors import known_names
 from tracker.figures.memory import paper_lines
 from tracker.figures.style import Palette, arm_style, variant_label
-from tracker.models import Job, JobVerdict
+from tracker.models import Job
 from tracker.sample import sample_study, write_sample_job
 
 PACKAGED = study_names()
@@ -265,9 +266,8 @@ def test_an_unknown_study_in_job_json_fails_that_job(cli: Cli, tmp_path: Path) -
 def test_verdicts_are_of_known_checks_and_keep_a_known_reason(cli: Cli, tmp_path: Path) -> None:
     cli("ingest", str(write_sample_job(tmp_path / "jobC", steps=20)))
     engine = create_engine(cli.url)
-    with Session(engine) as session:
-        query = select(JobVerdict.check, JobVerdict.status, JobVerdict.detail, JobVerdict.known)
-        rows = [row._asdict() for row in session.execute(query.order_by(JobVerdict.position))]
+    with engine.connect() as connection:
+        rows = kept_verdicts(connection)
     engine.dispose()
     assert {row["check"] for row in rows} <= set(Check)
     known = [row for row in rows if row["status"] == "KNOWN"]

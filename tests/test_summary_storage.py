@@ -8,17 +8,21 @@ from pathlib import Path
 
 import pytest
 import zstandard
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
 from tests.migration_code import migration_module
+from tests.stored import kept_verdicts
 from tracker.analysis.expectations import load_expectations
 from tracker.models import Job, JobSummary
 from tracker.queries.job_analysis import load_summary
 from tracker.sample import write_sample_job
 from tracker.services.rederive import rederive
 from tracker.store.schema import downgrade, upgrade
+from tracker.store.verdict_keys import PLACEHOLDER, detail, split_detail
 from tracker.summary.model import DRAWN_KEPT_ABOVE, Summary, UnknownSummaryFormat
 from tracker.summary.version import expectations_digest
 
@@ -39,14 +43,14 @@ def stored(engine: Engine) -> dict[str, bytes]:
         return {name: bytes(data) for name, data in session.execute(query)}
 
 
-VERDICT = 'job_id, position, "check", subject, measured, expected, tolerance, status, detail'
+VERDICT = ("job_id", "position", "check", "subject", "measured", "expected", "tolerance")
+VERDICT += ("status", "detail")
 
 
 def verdict_rows(engine: Engine, *more: str) -> list[tuple[object, ...]]:
-    columns = ", ".join((VERDICT, *more))
     with engine.connect() as connection:
-        query = text(f"SELECT {columns} FROM job_verdict ORDER BY job_id, position")
-        return [tuple(repr(value) for value in row) for row in connection.execute(query)]
+        rows = kept_verdicts(connection)
+    return [tuple(repr(row[column]) for column in (*VERDICT, *more)) for row in rows]
 
 
 def verdict_ddl(engine: Engine) -> str:
@@ -155,3 +159,34 @@ def test_0008_converts_summaries_and_its_downgrade_restores_them(
     assert sorted(rederive(engine).refilled) == ["long", "short"]
     assert stored(engine) == at_head and verdict_rows(engine) == verdicts
     assert rederive(engine).refilled == []
+
+
+def keys_used(engine: Engine) -> tuple[int, int]:
+    """The verdict keys stored, and those some verdict uses."""
+    with engine.connect() as connection:
+        stored = connection.execute(text("SELECT count(*) FROM verdict_key")).scalar_one()
+        used = connection.execute(text("SELECT count(DISTINCT key_id) FROM job_verdict"))
+        return stored, used.scalar_one()
+
+
+def test_the_jobs_share_their_verdicts_keys_and_unused_keys_are_deleted(
+    short_and_long: Cli, engine: Engine, tmp_path: Path
+) -> None:
+    both, verdicts = keys_used(engine), len(verdict_rows(engine))
+    assert both[0] == both[1] < verdicts
+    short_and_long("delete", "long", "--yes")  # the keys of the long job's verdicts alone go
+    alone = keys_used(engine)
+    assert alone[0] == alone[1] < both[0]
+    short_and_long("ingest", str(write_sample_job(tmp_path / "next", steps=500)))
+    other = write_sample_job(tmp_path / "other", seed=1, steps=300)
+    short_and_long("ingest", "--replace", str(other), "--job", "next")
+    assert keys_used(engine)[0] > keys_used(engine)[1]  # the replaced job's: left until ...
+    assert short_and_long("db", "rederive", "--force").exit_code == 0
+    assert keys_used(engine)[0] == keys_used(engine)[1]  # ... a rederive, or a delete
+
+
+@given(st.text(alphabet=st.sampled_from("0123456789.,- ab\x1f±٣"), max_size=60))
+def test_a_detail_comes_back_from_its_key_and_figures_byte_for_byte(text_: str) -> None:
+    template, figures = split_detail(text_)
+    assert detail(template, figures) == text_
+    assert figures is None or PLACEHOLDER in template

@@ -255,27 +255,44 @@ class CurveChunk(Base):
     checksum: Mapped[int] = mapped_column(BigInteger)
 
 
+class VerdictKey(Base):
+    """What a verdict shares with the same verdict of other jobs, stored once: its check,
+    subject, expected value, status, known reason and detail with its decimal numbers taken
+    out (``tracker.store.verdict_keys``). ``digest`` (of all of them) makes a key unique: a
+    B-tree entry on PostgreSQL is limited to about 2.7 KB, and a detail is not."""
+
+    __tablename__ = "verdict_key"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    digest: Mapped[bytes] = mapped_column(LargeBinary(16), unique=True)
+    check: Mapped[str] = mapped_column(String(100))
+    subject: Mapped[str] = mapped_column(String(300))
+    expected: Mapped[float | None] = mapped_column(ExactFloat)
+    status: Mapped[str] = mapped_column(String(8))
+    known: Mapped[str | None] = mapped_column(Text)  # a KNOWN verdict's reason
+    detail_template: Mapped[str] = mapped_column(Text)
+
+
 class JobVerdict(Base):
     """A job's verdicts as its analysis found them, kept so cross-job claims and gates never
     re-read points. They were judged against the expectations of the job's ``JobNumber``
     rows (a job's derived rows are written together, for one digest: tracker.store.kept_rows);
     other expectations are analysed afresh and not stored. Keyed by the job and the
     position alone, and on SQLite without a rowid: a job has about a hundred verdicts, which
-    should not cost more than its points."""
+    should not cost more than its points; what they share with other jobs' is their key's,
+    and ``figures`` are the decimal numbers of the detail (packed: ``verdict_keys``). No
+    foreign key to the key: a sweep of unused keys need not look each up, and a missing key
+    fails the job's checksum like any damage."""
 
     __tablename__ = "job_verdict"
     __table_args__ = {"sqlite_with_rowid": False}
 
     job_id: Mapped[int] = mapped_column(ForeignKey("job.id", ondelete="CASCADE"), primary_key=True)
     position: Mapped[int] = mapped_column(Integer, primary_key=True)
-    check: Mapped[str] = mapped_column(String(100))
-    subject: Mapped[str] = mapped_column(String(300))
+    key_id: Mapped[int] = mapped_column(Integer)
     measured: Mapped[float | None] = mapped_column(ExactFloat)  # a flag as 1.0 / 0.0
-    expected: Mapped[float | None] = mapped_column(ExactFloat)
     tolerance: Mapped[float | None] = mapped_column(ExactFloat)
-    status: Mapped[str] = mapped_column(String(8))
-    detail: Mapped[str] = mapped_column(Text)
-    known: Mapped[str | None] = mapped_column(Text)  # a KNOWN verdict's reason
+    figures: Mapped[bytes | None] = mapped_column(LargeBinary)
 
 
 class JobNumber(Base):

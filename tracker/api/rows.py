@@ -35,6 +35,7 @@ from tracker.store.sqlite_files import (
     sqlite_file,
 )
 from tracker.store.transactions import in_write_transaction
+from tracker.store.verdict_keys import sweep_keys
 
 Database = str | Engine | None
 Row = catalog.Row
@@ -235,6 +236,7 @@ def delete(db: Database, jobs: Iterable[str] | str) -> None:
     def delete_all(session: Session) -> None:
         for name in names:
             catalog.delete_job(session, name)
+        sweep_keys(session)
 
     in_write(db, delete_all)
 

@@ -21,6 +21,7 @@ from tracker.store import transactions
 from tracker.store.jobdata import load_job_data
 from tracker.store.kept_rows import jobs_without_rows, write_derived
 from tracker.store.study_definitions import stored_study
+from tracker.store.verdict_keys import sweep_keys
 from tracker.summary.build import derive, summarize
 from tracker.summary.version import expectations_digest
 
@@ -120,4 +121,6 @@ def rederive(
             done.refilled.append(name)
             if on_job is not None:
                 on_job(name)
+    if done.refilled:  # the keys only the replaced rows used
+        transactions.in_write_transaction(engine, sweep_keys)
     return done

@@ -23,9 +23,10 @@ from sqlalchemy.orm import Session
 from tracker.analysis.verdict import Verdict
 from tracker.errors import DamagedVerdicts
 from tracker.jsonio import to_stored_json
-from tracker.models import Job, JobIndex, JobNumber, JobSummary, JobVerdict
+from tracker.models import Job, JobIndex, JobNumber, JobSummary, JobVerdict, VerdictKey
 from tracker.store.index_rows import indexed, write_index_row
 from tracker.store.raw_rows import plain_rows
+from tracker.store.verdict_keys import detail, key_ids, split_detail
 
 # job_id, check, subject, measured, expected, tolerance, status, detail, known
 VerdictRow = tuple[int, str, str, float | None, float | None, float | None, str, str, str | None]
@@ -88,20 +89,22 @@ def write_derived(
     """Replace a job's derived rows (of every digest) by these, in the caller's transaction."""
     for table in (JobVerdict, JobNumber, JobSummary, JobIndex):
         session.execute(delete(table).where(table.job_id == job_id))
+    split = [split_detail(v.detail) for v in verdicts]
+    keys = [
+        (v.check, v.subject, stored_number(v.expected), v.status, v.known, template)
+        for v, (template, _) in zip(verdicts, split, strict=True)
+    ]
+    ids = key_ids(session, keys)
     verdict_rows = [
         {
             "job_id": job_id,
             "position": position,
-            "check": v.check,
-            "subject": v.subject,
+            "key_id": ids[key],
             "measured": stored_number(v.measured),
-            "expected": stored_number(v.expected),
             "tolerance": v.tolerance,
-            "status": v.status,
-            "detail": v.detail,
-            "known": v.known,
+            "figures": figures,
         }
-        for position, v in enumerate(verdicts)
+        for position, (v, key, (_, figures)) in enumerate(zip(verdicts, keys, split, strict=True))
     ]
     if verdict_rows:
         session.execute(insert(JobVerdict), verdict_rows)
@@ -134,14 +137,18 @@ def stored_rows(
         ),
     ):
         numbers.setdefault(job_id, {})[name] = value
-    columns = (JobVerdict.check, JobVerdict.subject, JobVerdict.measured, JobVerdict.expected)
+    columns = (VerdictKey.check, VerdictKey.subject, JobVerdict.measured, VerdictKey.expected)
     query = (
-        select(JobVerdict.job_id, *columns, JobVerdict.tolerance, JobVerdict.status)
-        .add_columns(JobVerdict.detail, JobVerdict.known)
+        select(JobVerdict.job_id, *columns, JobVerdict.tolerance, VerdictKey.status)
+        .add_columns(VerdictKey.detail_template, JobVerdict.figures, VerdictKey.known)
+        .join(VerdictKey, VerdictKey.id == JobVerdict.key_id)  # a missing key: a missing row
         .where(JobVerdict.job_id.in_(list(numbers)))  # written with those numbers: for ``digest``
         .order_by(JobVerdict.job_id, JobVerdict.position)
     )
-    rows = list(plain_rows(session, query))
+    rows: list[VerdictRow] = [
+        (*row[:7], detail(template, None if figures is None else bytes(figures)), known)
+        for *row, template, figures, known in plain_rows(session, query)
+    ]
     checksums = dict(
         session.execute(
             select(JobSummary.job_id, JobSummary.rows_checksum).where(

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, String, Text
+from sqlalchemy import BigInteger, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Session
 
 from tracker.models import ExactFloat
 
 # column types whose values the drivers (sqlite3, psycopg) return as the Python values
-RAW_TYPES = (Integer, BigInteger, String, Text, ExactFloat)
+RAW_TYPES = (Integer, BigInteger, String, Text, ExactFloat, LargeBinary)
 
 
 def plain_rows(
