@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from tracker.models import Curve, Job, JobMeta, Probe, Run, RunNoteRow, SourceFile
 from tracker.store.catalog import update_meta
 from tracker.store.curves import stored_chunks
-from tracker.store.points import write_chunks
+from tracker.store.points import CurveChunks, write_chunks
 from tracker.store.run_rows import checked_runs, seal_runs
 from tracker.store.study_definitions import copy_study_definition
 
@@ -118,13 +118,15 @@ def copy_job_rows(
         if run.notes:
             notes = [{"run_id": run_id, **_row(note, NOTE_FIELDS)} for note in run.notes]
             destination.execute(insert(RunNoteRow), notes)
+        chunks: list[CurveChunks] = []
         for curve in run.curves:
             curve_id = destination.execute(
                 insert(Curve).returning(Curve.id), {"run_id": run_id, **_row(curve, CURVE_FIELDS)}
             ).scalar_one()
             place = (curve_id, name, run.arm, curve.metric)
-            write_chunks(destination.connection(), place, stored_chunks(source, curve.id))
+            chunks.append((place, stored_chunks(source, curve.id)))
             points += curve.n_points
+        write_chunks(destination.connection(), chunks)
     seal_runs(destination, [copy.id])
     return CopiedJob(name, "copied", points, copy.id)
 

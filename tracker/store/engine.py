@@ -71,6 +71,9 @@ def create_tracker_engine(url: str, **options: Any) -> Engine:
     """An engine for ``url`` with the tracker's per-backend settings (and SQLAlchemy's
     ``options``); no schema check."""
     url = normalize_url(url)
+    if url.startswith("postgresql+psycopg://"):
+        # no HSTORE column anywhere: spares each engine's first connection a pg_type look-up
+        options = {"use_native_hstore": False, **options}
     try:
         engine = create_engine(url, **options)
     except (SQLAlchemyError, ValueError, ImportError) as exc:

@@ -24,7 +24,7 @@ from tracker.errors import JobExists
 from tracker.models import Curve, Job, JobMeta, Probe, Run, RunNoteRow, SourceFile
 from tracker.notes import FINDINGS, NoteKind
 from tracker.store.catalog import checked_meta, delete_job_rows, update_meta
-from tracker.store.points import write_points
+from tracker.store.points import CurveChunks, points_chunks, write_chunks
 from tracker.store.run_rows import seal_runs
 
 if TYPE_CHECKING:
@@ -152,6 +152,7 @@ def _insert_arm(session: Session, job: Job, arm: Arm, losses: dict[str, pl.DataF
         rows = [{"run_id": run_id, "position": i, **n.as_dict()} for i, n in enumerate(arm.notes)]
         session.execute(insert(RunNoteRow), rows)
     written = 0
+    chunks: list[CurveChunks] = []
     steps = arm.curves.get_column("step")
     for values in arm.curves.get_columns()[1:]:
         # two Series, not a select on the wide frame: that costs its width, once per metric
@@ -160,12 +161,13 @@ def _insert_arm(session: Session, job: Job, arm: Arm, losses: dict[str, pl.DataF
         curve_id = session.execute(
             insert(Curve).returning(Curve.id), {"run_id": run_id, **curve_summary(metric, curve)}
         ).scalar_one()
-        write_points(session.connection(), (curve_id, job.name, arm.name, metric), curve)
+        chunks.append(((curve_id, job.name, arm.name, metric), points_chunks(curve)))
         written += curve.height
         if metric == LOSS:
             losses[arm.name] = curve.select(
                 pl.col("step").cast(pl.Int64), pl.col("value").cast(pl.Float64)
             )
+    write_chunks(session.connection(), chunks)
     return written
 
 
