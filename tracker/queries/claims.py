@@ -44,6 +44,7 @@ STUDY = "study"  # the group key of a job's study, among jobs of several studies
 # Jobs whose verdicts are read at once: as Python tuples a job's take about 100 KB, so the
 # claims of many jobs hold their compact frame (below) and one batch.
 VERDICT_BATCH = 200
+RUN_BATCH = 1000  # jobs whose runs are checked at once (a few KB a run while checked)
 # The stored verdict rows (``load_verdict_rows``) as a frame.
 VERDICT_SCHEMA = {
     "job_id": pl.Int64,
@@ -166,27 +167,27 @@ def _runs(session: Session, ids: list[int], metrics: set[str]) -> pl.DataFrame:
         .order_by(Run.id)  # ingest order: a planned design judges the first runs
     )
     elapsed = _logged_elapsed(session, ids)
-    records = []
-    for row in session.execute(query).all():
+    schema = {k: v for k, v in RUN_SCHEMA.items() if k != "stopped"}
+    schema |= dict.fromkeys(extras, pl.Float64)
+    # by column, each summary read and dropped: a dict a run held thousands of them at once
+    columns: list[list[object]] = [[] for _ in schema]
+    for row in session.execute(query):
         extra = row.extra or {}
         steps = summary_steps(extra)
         if steps is None and row.last_step is not None:
             steps = row.last_step + 1
-        records.append(
-            {
-                "job_id": row.job_id,
-                "arm": row.arm,
-                "variant": row.variant,
-                "val_loss": row.val_loss,
-                "diverged": row.diverged,
-                "steps": steps,
-                "hours": run_hours(extra, steps, elapsed.get(row.id)),
-                **{name: _number(extra.get(name)) for name in extras},
-            }
-        )
-    schema = {k: v for k, v in RUN_SCHEMA.items() if k != "stopped"}
-    frame = pl.DataFrame(records, schema=schema | dict.fromkeys(extras, pl.Float64))
-    stopped = stopped_runs(session, ids)  # the runs checked (``tracker.store.run_rows``)
+        hours = run_hours(extra, steps, elapsed.get(row.id))
+        found = (row.job_id, row.arm, row.variant, row.val_loss, row.diverged, steps, hours)
+        for column, value in zip(
+            columns, (*found, *(_number(extra.get(name)) for name in extras)), strict=True
+        ):
+            column.append(value)
+    frame = pl.DataFrame(dict(zip(schema, columns, strict=True)), schema=schema)
+    # the runs checked (``tracker.store.run_rows``), a batch of jobs at a time
+    stopped = pl.concat(
+        [stopped_runs(session, ids[at : at + RUN_BATCH]) for at in range(0, len(ids), RUN_BATCH)]
+        or [stopped_runs(session, [])]
+    )
     joined = frame.join(stopped, on=["job_id", "arm"], how="left", maintain_order="left")
     return joined.select(*RUN_SCHEMA, *extras)
 
