@@ -107,7 +107,8 @@ def write_derived(
         for position, (v, key, (_, figures)) in enumerate(zip(verdicts, keys, split, strict=True))
     ]
     if verdict_rows:
-        session.execute(insert(JobVerdict), verdict_rows)
+        # NULLs written as such: rows lacking a value would otherwise be a statement each
+        session.execute(insert(JobVerdict).execution_options(render_nulls=True), verdict_rows)
     session.execute(
         insert(JobNumber),
         [

@@ -75,7 +75,9 @@ def key_ids(session: Session, keys: Sequence[Key]) -> dict[Key, int]:
     ]
     dialect = session.get_bind().dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    session.execute(insert(VerdictKey).on_conflict_do_nothing(index_elements=["digest"]), rows)
+    # NULLs written as such: rows lacking a value would otherwise be a statement each
+    adding = insert(VerdictKey).on_conflict_do_nothing(index_elements=["digest"])
+    session.execute(adding.execution_options(render_nulls=True), rows)
     wanted = {digest: key for key, digest in digests.items()}
     query = select(VerdictKey.id, VerdictKey.digest, *(VerdictKey.__table__.c[c] for c in COLUMNS))
     found: dict[bytes, int] = {}
