@@ -67,9 +67,10 @@ def write_points(connection: Connection, curve: CurvePlace, points: pl.DataFrame
 def write_chunks(connection: Connection, curves: Sequence[CurveChunks]) -> None:
     """Store encoded chunks as those of their curves (an ingest's, or a copy's as read and
     checked), each with its checksum for its curve's id and place, in one statement."""
-    stored = [
-        _stored(place[0], codec.curve_seed(*place), row) for place, rows in curves for row in rows
-    ]
+    stored = []
+    for place, rows in curves:
+        seed = codec.curve_seed(*place)
+        stored += [_stored(place[0], seed, row) for row in rows]
     if not stored:
         return
     dbapi = connection.connection.driver_connection
