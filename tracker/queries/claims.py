@@ -20,7 +20,7 @@ from tracker.completeness import summary_steps
 from tracker.domain import LOSS, RunLengths
 from tracker.elapsed import Shape, TimeKind, is_time_column, time_source
 from tracker.models import Curve, Job, JobMeta, Run
-from tracker.queries.job_analysis import job_studies, load_verdict_rows, study_judging
+from tracker.queries.job_analysis import job_studies, study_judging, verdict_batches
 from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.queries.tables import stopped_runs
 from tracker.store.frames import query_frame
@@ -41,11 +41,8 @@ RUN_SCHEMA = {
     "hours": pl.Float64,
 }
 STUDY = "study"  # the group key of a job's study, among jobs of several studies
-# Jobs whose verdicts are read at once: as Python tuples a job's take about 100 KB, so the
-# claims of many jobs hold their compact frame (below) and one batch.
-VERDICT_BATCH = 200
 RUN_BATCH = 1000  # jobs whose runs are checked at once (a few KB a run while checked)
-# The stored verdict rows (``load_verdict_rows``) as a frame.
+# The stored verdict rows (``verdict_batches``) as a frame.
 VERDICT_SCHEMA = {
     "job_id": pl.Int64,
     "check": pl.String,
@@ -253,8 +250,7 @@ def _evidence(
     frames = [pl.DataFrame(schema=VERDICT_SCHEMA).pipe(_compact, names, position, set())]
     numbers_of: dict[int, dict[str, float | None]] = {}
     shown: set[str] = set()  # the checks and subjects whose detail is kept
-    for at in range(0, len(ids), VERDICT_BATCH):  # as Python rows, a batch at a time
-        rows, batch = load_verdict_rows(session, ids[at : at + VERDICT_BATCH], exp)
+    for rows, batch in verdict_batches(session, ids, exp):  # each kept as a compact frame
         frame = pl.DataFrame(rows, orient="row", schema=VERDICT_SCHEMA)
         frames.append(_compact(frame, names, position, shown))
         numbers_of.update(batch)

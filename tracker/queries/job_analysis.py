@@ -5,6 +5,7 @@ so a read-only database serves every request)."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -108,25 +109,32 @@ def _load_derived(session: Session, job_ids: list[int], exp: Expectations) -> di
     return found
 
 
-def load_verdict_rows(
+# Jobs whose verdict rows are read at once: as Python tuples a job's take about 100 KB, so a
+# reader of many jobs keeps what it needs of each batch, not every row.
+VERDICT_BATCH = 200
+VerdictBatch = tuple[list[VerdictRow], dict[int, dict[str, float | None]]]
+
+
+def verdict_batches(
     session: Session, job_ids: list[int], exp: Expectations
-) -> tuple[list[VerdictRow], dict[int, dict[str, float | None]]]:
-    """``load_derived`` as rows, for a frame of many jobs' verdicts (a Verdict object per
-    row costs a second for 1,000 jobs): ``(job_id, check, subject, measured, expected,
-    tolerance, status, detail, known)`` with the measured and expected values as stored (a flag as
-    1.0 / 0.0, text as None), grouped by job; and each job's numbers; each job judged by
-    ``exp.judging`` its study."""
-    rows: list[VerdictRow] = []
-    numbers: dict[int, dict[str, float | None]] = {}
-    for own, ids in by_study(session, job_ids, exp):
-        stored_numbers, stored = stored_rows(session, ids, expectations_digest(own))
-        rows += stored
-        numbers.update(stored_numbers)
-        missing = [job_id for job_id in ids if job_id not in stored_numbers]
-        for job_id, derived in _derive_from_points(session, missing, own).items():
-            rows += [verdict_row(job_id, v) for v in derived.verdicts]
-            numbers[job_id] = derived.numbers
-    return rows, numbers
+) -> Iterator[VerdictBatch]:
+    """``load_derived`` as rows, ``VERDICT_BATCH`` jobs at a time in the order listed, for a
+    frame of many jobs' verdicts (a Verdict object per row costs a second for 1,000 jobs):
+    ``(job_id, check, subject, measured, expected, tolerance, status, detail, known)`` with
+    the measured and expected values as stored (a flag as 1.0 / 0.0, text as None), grouped
+    by job; and each job's numbers; each job judged by ``exp.judging`` its study."""
+    for at in range(0, len(job_ids), VERDICT_BATCH):
+        rows: list[VerdictRow] = []
+        numbers: dict[int, dict[str, float | None]] = {}
+        for own, ids in by_study(session, job_ids[at : at + VERDICT_BATCH], exp):
+            stored_numbers, stored = stored_rows(session, ids, expectations_digest(own))
+            rows += stored
+            numbers.update(stored_numbers)
+            missing = [job_id for job_id in ids if job_id not in stored_numbers]
+            for job_id, derived in _derive_from_points(session, missing, own).items():
+                rows += [verdict_row(job_id, v) for v in derived.verdicts]
+                numbers[job_id] = derived.numbers
+        yield rows, numbers
 
 
 def load_summary(

@@ -24,7 +24,7 @@ from tracker.completeness import summary_steps
 from tracker.conditions import Condition
 from tracker.domain import ArmName
 from tracker.models import Job, JobMeta, Run
-from tracker.queries.job_analysis import load_verdict_rows
+from tracker.queries.job_analysis import verdict_batches
 from tracker.store.catalog import check_meta_keys, check_meta_values
 from tracker.summary.model import SEED_NOISE
 
@@ -35,9 +35,6 @@ Key = tuple[str, str]  # (check, subject)
 Where = Sequence[tuple[str, str]]
 LENGTH_KEY = "steps"  # the configuration key a job's run length stands in for
 Seeds = tuple[float, int]  # sum of squares of a job's seeds about their variants' means, df
-# Jobs whose verdict rows are read at once: every job's values are kept, as two arrays a
-# (check, subject), not as its rows.
-VERDICT_BATCH = 200
 
 
 @dataclass(frozen=True)
@@ -175,11 +172,9 @@ def kept_verdicts(session: Session, exp: Expectations, study: str | None = None)
     if LENGTH_KEY in exp.gate.configuration:
         for job_id, steps in _lengths(session, list(names)).items():
             meta[job_id].setdefault(LENGTH_KEY, str(steps))
-    ids = list(names)
     ema: dict[int, float] = {}
-    measured: dict[Key, Values] = {}
-    for at in range(0, len(ids), VERDICT_BATCH):  # batches in job id order
-        rows, numbers = load_verdict_rows(session, ids[at : at + VERDICT_BATCH], exp)
+    measured: dict[Key, Values] = {}  # two arrays a (check, subject), not every job's rows
+    for rows, numbers in verdict_batches(session, list(names), exp):  # in job id order
         for job_id, own in numbers.items():
             if (value := own.get(SEED_NOISE)) is not None:
                 ema[job_id] = value
