@@ -279,13 +279,13 @@ def _compact(
 ) -> pl.DataFrame:
     """A batch of verdict rows in job order, named by job, as the claims keep them
     (``REPEATED``); ``shown``: the checks and subjects of earlier batches, updated."""
-    key = pl.concat_str("check", "subject", separator="\x1f").alias("key")
-    first = key.is_first_distinct() & ~key.is_in(list(shown))
     ordered = frame.sort(pl.col("job_id").replace_strict(position), maintain_order=True)
+    keys = ordered.select(pl.concat_str("check", "subject", separator="\x1f")).to_series()
+    first = keys.is_first_distinct() & ~keys.is_in(list(shown))
+    shown.update(keys.unique().to_list())
     compact = ordered.select(
         pl.col("job_id").replace_strict(names, return_dtype=pl.String).alias("job"),
         pl.exclude("job_id", "detail"),
         pl.when(first).then(pl.col("detail")).alias("detail"),
     )
-    shown.update(ordered.select(key.unique())["key"].to_list())
     return compact.select(VERDICT_COLUMNS).with_columns(pl.col(REPEATED).cast(pl.Categorical))
