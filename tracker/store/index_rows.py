@@ -16,7 +16,7 @@ from tracker.domain import Status
 from tracker.errors import DamagedVerdicts
 from tracker.jsonio import to_stored_json
 from tracker.models import Job, JobIndex
-from tracker.store.raw_rows import driver_rows
+from tracker.store.raw_rows import IntactRows, driver_rows
 
 COLUMNS = {  # status -> its count's column
     Status.PASS: JobIndex.passed,
@@ -54,10 +54,7 @@ def write_index_row(
     )
 
 
-# The index rows this process found intact, as read (a few integers each): a row read alike
-# again is intact without its checksum made anew; emptied past ``_MOST``.
-_VERIFIED: set[tuple[object, ...]] = set()
-_MOST = 100_000
+_VERIFIED = IntactRows(most=100_000)  # the index rows this process found intact
 _STATUSES = tuple(map(str, COLUMNS))
 _COUNTS = select(JobIndex.job_id, *COLUMNS.values(), JobIndex.checksum).where(
     JobIndex.job_id.in_(bindparam("job_ids", expanding=True)),
@@ -72,13 +69,11 @@ def stored_counts(session: Session, job_ids: list[int], digest: str) -> dict[int
     for row in driver_rows(session, _COUNTS, {"job_ids": job_ids, "digest": digest}):
         job_id, *numbers, checksum = row
         counts = dict(zip(_STATUSES, numbers, strict=True))
-        read = (digest, *row)
+        read = hash((digest, *row))
         if read not in _VERIFIED:
             if counts_checksum(job_id, digest, counts) != checksum:
                 name = session.scalar(select(Job.name).where(Job.id == job_id))
                 raise DamagedVerdicts(job=name, difference="verdict counts' checksum mismatch")
-            if len(_VERIFIED) >= _MOST:
-                _VERIFIED.clear()
             _VERIFIED.add(read)
         found[job_id] = counts
     return found

@@ -51,3 +51,21 @@ def driver_rows(
     ExactFloat's NaN is SQLite's text 'NaN'), the session flushed first."""
     session.flush()
     return session.connection().execute(query, parameters).cursor.fetchall()  # type: ignore[no-any-return]
+
+
+class IntactRows:
+    """What this process found intact, as Python's hash of the rows read with their checksum:
+    rows read alike again are intact without their checksum made anew (hashing the tuple
+    costs a fraction of making it), and a hash holds no row in memory; emptied past ``most``."""
+
+    def __init__(self, most: int) -> None:
+        self._hashes: set[int] = set()
+        self._most = most
+
+    def __contains__(self, read: int) -> bool:
+        return read in self._hashes
+
+    def add(self, read: int) -> None:
+        if len(self._hashes) >= self._most:
+            self._hashes.clear()
+        self._hashes.add(read)

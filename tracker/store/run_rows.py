@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 from tracker.errors import DamagedRun
 from tracker.models import Curve, ExactFloat, Job, Run, RunNoteRow
 from tracker.notes import RunNote
-from tracker.store.raw_rows import driver_rows
+from tracker.store.raw_rows import IntactRows, driver_rows
 
 RUN_FIELDS = (Run.arm, Run.model, Run.variant, Run.seed, Run.val_loss, Run.final_loss)
 CURVE_FIELDS = (
@@ -153,11 +153,7 @@ def stored_runs(session: Session, job_ids: Iterable[int]) -> list[StoredRun]:
     return list(runs.values())
 
 
-# The runs this process found intact, as Python's hash of what was read (with its checksum):
-# a run read alike again is intact without hashing its rows anew (hashing the tuple costs a
-# fraction of repr-ing every float), and a hash holds no row in memory; emptied past ``_MOST``.
-_VERIFIED: set[int] = set()
-_MOST = 200_000
+_VERIFIED = IntactRows(most=200_000)  # the runs this process found intact
 
 
 def verified_runs(session: Session, job_ids: Iterable[int]) -> list[StoredRun]:
@@ -170,8 +166,6 @@ def verified_runs(session: Session, job_ids: Iterable[int]) -> list[StoredRun]:
             continue
         if run.damaged():
             raise run.error()
-        if len(_VERIFIED) >= _MOST:
-            _VERIFIED.clear()
         _VERIFIED.add(read)
     return runs
 
