@@ -227,7 +227,7 @@ def _passing(verdicts: pl.DataFrame, group: dict[str, Any]) -> list[str]:
         (pl.col("check") == group["check"])
         & (pl.col("subject") == group["subject"])
         & pl.col("expected").is_not_null()
-        & (pl.col("status") == str(PASS))
+        & (pl.col("status") == PASS)
     )
     return found["job"].to_list()
 
