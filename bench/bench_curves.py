@@ -245,7 +245,7 @@ def long_curve_database(path: Path) -> str:
             row = Curve(run_id=run.id, **curve_summary("loss", curve))
             session.add(row)
             session.flush()
-            write_points(session.connection(), row.id, curve)
+            write_points(session.connection(), (row.id, name, run.arm, "loss"), curve)
     engine.dispose()
     return url
 
