@@ -83,7 +83,8 @@ def store_job(
     job = _insert_job(session, scanned, meta)
     written = WrittenJob(status, job.id, meta_kept=kept)
     if scanned.probes:
-        session.execute(insert(Probe), [{"job_id": job.id, **p.columns()} for p in scanned.probes])
+        probes = [{"job_id": job.id, **p.columns()} for p in scanned.probes]
+        session.execute(insert(Probe).execution_options(render_nulls=True), probes)
     written.probes = len(scanned.probes)
     written.failed_probes = sum(p.failed for p in scanned.probes)
     shared: dict[str, list[str]] = {}  # a line every arm may say alike: said once
@@ -94,8 +95,8 @@ def store_job(
                 shared.setdefault(note.text, []).append(arm.name)
         own = (note for note in said if note.kind != NoteKind.WALL_TIME)
         written.warnings.extend(f"{arm.name}: {note}" for note in own)
-        written.points += _insert_arm(session, job, arm, written.losses)
-        written.arms += 1
+    written.points = _insert_arms(session, job, parsed, written.losses)
+    written.arms = len(parsed)
     seal_runs(session, [job.id])  # of its rows as written: as every read gets them
     for text, names in shared.items():
         whose = f"all {len(names)} arms" if len(names) == len(parsed) > 1 else ", ".join(names)
@@ -132,43 +133,68 @@ def _insert_job(session: Session, scanned: JobDirectory, meta: Mapping[str, str]
     return job
 
 
-def _insert_arm(session: Session, job: Job, arm: Arm, losses: dict[str, pl.DataFrame]) -> int:
-    """Write one arm; its loss curve, as stored, goes into ``losses``."""
-    run_id = session.execute(
-        insert(Run).returning(Run.id),
-        {
-            "job_id": job.id,
-            "arm": arm.name,
-            "model": arm.model,
-            "variant": arm.variant,
-            "seed": arm.seed,
-            "val_loss": arm.val_loss,
-            "final_loss": arm.final_loss,
-            "diverged": arm.diverged,
-            "extra": arm.extra,
-        },
-    ).scalar_one()
-    if arm.notes:
-        rows = [{"run_id": run_id, "position": i, **n.as_dict()} for i, n in enumerate(arm.notes)]
-        session.execute(insert(RunNoteRow), rows)
-    written = 0
-    chunks: list[CurveChunks] = []
-    steps = arm.curves.get_column("step")
-    for values in arm.curves.get_columns()[1:]:
-        # two Series, not a select on the wide frame: that costs its width, once per metric
-        metric = values.name
-        curve = pl.DataFrame([steps, values.alias("value")]).drop_nulls()
-        curve_id = session.execute(
-            insert(Curve).returning(Curve.id), {"run_id": run_id, **curve_summary(metric, curve)}
-        ).scalar_one()
-        chunks.append(((curve_id, job.name, arm.name, metric), points_chunks(curve)))
-        written += curve.height
-        if metric == LOSS:
-            losses[arm.name] = curve.select(
-                pl.col("step").cast(pl.Int64), pl.col("value").cast(pl.Float64)
-            )
+def _insert_arms(
+    session: Session, job: Job, arms: Sequence[Arm], losses: dict[str, pl.DataFrame]
+) -> int:
+    """Write the arms, their notes, curves and points, a statement for each kind of row
+    whatever the number of arms (a statement costs more than its rows on PostgreSQL); the
+    loss curves, as stored, go into ``losses``. How many points were written."""
+    if not arms:
+        return 0
+    # NULLs written as such: rows lacking a value would otherwise be a statement each
+    session.execute(
+        insert(Run).execution_options(render_nulls=True),
+        [
+            {
+                "job_id": job.id,
+                "arm": arm.name,
+                "model": arm.model,
+                "variant": arm.variant,
+                "seed": arm.seed,
+                "val_loss": arm.val_loss,
+                "final_loss": arm.final_loss,
+                "diverged": arm.diverged,
+                "extra": arm.extra,
+            }
+            for arm in arms
+        ],
+    )
+    # read back by name rather than RETURNING: SQLite's bulk insert returns no ids in order
+    ids = dict(session.execute(select(Run.arm, Run.id).where(Run.job_id == job.id)).all())
+    run_ids = [ids[arm.name] for arm in arms]
+    notes = [
+        {"run_id": run_id, "position": i, **note.as_dict()}
+        for arm, run_id in zip(arms, run_ids, strict=True)
+        for i, note in enumerate(arm.notes)
+    ]
+    if notes:
+        session.execute(insert(RunNoteRow), notes)
+    curves: list[tuple[int, str, str, pl.DataFrame]] = []  # run id, arm, metric, points
+    for arm, run_id in zip(arms, run_ids, strict=True):
+        steps = arm.curves.get_column("step")
+        for values in arm.curves.get_columns()[1:]:
+            # two Series, not a select on the wide frame: that costs its width, once per metric
+            curve = pl.DataFrame([steps, values.alias("value")]).drop_nulls()
+            curves.append((run_id, arm.name, values.name, curve))
+            if values.name == LOSS:
+                losses[arm.name] = curve.select(
+                    pl.col("step").cast(pl.Int64), pl.col("value").cast(pl.Float64)
+                )
+    if not curves:
+        return 0
+    session.execute(
+        insert(Curve).execution_options(render_nulls=True),
+        [{"run_id": run_id, **curve_summary(metric, c)} for run_id, _, metric, c in curves],
+    )
+    stored = select(Curve.run_id, Curve.metric, Curve.id).join(Run).where(Run.job_id == job.id)
+    by_place = {(run_id, metric): curve_id for run_id, metric, curve_id in session.execute(stored)}
+    curve_ids = [by_place[run_id, metric] for run_id, _, metric, _ in curves]
+    chunks: list[CurveChunks] = [
+        ((curve_id, job.name, arm, metric), points_chunks(curve))
+        for curve_id, (_, arm, metric, curve) in zip(curve_ids, curves, strict=True)
+    ]
     write_chunks(session.connection(), chunks)
-    return written
+    return sum(curve.height for *_, curve in curves)
 
 
 def curve_summary(metric: str, curve: pl.DataFrame) -> dict[str, object]:
