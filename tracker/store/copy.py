@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 from tracker.models import Curve, Job, JobMeta, Probe, Run, RunNoteRow, SourceFile
 from tracker.store.catalog import update_meta
 from tracker.store.curves import stored_chunks
+from tracker.store.job_rows import RunRows, insert_runs
 from tracker.store.points import CurveChunks, write_chunks
 from tracker.store.run_rows import checked_runs, seal_runs
 from tracker.store.study_definitions import copy_study_definition
@@ -109,24 +110,22 @@ def copy_job_rows(
     probes = [{"job_id": copy.id, **_row(p, PROBE_FIELDS)} for p in job.probes]
     if probes:
         destination.execute(insert(Probe), probes)
-    points = 0
     checked_runs(source, [job.id])  # a damaged run is refused, not copied as intact
-    for run in job.runs:
-        run_id = destination.execute(
-            insert(Run).returning(Run.id), {"job_id": copy.id, **_row(run, RUN_FIELDS)}
-        ).scalar_one()
-        if run.notes:
-            notes = [{"run_id": run_id, **_row(note, NOTE_FIELDS)} for note in run.notes]
-            destination.execute(insert(RunNoteRow), notes)
-        chunks: list[CurveChunks] = []
-        for curve in run.curves:
-            curve_id = destination.execute(
-                insert(Curve).returning(Curve.id), {"run_id": run_id, **_row(curve, CURVE_FIELDS)}
-            ).scalar_one()
-            place = (curve_id, name, run.arm, curve.metric)
-            chunks.append((place, stored_chunks(source, curve.id)))
-            points += curve.n_points
-        write_chunks(destination.connection(), chunks)
+    runs = [
+        RunRows(
+            _row(run, RUN_FIELDS),
+            [_row(note, NOTE_FIELDS) for note in run.notes],
+            [_row(curve, CURVE_FIELDS) for curve in run.curves],
+        )
+        for run in job.runs
+    ]
+    chunks: list[CurveChunks] = [
+        ((curve_id, name, run.arm, curve.metric), stored_chunks(source, curve.id))
+        for run, ids in zip(job.runs, insert_runs(destination, copy.id, runs), strict=True)
+        for curve_id, curve in zip(ids, run.curves, strict=True)
+    ]
+    write_chunks(destination.connection(), chunks)
+    points = sum(curve.n_points for run in job.runs for curve in run.curves)
     seal_runs(destination, [copy.id])
     return CopiedJob(name, "copied", points, copy.id)
 

@@ -133,68 +133,91 @@ def _insert_job(session: Session, scanned: JobDirectory, meta: Mapping[str, str]
     return job
 
 
-def _insert_arms(
-    session: Session, job: Job, arms: Sequence[Arm], losses: dict[str, pl.DataFrame]
-) -> int:
-    """Write the arms, their notes, curves and points, a statement for each kind of row
-    whatever the number of arms (a statement costs more than its rows on PostgreSQL); the
-    loss curves, as stored, go into ``losses``. How many points were written."""
-    if not arms:
-        return 0
+@dataclass(frozen=True)
+class RunRows:
+    """One run as written: its columns (``arm`` among them, no job id), its notes' columns
+    (``position`` among them) and its curves' (``metric`` among them), no run ids."""
+
+    columns: Mapping[str, object]
+    notes: Sequence[Mapping[str, object]]
+    curves: Sequence[Mapping[str, object]]
+
+
+def insert_runs(session: Session, job_id: int, runs: Sequence[RunRows]) -> list[list[int]]:
+    """Write a job's runs, their notes and their curves' rows, a statement for each kind of
+    row whatever the number of runs (a statement costs more than its rows on PostgreSQL);
+    each run's curve ids, in the order given."""
+    if not runs:
+        return []
     # NULLs written as such: rows lacking a value would otherwise be a statement each
     session.execute(
         insert(Run).execution_options(render_nulls=True),
-        [
-            {
-                "job_id": job.id,
-                "arm": arm.name,
-                "model": arm.model,
-                "variant": arm.variant,
-                "seed": arm.seed,
-                "val_loss": arm.val_loss,
-                "final_loss": arm.final_loss,
-                "diverged": arm.diverged,
-                "extra": arm.extra,
-            }
-            for arm in arms
-        ],
+        [{"job_id": job_id, **run.columns} for run in runs],
     )
     # read back by name rather than RETURNING: SQLite's bulk insert returns no ids in order
-    ids = dict(session.execute(select(Run.arm, Run.id).where(Run.job_id == job.id)).all())
-    run_ids = [ids[arm.name] for arm in arms]
+    ids = dict(session.execute(select(Run.arm, Run.id).where(Run.job_id == job_id)).all())
+    run_ids = [ids[str(run.columns["arm"])] for run in runs]
     notes = [
-        {"run_id": run_id, "position": i, **note.as_dict()}
-        for arm, run_id in zip(arms, run_ids, strict=True)
-        for i, note in enumerate(arm.notes)
+        {"run_id": run_id, **note}
+        for run, run_id in zip(runs, run_ids, strict=True)
+        for note in run.notes
     ]
     if notes:
         session.execute(insert(RunNoteRow), notes)
-    curves: list[tuple[int, str, str, pl.DataFrame]] = []  # run id, arm, metric, points
-    for arm, run_id in zip(arms, run_ids, strict=True):
-        steps = arm.curves.get_column("step")
-        for values in arm.curves.get_columns()[1:]:
-            # two Series, not a select on the wide frame: that costs its width, once per metric
-            curve = pl.DataFrame([steps, values.alias("value")]).drop_nulls()
-            curves.append((run_id, arm.name, values.name, curve))
-            if values.name == LOSS:
-                losses[arm.name] = curve.select(
-                    pl.col("step").cast(pl.Int64), pl.col("value").cast(pl.Float64)
-                )
-    if not curves:
-        return 0
-    session.execute(
-        insert(Curve).execution_options(render_nulls=True),
-        [{"run_id": run_id, **curve_summary(metric, c)} for run_id, _, metric, c in curves],
-    )
-    stored = select(Curve.run_id, Curve.metric, Curve.id).join(Run).where(Run.job_id == job.id)
+    curves = [
+        {"run_id": run_id, **curve}
+        for run, run_id in zip(runs, run_ids, strict=True)
+        for curve in run.curves
+    ]
+    if curves:
+        session.execute(insert(Curve).execution_options(render_nulls=True), curves)
+    stored = select(Curve.run_id, Curve.metric, Curve.id).join(Run).where(Run.job_id == job_id)
     by_place = {(run_id, metric): curve_id for run_id, metric, curve_id in session.execute(stored)}
-    curve_ids = [by_place[run_id, metric] for run_id, _, metric, _ in curves]
+    return [
+        [by_place[run_id, str(curve["metric"])] for curve in run.curves]
+        for run, run_id in zip(runs, run_ids, strict=True)
+    ]
+
+
+def _insert_arms(
+    session: Session, job: Job, arms: Sequence[Arm], losses: dict[str, pl.DataFrame]
+) -> int:
+    """Write the arms with their notes, curves and points; the loss curves, as stored, go
+    into ``losses``. How many points were written."""
+    runs: list[RunRows] = []
+    points: list[dict[str, pl.DataFrame]] = []  # each arm's curves: metric -> points
+    for arm in arms:
+        steps = arm.curves.get_column("step")
+        curves = {
+            # two Series, not a select on the wide frame: that costs its width, once per metric
+            values.name: pl.DataFrame([steps, values.alias("value")]).drop_nulls()
+            for values in arm.curves.get_columns()[1:]
+        }
+        if LOSS in curves:
+            losses[arm.name] = curves[LOSS].select(
+                pl.col("step").cast(pl.Int64), pl.col("value").cast(pl.Float64)
+            )
+        columns = {
+            "arm": arm.name,
+            "model": arm.model,
+            "variant": arm.variant,
+            "seed": arm.seed,
+            "val_loss": arm.val_loss,
+            "final_loss": arm.final_loss,
+            "diverged": arm.diverged,
+            "extra": arm.extra,
+        }
+        notes = [{"position": i, **note.as_dict()} for i, note in enumerate(arm.notes)]
+        summaries = [curve_summary(metric, curve) for metric, curve in curves.items()]
+        runs.append(RunRows(columns, notes, summaries))
+        points.append(curves)
     chunks: list[CurveChunks] = [
-        ((curve_id, job.name, arm, metric), points_chunks(curve))
-        for curve_id, (_, arm, metric, curve) in zip(curve_ids, curves, strict=True)
+        ((curve_id, job.name, arm.name, metric), points_chunks(frame))
+        for arm, ids, curves in zip(arms, insert_runs(session, job.id, runs), points, strict=True)
+        for curve_id, (metric, frame) in zip(ids, curves.items(), strict=True)
     ]
     write_chunks(session.connection(), chunks)
-    return sum(curve.height for *_, curve in curves)
+    return sum(frame.height for curves in points for frame in curves.values())
 
 
 def curve_summary(metric: str, curve: pl.DataFrame) -> dict[str, object]:
