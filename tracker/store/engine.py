@@ -80,6 +80,10 @@ def create_tracker_engine(url: str, **options: Any) -> Engine:
         raise DatabaseUnavailable(url=url, reason=first_line(exc)) from None
     if engine.dialect.name == "sqlite":
         _configure_sqlite(engine)
+    elif engine.dialect.name == "postgresql":
+        # many rows' INSERT as one statement of many VALUES, as SQLAlchemy's psycopg2 dialect
+        # sends it: psycopg's executemany has the server parse and run a statement a row
+        engine.dialect.use_insertmanyvalues_wo_returning = True
     return engine
 
 
