@@ -172,10 +172,14 @@ class VerdictValues:
             self.jobs.add(job_id)
             if (value := own.get(SEED_NOISE)) is not None:
                 self._ema[job_id] = value
-        for job_id, check, subject, value, *_ in rows:  # a job's rows together, in position order
+        measured = self._measured
+        for row in rows:  # a job's rows together, in position order
+            value = row[3]
             if isinstance(value, float):
-                found = self._measured.setdefault((check, subject), Values())
-                found.jobs.append(job_id)
+                key = (row[1], row[2])
+                if (found := measured.get(key)) is None:  # no Values made for each row
+                    found = measured[key] = Values()
+                found.jobs.append(row[0])
                 found.values.append(value)
 
     def in_job_id_order(
