@@ -90,3 +90,30 @@ def test_postgresql_plans_from_fresh_statistics_after_an_ingest(
         ).scalar_one()
         stored = connection.exec_driver_sql("SELECT count(*) FROM job_verdict").scalar_one()
     assert planned == stored > 0  # never analysed: -1
+
+
+class VerdictReads:
+    """Counts the statements that read verdict rows (``stored_rows``'s of ``job_verdict``)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, _conn: Any, _cursor: Any, statement: str, *args: Any) -> None:
+        if "FROM job_verdict" in statement and "ORDER BY job_verdict.job_id" in statement:
+            self.count += 1
+
+
+def test_the_home_page_reads_every_jobs_verdicts_once(
+    cli: Cli, db_url: str, tmp_path: Path
+) -> None:
+    """Its claims and its comparison's yardstick (every job) share one read; the two latest
+    jobs' verdicts, for the comparison itself, are the other."""
+    _ingest(cli, tmp_path, range(3))
+    reads = VerdictReads()
+    event.listen(Engine, "before_cursor_execute", reads)
+    try:
+        with client_for(db_url) as client:
+            _ok(client.get("/"))
+    finally:
+        event.remove(Engine, "before_cursor_execute", reads)
+    assert reads.count == 2

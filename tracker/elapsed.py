@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 import numpy as np
 
@@ -100,6 +101,7 @@ def _base(metric: str) -> str:
     return name
 
 
+@lru_cache(maxsize=4096)  # a page asks for every run's every column: a few names
 def named_kind(metric: str) -> TimeKind | None:
     """How ``metric``'s name says it holds time (None: no time by its name)."""
     base, words = _base(metric), set(_base(metric).split("_"))

@@ -8,6 +8,7 @@ given; it never writes, so it works on a database opened read-only.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -20,7 +21,12 @@ from tracker.completeness import summary_steps
 from tracker.domain import LOSS, RunLengths
 from tracker.elapsed import Shape, TimeKind, is_time_column, time_source
 from tracker.models import Curve, Job, JobMeta, Run
-from tracker.queries.job_analysis import job_studies, study_judging, verdict_batches
+from tracker.queries.job_analysis import (
+    VerdictBatch,
+    job_studies,
+    study_judging,
+    verdict_batches,
+)
 from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.queries.tables import stopped_runs
 from tracker.store.frames import query_frame
@@ -97,6 +103,7 @@ def claims(
     *,
     jobs: pl.DataFrame | None = None,
     lengths: RunLengths | None = None,
+    each_batch: Callable[[VerdictBatch], object] | None = None,
 ) -> pl.DataFrame:
     """One row per claim and subject over the selected jobs (``selection.jobs`` and
     ``where``); with ``group_by`` one set of rows per group of jobs, in a ``group`` column.
@@ -104,7 +111,10 @@ def claims(
     studies are grouped by study first (``study=NAME`` in the ``group`` column).
     ``selection.models`` and ``variants`` are not used: a claim covers its own subjects.
     ``jobs``: ``selected_jobs(session, selection)``, when the caller has it already;
-    ``lengths``: every comparing claim's ``lengths`` instead of its study file's."""
+    ``lengths``: every comparing claim's ``lengths`` instead of its study file's;
+    ``each_batch``: handed every selected job's verdict batches (``verdict_batches``, those
+    of jobs counted once too), for a caller that needs them besides, so that they are read
+    once."""
     selected = selected_jobs(session, selection) if jobs is None else jobs
     jobs, duplicates = _distinct_content(session, selected)
     studies = job_studies(session, jobs["job_id"].to_list())
@@ -113,7 +123,8 @@ def claims(
     )
     judged = {study: study_judging(session, exp, study) for study in jobs[STUDY].unique()}
     metrics = set().union(*(run_metrics(own) for own in judged.values()))
-    evidence = _evidence(session, jobs, exp, metrics)
+    read = selected["job_id"].to_list() if each_batch is not None else None
+    evidence = _evidence(session, jobs, exp, metrics, read, each_batch)
     keys = ((STUDY,) if jobs[STUDY].n_unique() > 1 else ()) + selection.group_by
     groups = jobs.group_by(list(dict.fromkeys((STUDY, *keys))), maintain_order=True).agg(
         pl.col("job")
@@ -240,20 +251,31 @@ def _number(value: object) -> float | None:
 
 
 def _evidence(
-    session: Session, jobs: pl.DataFrame, exp: Expectations, metrics: set[str]
+    session: Session,
+    jobs: pl.DataFrame,
+    exp: Expectations,
+    metrics: set[str],
+    read: list[int] | None = None,
+    each_batch: Callable[[VerdictBatch], object] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """What the claims judge, each frame with a ``job`` column naming the job: the stored
-    verdicts (in job order), the derived numbers, the runs and the metadata of ``jobs``."""
+    verdicts (in job order), the derived numbers, the runs and the metadata of ``jobs``;
+    ``read``: the jobs whose verdicts are read (``jobs`` and more, in the same order), each
+    batch handed to ``each_batch`` before the claims keep theirs."""
     ids = jobs["job_id"].to_list()
     names = dict(zip(ids, jobs["job"].to_list(), strict=True))
     position = {job_id: i for i, job_id in enumerate(ids)}
     frames = [pl.DataFrame(schema=VERDICT_SCHEMA).pipe(_compact, names, position, set())]
     numbers_of: dict[int, dict[str, float | None]] = {}
     shown: set[str] = set()  # the checks and subjects whose detail is kept
-    for rows, batch in verdict_batches(session, ids, exp):  # each kept as a compact frame
-        frame = pl.DataFrame(rows, orient="row", schema=VERDICT_SCHEMA)
+    for rows, batch in verdict_batches(session, ids if read is None else read, exp):
+        if each_batch is not None:
+            each_batch((rows, batch))
+        if read is not None and len(read) != len(ids):  # jobs of the same content as others
+            rows = [row for row in rows if row[0] in names]
+        frame = pl.DataFrame(rows, orient="row", schema=VERDICT_SCHEMA)  # kept compact
         frames.append(_compact(frame, names, position, shown))
-        numbers_of.update(batch)
+        numbers_of.update((job_id, own) for job_id, own in batch.items() if job_id in names)
     verdicts = pl.concat(frames)  # the batches follow ``ids``: in job order
     numbers = pl.DataFrame(
         [

@@ -24,7 +24,7 @@ from tracker.completeness import summary_steps
 from tracker.conditions import Condition
 from tracker.domain import ArmName
 from tracker.models import Job, JobMeta, Run
-from tracker.queries.job_analysis import verdict_batches
+from tracker.queries.job_analysis import VerdictBatch, verdict_batches
 from tracker.store.catalog import check_meta_keys, check_meta_values
 from tracker.summary.model import SEED_NOISE
 
@@ -156,9 +156,54 @@ def _lengths(session: Session, ids: Sequence[int]) -> dict[int, int]:
     return lengths
 
 
-def kept_verdicts(session: Session, exp: Expectations, study: str | None = None) -> KeptVerdicts:
+class VerdictValues:
+    """Every job's kept verdict values and seed-noise delta, gathered from ``verdict_batches``
+    in whatever job order they are read (``add``): a page that reads every job's verdicts for
+    its claims hands them here too, so that they are read (and their checksums made) once."""
+
+    def __init__(self) -> None:
+        self.jobs: set[int] = set()  # the jobs read
+        self._ema: dict[int, float] = {}
+        self._measured: dict[Key, Values] = {}  # two arrays a (check, subject), not every row
+
+    def add(self, batch: VerdictBatch) -> None:
+        rows, numbers = batch
+        for job_id, own in numbers.items():
+            self.jobs.add(job_id)
+            if (value := own.get(SEED_NOISE)) is not None:
+                self._ema[job_id] = value
+        measured = self._measured
+        for row in rows:  # a job's rows together, in position order
+            value = row[3]
+            if isinstance(value, float):
+                key = (row[1], row[2])
+                if (found := measured.get(key)) is None:  # no Values made for each row
+                    found = measured[key] = Values()
+                found.jobs.append(row[0])
+                found.values.append(value)
+
+    def in_job_id_order(
+        self, kept: Mapping[int, str]
+    ) -> tuple[dict[int, float], dict[Key, Values]]:
+        """The seed-noise deltas and values of the jobs ``kept``, in job id order."""
+        ema = {job_id: self._ema[job_id] for job_id in sorted(self._ema) if job_id in kept}
+        measured: dict[Key, Values] = {}
+        for key, found in self._measured.items():
+            pairs = sorted(
+                ((job_id, v) for job_id, v in found.pairs() if job_id in kept), key=itemgetter(0)
+            )  # stable: a job's own values keep their order
+            if pairs:
+                jobs, values = zip(*pairs, strict=True)
+                measured[key] = Values(array("q", jobs), array("d", values))
+        return ema, measured
+
+
+def kept_verdicts(
+    session: Session, exp: Expectations, study: str | None = None, read: VerdictValues | None = None
+) -> KeptVerdicts:
     """Every job's (of ``study``, or all) kept verdict values, seed-noise delta, metadata
-    (its run length for ``steps`` where it has none) and seeds (``KeptVerdicts``)."""
+    (its run length for ``steps`` where it has none) and seeds (``KeptVerdicts``); ``read``:
+    the values of the jobs read already (the others are read now)."""
     query = select(Job.id, Job.name).order_by(Job.id)
     if study is not None:
         query = query.where(Job.study == study)
@@ -172,17 +217,11 @@ def kept_verdicts(session: Session, exp: Expectations, study: str | None = None)
     if LENGTH_KEY in exp.gate.configuration:
         for job_id, steps in _lengths(session, list(names)).items():
             meta[job_id].setdefault(LENGTH_KEY, str(steps))
-    ema: dict[int, float] = {}
-    measured: dict[Key, Values] = {}  # two arrays a (check, subject), not every job's rows
-    for rows, numbers in verdict_batches(session, list(names), exp):  # in job id order
-        for job_id, own in numbers.items():
-            if (value := own.get(SEED_NOISE)) is not None:
-                ema[job_id] = value
-        for job_id, check, subject, value, *_ in sorted(rows, key=itemgetter(0)):
-            if isinstance(value, float):
-                found = measured.setdefault((check, subject), Values())
-                found.jobs.append(job_id)
-                found.values.append(value)
+    values = VerdictValues() if read is None else read
+    unread = [job_id for job_id in names if job_id not in values.jobs]
+    for batch in verdict_batches(session, unread, exp):  # in job id order
+        values.add(batch)
+    ema, measured = values.in_job_id_order(names)
     meta = {job_id: own for job_id, own in meta.items() if own}
     return KeptVerdicts(names, meta, ema, measured, _seeds(measured))
 
@@ -202,8 +241,9 @@ def other_jobs(
     compared: Sequence[str],
     where: Where | None = None,
     study: str | None = None,
+    read: VerdictValues | None = None,
 ) -> OtherJobs:
     """The jobs (of ``study``, or all) comparable to the ``compared`` ones, from the rows
-    kept at ingest."""
-    kept = kept_verdicts(session, exp, study)
+    kept at ingest; ``read``: the values of the jobs read already (``kept_verdicts``)."""
+    kept = kept_verdicts(session, exp, study, read)
     return kept.comparable(compared, exp.gate.configuration, checked_where(session, where))

@@ -58,11 +58,21 @@ def rows_checksum(
     one of them altered, no longer match."""
     document = [
         digest,
-        [[_exact(value) for value in row[1:]] for row in rows],
+        [[_exact_value(value) for value in row[1:]] for row in rows],
         sorted((name, _exact(value)) for name, value in numbers.items()),
     ]
     text = to_stored_json(document).encode("utf-8")
     return int.from_bytes(xxhash.xxh3_64_digest(text, seed=job_id), "big", signed=True)
+
+
+def _exact_value(value: object) -> object:
+    """``_exact``, its commonest cases first without a call (every read checks every value)."""
+    kind = value.__class__
+    if kind is str or value is None:
+        return value
+    if kind is float:
+        return repr(value + 0.0)  # type: ignore[operator]
+    return _exact(value)
 
 
 def _exact(value: object) -> object:
@@ -138,29 +148,42 @@ def stored_rows(
         ),
     ):
         numbers.setdefault(job_id, {})[name] = value
-    columns = (VerdictKey.check, VerdictKey.subject, JobVerdict.measured, VerdictKey.expected)
+    listed = list(numbers)  # written with those numbers: for ``digest``
+    # each key read once, not with each of its rows: the rows carry only what is their own
+    keys = {
+        key_id: key
+        for key_id, *key in plain_rows(
+            session,
+            select(VerdictKey.id, VerdictKey.check, VerdictKey.subject, VerdictKey.expected)
+            .add_columns(VerdictKey.status, VerdictKey.detail_template, VerdictKey.known)
+            .where(
+                VerdictKey.id.in_(select(JobVerdict.key_id).where(JobVerdict.job_id.in_(listed)))
+            ),
+        )
+    }
+    by_job: dict[int, list[VerdictRow]] = {job_id: [] for job_id in numbers}
     query = (
-        select(JobVerdict.job_id, *columns, JobVerdict.tolerance, VerdictKey.status)
-        .add_columns(VerdictKey.detail_template, JobVerdict.figures, VerdictKey.known)
-        .join(VerdictKey, VerdictKey.id == JobVerdict.key_id)  # a missing key: a missing row
-        .where(JobVerdict.job_id.in_(list(numbers)))  # written with those numbers: for ``digest``
+        select(JobVerdict.job_id, JobVerdict.key_id, JobVerdict.measured, JobVerdict.tolerance)
+        .add_columns(JobVerdict.figures)
+        .where(JobVerdict.job_id.in_(listed))
         .order_by(JobVerdict.job_id, JobVerdict.position)
     )
-    rows: list[VerdictRow] = [
-        (*row[:7], detail(template, None if figures is None else bytes(figures)), known)
-        for *row, template, figures, known in plain_rows(session, query)
-    ]
+    for job_id, key_id, measured, tolerance, figures in plain_rows(session, query):
+        if (key := keys.get(key_id)) is None:  # a missing key: a missing row
+            continue
+        check, subject, expected, status, template, known = key
+        text = detail(template, None if figures is None else bytes(figures))
+        by_job[job_id].append(
+            (job_id, check, subject, measured, expected, tolerance, status, text, known)
+        )
     checksums = dict(
         session.execute(
             select(JobSummary.job_id, JobSummary.rows_checksum).where(
-                JobSummary.job_id.in_(list(numbers)), JobSummary.expectations == digest
+                JobSummary.job_id.in_(listed), JobSummary.expectations == digest
             )
         ).all()
     )
-    by_job: dict[int, list[VerdictRow]] = {job_id: [] for job_id in numbers}
-    for row in rows:
-        by_job[row[0]].append(row)
-    for job_id in list(numbers):
+    for job_id in listed:
         kept = checksums.get(job_id)
         if kept is None:  # kept before rows had a checksum: analysed afresh, as if none
             del numbers[job_id], by_job[job_id]

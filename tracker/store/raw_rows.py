@@ -33,6 +33,11 @@ def plain_rows(
 
 
 def _exact_floats(row: Any, positions: list[int]) -> tuple[Any, ...]:
+    for i in positions:
+        if row[i].__class__ is str:
+            break
+    else:  # no text NaN: the driver's own row (a tuple), not a copy
+        return row  # type: ignore[no-any-return]
     values = list(row)
     for i in positions:
         values[i] = exact_float(values[i])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from sqlalchemy import Insert, delete, select, text, update
 from sqlalchemy.orm import Session
@@ -25,7 +26,8 @@ NUMBER = re.compile(r"(?<![\w.])[0-9]+\.[0-9]+(?!\w|\.[0-9])")  # ASCII: \d matc
 _ALPHABET = "0123456789. "  # a number's characters, then the separator; 15 pads the last byte
 _PAD = 15
 _SYMBOLS = [*_ALPHABET, "", "", "", ""]  # 12-14 never written: damage, which the checksum finds
-_PAIRS = tuple(_SYMBOLS[byte >> 4] + _SYMBOLS[byte & 15] for byte in range(256))  # a byte's text
+# a byte's text from its two hex digits (high, low): every page reading verdicts rebuilds them
+_FROM_HEX = str.maketrans({f"{code:x}": _SYMBOLS[code] or None for code in range(16)})
 
 Key = tuple[str, str, float | None, str, str | None, str]  # as COLUMNS
 COLUMNS = ("check", "subject", "expected", "status", "known", "detail_template")
@@ -48,9 +50,19 @@ def detail(template: str, figures: bytes | None) -> str:
     """The detail that ``split_detail`` made ``template`` and ``figures`` of."""
     if figures is None:
         return template
-    numbers = "".join(map(_PAIRS.__getitem__, figures)).split(" ")
-    parts = template.split(PLACEHOLDER)
+    numbers = figures.hex().translate(_FROM_HEX).split(" ")
+    parts = _parts(template)
+    if len(numbers) == len(parts) - 1:  # as written: a figure between each two parts
+        text = [*parts, *parts[1:]]  # a list of the right length, then each in its place
+        text[::2], text[1::2] = parts, numbers
+        return "".join(text)
     return "".join(part + number for part, number in zip(parts, numbers, strict=False)) + parts[-1]
+
+
+@lru_cache(maxsize=4096)
+def _parts(template: str) -> tuple[str, ...]:
+    """A template's text around its placeholders (templates repeat across jobs: a few hundred)."""
+    return tuple(template.split(PLACEHOLDER))
 
 
 def key_digest(key: Key) -> bytes:

@@ -34,7 +34,7 @@ from tracker.figures.style import legend_under_title
 from tracker.queries import tables
 from tracker.queries.compare import Comparison, compare_verdicts
 from tracker.queries.selection import JobSelection
-from tracker.queries.yardsticks import other_jobs
+from tracker.queries.yardsticks import VerdictValues, other_jobs
 from tracker.summary.grid import GridCurve
 from tracker.summary.trajectories import arm_order
 from tracker.views.pages import FigureSlot, figure_slot
@@ -163,12 +163,14 @@ def cross_job_view(
     curves: Mapping[str, Mapping[str, GridCurve]],
     latest: tuple[Sequence[Verdict], Sequence[Verdict]],
     exp: Expectations,
+    read: VerdictValues | None = None,
 ) -> CrossJobView:
     """The section for the ``selected`` jobs (``selected_jobs``, in job order).
 
     ``curves``: job -> arm -> its smoothed loss on a grid (``figures.crossjob.grid_curve``),
     kept from when the job's page was made, so no curve is read here; ``latest``: the
-    verdicts of the two most recent jobs, for their comparison.
+    verdicts of the two most recent jobs, for their comparison; ``read``: the kept verdict
+    values of the jobs read already (for the comparison's yardstick, ``other_jobs``).
     """
     jobs = [Job(name, time) for name, time in selected.select("job", "time").iter_rows()]
     if len(jobs) < 2:
@@ -188,7 +190,7 @@ def cross_job_view(
                 arms.setdefault(arm, {})[job.name] = curve
     shared = [arm for arm in arm_order(list(arms), exp) if len(arms[arm]) >= 2]
     a, b = jobs[-2].name, jobs[-1].name
-    others = other_jobs(session, exp, (a, b))  # the yardstick `tracker compare` uses
+    others = other_jobs(session, exp, (a, b), read=read)  # the yardstick `tracker compare` uses
     comparison = compare_verdicts(a, latest[0], b, latest[1], exp, others)
     return CrossJobView(
         jobs=len(jobs),

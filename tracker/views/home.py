@@ -20,6 +20,7 @@ from tracker.jsonio import format_time
 from tracker.queries.claims import claims
 from tracker.queries.job_analysis import load_derived, load_index_numbers, study_of
 from tracker.queries.selection import JobSelection, job_meta, selected_jobs
+from tracker.queries.yardsticks import VerdictValues
 from tracker.store.catalog import job_studies, list_jobs
 from tracker.views.across_jobs import cross_job_view
 from tracker.views.pages import CLAIMS_MISSING, IndexView, JobRow, meta_text, status_of
@@ -83,12 +84,15 @@ def index_view(
     studies = job_studies(session, ids) or [selection.study or exp.study_name]
     # .get: a manifest entry of an older tracker may lack a status (KNOWN)
     tally: dict[str, int] = {s: sum(row.tally.get(s, 0) for row in rows) for s in Status}
+    # every job's verdicts read once: the claims hand them to the comparison's yardstick
+    read = VerdictValues()
+    judged = claims(session, selection, exp, jobs=ordered, each_batch=read.add).to_dicts()
     return IndexView(
         rows=rows,
         tally=tally,
         failing=sum(row.tally.get(Status.FAIL, 0) > 0 for row in rows),
-        cross=cross_job_view(session, ordered, folders, curves, latest, exp),
-        claims=claims(session, selection, exp, jobs=ordered).to_dicts(),
+        cross=cross_job_view(session, ordered, folders, curves, latest, exp, read),
+        claims=judged,
         claims_note=claims_note,
         heading=study_heading({study: study_of(session, study) for study in studies}),
     )
