@@ -148,10 +148,9 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "tracker.db"
 
 
-def copied_in(path: Path, ingested: dict[tuple[str, ...], Path], *names: str) -> dict[str, Any]:
-    """``path`` made a copy of the database of the jobs ``names`` (the first job alone if
-    none); returns its state."""
-    copy_database(ingested[names or ("first",)], path)
+def copied_in(path: Path, ingested: dict[tuple[str, ...], Path]) -> dict[str, Any]:
+    """``path`` made a copy of the database of the first job; returns its state."""
+    copy_database(ingested[("first",)], path)
     return state(f"sqlite:///{path}")
 
 
@@ -396,7 +395,7 @@ def test_corrupted_pages_end_every_command_in_one_line(
     db_path: Path, jobs: dict[str, Path], ingested: dict[tuple[str, ...], Path]
 ) -> None:
     url = f"sqlite:///{db_path}"
-    copied_in(db_path, ingested, "first", "big")
+    copy_database(ingested["first", "big"], db_path)
     assert not Path(f"{db_path}-wal").exists()  # everything is in the main file
     page = 4096
     pages = db_path.stat().st_size // page
@@ -434,7 +433,7 @@ def test_export_past_the_file_size_limit_leaves_no_partial_file_and_names_what_w
     """The big job's file cannot be written (RLIMIT_FSIZE, as above); the small one before it
     is, and is named; no temporary file is left behind."""
     url = f"sqlite:///{db_path}"
-    copied_in(db_path, ingested, "first", "big")
+    copy_database(ingested["first", "big"], db_path)
     out = tmp_path / "points"
     small = run_cli(url, "export", str(out), "--job", "first")
     limit = 256 * 1024  # room for the small job's file and SQLite's own, not the big one's
