@@ -107,6 +107,7 @@ class S3Server:
         host, port = self.server.get_host_and_port()
         self.endpoint = f"http://{host}:{port}"
         self.key, self.secret = self._iam_user()
+        self._client: Any = None
 
     def _iam_user(self) -> tuple[str, str]:
         """An IAM user allowed everything; from then on moto checks every request's keys."""
@@ -142,11 +143,14 @@ class S3Server:
         }
 
     def client(self) -> Any:
-        import boto3
+        """The server's S3 client, made once: a new boto3 session loads the service's model
+        again (a quarter of a second), and a client is safe to share."""
+        if self._client is None:
+            import boto3
 
-        return boto3.Session(aws_access_key_id=self.key, aws_secret_access_key=self.secret).client(
-            "s3", endpoint_url=self.endpoint, region_name="us-east-1"
-        )
+            session = boto3.Session(aws_access_key_id=self.key, aws_secret_access_key=self.secret)
+            self._client = session.client("s3", endpoint_url=self.endpoint, region_name="us-east-1")
+        return self._client
 
     def new_bucket(self) -> str:
         name = f"jobs-{uuid.uuid4().hex[:12]}"

@@ -122,7 +122,9 @@ class Templates:
 
     def _build(self, backend: str, build: Callable[[Any, Path], Any]) -> Template:
         name = f"tmpl_{uuid.uuid4().hex[:16]}"
-        directory = self.root / name
+        # not the schema's name: the dump's copies have that name replaced, and the rows'
+        # paths (a job's source_path) must name the directory that was ingested in each copy
+        directory = self.root / f"files_{uuid.uuid4().hex[:16]}"
         directory.mkdir(parents=True)
         if backend == "sqlite":
             url = f"sqlite:///{directory / 'tracker.db'}"

@@ -30,6 +30,7 @@ from typer.testing import CliRunner
 
 import tracker.store.engine as engine_settings
 import tracker.store.transactions as transactions
+from tests.conftest import Cli
 from tests.stored import stored_points
 from tracker.cli import app
 from tracker.errors import DatabaseBusy, TrackerError
@@ -106,9 +107,10 @@ def integrity(path: Path) -> list[tuple[str]]:
         connection.close()
 
 
-@pytest.fixture
-def jobs(tmp_path: Path) -> dict[str, Path]:
-    root = tmp_path / "jobs"
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The job directories, written once a module: every command only reads them."""
+    root = tmp_path_factory.mktemp("jobs")
     return {
         "first": write_sample_job(root / "first", steps=SMALL_STEPS),
         "second": write_sample_job(root / "second", seed=1, steps=SMALL_STEPS),
@@ -116,26 +118,51 @@ def jobs(tmp_path: Path) -> dict[str, Path]:
     }
 
 
+@pytest.fixture(scope="module")
+def ingested(
+    tmp_path_factory: pytest.TempPathFactory, jobs: dict[str, Path]
+) -> dict[tuple[str, ...], Path]:
+    """Databases holding the jobs named, in that order, ingested once a module by the command
+    line (in this process: the faults, not these ingests, are what the tests watch) and copied
+    by each test that starts from them: a big job's ingest costs seconds."""
+    root = tmp_path_factory.mktemp("ingested")
+    first, both = root / "first.db", root / "first_big.db"
+    Cli(f"sqlite:///{first}")("ingest", str(jobs["first"]))
+    copy_database(first, both)
+    Cli(f"sqlite:///{both}")("ingest", str(jobs["big"]))
+    return {("first",): first, ("first", "big"): both}
+
+
+def copy_database(source: Path, target: Path) -> None:
+    """``source`` copied to ``target`` through SQLite's backup (a consistent copy)."""
+    src, dst = sqlite3.connect(source), sqlite3.connect(target)
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "tracker.db"
 
 
-def ingest_first(url: str, jobs: dict[str, Path]) -> dict[str, Any]:
-    done = run_cli(url, "ingest", str(jobs["first"]))
-    assert done.returncode == 0, done.stderr
-    return state(url)
+def copied_in(path: Path, ingested: dict[tuple[str, ...], Path]) -> dict[str, Any]:
+    """``path`` made a copy of the database of the first job; returns its state."""
+    copy_database(ingested[("first",)], path)
+    return state(f"sqlite:///{path}")
 
 
 # -- a read-only database ----------------------------------------------------------------------
 
 
 def test_read_only_database_refuses_writes_in_one_line_and_still_reads(
-    db_path: Path, jobs: dict[str, Path]
+    db_path: Path, jobs: dict[str, Path], ingested: dict[tuple[str, ...], Path]
 ) -> None:
     # Tests run as root, whom chmod does not stop: open the file read-only instead.
     url = f"sqlite:///{db_path}"
-    before = ingest_first(url, jobs)
+    before = copied_in(db_path, ingested)
     read_only = f"sqlite:///file:{db_path}?mode=ro&uri=true"
     engine = create_engine(read_only)  # SQLAlchemy takes the URI form, and it is read-only
     with engine.connect() as connection:
@@ -187,11 +214,11 @@ def tiny_filesystem(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_full_filesystem_fails_the_ingest_in_one_line_and_loses_nothing(
-    tiny_filesystem: Path, jobs: dict[str, Path]
+    tiny_filesystem: Path, jobs: dict[str, Path], ingested: dict[tuple[str, ...], Path]
 ) -> None:
     path = tiny_filesystem / "tracker.db"
     url = f"sqlite:///{path}"
-    before = ingest_first(url, jobs)
+    before = copied_in(path, ingested)
     failed = run_cli(url, "ingest", str(jobs["big"]))
     assert integrity(path) == [("ok",)]
     assert state(url) == before
@@ -204,12 +231,12 @@ def test_full_filesystem_fails_the_ingest_in_one_line_and_loses_nothing(
 
 
 def test_file_size_limit_fails_the_ingest_in_one_line_and_loses_nothing(
-    db_path: Path, jobs: dict[str, Path]
+    db_path: Path, jobs: dict[str, Path], ingested: dict[tuple[str, ...], Path]
 ) -> None:
     # A full disk without mount privileges: the process may not grow any file past a limit
     # (RLIMIT_FSIZE; Python ignores SIGXFSZ, so writes fail with EFBIG instead).
     url = f"sqlite:///{db_path}"
-    before = ingest_first(url, jobs)
+    before = copied_in(db_path, ingested)
     limit = db_path.stat().st_size + 256 * 1024
 
     def cap_file_size() -> None:
@@ -218,18 +245,16 @@ def test_file_size_limit_fails_the_ingest_in_one_line_and_loses_nothing(
     capped = run_cli(url, "ingest", str(jobs["big"]), preexec_fn=cap_file_size)
     assert integrity(db_path) == [("ok",)]
     assert state(url) == before
-    done = run_cli(url, "ingest", str(jobs["big"]))
-    assert done.returncode == 0, done.stderr
+    Cli(url)("ingest", str(jobs["big"]))  # the same ingest, uncapped, in this process
     assert_one_error_line(capped)
 
 
 def test_library_full_database_raises_a_tracker_error_and_keeps_earlier_jobs(
-    db_path: Path, jobs: dict[str, Path]
+    db_path: Path, jobs: dict[str, Path], ingested: dict[tuple[str, ...], Path]
 ) -> None:
     url = f"sqlite:///{db_path}"
+    before = copied_in(db_path, ingested)
     engine = open_database(url)
-    in_write_transaction(engine, partial(ingest_job, directory=jobs["first"]))
-    before = state(url)
     with engine.connect() as connection:
         limit = connection.exec_driver_sql("PRAGMA page_count").scalar_one() + 16
 
@@ -367,11 +392,10 @@ def test_cli_waits_for_a_lock_held_briefly_then_ingests(
 
 
 def test_corrupted_pages_end_every_command_in_one_line(
-    db_path: Path, jobs: dict[str, Path]
+    db_path: Path, jobs: dict[str, Path], ingested: dict[tuple[str, ...], Path]
 ) -> None:
     url = f"sqlite:///{db_path}"
-    done = run_cli(url, "ingest", str(jobs["big"]))
-    assert done.returncode == 0, done.stderr
+    copy_database(ingested["first", "big"], db_path)
     assert not Path(f"{db_path}-wal").exists()  # everything is in the main file
     page = 4096
     pages = db_path.stat().st_size // page
@@ -385,7 +409,7 @@ def test_corrupted_pages_end_every_command_in_one_line(
         ("query", "runs"),
         ("query", "curve", "--arm", "ref_s0", "--arm", "ref_s1", "--arm", "flash_s0"),
         ("sql", "SELECT count(*), sum(n_points), sum(length(data)) FROM curve_chunk"),
-        ("ingest", str(jobs["first"])),
+        ("ingest", str(jobs["second"])),  # a job it does not hold: a write
         ("delete", "big", "--yes"),
     ):
         result = run_cli(url, *args)
@@ -404,13 +428,12 @@ def test_corrupted_pages_end_every_command_in_one_line(
 
 
 def test_export_past_the_file_size_limit_leaves_no_partial_file_and_names_what_was_written(
-    db_path: Path, jobs: dict[str, Path], tmp_path: Path
+    db_path: Path, ingested: dict[tuple[str, ...], Path], tmp_path: Path
 ) -> None:
     """The big job's file cannot be written (RLIMIT_FSIZE, as above); the small one before it
     is, and is named; no temporary file is left behind."""
     url = f"sqlite:///{db_path}"
-    for name in ("first", "big"):
-        assert run_cli(url, "ingest", str(jobs[name])).returncode == 0
+    copy_database(ingested["first", "big"], db_path)
     out = tmp_path / "points"
     small = run_cli(url, "export", str(out), "--job", "first")
     limit = 256 * 1024  # room for the small job's file and SQLite's own, not the big one's
