@@ -359,6 +359,7 @@ def test_probe_parser_on_perturbed_records(case: tuple[str, bytes]) -> None:
 @example(data=b"step,loss," + b"m" * 201 + b"\n0,1,2\n")  # wider than curve.metric
 @example(data=b"step,loss")  # a header without its line break
 @example(data=b"\nstep,loss\n0,1\n")  # a blank first line
+@example(data=b"0\x0c0")  # a form feed in a header name: escaped, not a line break
 def test_curve_parser_on_perturbed_csv(data: bytes) -> None:
     frame = parse_or_bad_input(parse_curve_csv, CSV_NAME, data)
     if frame is not None:

@@ -28,6 +28,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from tracker.errors import BadInput
+from tracker.row_formats import printable
 
 NAME_MAX = 200
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -268,6 +269,7 @@ def missing_columns(header: list[str]) -> str:
     problem = "header must have 'step' and 'loss' columns"
     if all(_number(name) for name in header):
         return f"{problem}; line 1 is numbers, not a header"
-    shown = ", ".join(f"{name:.60}" for name in header[:HEADER_NAMES_SHOWN])
+    # escaped: a form feed or a line separator in a name would break the one-line error
+    shown = ", ".join(printable(f"{name:.60}") for name in header[:HEADER_NAMES_SHOWN])
     more = len(header) - HEADER_NAMES_SHOWN
     return f"{problem}; found: {shown}" + (f" and {more} more" if more > 0 else "")
