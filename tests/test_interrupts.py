@@ -154,13 +154,20 @@ def test_a_signal_before_any_job_is_stored_says_none_is(
     assert "job2" not in held and last.endswith("job2 not stored"), last
 
 
-def test_a_signal_during_a_copy_names_the_jobs_the_destination_holds(
-    db_url: str, job_dirs: list[Path], tmp_path: Path
-) -> None:
-    source = f"sqlite:///{tmp_path / 'source.db'}"
+@pytest.fixture(scope="module")
+def copy_source(job_dirs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A SQLite history of the three jobs, the source of both backends' copies: a copy only
+    reads it, and its reader is interrupted, not killed."""
+    source = f"sqlite:///{tmp_path_factory.mktemp('copy_source') / 'source.db'}"
     ingest_all(source, job_dirs)
+    return source
+
+
+def test_a_signal_during_a_copy_names_the_jobs_the_destination_holds(
+    db_url: str, copy_source: str
+) -> None:
     open_database(db_url).dispose()
-    process = start("db", "copy", source, db_url)
+    process = start("db", "copy", copy_source, db_url)
     assert process.stdout is not None
     first = process.stdout.readline()  # the event: job0 is in the destination
     assert first.startswith("job0: copied"), first
