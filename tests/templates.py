@@ -155,7 +155,12 @@ def _copy_sqlite(source: str, target: str) -> None:
     source_path = make_url(source).database
     target_path = make_url(target).database
     assert source_path and target_path
-    src, dst = sqlite3.connect(source_path), sqlite3.connect(target_path)
+    copy_sqlite_file(Path(source_path), Path(target_path))
+
+
+def copy_sqlite_file(source: Path, target: Path) -> None:
+    """``source`` copied to ``target`` through SQLite's backup (a consistent copy)."""
+    src, dst = sqlite3.connect(source), sqlite3.connect(target)
     try:
         src.backup(dst)
     finally:

@@ -32,6 +32,7 @@ import tracker.store.engine as engine_settings
 import tracker.store.transactions as transactions
 from tests.conftest import Cli
 from tests.stored import stored_points
+from tests.templates import copy_sqlite_file
 from tracker.cli import app
 from tracker.errors import DatabaseBusy, TrackerError
 from tracker.models import Curve, CurveChunk, Job, JobMeta, Probe, Run, SourceFile
@@ -128,19 +129,9 @@ def ingested(
     root = tmp_path_factory.mktemp("ingested")
     first, both = root / "first.db", root / "first_big.db"
     Cli(f"sqlite:///{first}")("ingest", str(jobs["first"]))
-    copy_database(first, both)
+    copy_sqlite_file(first, both)
     Cli(f"sqlite:///{both}")("ingest", str(jobs["big"]))
     return {("first",): first, ("first", "big"): both}
-
-
-def copy_database(source: Path, target: Path) -> None:
-    """``source`` copied to ``target`` through SQLite's backup (a consistent copy)."""
-    src, dst = sqlite3.connect(source), sqlite3.connect(target)
-    try:
-        src.backup(dst)
-    finally:
-        src.close()
-        dst.close()
 
 
 @pytest.fixture
@@ -150,7 +141,7 @@ def db_path(tmp_path: Path) -> Path:
 
 def copied_in(path: Path, ingested: dict[tuple[str, ...], Path]) -> dict[str, Any]:
     """``path`` made a copy of the database of the first job; returns its state."""
-    copy_database(ingested[("first",)], path)
+    copy_sqlite_file(ingested[("first",)], path)
     return state(f"sqlite:///{path}")
 
 
@@ -395,7 +386,7 @@ def test_corrupted_pages_end_every_command_in_one_line(
     db_path: Path, jobs: dict[str, Path], ingested: dict[tuple[str, ...], Path]
 ) -> None:
     url = f"sqlite:///{db_path}"
-    copy_database(ingested["first", "big"], db_path)
+    copy_sqlite_file(ingested["first", "big"], db_path)
     assert not Path(f"{db_path}-wal").exists()  # everything is in the main file
     page = 4096
     pages = db_path.stat().st_size // page
@@ -433,7 +424,7 @@ def test_export_past_the_file_size_limit_leaves_no_partial_file_and_names_what_w
     """The big job's file cannot be written (RLIMIT_FSIZE, as above); the small one before it
     is, and is named; no temporary file is left behind."""
     url = f"sqlite:///{db_path}"
-    copy_database(ingested["first", "big"], db_path)
+    copy_sqlite_file(ingested["first", "big"], db_path)
     out = tmp_path / "points"
     small = run_cli(url, "export", str(out), "--job", "first")
     limit = 256 * 1024  # room for the small job's file and SQLite's own, not the big one's
