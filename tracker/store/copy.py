@@ -109,7 +109,8 @@ def copy_job_rows(
     destination.flush()
     probes = [{"job_id": copy.id, **_row(p, PROBE_FIELDS)} for p in job.probes]
     if probes:
-        destination.execute(insert(Probe), probes)
+        # NULLs written as such, as an ingest writes them: else a statement per run of rows
+        destination.execute(insert(Probe).execution_options(render_nulls=True), probes)
     checked_runs(source, [job.id])  # a damaged run is refused, not copied as intact
     runs = [
         RunRows(

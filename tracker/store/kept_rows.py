@@ -58,30 +58,22 @@ def rows_checksum(
     one of them altered, no longer match."""
     document = [
         digest,
-        [[_exact_value(value) for value in row[1:]] for row in rows],
+        [[_exact(value) for value in row[1:]] for row in rows],
         sorted((name, _exact(value)) for name, value in numbers.items()),
     ]
     text = to_stored_json(document).encode("utf-8")
     return int.from_bytes(xxhash.xxh3_64_digest(text, seed=job_id), "big", signed=True)
 
 
-def _exact_value(value: object) -> object:
-    """``_exact``, its commonest cases first without a call (every read checks every value)."""
-    kind = value.__class__
-    if kind is str or value is None:
-        return value
-    if kind is float:
-        return repr(value + 0.0)  # type: ignore[operator]
-    return _exact(value)
-
-
 def _exact(value: object) -> object:
     """A stored value as read back alike on every backend: a number as a float (its repr
     keeps every bit, NaN and the infinities included)."""
-    kind = type(value)
+    kind = value.__class__
     if kind is str or value is None:  # most of a row: tested first, as every read checks all
         return value
-    if kind is float or kind is int or (isinstance(value, int | float) and kind is not bool):
+    if kind is float:  # -0.0 as 0.0, as below
+        return repr(value + 0.0)  # type: ignore[operator]
+    if kind is int or (isinstance(value, int | float) and kind is not bool):
         # -0.0 as 0.0: SQLite may keep a zero as the integer
         return repr(float(value) + 0.0)  # type: ignore[arg-type]
     return value
