@@ -114,6 +114,18 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     return error_response(request, 500, message, SECURITY_HEADERS)
 
 
+# Module-level, not closures over the app: FastAPI caches what it learns of each endpoint and
+# lifespan by the function, which would keep every app a process ever made (and its database).
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    yield
+    app.state.served.database.close()
+
+
+def _openapi(request: Request) -> TrackerJSON:
+    return TrackerJSON(request.app.openapi())
+
+
 def _served_study(database: ServedDatabase, study: str | None) -> Expectations:
     """What judges the pages across jobs: ``study``'s file (the default study's without
     one), else the definition the database keeps of it as it starts (``database_study``:
@@ -135,14 +147,8 @@ def create_app(url: str, token: str | None = None, study: str | None = None) -> 
         database.close()
         raise
     served = Served(database, exp, templates(), token or None, study)
-
-    @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        yield
-        served.database.close()
-
     app = FastAPI(
-        lifespan=lifespan,
+        lifespan=_lifespan,
         title="tracker",
         version=tracker.__version__,
         summary="Reproduction studies' results, live and read-only.",
@@ -161,9 +167,5 @@ def create_app(url: str, token: str | None = None, study: str | None = None) -> 
     app.add_exception_handler(Exception, _unexpected)
     for module in (auth, jobs, runs, claims, compare, trend, curve, plot, assets, docs):
         app.include_router(module.router)
-
-    @app.get("/openapi.json", include_in_schema=False)
-    def openapi() -> TrackerJSON:
-        return TrackerJSON(app.openapi())
-
+    app.add_api_route("/openapi.json", _openapi, include_in_schema=False)
     return app
