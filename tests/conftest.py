@@ -69,6 +69,12 @@ def _backend(item: pytest.Item) -> object:
     return None if callspec is None else callspec.params.get("db_url")
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collecting imported (modules, their functions and classes) lives as long as the
+    worker: frozen, each full collection of a test's garbage no longer walks it again."""
+    gc.freeze()
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not os.environ.get(POSTGRES_ENV) and not IN_CI:
         terminalreporter.write_line(f"PostgreSQL tests deselected: {NO_POSTGRES}")

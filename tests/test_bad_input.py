@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, MetaData, func, select
+from sqlalchemy import Engine, func, inspect, select, table
 
 from tracker.sample import write_sample_job
 
@@ -588,12 +588,12 @@ def test_corpus_is_large_and_ids_are_unique() -> None:
 
 
 def _table_counts(engine: Engine) -> dict[str, int]:
-    metadata = MetaData()
-    metadata.reflect(engine)
+    """The rows of every table the database holds (its own list: one statement, where
+    reflecting each table's columns took dozens)."""
     with engine.connect() as connection:
         return {
-            name: connection.execute(select(func.count()).select_from(table)).scalar_one()
-            for name, table in metadata.tables.items()
+            name: connection.execute(select(func.count()).select_from(table(name))).scalar_one()
+            for name in inspect(connection).get_table_names()
             if name != "alembic_version"
         }
 
