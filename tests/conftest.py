@@ -53,9 +53,21 @@ typer.testing._get_command = cache(typer.main.get_command)
 NO_POSTGRES = f"{POSTGRES_ENV} is not set: no PostgreSQL server to test against"
 
 
+# The files of the longest tests (10-30 s each), run first: a worker out of tests takes only
+# ones not yet started from another, so a long test started last ends the run on one core.
+LONG_FIRST = (
+    "test_interrupt_anywhere.py",
+    "test_crash_safety.py",
+    "test_gate.py",
+    "test_concurrency.py",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Without a PostgreSQL server (and not in CI, where they fail instead), the PostgreSQL
-    cases are deselected, said once at the end, rather than skipped one line each."""
+    """The longest tests first. Without a PostgreSQL server (and not in CI, where they fail
+    instead), the PostgreSQL cases are deselected, said once at the end, rather than skipped
+    one line each."""
+    items.sort(key=lambda item: item.path.name not in LONG_FIRST)
     if os.environ.get(POSTGRES_ENV) or IN_CI:
         return
     postgres = [item for item in items if _backend(item) == "postgresql"]
