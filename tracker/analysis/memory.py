@@ -7,6 +7,7 @@ value of a float and so matches the study script digit for digit.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -198,17 +199,22 @@ def fixed_overheads(ok: pl.DataFrame, exp: Expectations) -> dict[tuple[str, str]
     asymptote. A negative slope is no overhead (0). Variants with fewer than two sizes: none.
     """
     fits = {}
-    scaling = _scaling_by_size(ok)
-    for (variant,), rows in scaling.group_by("variant", maintain_order=True):
-        if rows["n_params"].n_unique() < 2:
+    # a few rows: grouped in Python, as a frame op per variant costs more than the fits
+    scaling = _scaling_by_size(ok).to_dict(as_series=False)
+    groups: dict[str | None, list[int]] = {}
+    for index, variant in enumerate(scaling["variant"]):
+        groups.setdefault(variant, []).append(index)
+    for variant, rows in groups.items():
+        sizes = [scaling["n_params"][i] for i in rows]
+        if len(set(sizes)) < 2:
             continue
-        inverse = (1.0 / rows["n_params"]).to_numpy()
+        inverse = 1.0 / np.array(sizes, dtype=np.float64)
         for component in COMPONENTS:
-            values = rows[f"bpp_{component}"]
-            if values.null_count() or not values.is_finite().all():
+            values = [scaling[f"bpp_{component}"][i] for i in rows]
+            if any(v is None or not math.isfinite(v) for v in values):
                 continue
-            slope, intercept = line_fit(inverse, values.to_numpy())
-            fits[str(variant), component] = Overhead(max(0.0, slope), intercept, rows.height)
+            slope, intercept = line_fit(inverse, np.array(values, dtype=np.float64))
+            fits[str(variant), component] = Overhead(max(0.0, slope), intercept, len(rows))
     return fits
 
 
