@@ -87,10 +87,14 @@ def write_derived(
     numbers: Mapping[str, float | None],
     summary: bytes,
     grid_curves: bytes,
+    *,
+    replace: bool = True,
 ) -> None:
-    """Replace a job's derived rows (of every digest) by these, in the caller's transaction."""
-    for table in (JobVerdict, JobNumber, JobSummary, JobIndex):
-        session.execute(delete(table).where(table.job_id == job_id))
+    """Replace a job's derived rows (of every digest) by these, in the caller's transaction;
+    ``replace=False``: a job that has none yet (just written), so none is deleted."""
+    if replace:
+        for table in (JobVerdict, JobNumber, JobSummary, JobIndex):
+            session.execute(delete(table).where(table.job_id == job_id))
     split = [split_detail(v.detail) for v in verdicts]
     keys = [
         (v.check, v.subject, stored_number(v.expected), v.status, v.known, template)
