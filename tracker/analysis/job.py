@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tracker.analysis.memory import memory_analysis, memory_notes, memory_verdicts
+from tracker.analysis.memory import memory_parts
 from tracker.analysis.training import analyze_training
 from tracker.analysis.verdict import Verdict
 from tracker.domain import JobData
@@ -43,9 +43,9 @@ def analyze_job(
     if judged and data.probes.height == 0:
         notes.append("no memory probes: memory analysis skipped")
     elif judged:
-        mem = memory_analysis(data.probes, exp)
-        verdicts.extend(memory_verdicts(data.probes, exp))
-        notes.extend(memory_notes(data.probes, exp))
+        mem, memory_checks, memory_notes = memory_parts(data.probes, exp)
+        verdicts.extend(memory_checks)
+        notes.extend(memory_notes)
     training = analyze_training(data.runs, data.curves, exp, smoothed)
     verdicts.extend(training.verdicts)
     notes.extend(training.notes)

@@ -11,14 +11,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from tracker.analysis.checks import BPP, GPT2_124M, TABLE4, Check
 from tracker.analysis.expectations import COMPONENTS, Expectations, PaperTable
+from tracker.analysis.scaling import Row, fixed_overheads, line_fit, scaling_by_size
 from tracker.analysis.verdict import FAIL, KNOWN, NA, Verdict, within
 
-__all__ = ["fixed_overheads", "memory_analysis", "memory_notes", "memory_verdicts"]
+__all__ = ["line_fit", "memory_analysis", "memory_parts", "memory_verdicts"]
 
 # The columns of a probe frame (tracker.store.jobdata.PROBE_COLUMNS) and their types.
 PROBE_SCHEMA: dict[str, Any] = {
@@ -83,15 +83,24 @@ def _failures(probes: pl.DataFrame) -> pl.DataFrame:
     return frame.filter(pl.col("n_params").is_null())
 
 
-def _scaling_by_size(ok: pl.DataFrame) -> pl.DataFrame:
-    """Scaling-model probes sorted by size; ties keep file order (as Python's stable sort)."""
-    return ok.filter(pl.col("scaling")).sort("n_params", maintain_order=True)
+@dataclass(frozen=True)
+class _Probes:
+    """A job's probes as its analysis, verdicts and notes read them, derived once."""
 
+    ok: pl.DataFrame  # ``_successes``
+    rows: list[Row]  # ok's, in file order
+    failed: list[Row]  # ``_failures``', in file order
+    by_size: dict[str, list[Row]]  # ``scaling_by_size``
 
-def _largest(ok: pl.DataFrame) -> dict[str, dict[str, Any]]:
-    """Per variant, the probe of the largest scaling model (the script's ``vs[-1]``)."""
-    last = _scaling_by_size(ok).group_by("variant", maintain_order=True).last()
-    return {row["variant"]: row for row in last.iter_rows(named=True)}
+    @classmethod
+    def of(cls, probes: pl.DataFrame, exp: Expectations) -> _Probes:
+        ok = _successes(probes, exp)
+        failed = list(_failures(probes).iter_rows(named=True))
+        return cls(ok, list(ok.iter_rows(named=True)), failed, scaling_by_size(ok))
+
+    def largest(self) -> dict[str, Row]:
+        """Per variant, the probe of the largest scaling model (the script's ``vs[-1]``)."""
+        return {variant: rows[-1] for variant, rows in self.by_size.items()}
 
 
 def _failure_record(row: dict[str, Any]) -> dict[str, Any]:
@@ -111,6 +120,15 @@ def _first_line(error: str | None) -> str:
     return lines[0] if lines else "the probe failed without an error message"
 
 
+def memory_parts(
+    probes: pl.DataFrame, exp: Expectations
+) -> tuple[dict[str, Any], list[Verdict], list[str]]:
+    """``memory_analysis``, ``memory_verdicts`` and what the memory analysis could not do (for
+    people), the probes' derived numbers made once for the three."""
+    derived = _Probes.of(probes, exp)
+    return _analysis(derived, exp), _verdicts(derived, exp), _notes(derived, exp)
+
+
 def memory_analysis(probes: pl.DataFrame, exp: Expectations) -> dict[str, Any]:
     """Exactly what the study script writes to ``mem_analysis.json``.
 
@@ -119,7 +137,10 @@ def memory_analysis(probes: pl.DataFrame, exp: Expectations) -> dict[str, Any]:
     to the Table 4 model; ``table4_extrapolation``: ``ref`` and ``flash`` (the script's keys);
     ``failed_probes``: the failure records as the job wrote them.
     """
-    ok = _successes(probes, exp)
+    return _analysis(_Probes.of(probes, exp), exp)
+
+
+def _analysis(probes: _Probes, exp: Expectations) -> dict[str, Any]:
     rows = [
         {
             "model": row["model"],
@@ -134,31 +155,29 @@ def memory_analysis(probes: pl.DataFrame, exp: Expectations) -> dict[str, Any]:
             "exp_grads": row["exp_grads"],
             "peak_bpp": _r(row["peak_bpp"], 3),
         }
-        for row in ok.iter_rows(named=True)
+        for row in probes.rows
     ]
-    failed = [_failure_record(row) for row in _failures(probes).iter_rows(named=True)]
     return {
         "rows": rows,
-        "verdicts": _scaling_verdicts(ok, exp),
-        "table4_extrapolation": _script_table4(ok, exp),
-        "failed_probes": failed,
+        "verdicts": _scaling_verdicts(probes, exp),
+        "table4_extrapolation": _script_table4(probes, exp),
+        "failed_probes": [_failure_record(row) for row in probes.failed],
     }
 
 
-def _scaling_verdicts(ok: pl.DataFrame, exp: Expectations) -> dict[str, Any]:
+def _scaling_verdicts(probes: _Probes, exp: Expectations) -> dict[str, Any]:
     """The script's ``verdicts``: per variant with at least two measured scaling-model sizes,
     bytes/param by size and the largest's extrapolation to the Table 4 model."""
-    by_size = _scaling_by_size(ok)
     verdicts: dict[str, Any] = {}
     for variant in exp.memory.expected_bpp:
-        sizes = by_size.filter(pl.col("variant") == variant)
-        if sizes.height < 2:
+        sizes = probes.by_size.get(variant, [])
+        if len(sizes) < 2:
             continue
-        largest = sizes.row(-1, named=True)
+        largest = sizes[-1]
         verdicts[variant] = {
             "bpp_by_size": {
-                f"{n / 1e6:.0f}M": _r(total, 3)
-                for n, total in zip(sizes["n_params"], sizes["bpp_params_state_grads"], strict=True)
+                f"{row['n_params'] / 1e6:.0f}M": _r(row["bpp_params_state_grads"], 3)
+                for row in sizes
             },
             "bpp_at_largest": _r(largest["bpp_params_state_grads"], 3),
             "extrapolated_8B_params_state_grads_gib": _r(largest["x_total_gib"], 1),
@@ -166,10 +185,10 @@ def _scaling_verdicts(ok: pl.DataFrame, exp: Expectations) -> dict[str, Any]:
     return verdicts
 
 
-def _script_table4(ok: pl.DataFrame, exp: Expectations) -> dict[str, Any]:
+def _script_table4(probes: _Probes, exp: Expectations) -> dict[str, Any]:
     """The script's ``table4_extrapolation``: the largest scaling model's extrapolation of
     ``ref`` and ``flash`` beside the paper's Table 4."""
-    largest_of = _largest(ok)
+    largest_of = probes.largest()
     table4: dict[str, Any] = {}
     for variant in SCRIPT_TABLE4_VARIANTS:
         paper = exp.memory.table4.rows.get(variant)
@@ -189,55 +208,14 @@ def _fmt(value: float | None, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def fixed_overheads(ok: pl.DataFrame, exp: Expectations) -> dict[tuple[str, str], Overhead]:
-    """Per (variant, component): bytes/param fitted against 1/parameters over the job's
-    scaling-model sizes (least squares, ``line_fit``), bpp = asymptote + overhead_bytes / n.
-
-    A fixed allocation (allocator blocks, workspace buffers) costs overhead_bytes / n per
-    parameter: large on small models, vanishing on large ones, so the analytic value is the
-    asymptote. A negative slope is no overhead (0). Variants with fewer than two sizes: none.
-    """
-    fits = {}
-    scaling = _scaling_by_size(ok)
-    for (variant,), rows in scaling.group_by("variant", maintain_order=True):
-        if rows["n_params"].n_unique() < 2:
-            continue
-        inverse = (1.0 / rows["n_params"]).to_numpy()
-        for component in COMPONENTS:
-            values = rows[f"bpp_{component}"]
-            if values.null_count() or not values.is_finite().all():
-                continue
-            slope, intercept = line_fit(inverse, values.to_numpy())
-            fits[str(variant), component] = Overhead(max(0.0, slope), intercept, rows.height)
-    return fits
-
-
-def line_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Least-squares slope and intercept of ``y`` against ``x`` (at least two distinct x).
-
-    The operations of ``scipy.stats.linregress``, so the results agree to the bit, without
-    importing scipy.stats (0.5 s and more: it would dominate a one-job report).
-    """
-    ssxm, ssxym, _, _ = np.cov(x, y, bias=True).flat
-    slope = ssxym / ssxm
-    return float(slope), float(np.mean(y) - slope * np.mean(x))
-
-
-@dataclass(frozen=True)
-class Overhead:
-    bytes: float  # fitted fixed bytes of one component, >= 0
-    asymptote: float  # fitted bytes/param of an infinitely large model
-    sizes: int  # model sizes the fit used
-
-
-def _bpp_verdicts(ok: pl.DataFrame, exp: Expectations) -> list[Verdict]:
+def _bpp_verdicts(probes: _Probes, exp: Expectations) -> list[Verdict]:
     """Measured bytes/param against the analytic value, allowing the fixed overhead the
     fit over the job's model sizes finds (it is reported, and the asymptote with it)."""
     tolerance = exp.memory.bpp_tolerance
     prefix = exp.memory.scaling_model_prefix
-    overheads = fixed_overheads(ok, exp)
+    overheads = fixed_overheads(probes.by_size)
     verdicts = []
-    for row in ok.iter_rows(named=True):
+    for row in probes.rows:
         subject = f"{row['model']}/{row['variant']}"
         for component in COMPONENTS:
             check = BPP[component]
@@ -308,7 +286,7 @@ def _paper_verdicts(
     return verdicts
 
 
-def _table4_verdicts(ok: pl.DataFrame, exp: Expectations) -> list[Verdict]:
+def _table4_verdicts(probes: _Probes, exp: Expectations) -> list[Verdict]:
     mem = exp.memory
 
     def what(part: str, row: dict[str, Any]) -> str:
@@ -320,7 +298,7 @@ def _table4_verdicts(ok: pl.DataFrame, exp: Expectations) -> list[Verdict]:
 
     return _paper_verdicts(
         mem.table4,
-        _largest(ok),
+        probes.largest(),
         TABLE4,
         ("x_params_gib", "x_optim_gib"),
         mem.known_differences,
@@ -332,13 +310,11 @@ def _table4_verdicts(ok: pl.DataFrame, exp: Expectations) -> list[Verdict]:
     )
 
 
-def _gpt2_verdicts(ok: pl.DataFrame, failed: pl.DataFrame, exp: Expectations) -> list[Verdict]:
+def _gpt2_verdicts(probes: _Probes, exp: Expectations) -> list[Verdict]:
     mem = exp.memory
     model = mem.gpt2_124m.model
-    measured_rows = {
-        row["variant"]: row for row in ok.filter(pl.col("model") == model).iter_rows(named=True)
-    }
-    failed_variants = set(failed.filter(pl.col("model") == model)["variant"].to_list())
+    measured_rows = {row["variant"]: row for row in probes.rows if row["model"] == model}
+    failed_variants = {row["variant"] for row in probes.failed if row["model"] == model}
     return _paper_verdicts(
         mem.gpt2_124m,
         measured_rows,
@@ -351,7 +327,7 @@ def _gpt2_verdicts(ok: pl.DataFrame, failed: pl.DataFrame, exp: Expectations) ->
     )
 
 
-def _failed_verdicts(failed: pl.DataFrame) -> list[Verdict]:
+def _failed_verdicts(failed: list[Row]) -> list[Verdict]:
     return [
         Verdict(
             Check.PROBE_FAILED,
@@ -362,7 +338,7 @@ def _failed_verdicts(failed: pl.DataFrame) -> list[Verdict]:
             FAIL,
             _first_line(row["error"]),
         )
-        for row in failed.select("model", "variant", "error").iter_rows(named=True)
+        for row in failed
     ]
 
 
@@ -371,22 +347,21 @@ def memory_verdicts(probes: pl.DataFrame, exp: Expectations) -> list[Verdict]:
     table4_params_gib/table4_optim_gib per Table 4 variant (subject the variant),
     gpt2_124m_params_gib/gpt2_124m_optim_gib per appendix variant (subject "gpt-124m/variant")
     and one probe_failed per failed probe (subject "model/variant")."""
-    ok = _successes(probes, exp)
-    failed = _failures(probes)
+    return _verdicts(_Probes.of(probes, exp), exp)
+
+
+def _verdicts(probes: _Probes, exp: Expectations) -> list[Verdict]:
     return [
-        *_bpp_verdicts(ok, exp),
-        *_table4_verdicts(ok, exp),
-        *_gpt2_verdicts(ok, failed, exp),
-        *_failed_verdicts(failed),
+        *_bpp_verdicts(probes, exp),
+        *_table4_verdicts(probes, exp),
+        *_gpt2_verdicts(probes, exp),
+        *_failed_verdicts(probes.failed),
     ]
 
 
-def memory_notes(probes: pl.DataFrame, exp: Expectations) -> list[str]:
-    """What the memory analysis could not do, for people."""
+def _notes(probes: _Probes, exp: Expectations) -> list[str]:
     prefix = exp.memory.scaling_model_prefix
-    if probes.height == 0:
-        return ["no memory probes: memory analysis skipped"]
-    ok = _successes(probes, exp)
+    ok = probes.ok
     if ok.height == 0:
         return ["every memory probe failed: no bytes/param measured"]
     if not ok["scaling"].any():

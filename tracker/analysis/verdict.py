@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from tracker.domain import Status
@@ -26,7 +26,8 @@ class Verdict:
     known: str | None = None  # a KNOWN verdict's reason: what the study knowingly does otherwise
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # every field is a scalar: no copy to make, unlike ``dataclasses.asdict``'s
+        return {name: getattr(self, name) for name in FIELDS}
 
 
 def within(measured: float | None, expected: float | None, tolerance: float) -> Status:
@@ -41,3 +42,6 @@ def verdicts_document(verdicts: Iterable[Verdict]) -> list[dict[str, Any]]:
     server's ``verdicts.json``, ``/api/jobs/NAME``): a non-finite number is null, as in the
     study's files (``tracker.jsonio``'s null policy)."""
     return null_non_finite([{key: getattr(v, key) for key in DOCUMENT_KEYS} for v in verdicts])
+
+
+FIELDS = tuple(f.name for f in fields(Verdict))  # in order, as ``as_dict`` keys them

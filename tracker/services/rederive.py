@@ -35,9 +35,12 @@ def store_derived(
     job_id: int,
     exp: Expectations,
     losses: dict[str, pl.DataFrame] | None = None,
+    *,
+    new_job: bool = False,
 ) -> None:
     """(Re)compute and store a job's derived rows, in the caller's transaction; ``losses``
-    (each arm's loss curve, as stored) spares reading the points back."""
+    (each arm's loss curve, as stored) spares reading the points back; ``new_job``: one
+    just written, which has no rows to replace."""
     name = _job_name(session, job_id)
     assert name is not None
     summary = summarize(load_job_data(session, name, curves=losses), exp)
@@ -45,7 +48,8 @@ def store_derived(
     digest = expectations_digest(exp)
     stored = summary.to_stored(name)
     curves = summary.curves_to_stored(name)
-    write_derived(session, job_id, digest, derived.verdicts, derived.numbers, stored, curves)
+    verdicts, numbers = derived.verdicts, derived.numbers
+    write_derived(session, job_id, digest, verdicts, numbers, stored, curves, replace=not new_job)
 
 
 def store_packaged_derived(
@@ -55,7 +59,8 @@ def store_packaged_derived(
     else the definition the database keeps), at ingest and copy."""
     study = session.scalar(select(Job.study).where(Job.id == job_id))
     assert study is not None
-    store_derived(session, job_id, judged_by(study, stored_study(session, study)), losses)
+    exp = judged_by(study, stored_study(session, study))
+    store_derived(session, job_id, exp, losses, new_job=True)
 
 
 @dataclass

@@ -25,6 +25,7 @@ from tracker.models import Curve, Job, JobMeta, Probe, Run, RunNoteRow, SourceFi
 from tracker.notes import FINDINGS, NoteKind
 from tracker.store.catalog import checked_meta, delete_job_rows, update_meta
 from tracker.store.points import CurveChunks, points_chunks, write_chunks
+from tracker.store.raw_rows import table_of
 from tracker.store.run_rows import seal_runs
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ def store_job(
     written = WrittenJob(status, job.id, meta_kept=kept)
     if scanned.probes:
         probes = [{"job_id": job.id, **p.columns()} for p in scanned.probes]
-        session.execute(insert(Probe).execution_options(render_nulls=True), probes)
+        session.execute(insert(table_of(Probe)), probes)
     written.probes = len(scanned.probes)
     written.failed_probes = sum(p.failed for p in scanned.probes)
     shared: dict[str, list[str]] = {}  # a line every arm may say alike: said once

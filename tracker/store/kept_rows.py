@@ -25,7 +25,7 @@ from tracker.errors import DamagedVerdicts
 from tracker.jsonio import to_stored_json
 from tracker.models import Job, JobIndex, JobNumber, JobSummary, JobVerdict, VerdictKey
 from tracker.store.index_rows import indexed, write_index_row
-from tracker.store.raw_rows import plain_rows
+from tracker.store.raw_rows import plain_rows, table_of
 from tracker.store.verdict_keys import detail, key_ids, split_detail
 
 # job_id, check, subject, measured, expected, tolerance, status, detail, known
@@ -87,10 +87,14 @@ def write_derived(
     numbers: Mapping[str, float | None],
     summary: bytes,
     grid_curves: bytes,
+    *,
+    replace: bool = True,
 ) -> None:
-    """Replace a job's derived rows (of every digest) by these, in the caller's transaction."""
-    for table in (JobVerdict, JobNumber, JobSummary, JobIndex):
-        session.execute(delete(table).where(table.job_id == job_id))
+    """Replace a job's derived rows (of every digest) by these, in the caller's transaction;
+    ``replace=False``: a job that has none yet (just written), so none is deleted."""
+    if replace:
+        for table in (JobVerdict, JobNumber, JobSummary, JobIndex):
+            session.execute(delete(table).where(table.job_id == job_id))
     split = [split_detail(v.detail) for v in verdicts]
     keys = [
         (v.check, v.subject, stored_number(v.expected), v.status, v.known, template)
@@ -109,8 +113,7 @@ def write_derived(
         for position, (v, key, (_, figures)) in enumerate(zip(verdicts, keys, split, strict=True))
     ]
     if verdict_rows:
-        # NULLs written as such: rows lacking a value would otherwise be a statement each
-        session.execute(insert(JobVerdict).execution_options(render_nulls=True), verdict_rows)
+        session.execute(insert(table_of(JobVerdict)), verdict_rows)
     session.execute(
         insert(JobNumber),
         [

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from tracker.jsonio import to_stored_json
 from tracker.models import JobVerdict, VerdictKey
+from tracker.store.raw_rows import table_of
 
 PLACEHOLDER = "\x1f"
 NUMBER = re.compile(r"(?<![\w.])[0-9]+\.[0-9]+(?!\w|\.[0-9])")  # ASCII: \d matches any digit
@@ -31,6 +32,7 @@ _FROM_HEX = str.maketrans({f"{code:x}": _SYMBOLS[code] or None for code in range
 
 Key = tuple[str, str, float | None, str, str | None, str]  # as COLUMNS
 COLUMNS = ("check", "subject", "expected", "status", "known", "detail_template")
+KEYS = table_of(VerdictKey)
 
 
 def split_detail(detail: str) -> tuple[str, bytes | None]:
@@ -89,15 +91,14 @@ def key_ids(session: Session, keys: Sequence[Key]) -> dict[Key, int]:
     if session.get_bind().dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 
-        adding = postgresql_insert(VerdictKey).on_conflict_do_nothing(index_elements=["digest"])
+        adding = postgresql_insert(KEYS).on_conflict_do_nothing(index_elements=["digest"])
     else:
         from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-        adding = sqlite_insert(VerdictKey).on_conflict_do_nothing(index_elements=["digest"])
-    # NULLs written as such: rows lacking a value would otherwise be a statement each
-    session.execute(adding.execution_options(render_nulls=True), rows)
+        adding = sqlite_insert(KEYS).on_conflict_do_nothing(index_elements=["digest"])
+    session.execute(adding, rows)
     wanted = {digest: key for key, digest in digests.items()}
-    query = select(VerdictKey.id, VerdictKey.digest, *(VerdictKey.__table__.c[c] for c in COLUMNS))
+    query = select(VerdictKey.id, VerdictKey.digest, *(KEYS.c[c] for c in COLUMNS))
     found: dict[bytes, int] = {}
     for key_id, stored_digest, *stored in session.execute(
         query.where(VerdictKey.digest.in_(wanted))
