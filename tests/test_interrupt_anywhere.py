@@ -15,7 +15,7 @@ import gc
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from functools import partial
 from pathlib import Path
 from types import CodeType, FrameType
@@ -49,6 +49,7 @@ PROBE = {
 }
 SAFETY_NET_S = 120  # only for a lock an interrupted run left held: no verdict depends on it
 SUMMARY = {"model": "gpt2_124m", "seed": 0, "val_loss": 3.3, "final_loss": 3.2, "extra": 1}
+Trace = Callable[[FrameType, str, Any], Any]
 
 
 class Landed:
@@ -61,9 +62,20 @@ class Landed:
 
 
 @contextmanager
-def interrupt_at(hit: Callable[[FrameType, str], bool], *, lines: bool = False) -> Iterator[Landed]:
+def traced(trace: Trace) -> Iterator[None]:
+    sys.settrace(trace)
+    yield
+
+
+@contextmanager
+def interrupt_at(
+    hit: Callable[[FrameType, str], bool],
+    *,
+    lines: bool = False,
+    tracing: Callable[[Trace], AbstractContextManager[None]] = traced,
+) -> Iterator[Landed]:
     """A KeyboardInterrupt raised at the first trace event ``hit`` accepts: calls only, or
-    (``lines``) each line too."""
+    (``lines``) each line too; ``tracing`` sets the trace function (at once, by default)."""
     landed = Landed()
 
     def trace(frame: FrameType, event: str, _arg: Any) -> Any:
@@ -78,9 +90,9 @@ def interrupt_at(hit: Callable[[FrameType, str], bool], *, lines: bool = False) 
 
     before = sys.unraisablehook
     sys.unraisablehook = unraisable
-    sys.settrace(trace)
     try:
-        yield landed
+        with tracing(trace):
+            yield landed
     finally:
         sys.settrace(None)
         sys.unraisablehook = before
@@ -172,18 +184,27 @@ def sweep_ingest(url: str, root: Path, shard: int) -> tuple[int, int, int]:
     gc.freeze()  # each run's collection looks at what the runs made, not at every module
     # on PostgreSQL, the functions from the database's first use on: before it, an interrupt
     # meets what it meets on SQLite (reading the job's files), which sweeps them all
-    swept = functions[first_contact if engine.dialect.name == "postgresql" else 0 :][shard::SHARDS]
-    reached = sum(_interrupted_at_first_call(code, ingest, engine, whole) for code in swept)
+    first = first_contact if engine.dialect.name == "postgresql" else 0
+    swept = list(functions)[first:][shard::SHARDS]
+    reached = sum(
+        _interrupted_at_first_call(code, functions[code], ingest, engine, whole) for code in swept
+    )
     return reached, len(swept), len(functions)
 
 
 def _interrupted_at_first_call(
-    code: CodeType, ingest: Callable[[], IngestReport], engine: Engine, whole: dict[str, int]
+    code: CodeType,
+    statements: int,
+    ingest: Callable[[], IngestReport],
+    engine: Engine,
+    whole: dict[str, int],
 ) -> bool:
-    """One ingest interrupted at the first call of ``code``, checked; whether it was reached."""
+    """One ingest interrupted at the first call of ``code``, which came after ``statements``
+    statements had begun, checked; whether it was reached."""
     told: list[str] | None = None  # what the interrupt said is stored
+    hit = partial(_is_code, code)
     try:
-        with interrupt_at(lambda frame, _event: frame.f_code is code) as landed:
+        with interrupt_at(hit, tracing=partial(_traced_from, engine, statements)) as landed:
             report = ingest()
     except KeyboardInterrupt as interrupt:
         # before the job's name is known, plain: "interrupted", nothing stored
@@ -192,12 +213,40 @@ def _interrupted_at_first_call(
     if told is None:
         assert not report.failed, code
         assert not landed.fired or landed.swallowed, f"{code}: the interrupt vanished"
+        held = whole
     else:
         held = _stored(engine)
         assert held in ({}, whole), code
         assert told == (["job"] if held else []), (code, told)
-    _delete(engine)
+    if held:  # most runs store nothing: no statement to delete it
+        _delete(engine)
     return landed.fired
+
+
+def _is_code(code: CodeType, frame: FrameType, _event: str) -> bool:
+    return frame.f_code is code
+
+
+@contextmanager
+def _traced_from(engine: Engine, statements: int, trace: Trace) -> Iterator[None]:
+    """``trace`` set as ``engine`` begins its ``statements``-th statement (at once for none):
+    tracing makes every step of Python half again as dear, and an ingest takes the same steps
+    as the one that counted them up to there."""
+    begun = 0
+
+    def statement(*_args: Any) -> None:
+        nonlocal begun
+        begun += 1
+        if begun == statements:
+            sys.settrace(trace)
+
+    if not statements:
+        sys.settrace(trace)
+    event.listen(engine, "before_cursor_execute", statement)
+    try:
+        yield
+    finally:
+        event.remove(engine, "before_cursor_execute", statement)
 
 
 def _lock_timeout(connection: Any, _record: Any) -> None:
@@ -206,27 +255,37 @@ def _lock_timeout(connection: Any, _record: Any) -> None:
     connection.commit()
 
 
-def _functions_called(work: Callable[[], object], engine: Engine) -> tuple[list[CodeType], int]:
-    """Every function ``work`` calls, in the order of their first calls, and how many of them
-    came before it first took a connection of ``engine``'s."""
-    called: dict[CodeType, None] = {}
+def _functions_called(
+    work: Callable[[], object], engine: Engine
+) -> tuple[dict[CodeType, int], int]:
+    """Every function ``work`` calls, in the order of their first calls, each with how many
+    statements of ``engine``'s had begun before it; and how many of them came before ``work``
+    first took a connection of ``engine``'s."""
+    called: dict[CodeType, int] = {}
     first_contact: list[int] = []
+    begun = 0
 
     def trace(frame: FrameType, event: str, _arg: Any) -> None:
         if event == "call":
-            called.setdefault(frame.f_code)
+            called.setdefault(frame.f_code, begun)
 
     def checkout(*_args: Any) -> None:
         first_contact.append(len(called))
 
+    def statement(*_args: Any) -> None:
+        nonlocal begun
+        begun += 1
+
     event.listen(engine, "checkout", checkout)
+    event.listen(engine, "before_cursor_execute", statement)
     sys.settrace(trace)
     try:
         work()
     finally:
         sys.settrace(None)
         event.remove(engine, "checkout", checkout)
-    return list(called), first_contact[0]
+        event.remove(engine, "before_cursor_execute", statement)
+    return called, first_contact[0]
 
 
 def _stored(engine: Engine) -> dict[str, int]:
