@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import Engine, make_url
@@ -24,6 +27,9 @@ from tracker.analysis.expectations import load_expectations
 from tracker.report import generate_report
 from tracker.sample import DEMO_META, write_demo_jobs, write_sample_job
 from tracker.store.schema import open_database
+
+if TYPE_CHECKING:
+    from playwright.sync_api import ProxySettings
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -54,6 +60,22 @@ class Watch:
         return {k: v for k, v in vars(self).items() if v}
 
 
+@cache
+def dead_end() -> socket.socket:
+    """A local port that is bound and never listened on: a connection to it is refused."""
+    bound = socket.socket()
+    bound.bind(("127.0.0.1", 0))
+    return bound
+
+
+def dead_end_proxy(origin: str = "") -> ProxySettings:
+    """A proxy that every request not to ``origin``'s host and port goes to, and fails there,
+    loopback included (``<-loopback>``: not bypassed as by default)."""
+    host, port = dead_end().getsockname()
+    bypass = ["<-loopback>", urlsplit(origin).netloc]
+    return {"server": f"http://{host}:{port}", "bypass": ",".join(filter(None, bypass))}
+
+
 @pytest.fixture(scope="session")
 def chromium() -> Iterator[Any]:
     """One chromium a worker: starting it costs more CPU than most tests' pages."""
@@ -65,55 +87,115 @@ def chromium() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, proxy=dead_end_proxy()
+        )
         yield browser
         browser.close()
 
 
+class Tab(NamedTuple):
+    origin: str
+    init_script: str
+
+
+class Browser:
+    """The worker's chromium as a test sees it: Playwright's ``new_context`` and ``new_page``,
+    and one watched tab an origin (``open_page``) that the tests take turns in. A context and a
+    tab of its own cost a test more CPU than most of its pages: a renderer to start, plotly.js
+    to compile again."""
+
+    def __init__(self, chromium: Any) -> None:
+        self.chromium = chromium
+        self.tabs: dict[Tab, Any] = {}
+        self.watches: dict[Tab, Watch] = {}
+
+    def new_context(self, **options: Any) -> Any:
+        return self.chromium.new_context(**options)
+
+    def new_page(self, **options: Any) -> Any:
+        return self.chromium.new_page(**options)
+
+    def tab(self, origin: str, watch: Watch, init_script: str = "") -> Any:
+        """``origin``'s tab (running ``init_script`` in each document before its own scripts),
+        its events noted in ``watch`` from now on."""
+        key = Tab(origin, init_script)
+        if key not in self.tabs:
+            self.tabs[key] = self._open_tab(key)
+        self.watches[key] = watch
+        return self.tabs[key]
+
+    def _open_tab(self, key: Tab) -> Any:
+        origin = key.origin
+        context = self.chromium.new_context(proxy=dead_end_proxy(origin))
+        context.set_default_timeout(SAFETY_NET_MS)
+        page = context.new_page()
+        if key.init_script:
+            page.add_init_script(key.init_script)
+
+        def note_off_origin(request: Any) -> None:
+            if not request.url.startswith((origin, "data:", "blob:")):
+                self.watches[key].network.append(request.url)
+
+        def note_console(message: Any) -> None:
+            if message.type in ("error", "warning"):
+                self.watches[key].console.append(message.text)
+
+        def note_dialog(dialog: Any) -> None:
+            self.watches[key].dialogs.append(dialog.message)
+            dialog.dismiss()
+
+        # listened to, not routed: a route would stop every request for a round trip through
+        # Python and turn the browser's HTTP cache off
+        page.on("request", note_off_origin)
+        page.on("console", note_console)
+        page.on("pageerror", lambda exc: self.watches[key].errors.append(str(exc)))
+        page.on("dialog", note_dialog)
+        return page
+
+    def after_test(self) -> None:
+        """The tabs left blank, nothing they do noted any more; every other context closed."""
+        for key, page in self.tabs.items():
+            self.watches[key] = Watch()
+            page.mouse.move(0, 0)
+            page.goto("about:blank")
+        kept = [page.context for page in self.tabs.values()]
+        for context in self.chromium.contexts:
+            if context not in kept:
+                context.close()
+
+
+@pytest.fixture(scope="session")
+def shared_browser(chromium: Any) -> Browser:
+    return Browser(chromium)
+
+
 @pytest.fixture
-def browser(chromium: Any) -> Iterator[Any]:
-    """The worker's chromium; the pages (each in a context of its own) a test opened are closed
-    after it, so that no test sees another's."""
-    yield chromium
-    for context in chromium.contexts:
-        context.close()
+def browser(shared_browser: Browser) -> Iterator[Browser]:
+    """The worker's chromium; what a test opened is closed or blanked after it, so that no test
+    sees another's."""
+    yield shared_browser
+    shared_browser.after_test()
 
 
 def open_page(
-    browser: Any, origin: str, watch: Watch, width: int = 1400, height: int = 1000
+    browser: Browser,
+    origin: str,
+    watch: Watch,
+    width: int = 1400,
+    height: int = 1000,
+    init_script: str = "",
 ) -> Any:
-    """A new page that may load only from ``origin`` (and data:, blob:), each other request
-    aborted and noted in ``watch`` with its console errors and warnings, exceptions and
-    dialogs."""
-    context = browser.new_context(viewport={"width": width, "height": height})
-    context.set_default_timeout(SAFETY_NET_MS)
-
-    def route(request_route: Any) -> None:
-        url = request_route.request.url
-        if url.startswith((origin, "data:", "blob:")):
-            request_route.continue_()
-        else:
-            watch.network.append(url)
-            request_route.abort()
-
-    context.route("**/*", route)
-    page = context.new_page()
-    page.on(
-        "console",
-        lambda msg: watch.console.append(msg.text) if msg.type in ("error", "warning") else None,
-    )
-    page.on("pageerror", lambda exc: watch.errors.append(str(exc)))
-
-    def dialog(d: Any) -> None:
-        watch.dialogs.append(d.message)
-        d.dismiss()
-
-    page.on("dialog", dialog)
+    """The tab that may load only from ``origin`` (and data:, blob:), at this size: each other
+    request is noted in ``watch``, with its console errors and warnings, exceptions and
+    dialogs, and reaches no network (``dead_end_proxy``)."""
+    page = browser.tab(origin, watch, init_script)
+    page.set_viewport_size({"width": width, "height": height})
     return page
 
 
 def open_report_page(
-    browser: Any, path: Path, watch: Watch, figures: int, width: int = 1400
+    browser: Browser, path: Path, watch: Watch, figures: int, width: int = 1400
 ) -> Any:
     """The watched report page at ``path`` once its ``figures`` have drawn."""
     page = open_page(browser, "file://", watch, width)

@@ -63,8 +63,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def open_at_1280(browser: Any, origin: str, path: str, watch: Watch) -> Any:
-    page = open_page(browser, origin, watch, **VIEWPORT)
-    page.context.route("**/favicon.ico", lambda route: route.fulfill(status=204))  # none served
+    page = open_page(browser, origin, watch, VIEWPORT["width"], VIEWPORT["height"])
     page.goto(f"{origin}{path}", wait_until="load")
     plots = page.locator("div.plot[data-figure]").count()
     if plots:  # every figure drawn

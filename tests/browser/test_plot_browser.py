@@ -53,9 +53,11 @@ def drag(page: Any, start: float, stop: float) -> None:
 def csv_is_query_curve(cli: Cli, page: Any, low: float, high: float) -> None:
     """The page's CSV link: the chosen runs' points from ``low`` to ``high``, every one
     (a window of fewer than 2,000 steps), as ``query curve`` gives them, ``--ema`` smoothed."""
-    answer = page.request.get(page.evaluate("document.getElementById('plot-csv').href"))
-    assert answer.ok
-    rows = list(csv.DictReader(io.StringIO(answer.text())))
+    ok, text = page.evaluate(
+        "fetch(document.getElementById('plot-csv').href).then(async r => [r.ok, await r.text()])"
+    )
+    assert ok
+    rows = list(csv.DictReader(io.StringIO(text)))
     expected = []
     for run in CHOSEN:
         job, arm = run.split("/")

@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from tests.browser.conftest import Watch, open_report_page, report_of, small_jobs_report
+from tests.browser.conftest import (
+    Watch,
+    open_page,
+    open_report_page,
+    report_of,
+    small_jobs_report,
+)
 from tests.conftest import Cli
 from tracker.sample import write_sample_job
 
@@ -215,8 +221,7 @@ DRAWN = "[...document.querySelectorAll('div.plot')].map(p => !!p.querySelector('
 
 
 def page_without_later_tasks(browser: Any, path: Path, height: int) -> Any:
-    page = browser.new_context(viewport={"width": 1400, "height": height}).new_page()
-    page.add_init_script(NO_LATER_TASKS)
+    page = open_page(browser, "file://", Watch(), height=height, init_script=NO_LATER_TASKS)
     page.goto(path.as_uri(), wait_until="load")
     return page
 
