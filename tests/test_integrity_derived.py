@@ -6,8 +6,8 @@ them with ``--repair`` (``db rederive --force`` rebuilds every job's); SQLite's 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -25,23 +25,14 @@ from tracker.models import (
     Run,
     VerdictKey,
 )
-from tracker.sample import write_sample_job
 from tracker.store.schema import downgrade, upgrade
 
+# the study fixture's jobs: two sample jobs, ingested once a session and copied to each test
+JOBS: dict[str, tuple[dict[str, Any], list[str]]] = {
+    "job1": ({"seed": 0}, []),
+    "job2": ({"seed": 1}, []),
+}
 STEPS = 300
-
-
-@pytest.fixture
-def two_jobs(cli: Cli, tmp_path: Path) -> Cli:
-    for name, seed in (("job1", 0), ("job2", 1)):
-        cli("ingest", str(write_sample_job(tmp_path / name, seed=seed, steps=STEPS)))
-    return cli
-
-
-@pytest.fixture
-def client(two_jobs: Cli) -> Iterator[TestClient]:
-    with client_for(two_jobs.url) as client:
-        yield client
 
 
 def summary_of(engine: Engine, job: str) -> bytes:
@@ -68,7 +59,7 @@ SUMMARY_DAMAGED = (
 
 @pytest.mark.parametrize("at", [-1, 20, 9])  # the frame's end, its middle, its first byte
 def test_a_flipped_bit_in_a_kept_summary_is_refused_and_repaired(
-    two_jobs: Cli, client: TestClient, engine: Engine, tmp_path: Path, at: int
+    study: Cli, client: TestClient, engine: Engine, tmp_path: Path, at: int
 ) -> None:
     intact = summary_of(engine, "job2")
     damaged = bytearray(intact)
@@ -79,23 +70,23 @@ def test_a_flipped_bit_in_a_kept_summary_is_refused_and_repaired(
         assert answer.status_code == 500 and SUMMARY_DAMAGED in answer.text, path
     assert client.get("/api/jobs/job1").status_code == 200
     assert client.get("/").status_code == 200  # the index reads the job's index row alone
-    report = two_jobs("report", "--out", str(tmp_path / "report"), ok=False)
+    report = study("report", "--out", str(tmp_path / "report"), ok=False)
     assert (report.exit_code, report.stderr) == (1, f"Error: {SUMMARY_DAMAGED}\n")
-    checked = two_jobs("db", "check", ok=False)
+    checked = study("db", "check", ok=False)
     assert (checked.exit_code, checked.stderr) == (1, f"Error: {SUMMARY_DAMAGED}\n")
     assert checked.stdout.endswith("summaries: 1 jobs damaged: job2\n")
-    repaired = two_jobs("db", "check", "--repair")
+    repaired = study("db", "check", "--repair")
     assert repaired.stdout.splitlines()[0] == "job2: rebuilt"
     assert repaired.stdout.endswith(
         "1 jobs damaged: job2; derived rows rebuilt from the points: job2\n"
     )
     assert summary_of(engine, "job2") == intact
-    assert two_jobs("db", "check").stdout.endswith(": no damage found\n")
+    assert study("db", "check").stdout.endswith(": no damage found\n")
     assert client.get("/jobs/job2/").status_code == 200
 
 
 def test_a_flipped_bit_in_a_jobs_index_row_is_refused_and_repaired(
-    two_jobs: Cli, client: TestClient, engine: Engine
+    study: Cli, client: TestClient, engine: Engine
 ) -> None:
     with engine.begin() as connection:
         job_id = connection.scalar(select(Job.id).where(Job.name == "job2"))
@@ -118,15 +109,15 @@ def test_a_flipped_bit_in_a_jobs_index_row_is_refused_and_repaired(
     for path in ("/", "/api/runs"):
         answer = client.get(path)
         assert answer.status_code == 500 and counts_damaged in answer.text, path
-    checked = two_jobs("db", "check", ok=False)
+    checked = study("db", "check", ok=False)
     assert checked.exit_code == 1 and counts_damaged in checked.stderr
-    two_jobs("db", "check", "--repair")
-    assert two_jobs("db", "check").stdout.endswith(": no damage found\n")
+    study("db", "check", "--repair")
+    assert study("db", "check").stdout.endswith(": no damage found\n")
     assert client.get("/").status_code == 200
 
 
 def test_a_summary_and_index_curves_moved_from_another_job_are_refused_and_repaired(
-    two_jobs: Cli, client: TestClient, engine: Engine
+    study: Cli, client: TestClient, engine: Engine
 ) -> None:
     """Intact bytes of job1's, in job2's rows: their checksums are sealed for job1."""
     intact = summary_of(engine, "job2")
@@ -144,16 +135,16 @@ def test_a_summary_and_index_curves_moved_from_another_job_are_refused_and_repai
         )
     answer = client.get("/")
     assert answer.status_code == 500 and SUMMARY_DAMAGED in answer.text
-    checked = two_jobs("db", "check", ok=False)
+    checked = study("db", "check", ok=False)
     assert (checked.exit_code, checked.stderr) == (1, f"Error: {SUMMARY_DAMAGED}\n")
-    two_jobs("db", "check", "--repair")
+    study("db", "check", "--repair")
     assert summary_of(engine, "job2") == intact
-    assert two_jobs("db", "check").stdout.endswith(": no damage found\n")
+    assert study("db", "check").stdout.endswith(": no damage found\n")
     assert client.get("/").status_code == 200 and client.get("/jobs/job2/").status_code == 200
 
 
 def test_db_check_does_not_repair_what_the_points_cannot_rebuild(
-    two_jobs: Cli, engine: Engine
+    study: Cli, engine: Engine
 ) -> None:
     damaged = bytearray(summary_of(engine, "job2"))
     damaged[-1] ^= 1
@@ -163,25 +154,25 @@ def test_db_check_does_not_repair_what_the_points_cannot_rebuild(
             "DELETE FROM curve_chunk WHERE curve_id IN (SELECT c.id FROM curve c JOIN run r"
             " ON r.id = c.run_id JOIN job j ON j.id = r.job_id WHERE j.name = 'job2')"
         )
-    checked = two_jobs("db", "check", "--repair", ok=False)
+    checked = study("db", "check", "--repair", ok=False)
     assert checked.exit_code == 1
     assert checked.stderr.splitlines()[-1] == f"Error: {SUMMARY_DAMAGED}"
     assert checked.stdout.endswith("summaries: 1 jobs damaged: job2\n")
 
 
-def test_rederive_force_rebuilds_every_job(two_jobs: Cli, engine: Engine) -> None:
+def test_rederive_force_rebuilds_every_job(study: Cli, engine: Engine) -> None:
     damaged = bytearray(summary_of(engine, "job1"))
     damaged[-1] ^= 1
     set_summary(engine, "job1", bytes(damaged))
-    assert two_jobs("db", "rederive").stdout == "0 jobs rederived, 2 already up to date\n"
-    forced = two_jobs("db", "rederive", "--force")
+    assert study("db", "rederive").stdout == "0 jobs rederived, 2 already up to date\n"
+    forced = study("db", "rederive", "--force")
     assert forced.stdout == (
         "job1: rederived\njob2: rederived\n2 jobs rederived, 0 already up to date\n"
     )
-    assert two_jobs("db", "check").stdout.endswith(": no damage found\n")
+    assert study("db", "check").stdout.endswith(": no damage found\n")
 
 
-def test_db_check_runs_sqlites_integrity_check(two_jobs: Cli, db_url: str) -> None:
+def test_db_check_runs_sqlites_integrity_check(study: Cli, db_url: str) -> None:
     if not db_url.startswith("sqlite"):
         pytest.skip("PostgreSQL has no built-in checker of its pages (amcheck is an extension)")
     path = db_url.removeprefix("sqlite:///")
@@ -192,7 +183,7 @@ def test_db_check_runs_sqlites_integrity_check(two_jobs: Cli, db_url: str) -> No
             " WHERE name = 'ix_run_job_id'"
         )
     connection.close()
-    checked = two_jobs("db", "check", ok=False)
+    checked = study("db", "check", ok=False)
     assert checked.exit_code == 1
     lines = checked.stderr.splitlines()
     assert lines and all(line.startswith("Error: SQLite's integrity_check: ") for line in lines), (
@@ -205,9 +196,7 @@ def test_db_check_runs_sqlites_integrity_check(two_jobs: Cli, db_url: str) -> No
     )
 
 
-def test_0013_adds_the_checksum_and_its_downgrade_takes_it_out(
-    two_jobs: Cli, engine: Engine
-) -> None:
+def test_0013_adds_the_checksum_and_its_downgrade_takes_it_out(study: Cli, engine: Engine) -> None:
     intact = summary_of(engine, "job1")
     damaged = bytearray(summary_of(engine, "job2"))
     damaged[-1] ^= 1
@@ -225,7 +214,7 @@ def test_0013_adds_the_checksum_and_its_downgrade_takes_it_out(
     [("last_value", 9.5), ("min_value", -1.0), ("first_value", float("nan")), ("n_nonfinite", 7)],
 )
 def test_altered_curve_numbers_are_found_and_rewritten_from_the_points(
-    two_jobs: Cli, engine: Engine, column: str, value: float
+    study: Cli, engine: Engine, column: str, value: float
 ) -> None:
     with engine.begin() as connection:
         curve_id, kept = connection.execute(
@@ -239,18 +228,18 @@ def test_altered_curve_numbers_are_found_and_rewritten_from_the_points(
         f"stored curve job2/ref_s1 loss: its row's {column} is {value}, its points give {kept};"
         " rebuild it with `tracker db check --repair`"
     )
-    checked = two_jobs("db", "check", ok=False)
+    checked = study("db", "check", ok=False)
     assert (checked.exit_code, checked.stderr) == (1, f"Error: {line}\n")
     assert checked.stdout.endswith(": 1 jobs damaged: job2\n")
-    repaired = two_jobs("db", "check", "--repair")
+    repaired = study("db", "check", "--repair")
     assert repaired.stdout.endswith("derived rows rebuilt from the points: job2\n")
     with Session(engine) as session:
         assert repr(session.get(Curve, curve_id).__dict__[column]) == repr(kept)  # type: ignore[union-attr]
-    assert two_jobs("db", "check").stdout.endswith(": no damage found\n")
+    assert study("db", "check").stdout.endswith(": no damage found\n")
 
 
 def test_an_altered_verdict_or_number_is_found_and_rebuilt(
-    two_jobs: Cli, engine: Engine, tmp_path: Path
+    study: Cli, engine: Engine, tmp_path: Path
 ) -> None:
     with engine.begin() as connection:
         job2 = connection.scalar(select(Job.id).where(Job.name == "job2"))
@@ -269,7 +258,7 @@ def test_an_altered_verdict_or_number_is_found_and_rebuilt(
         "stored verdicts and numbers of job {} are damaged (checksum mismatch); rebuild them"
         " with `tracker db check --repair`"
     )
-    checked = two_jobs("db", "check", ok=False)
+    checked = study("db", "check", ok=False)
     assert checked.exit_code == 1
     assert checked.stderr.splitlines() == [
         f"Error: {damaged.format(job)}" for job in ("job1", "job2")
@@ -281,20 +270,20 @@ def test_an_altered_verdict_or_number_is_found_and_rebuilt(
         ("report", "--out", str(tmp_path / "report")),
         ("compare", "job1", "job2"),
     ):
-        result = two_jobs(*args, ok=False)
+        result = study(*args, ok=False)
         assert result.exit_code == 1, args
         assert result.stderr == f"Error: {damaged.format('job1')}\n", args
-    with client_for(two_jobs.url) as client:
+    with client_for(study.url) as client:
         for path in ("/", "/api/claims"):
             answer = client.get(path)
             assert answer.status_code == 500 and damaged.format("job1") in answer.text, path
-    repaired = two_jobs("db", "check", "--repair")
+    repaired = study("db", "check", "--repair")
     assert repaired.stdout.splitlines()[:2] == ["job1: rebuilt", "job2: rebuilt"]
-    assert two_jobs("db", "check").stdout.endswith(": no damage found\n")
+    assert study("db", "check").stdout.endswith(": no damage found\n")
 
 
 def test_an_altered_verdict_key_is_found_in_every_job_using_it_and_rebuilt(
-    two_jobs: Cli, engine: Engine
+    study: Cli, engine: Engine
 ) -> None:
     with engine.begin() as connection:  # a key both jobs share: its status flipped
         key = connection.scalar(select(JobVerdict.key_id).where(JobVerdict.position == 0).limit(1))
@@ -306,11 +295,11 @@ def test_an_altered_verdict_key_is_found_in_every_job_using_it_and_rebuilt(
         "Error: stored verdicts and numbers of job {} are damaged (checksum mismatch); rebuild"
         " them with `tracker db check --repair`"
     )
-    checked = two_jobs("db", "check", ok=False)
+    checked = study("db", "check", ok=False)
     assert checked.stderr.splitlines() == [damaged.format(job) for job in ("job1", "job2")]
-    assert two_jobs("claims", ok=False).stderr == damaged.format("job1") + "\n"
-    repaired = two_jobs("db", "check", "--repair")
+    assert study("claims", ok=False).stderr == damaged.format("job1") + "\n"
+    repaired = study("db", "check", "--repair")
     assert repaired.stdout.splitlines()[:2] == ["job1: rebuilt", "job2: rebuilt"]
-    assert two_jobs("db", "check").stdout.endswith(": no damage found\n")
+    assert study("db", "check").stdout.endswith(": no damage found\n")
     with engine.connect() as connection:
         assert connection.scalar(select(VerdictKey.status).where(VerdictKey.id == key)) == status

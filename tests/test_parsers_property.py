@@ -29,6 +29,7 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 from typer.testing import CliRunner
 
@@ -40,7 +41,6 @@ from tracker.jobdir.records import CONTROL_CHARS, FLOAT_FIELDS, INT_LIMIT, NAME_
 from tracker.models import Curve, CurveChunk, Job, JobMeta, Probe, Run, SourceFile
 from tracker.sample import MODELS, VARIANTS, write_sample_job
 from tracker.store.catalog import delete_job
-from tracker.store.schema import open_database
 from tracker.store.transactions import in_write_transaction
 
 PanicException = pl.exceptions.PanicException  # a Rust panic: a BaseException, not an Exception
@@ -495,25 +495,23 @@ SLOW = settings(
 TABLES = (Job, JobMeta, SourceFile, Probe, Run, Curve, CurveChunk)
 
 
-def counts(url: str) -> dict[str, int]:
-    engine = open_database(url)
-    try:
-        with Session(engine) as session:
-            return row_counts(session, TABLES)
-    finally:
-        engine.dispose()
+def counts(engine: Engine) -> dict[str, int]:
+    with Session(engine) as session:
+        return row_counts(session, TABLES)
 
 
 class Ingest:
-    """Ingests the sample job through the command line and checks: all or nothing."""
+    """Ingests the sample job through the command line and checks, on ``engine`` (one for
+    every example: opening a database checks its schema), all or nothing."""
 
-    def __init__(self, url: str, directory: Path) -> None:
+    def __init__(self, url: str, engine: Engine, directory: Path) -> None:
         self.url = url
+        self.engine = engine
         self.directory = directory
         self.runner = CliRunner()
 
     def __call__(self, expected_probes: Callable[[], int], expected_points: Callable[[], int]):
-        assert counts(self.url)["job"] == 0
+        assert counts(self.engine)["job"] == 0
         try:
             result = self.runner.invoke(app, ["--db", self.url, "ingest", str(self.directory)])
         except PanicException as exc:  # not an Exception: the runner lets it through
@@ -522,7 +520,7 @@ class Ingest:
         if error is not None and not isinstance(error, SystemExit):
             first = (str(error).strip().splitlines() or [""])[0]
             raise AssertionError(f"a traceback: {type(error).__name__}: {first}") from error
-        stored = counts(self.url)
+        stored = counts(self.engine)
         if result.exit_code == 1:
             lines = result.stderr.splitlines()
             assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
@@ -534,11 +532,7 @@ class Ingest:
         assert result.stdout.startswith(f"{JOB}: ingested {probes} probes"), result.stdout
         assert result.stdout.splitlines()[0].endswith(f", 4 arms, {points} points")
         assert (stored["probe"], stored["run"], stored["point"]) == (probes, 4, points)
-        engine = open_database(self.url)
-        try:
-            in_write_transaction(engine, partial(delete_job, name=JOB))
-        finally:
-            engine.dispose()
+        in_write_transaction(self.engine, partial(delete_job, name=JOB))
 
 
 def stored_points(frame: pl.DataFrame) -> int:
@@ -556,8 +550,10 @@ def ingest_file(ingest: Ingest, filename: str, data: bytes) -> None:
         ingest(lambda: len(scan_job(ingest.directory).probes), lambda: 4 * 3 * DB_STEPS)
 
 
-def test_ingesting_a_random_curve_csv_stores_all_or_nothing(db_url: str, tmp_path: Path) -> None:
-    ingest = Ingest(db_url, write_sample_job(tmp_path / JOB, steps=DB_STEPS))
+def test_ingesting_a_random_curve_csv_stores_all_or_nothing(
+    db_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    ingest = Ingest(db_url, engine, write_sample_job(tmp_path / JOB, steps=DB_STEPS))
 
     @SLOW
     @given(data=curve_csvs())
@@ -567,8 +563,10 @@ def test_ingesting_a_random_curve_csv_stores_all_or_nothing(db_url: str, tmp_pat
     ingest_random_csv()
 
 
-def test_ingesting_a_random_probe_file_stores_all_or_nothing(db_url: str, tmp_path: Path) -> None:
-    ingest = Ingest(db_url, write_sample_job(tmp_path / JOB, steps=DB_STEPS))
+def test_ingesting_a_random_probe_file_stores_all_or_nothing(
+    db_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    ingest = Ingest(db_url, engine, write_sample_job(tmp_path / JOB, steps=DB_STEPS))
 
     @SLOW
     @given(case=probe_documents().filter(lambda case: case[0] == "mem_sweep.json"))
@@ -600,8 +598,8 @@ KNOWN_CASES = {
 
 @pytest.mark.parametrize("case", KNOWN_CASES.values(), ids=KNOWN_CASES.keys())
 def test_known_hard_inputs_ingest_all_or_nothing(
-    db_url: str, tmp_path: Path, case: tuple[str, bytes]
+    db_url: str, engine: Engine, tmp_path: Path, case: tuple[str, bytes]
 ) -> None:
     """Inputs the properties found, one by one through the command line."""
-    ingest = Ingest(db_url, write_sample_job(tmp_path / JOB, steps=DB_STEPS))
+    ingest = Ingest(db_url, engine, write_sample_job(tmp_path / JOB, steps=DB_STEPS))
     ingest_file(ingest, *case)
