@@ -4,11 +4,13 @@ concurrent work). Every wait is for an event, never for a time."""
 
 from __future__ import annotations
 
+import gc
 import os
 import socket
 import subprocess
 import sys
 import threading
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -80,6 +82,21 @@ def test_a_database_moved_over_the_served_one_is_served(
     assert job_names(client) == ["moved"]
     curve = client.get("/api/curve", params={"job": "moved", "arm": "ref_s0"})
     assert curve.status_code == 200 and curve.json()["total"] == 30
+
+
+def test_an_app_served_and_closed_is_freed_with_its_database(tmp_path: Path) -> None:
+    """A process that makes apps (tests, an embedding server) keeps none it has let go: FastAPI
+    caches what it learns of each endpoint by the function, so no endpoint may close over one."""
+    url = f"sqlite:///{tmp_path / 'tracker.db'}"
+    ingest(url, write_sample_job(tmp_path / "job", steps=30))
+    app = create_app(url)
+    with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+        assert client.get("/openapi.json").status_code == 200
+        assert job_names(client) == ["job"]
+    freed = weakref.ref(app)
+    del app, client
+    gc.collect()
+    assert freed() is None
 
 
 def test_uvicorns_own_400_carries_the_security_headers(tmp_path: Path) -> None:
