@@ -276,7 +276,7 @@ def test_line_fit_is_scipy_linregress_to_the_bit(sizes: list[int], seed: int) ->
     """The memory fit avoids importing scipy.stats (it dominated a one-job report)."""
     from scipy.stats import linregress
 
-    from tracker.analysis.memory import line_fit
+    from tracker.analysis.scaling import line_fit
 
     x = 1.0 / np.array(sizes, dtype=float)
     y = np.random.default_rng(seed).normal(4.0, 0.5, x.size)

@@ -15,10 +15,10 @@ import polars as pl
 
 from tracker.analysis.checks import BPP, GPT2_124M, TABLE4, Check
 from tracker.analysis.expectations import COMPONENTS, Expectations, PaperTable
-from tracker.analysis.scaling import Row, fixed_overheads, line_fit, scaling_by_size
+from tracker.analysis.scaling import Row, fixed_overheads, scaling_by_size
 from tracker.analysis.verdict import FAIL, KNOWN, NA, Verdict, within
 
-__all__ = ["line_fit", "memory_analysis", "memory_parts", "memory_verdicts"]
+__all__ = ["memory_analysis", "memory_parts", "memory_verdicts"]
 
 # The columns of a probe frame (tracker.store.jobdata.PROBE_COLUMNS) and their types.
 PROBE_SCHEMA: dict[str, Any] = {

@@ -24,6 +24,7 @@ from tracker.store.catalog import update_meta
 from tracker.store.curves import stored_chunks
 from tracker.store.job_rows import RunRows, insert_runs
 from tracker.store.points import CurveChunks, write_chunks
+from tracker.store.raw_rows import table_of
 from tracker.store.run_rows import checked_runs, seal_runs
 from tracker.store.study_definitions import copy_study_definition
 
@@ -109,8 +110,7 @@ def copy_job_rows(
     destination.flush()
     probes = [{"job_id": copy.id, **_row(p, PROBE_FIELDS)} for p in job.probes]
     if probes:
-        # NULLs written as such, as an ingest writes them: else a statement per run of rows
-        destination.execute(insert(Probe).execution_options(render_nulls=True), probes)
+        destination.execute(insert(table_of(Probe)), probes)  # as an ingest writes them
     checked_runs(source, [job.id])  # a damaged run is refused, not copied as intact
     runs = [
         RunRows(
