@@ -16,7 +16,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import closing
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
@@ -34,10 +34,9 @@ def _mount(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["mount", *args], capture_output=True, text=True, check=False)
 
 
-@pytest.fixture
-def media(tmp_path: Path) -> Iterator[Path]:
-    """A directory to fill, then made read-only by ``make_read_only``."""
-    directory = tmp_path / "media"
+@contextmanager
+def mountable(directory: Path) -> Iterator[Path]:
+    """``directory``, created, to fill and then make read-only by ``make_read_only``."""
     directory.mkdir()
     if os.geteuid() != 0:
         yield directory
@@ -55,6 +54,12 @@ def media(tmp_path: Path) -> Iterator[Path]:
             subprocess.run(["umount", "-l", str(directory)], capture_output=True)
 
 
+@pytest.fixture
+def media(tmp_path: Path) -> Iterator[Path]:
+    with mountable(tmp_path / "media") as directory:
+        yield directory
+
+
 def make_read_only(directory: Path) -> None:
     if os.geteuid() != 0:
         directory.chmod(0o555)
@@ -65,15 +70,18 @@ def make_read_only(directory: Path) -> None:
         (directory / "probe").touch()
 
 
-@pytest.fixture
-def on_media(media: Path, tmp_path: Path) -> Cli:
-    """One job ingested into a database on the media (closed cleanly: no -wal, no -shm)."""
-    url = f"sqlite:///{media / 'tracker.db'}"
-    job = write_sample_job(tmp_path / "job1", steps=40)
-    ingest(url, str(job), "--meta", "gpu=A10G")
-    assert sorted(p.name for p in media.iterdir()) == ["tracker.db"]
-    make_read_only(media)
-    return Cli(url)
+@pytest.fixture(scope="module")
+def on_media(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
+    """One job ingested into a database on the media (closed cleanly: no -wal, no -shm), made
+    read-only: once for the module, as no test can change it."""
+    root = tmp_path_factory.mktemp("read_only")
+    with mountable(root / "media") as media:
+        url = f"sqlite:///{media / 'tracker.db'}"
+        job = write_sample_job(root / "job1", steps=40)
+        ingest(url, str(job), "--meta", "gpu=A10G")
+        assert sorted(p.name for p in media.iterdir()) == ["tracker.db"]
+        make_read_only(media)
+        yield Cli(url)
 
 
 def ingest(url: str, *args: str) -> None:
