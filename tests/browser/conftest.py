@@ -256,11 +256,9 @@ def ingest_unordered_demo(cli: Cli, root: Path) -> None:
 
 
 @pytest.fixture
-def demo_report(db_url: str, templates: Templates, tmp_path: Path) -> Iterator[Path]:
-    templates.copy_into(db_url, "demo-unordered", ingest_unordered_demo)
-    engine = open_database(db_url)
-    yield report_of(engine, tmp_path / "report")
-    engine.dispose()
+def demo_report(db_url: str, shared_reports: SharedReports) -> Path:
+    """The report of the demo jobs (ingested out of time order) from ``db_url``'s backend."""
+    return shared_reports.report(db_url, "demo-unordered", ingest_unordered_demo)
 
 
 def ingest_served_jobs(cli: Cli, root: Path) -> None:
@@ -290,14 +288,15 @@ class SharedServers:
         backend = make_url(db_url).get_backend_name()
         key = (backend, f"{template}+{getattr(then, '__name__', '')}")
         if key not in self.running:
-            url = self._database(backend)
+            url = self.database(backend)
             self.templates.copy_into(url, template, build)
             self.running[key] = self.stack.enter_context(running_server(url))
             if then is not None:
                 then(Cli(url), self.root / uuid.uuid4().hex)
         return self.running[key]
 
-    def _database(self, backend: str) -> str:
+    def database(self, backend: str) -> str:
+        """A new database of ``backend``'s, kept until the session ends."""
         if backend == "sqlite":
             return f"sqlite:///{self.root / uuid.uuid4().hex}.db"
         schema = f"s_{uuid.uuid4().hex[:16]}"
@@ -319,6 +318,32 @@ def shared_servers(
     servers = SharedServers(templates, tmp_path_factory.mktemp("served"))
     yield servers
     servers.close()
+
+
+class SharedReports:
+    """The reports a worker writes for the browser tests, one a backend and set of jobs: a
+    test only reads one, and writing it (then compiling its own copy of plotly.js, at a file:
+    URL chromium has not cached) costs more CPU than most tests' pages."""
+
+    def __init__(self, servers: SharedServers) -> None:
+        self.servers = servers
+        self.written: dict[tuple[str, str], Path] = {}
+
+    def report(self, db_url: str, template: str, build: Ingest) -> Path:
+        """The report of a copy of ``template`` (on ``db_url``'s backend)."""
+        key = (make_url(db_url).get_backend_name(), template)
+        if key not in self.written:
+            url = self.servers.database(key[0])
+            self.servers.templates.copy_into(url, template, build)
+            engine = open_database(url)
+            self.written[key] = report_of(engine, self.servers.root / uuid.uuid4().hex)
+            engine.dispose()
+        return self.written[key]
+
+
+@pytest.fixture(scope="session")
+def shared_reports(shared_servers: SharedServers) -> SharedReports:
+    return SharedReports(shared_servers)
 
 
 @pytest.fixture

@@ -8,13 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine
 
 from tests.browser.conftest import (
+    SharedReports,
     Watch,
     open_page,
     open_report_page,
-    report_of,
     small_jobs_report,
 )
 from tests.conftest import Cli
@@ -46,14 +45,17 @@ def _evil_job(directory: Path) -> Path:
     return directory
 
 
-@pytest.fixture
-def report_dir(cli: Cli, engine: Engine, tmp_path: Path) -> Path:
+def ingest_report_jobs(cli: Cli, root: Path) -> None:
     # a regressed flash optimizer state guarantees FAIL verdicts next to PASS ones
-    job1 = write_sample_job(tmp_path / "job1", seed=5, steps=200, flash_state_shift=0.5)
+    job1 = write_sample_job(root / "job1", seed=5, steps=200, flash_state_shift=0.5)
     cli("ingest", str(job1), "--meta", "gpu=A10G")
-    cli("ingest", str(_evil_job(tmp_path / "evil")), "--meta", f"note={EVIL}")
-    cli("ingest", str(write_sample_job(tmp_path / "probes", steps=50, arms=())))
-    return report_of(engine, tmp_path / "report")
+    cli("ingest", str(_evil_job(root / "evil")), "--meta", f"note={EVIL}")
+    cli("ingest", str(write_sample_job(root / "probes", steps=50, arms=())))
+
+
+@pytest.fixture
+def report_dir(db_url: str, shared_reports: SharedReports) -> Path:
+    return shared_reports.report(db_url, "report jobs", ingest_report_jobs)
 
 
 def traces(page: Any, scope: str = "") -> list[int]:
