@@ -7,9 +7,9 @@ template's schema (as plain statements) in the test's schema, in one transaction
 connection of the session. A copy keeps every test free to write.
 
 On PostgreSQL a copy is mostly DDL, which costs the server more than most tests' own work; a
-copy that its test left as it was restored (same tables, columns, constraints, grants, rows
-and sequences: ``_fingerprint``) is therefore kept, renamed, and handed by a rename to the
-next test that asks for the same template.
+copy whose tables its test left as they were restored (same columns, constraints, grants:
+``_fingerprint``) is therefore kept, its rows and sequences put back from the template's if the
+test changed them, and handed by a rename to the next test that asks for the same template.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 from sqlalchemy import make_url
@@ -64,8 +64,8 @@ class Templates:
         self.built: dict[tuple[str, Hashable], Template] = {}
         self.schemas: list[str] = []
         self.restorer: psycopg.Connection[Any] | None = None  # PostgreSQL, made on first use
-        self.held: dict[str, tuple[Hashable, str]] = {}  # a test's schema: its template, print
-        self.kept: dict[Hashable, list[tuple[str, str]]] = {}  # untouched copies, by template
+        self.held: dict[str, tuple[Hashable, Copy]] = {}  # a test's schema: its template's copy
+        self.kept: dict[Hashable, list[tuple[str, Copy]]] = {}  # copies to hand on, by template
 
     def copy_into(self, url: str, key: Hashable, build: Callable[[Any, Path], Any]) -> Any:
         """Fill the empty database at ``url`` with the template ``key`` (built by
@@ -91,33 +91,42 @@ class Templates:
         schema = _schema(url)
         kept = self.kept.get(key)
         if kept:
-            name, fingerprint = kept.pop()
+            name, copy = kept.pop()
             self.release(self.restorer, schema)
             self.restorer.execute(f'ALTER SCHEMA "{name}" RENAME TO "{schema}"'.encode())
         else:
             _restore(self.restorer, template.dump, schema)
-            fingerprint = _fingerprint(self.restorer, schema)
-        self.held[schema] = (key, fingerprint)
+            copy = Copy(_fingerprint(self.restorer, schema))
+        self.held[schema] = (key, copy)
 
     def release(self, connection: psycopg.Connection[Any], schema: str) -> bool:
-        """Done with a test's schema: kept for the next test if it is still its template's
-        copy as restored, else dropped. Whether it was dropped."""
+        """Done with a test's schema: kept for the next test if it still holds its template's
+        tables as restored (its rows put back if the test changed only rows), else dropped.
+        Whether it was dropped."""
         if self._set_aside(schema):
             return False
         connection.execute(f'DROP SCHEMA "{schema}" CASCADE'.encode())
         return True
 
     def _set_aside(self, schema: str) -> bool:
-        """``schema`` renamed and kept if it holds an untouched copy; whether it did."""
+        """``schema`` renamed and kept if it holds a copy of its template's tables, with the
+        template's rows; whether it was."""
         held = self.held.pop(schema, None)
         if held is None or self.restorer is None:
             return False
-        key, fingerprint = held
-        if _fingerprint(self.restorer, schema) != fingerprint:
+        key, copy = held
+        now = _fingerprint(self.restorer, schema)
+        if now.tables != copy.fingerprint.tables:
             return False
+        if now.rows != copy.fingerprint.rows:  # rows written: put back, not the DDL redone
+            if copy.refills == REFILLS:
+                return False
+            template = _schema(self.built[("postgresql", key)].url)
+            _refill(self.restorer, template, schema)
+            copy = Copy(_fingerprint(self.restorer, schema), copy.refills + 1)
         name = f"kept_{uuid.uuid4().hex[:16]}"
         self.restorer.execute(f'ALTER SCHEMA "{schema}" RENAME TO "{name}"'.encode())
-        self.kept.setdefault(key, []).append((name, fingerprint))
+        self.kept.setdefault(key, []).append((name, copy))
         return True
 
     def _build(self, backend: str, build: Callable[[Any, Path], Any]) -> Template:
@@ -210,16 +219,27 @@ UNION ALL SELECT proname FROM pg_proc WHERE pronamespace = {ns}
 """
 
 
-def _fingerprint(connection: psycopg.Connection[Any], schema: str) -> str:
+class Fingerprint(NamedTuple):
+    tables: str  # the schema's catalog: its DDL and grants
+    rows: str  # each table's rows and each sequence's position
+
+
+class Copy(NamedTuple):
+    fingerprint: Fingerprint
+    refills: int = 0  # times its rows were put back
+
+
+# A refill deletes the rows a test left, which stay dead where autovacuum is off: a copy
+# refilled this often is dropped instead, so that no table grows more than tenfold.
+REFILLS = 10
+
+
+def _fingerprint(connection: psycopg.Connection[Any], schema: str) -> Fingerprint:
     ns = f"'\"{schema}\"'::regnamespace"
-    relations = connection.execute(
-        f"SELECT relname, relkind FROM pg_class WHERE relnamespace = {ns}"
-        " AND relkind IN ('r', 'S') ORDER BY relname".encode()
-    ).fetchall()
     # the schema's name, which a copy changes, shows in its indexes', keys' and defaults' text
     catalog = f"SELECT replace(x, '{schema}', '@') FROM ({_CATALOG.format(ns=ns)}) s(x)"
-    parts = [f"SELECT md5(string_agg(y, '|' ORDER BY y)) FROM ({catalog}) c(y)"]
-    for name, kind in relations:
+    parts = [f"SELECT '#' || md5(string_agg(y, '|' ORDER BY y)) FROM ({catalog}) c(y)"]
+    for name, kind in _relations(connection, schema):
         table = f'"{schema}"."{name}"'
         if kind == "r":
             parts.append(
@@ -228,5 +248,36 @@ def _fingerprint(connection: psycopg.Connection[Any], schema: str) -> str:
             )
         else:
             parts.append(f"SELECT concat_ws(' ', '{name}', last_value, is_called) FROM {table}")
-    rows = connection.execute("\nUNION ALL\n".join(f"({p})" for p in parts).encode()).fetchall()
-    return "\n".join(sorted(str(row[0]) for row in rows))
+    rows = connection.execute("\nUNION ALL\n".join(f"({p})" for p in parts).encode())
+    tables, *contents = sorted(str(row[0]) for row in rows)  # '#' sorts before any name
+    return Fingerprint(tables, "\n".join(contents))
+
+
+def _relations(connection: psycopg.Connection[Any], schema: str) -> list[tuple[str, str]]:
+    """The schema's tables ('r') and sequences ('S'), by name."""
+    return connection.execute(
+        f"SELECT relname, relkind FROM pg_class WHERE relnamespace = '\"{schema}\"'::regnamespace"
+        " AND relkind IN ('r', 'S') ORDER BY relname".encode()
+    ).fetchall()
+
+
+def _refill(connection: psycopg.Connection[Any], template: str, schema: str) -> None:
+    """``schema``'s rows and sequences made the template's again, in one transaction (its
+    tables are the template's: the fingerprint said so). Foreign keys are not checked
+    (``session_replication_role``): the rows are the template's, which were. Deleted, not
+    truncated: a TRUNCATE gives each table and index a new file, 7 times the server's CPU."""
+    relations = _relations(connection, template)
+    statements = ["SET LOCAL session_replication_role = replica"]
+    statements += [f'DELETE FROM "{schema}"."{name}"' for name, kind in relations if kind == "r"]
+    for name, kind in relations:
+        if kind == "r":
+            statements.append(
+                f'INSERT INTO "{schema}"."{name}" SELECT * FROM "{template}"."{name}"'
+            )
+        else:
+            statements.append(
+                f'SELECT setval(\'"{schema}"."{name}"\', last_value, is_called)'
+                f' FROM "{template}"."{name}"'
+            )
+    with connection.transaction():
+        connection.execute(";\n".join(statements).encode())
