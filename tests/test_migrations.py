@@ -185,7 +185,7 @@ def full_snapshot(engine: Engine, leave_out: set[str] | None = None) -> Snapshot
             with Session(bind=connection) as session:
                 points = stored_points(session).select("curve_id", "step", "value").rows()
     curves, steps, values = zip(*points, strict=True) if points else ((), (), ())
-    # as [(repr(c), repr(s), repr(float(v))) ...], a column at a time: 60,000 points, 3 times
+    # as [(repr(c), repr(s), repr(float(v))) ...], a column at a time: 49,200 points, 3 times
     texts = (map(repr, curves), map(repr, steps), map(repr, map(float, values)))
     point_rows = list(zip(*texts, strict=True))
     snapshot["point"] = (["curve_id", "step", "value"], point_rows)
@@ -210,7 +210,7 @@ def full_snapshot_of(snapshot: Snapshot, leave_out: set[str] | None) -> Snapshot
     kept = {}
     for table, (columns, rows) in snapshot.items():
         keep = [i for i, name in enumerate(columns) if name not in (leave_out or ())]
-        if len(keep) == len(columns):  # the same rows (the points: 60,000 of them)
+        if len(keep) == len(columns):  # the same rows (the points: 49,200 of them)
             kept[table] = (columns, rows)
             continue
         kept[table] = ([columns[i] for i in keep], [tuple(row[i] for i in keep) for row in rows])
@@ -354,11 +354,14 @@ def test_upgrades_backfill_the_derived_rows_ingest_writes(
 DATA = Path(__file__).parent / "data"
 
 
+LONG_STEPS = 16_400  # past a chunk's 16,384 points: two chunks a curve
+
+
 def ingest_three_jobs(cli: Cli, root: Path) -> tuple[Snapshot, dict[str, list[tuple[object, ...]]]]:
     """Jobs of the shapes the migrations meet: a curve of two chunks, an arm that diverged
     (inf, then NaN); returns the rows of this fresh ingest (its snapshot, its derived rows)."""
     cli("ingest", str(write_sample_job(root / "job1", steps=40)))
-    cli("ingest", str(write_sample_job(root / "job2", seed=1, steps=20_000, arms=("ref_s0",))))
+    cli("ingest", str(write_sample_job(root / "job2", seed=1, steps=LONG_STEPS, arms=("ref_s0",))))
     cli("ingest", str(DATA / "oom_probe"))
     engine = create_tracker_engine(cli.url)
     try:
@@ -412,7 +415,7 @@ def test_a_database_made_by_an_old_revision_upgrades_to_the_rows_of_a_fresh_inge
     templates: Templates, db_url: str, revision: str
 ) -> None:
     fresh, fresh_derived = three_jobs_at(templates, db_url, revision)
-    assert repr(19_999) in {row[1] for row in fresh["point"][1]}  # two chunks a curve
+    assert repr(LONG_STEPS - 1) in {row[1] for row in fresh["point"][1]}
     engine = create_tracker_engine(db_url)
     try:
         assert full_snapshot(engine, NEWER_COLUMNS) == full_snapshot_of(fresh, NEWER_COLUMNS)
