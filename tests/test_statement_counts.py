@@ -12,7 +12,9 @@ import pytest
 from sqlalchemy import Engine, event
 
 from tests.conftest import Cli, client_for
+from tracker.queries import job_analysis
 from tracker.sample import write_sample_job
+from tracker.store import raw_rows
 
 STEPS = 120  # the fewest that a sample job's analysis judges like a real one's
 PAGES = ("/", "/runs", "/claims", "/api/runs", "/api/jobs", "/api/claims", "/trend")
@@ -76,6 +78,36 @@ def test_statements_do_not_grow_with_the_jobs(
     _ingest(cli, tmp_path, range(3, 9))
     many = _counts(db_url, cli, statements)
     assert many == few
+
+
+def test_rows_read_a_few_at_a_time_cost_no_statement_and_show_the_same(
+    cli: Cli, db_url: str, tmp_path: Path, statements: Statements, monkeypatch: Any
+) -> None:
+    """Every job's rows are streamed, a chunk fetched at a time, and the verdicts handed on a
+    batch at a time: a row a chunk and a batch send the statements of one chunk and show the
+    same, the batches in job id order joined in job order (a job of an earlier time than
+    those before it)."""
+    _ingest(cli, tmp_path, range(3))
+    directory = write_sample_job(tmp_path / "early", steps=STEPS, seed=3)
+    cli("ingest", str(directory), "--job", "early", "--meta=time=2026-09-01T00:00:00Z")
+    shown = ("/", "/claims", "/api/claims")
+    commands = (("claims", "--format", "json"), ("compare", "early", "job-0", "--format", "json"))
+
+    def counted(work: Callable[[], str]) -> tuple[int, str]:
+        said: list[str] = []
+        return statements.of(lambda: said.append(work())), said[0]
+
+    def read() -> dict[str, tuple[int, str]]:
+        with client_for(db_url) as client:
+            found = {page: counted(lambda page=page: client.get(page).text) for page in shown}
+        for command in commands:
+            found[command[0]] = counted(lambda command=command: cli(*command).stdout)
+        return found
+
+    whole = read()
+    monkeypatch.setattr(raw_rows, "STREAMED_ROWS", 1)
+    monkeypatch.setattr(job_analysis, "VERDICT_BATCH_ROWS", 1)
+    assert read() == whole
 
 
 # PostgreSQL only: SQLite's PRAGMA optimize analyses only the tables it finds worth it

@@ -47,7 +47,6 @@ RUN_SCHEMA = {
     "hours": pl.Float64,
 }
 STUDY = "study"  # the group key of a job's study, among jobs of several studies
-RUN_BATCH = 1000  # jobs whose runs are checked at once (a few KB a run while checked)
 # The stored verdict rows (``verdict_batches``) as a frame.
 VERDICT_SCHEMA = {
     "job_id": pl.Int64,
@@ -191,11 +190,7 @@ def _runs(session: Session, ids: list[int], metrics: set[str]) -> pl.DataFrame:
         ):
             column.append(value)
     frame = pl.DataFrame(dict(zip(schema, columns, strict=True)), schema=schema)
-    # the runs checked (``tracker.store.run_rows``), a batch of jobs at a time
-    stopped = pl.concat(
-        [stopped_runs(session, ids[at : at + RUN_BATCH]) for at in range(0, len(ids), RUN_BATCH)]
-        or [stopped_runs(session, [])]
-    )
+    stopped = stopped_runs(session, ids)  # the runs checked (``tracker.store.run_rows``)
     joined = frame.join(stopped, on=["job_id", "arm"], how="left", maintain_order="left")
     return joined.select(*RUN_SCHEMA, *extras)
 
@@ -265,18 +260,17 @@ def _evidence(
     ids = jobs["job_id"].to_list()
     names = dict(zip(ids, jobs["job"].to_list(), strict=True))
     position = {job_id: i for i, job_id in enumerate(ids)}
-    frames = [pl.DataFrame(schema=VERDICT_SCHEMA).pipe(_compact, names, position, set())]
+    frames = [pl.DataFrame(schema=VERDICT_SCHEMA).pipe(_compact, names, position)]
     numbers_of: dict[int, dict[str, float | None]] = {}
-    shown: set[str] = set()  # the checks and subjects whose detail is kept
     for rows, batch in verdict_batches(session, ids if read is None else read, exp):
         if each_batch is not None:
             each_batch((rows, batch))
         if read is not None and len(read) != len(ids):  # jobs of the same content as others
             rows = [row for row in rows if row[0] in names]
         frame = pl.DataFrame(rows, orient="row", schema=VERDICT_SCHEMA)  # kept compact
-        frames.append(_compact(frame, names, position, shown))
+        frames.append(_compact(frame, names, position))
         numbers_of.update((job_id, own) for job_id, own in batch.items() if job_id in names)
-    verdicts = pl.concat(frames)  # the batches follow ``ids``: in job order
+    verdicts = _in_job_order(frames)
     numbers = pl.DataFrame(
         [
             {"job": names[job_id], **{k: numbers_of[job_id].get(k) for k in NUMBERS}}
@@ -296,18 +290,42 @@ def _evidence(
     return verdicts, numbers, runs.with_columns(job=named), meta.with_columns(job=named)
 
 
-def _compact(
-    frame: pl.DataFrame, names: dict[int, str], position: dict[int, int], shown: set[str]
-) -> pl.DataFrame:
+ORDER = "order"  # a verdict row's job's position in job order, while the batches are joined
+
+
+def _compact(frame: pl.DataFrame, names: dict[int, str], position: dict[int, int]) -> pl.DataFrame:
     """A batch of verdict rows in job order, named by job, as the claims keep them
-    (``REPEATED``); ``shown``: the checks and subjects of earlier batches, updated."""
-    ordered = frame.sort(pl.col("job_id").replace_strict(position), maintain_order=True)
-    keys = ordered.select(pl.concat_str("check", "subject", separator="\x1f")).to_series()
-    first = keys.is_first_distinct() & ~keys.is_in(list(shown))
-    shown.update(keys.unique().to_list())
+    (``REPEATED``), with the detail of the first row of each check and subject alone (the
+    first of them all is one of these: ``_in_job_order``)."""
+    ordered = frame.with_columns(
+        pl.col("job_id").replace_strict(position, return_dtype=pl.Int64).alias(ORDER)
+    ).sort(ORDER, maintain_order=True)
+    first = pl.struct("check", "subject").is_first_distinct()
     compact = ordered.select(
         pl.col("job_id").replace_strict(names, return_dtype=pl.String).alias("job"),
         pl.exclude("job_id", "detail"),
         pl.when(first).then(pl.col("detail")).alias("detail"),
     )
-    return compact.select(VERDICT_COLUMNS).with_columns(pl.col(REPEATED).cast(pl.Categorical))
+    return compact.select(ORDER, *VERDICT_COLUMNS).with_columns(
+        pl.col(REPEATED).cast(pl.Categorical)
+    )
+
+
+def _in_job_order(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    """The batches' verdict rows (``_compact``) joined in job order (they come in job id order,
+    a study at a time), with the detail of the first row of each check and subject alone (the
+    claims quote that one). ``frames`` is emptied: reordered, each column is freed in turn,
+    so that the rows are never held twice."""
+    verdicts = pl.concat(frames)
+    frames.clear()
+    if not verdicts.get_column(ORDER).is_sorted():
+        at = verdicts.select(pl.arg_sort_by(ORDER, maintain_order=True)).to_series()
+        columns = {}
+        for name in VERDICT_COLUMNS:
+            columns[name] = verdicts.get_column(name).gather(at)
+            verdicts = verdicts.drop(name)
+        verdicts = pl.DataFrame(columns)
+    first = pl.struct("check", "subject").is_first_distinct()
+    return verdicts.select(
+        *(pl.when(first).then(pl.col(c)).alias(c) if c == "detail" else c for c in VERDICT_COLUMNS)
+    )

@@ -19,7 +19,13 @@ from tracker.models import Job
 from tracker.store.curves import arm_points
 from tracker.store.index_rows import stored_counts, stored_grid_curves
 from tracker.store.jobdata import load_job_data
-from tracker.store.kept_rows import VerdictRow, stored_rows, stored_summary, verdict_row
+from tracker.store.kept_rows import (
+    VerdictRow,
+    kept_job_rows,
+    stored_rows,
+    stored_summary,
+    verdict_row,
+)
 from tracker.store.study_definitions import defined_studies, stored_study
 from tracker.summary.build import derive, summarize
 from tracker.summary.grid import GridCurve
@@ -32,13 +38,18 @@ from tracker.summary.version import expectations_digest
 def _derive_from_points(
     session: Session, job_ids: list[int], exp: Expectations
 ) -> dict[int, Derived]:
+    return dict(_derived_from_points(session, job_ids, exp))
+
+
+def _derived_from_points(
+    session: Session, job_ids: list[int], exp: Expectations
+) -> Iterator[tuple[int, Derived]]:
+    """Each listed job's derived rows made from its points, one job at a time."""
     if not job_ids:
-        return {}
+        return
     names = dict(session.execute(select(Job.id, Job.name).where(Job.id.in_(job_ids))).all())
-    return {
-        job_id: derive(summarize(load_job_data(session, names[job_id]), exp), exp)
-        for job_id in job_ids
-    }
+    for job_id in job_ids:
+        yield job_id, derive(summarize(load_job_data(session, names[job_id]), exp), exp)
 
 
 def job_studies(session: Session, job_ids: list[int]) -> dict[int, str]:
@@ -109,32 +120,47 @@ def _load_derived(session: Session, job_ids: list[int], exp: Expectations) -> di
     return found
 
 
-# Jobs whose verdict rows are read at once: as Python tuples a job's take about 100 KB, so a
-# reader of many jobs keeps what it needs of each batch, not every row.
-VERDICT_BATCH = 200
+# Verdict rows handed on at once (about 1.5 MB as Python tuples): a reader of many jobs keeps
+# what it needs of each batch, not every row.
+VERDICT_BATCH_ROWS = 5_000
 VerdictBatch = tuple[list[VerdictRow], dict[int, dict[str, float | None]]]
 
 
 def verdict_batches(
     session: Session, job_ids: list[int], exp: Expectations
 ) -> Iterator[VerdictBatch]:
-    """``load_derived`` as rows, ``VERDICT_BATCH`` jobs at a time in the order listed, for a
-    frame of many jobs' verdicts (a Verdict object per row costs a second for 1,000 jobs):
+    """``load_derived`` as rows, in batches of about ``VERDICT_BATCH_ROWS`` rows, for a frame
+    of many jobs' verdicts (a Verdict object per row costs a second for 1,000 jobs):
     ``(job_id, check, subject, measured, expected, tolerance, status, detail, known)`` with
     the measured and expected values as stored (a flag as 1.0 / 0.0, text as None), grouped
-    by job; and each job's numbers; each job judged by ``exp.judging`` its study."""
-    for at in range(0, len(job_ids), VERDICT_BATCH):
-        rows: list[VerdictRow] = []
-        numbers: dict[int, dict[str, float | None]] = {}
-        for own, ids in by_study(session, job_ids[at : at + VERDICT_BATCH], exp):
-            stored_numbers, stored = stored_rows(session, ids, expectations_digest(own))
-            rows += stored
-            numbers.update(stored_numbers)
-            missing = [job_id for job_id in ids if job_id not in stored_numbers]
-            for job_id, derived in _derive_from_points(session, missing, own).items():
-                rows += [verdict_row(job_id, v) for v in derived.verdicts]
-                numbers[job_id] = derived.numbers
+    by job; and each job's numbers; each job judged by ``exp.judging`` its study. The stored
+    rows of each study's jobs are one streamed read (``kept_job_rows``), in job id order,
+    then come the jobs without them, derived from their points."""
+    rows: list[VerdictRow] = []
+    numbers: dict[int, dict[str, float | None]] = {}
+    for own, ids in by_study(session, job_ids, exp):
+        for job_id, job_numbers, job_rows in _job_rows(session, ids, own):
+            rows += job_rows
+            numbers[job_id] = job_numbers
+            if len(rows) >= VERDICT_BATCH_ROWS:
+                yield rows, numbers
+                rows, numbers = [], {}
+    if numbers:
         yield rows, numbers
+
+
+def _job_rows(
+    session: Session, job_ids: list[int], exp: Expectations
+) -> Iterator[tuple[int, dict[str, float | None], list[VerdictRow]]]:
+    """Each listed job's numbers and verdict rows for ``exp``: the stored ones as they stream
+    in, then those made from the points of the jobs without."""
+    read: set[int] = set()
+    for job_id, numbers, rows in kept_job_rows(session, job_ids, expectations_digest(exp)):
+        read.add(job_id)
+        yield job_id, numbers, rows
+    missing = [job_id for job_id in job_ids if job_id not in read]
+    for job_id, derived in _derived_from_points(session, missing, exp):
+        yield job_id, derived.numbers, [verdict_row(job_id, v) for v in derived.verdicts]
 
 
 def load_summary(

@@ -31,6 +31,7 @@ from tracker.store.run_rows import (
     checked_runs,
     notes_of,
     verified_runs,
+    verified_runs_by_job,
 )
 from tracker.store.runfilter import matching_runs, run_conditions
 
@@ -190,7 +191,11 @@ def _stopped_messages(
 def stopped_runs(session: Session, job_ids: list[int]) -> pl.DataFrame:
     """``job_id``, ``arm`` and ``stopped``, the message of each arm that stopped early
     (``tracker.completeness``), judged among all of its job's arms (its runs checked)."""
-    found = [(*key, message) for key, message in _stopped(verified_runs(session, job_ids)).items()]
+    found = [
+        (*key, message)
+        for runs in verified_runs_by_job(session, job_ids)  # a job's runs at a time
+        for key, message in _stopped(runs).items()
+    ]
     schema = {"job_id": pl.Int64, "arm": pl.String, "stopped": pl.String}
     return pl.DataFrame(found, schema=schema, orient="row")
 

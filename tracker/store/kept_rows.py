@@ -14,10 +14,13 @@ request.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import groupby
+from operator import itemgetter
+from typing import Any
 
 import xxhash
-from sqlalchemy import Select, bindparam, delete, insert, or_, select
+from sqlalchemy import Select, and_, bindparam, delete, insert, or_, select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.verdict import Verdict
@@ -25,7 +28,7 @@ from tracker.errors import DamagedVerdicts
 from tracker.jsonio import to_stored_json
 from tracker.models import Job, JobIndex, JobNumber, JobSummary, JobVerdict, VerdictKey
 from tracker.store.index_rows import indexed, write_index_row
-from tracker.store.raw_rows import plain_rows, table_of
+from tracker.store.raw_rows import plain_rows, streamed_rows, table_of
 from tracker.store.verdict_keys import detail, key_ids, split_detail
 
 # job_id, check, subject, measured, expected, tolerance, status, detail, known
@@ -132,18 +135,25 @@ def write_derived(
 def stored_rows(
     session: Session, job_ids: list[int], digest: str
 ) -> tuple[dict[int, dict[str, float | None]], list[VerdictRow]]:
-    """The numbers and verdict rows stored for ``digest``, of the listed jobs that have them
-    (and their checksum: rows kept before it are as none), rows in job id and position order;
-    ``DamagedVerdicts`` when a job's rows are not those its checksum was made of."""
+    """The numbers and verdict rows stored for ``digest`` (``kept_job_rows``), all of them:
+    rows in job id and position order."""
     numbers: dict[int, dict[str, float | None]] = {}
-    for job_id, name, value in plain_rows(
-        session,
-        select(JobNumber.job_id, JobNumber.name, JobNumber.value).where(
-            JobNumber.job_id.in_(job_ids), JobNumber.expectations == digest
-        ),
-    ):
-        numbers.setdefault(job_id, {})[name] = value
-    listed = list(numbers)  # written with those numbers: for ``digest``
+    rows: list[VerdictRow] = []
+    for job_id, own, job_rows in kept_job_rows(session, job_ids, digest):
+        numbers[job_id] = own
+        rows += job_rows
+    return numbers, rows
+
+
+def kept_job_rows(
+    session: Session, job_ids: list[int], digest: str
+) -> Iterator[tuple[int, dict[str, float | None], list[VerdictRow]]]:
+    """Job by job in id order, the numbers and verdict rows stored for ``digest`` of the
+    listed jobs that have them (and their checksum: rows kept before it are as none), rows in
+    position order; ``DamagedVerdicts`` when a job's rows are not those its checksum was made
+    of. Three statements whatever the number of jobs, the numbers and rows streamed."""
+    if not job_ids:
+        return
     # each key read once, not with each of its rows: the rows carry only what is their own
     keys = {
         key_id: key
@@ -152,40 +162,57 @@ def stored_rows(
             select(VerdictKey.id, VerdictKey.check, VerdictKey.subject, VerdictKey.expected)
             .add_columns(VerdictKey.status, VerdictKey.detail_template, VerdictKey.known)
             .where(
-                VerdictKey.id.in_(select(JobVerdict.key_id).where(JobVerdict.job_id.in_(listed)))
+                VerdictKey.id.in_(select(JobVerdict.key_id).where(JobVerdict.job_id.in_(job_ids)))
             ),
         )
     }
-    by_job: dict[int, list[VerdictRow]] = {job_id: [] for job_id in numbers}
-    query = (
+    numbers = (
+        select(JobNumber.job_id, JobNumber.name, JobNumber.value, JobSummary.rows_checksum)
+        .outerjoin(
+            JobSummary,
+            and_(JobSummary.job_id == JobNumber.job_id, JobSummary.expectations == digest),
+        )
+        .where(JobNumber.job_id.in_(job_ids), JobNumber.expectations == digest)
+        .order_by(JobNumber.job_id)
+    )
+    verdicts = (
         select(JobVerdict.job_id, JobVerdict.key_id, JobVerdict.measured, JobVerdict.tolerance)
         .add_columns(JobVerdict.figures)
-        .where(JobVerdict.job_id.in_(listed))
+        .where(JobVerdict.job_id.in_(job_ids))
         .order_by(JobVerdict.job_id, JobVerdict.position)
     )
-    for job_id, key_id, measured, tolerance, figures in plain_rows(session, query):
-        if (key := keys.get(key_id)) is None:  # a missing key: a missing row
+    by_job = groupby(streamed_rows(session, verdicts), key=itemgetter(0))
+    pending = next(by_job, None)
+    for job_id, job_numbers in groupby(streamed_rows(session, numbers), key=itemgetter(0)):
+        listed = list(job_numbers)
+        own: dict[str, float | None] = {name: value for _, name, value, _ in listed}
+        kept = listed[0][3]  # the job's checksum, on each of its numbers
+        while pending is not None and pending[0] < job_id:  # no numbers: not ``digest``'s
+            pending = next(by_job, None)
+        rows: list[VerdictRow] = []
+        if pending is not None and pending[0] == job_id:
+            rows = _verdict_rows(pending[1], keys)
+            pending = next(by_job, None)
+        if kept is None:  # kept before rows had a checksum: analysed afresh, as if none
+            continue
+        if rows_checksum(job_id, digest, rows, own) != kept:
+            name = session.scalar(select(Job.name).where(Job.id == job_id))
+            raise DamagedVerdicts(job=name, difference="checksum mismatch")
+        yield job_id, own, rows
+
+
+def _verdict_rows(
+    stored: Iterable[Sequence[Any]], keys: Mapping[int, Sequence[Any]]
+) -> list[VerdictRow]:
+    """A job's stored verdict rows with their keys' columns (a missing key: a missing row)."""
+    rows: list[VerdictRow] = []
+    for job_id, key_id, measured, tolerance, figures in stored:
+        if (key := keys.get(key_id)) is None:
             continue
         check, subject, expected, status, template, known = key
         text = detail(template, None if figures is None else bytes(figures))
-        by_job[job_id].append(
-            (job_id, check, subject, measured, expected, tolerance, status, text, known)
-        )
-    checksums = dict(
-        session.execute(
-            select(JobSummary.job_id, JobSummary.rows_checksum).where(
-                JobSummary.job_id.in_(listed), JobSummary.expectations == digest
-            )
-        ).all()
-    )
-    for job_id in listed:
-        kept = checksums.get(job_id)
-        if kept is None:  # kept before rows had a checksum: analysed afresh, as if none
-            del numbers[job_id], by_job[job_id]
-        elif rows_checksum(job_id, digest, by_job[job_id], numbers[job_id]) != kept:
-            name = session.scalar(select(Job.name).where(Job.id == job_id))
-            raise DamagedVerdicts(job=name, difference="checksum mismatch")
-    return numbers, [row for job_id in sorted(by_job) for row in by_job[job_id]]
+        rows.append((job_id, check, subject, measured, expected, tolerance, status, text, known))
+    return rows
 
 
 def judged_against(digest: str) -> Select[int]:

@@ -3,7 +3,7 @@ polars, so that commands that show no frame never import it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from sqlalchemy import BigInteger, Integer, LargeBinary, String, Table, Text
@@ -30,6 +30,35 @@ def plain_rows(
     rows = driver_rows(session, query, parameters)
     exact = [i for i, t in enumerate(types) if isinstance(t, ExactFloat)]
     return [_exact_floats(row, exact) for row in rows] if exact else rows
+
+
+# rows a streamed read fetches at once: well under a MB of tuples, whatever the number of jobs
+STREAMED_ROWS = 1_000
+
+
+def streamed_rows(
+    session: Session,
+    query: Any,
+    parameters: Mapping[str, Any] | None = None,
+    *,
+    driver: bool = False,
+) -> Iterator[Any]:
+    """The driver's own rows of a Core ``select`` (every column's type in ``RAW_TYPES``) as a
+    stream: one statement, its rows fetched ``STREAMED_ROWS`` at a time (a server-side cursor
+    on PostgreSQL), so that a read of every job's rows holds a chunk of them, not all; an
+    ExactFloat's NaN as the float (as ``plain_rows``), or with ``driver`` as the driver gave
+    it (as ``driver_rows``). The session is flushed first."""
+    exact = [i for i, c in enumerate(query.selected_columns) if isinstance(c.type, ExactFloat)]
+    if driver:
+        exact = []
+    session.flush()
+    options = {"stream_results": True}
+    result = session.connection().execute(query, parameters, execution_options=options)
+    # the driver's rows as the result fetches them, before SQLAlchemy makes each a Row (its
+    # strategy asked each time: the last rows come with the cursor closed, and another strategy)
+    while rows := result.cursor_strategy.fetchmany(result, result.cursor, STREAMED_ROWS):
+        for row in rows:
+            yield _exact_floats(row, exact) if exact else row
 
 
 def _exact_floats(row: Any, positions: list[int]) -> tuple[Any, ...]:

@@ -20,8 +20,11 @@ database holds the checksums an ingest writes.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import groupby
+from operator import itemgetter
+from typing import Any
 
 import xxhash
 from sqlalchemy import Text, bindparam, select, type_coerce, update
@@ -30,7 +33,7 @@ from sqlalchemy.orm import Session
 from tracker.errors import DamagedRun
 from tracker.models import Curve, ExactFloat, Job, Run, RunNoteRow
 from tracker.notes import RunNote
-from tracker.store.raw_rows import IntactRows, driver_rows
+from tracker.store.raw_rows import IntactRows, driver_rows, streamed_rows
 
 RUN_FIELDS = (Run.arm, Run.model, Run.variant, Run.seed, Run.val_loss, Run.final_loss)
 CURVE_FIELDS = (
@@ -82,12 +85,17 @@ _CURVES = (
     .join(Run, Run.id == Curve.run_id)
     .where(Run.job_id.in_(bindparam("job_ids", expanding=True)))
 )
+_NOTES_ORDER = (RunNoteRow.run_id, RunNoteRow.position)
 _NOTES = (
     select(RunNoteRow.run_id, *NOTE_FIELDS)
     .join(Run, Run.id == RunNoteRow.run_id)
     .where(Run.job_id.in_(bindparam("job_ids", expanding=True)))
-    .order_by(RunNoteRow.run_id, RunNoteRow.position)
+    .order_by(*_NOTES_ORDER)
 )
+# the same rows in job order, each with its job's id last, for a read of many jobs a job at a time
+_JOB_RUNS = _RUNS.order_by(None).order_by(Run.job_id, Run.variant, Run.seed, Run.arm, Run.id)
+_JOB_CURVES = _CURVES.add_columns(Run.job_id).order_by(Run.job_id)
+_JOB_NOTES = _NOTES.add_columns(Run.job_id).order_by(None).order_by(Run.job_id, *_NOTES_ORDER)
 _VALUES = {c.key for c in CURVE_FIELDS if isinstance(c.type, ExactFloat)}
 
 
@@ -141,16 +149,28 @@ def stored_runs(session: Session, job_ids: Iterable[int]) -> list[StoredRun]:
     """Every run of the listed jobs, by variant, seed, arm (then id), as stored: three
     statements, however many."""
     ids = {"job_ids": list(job_ids)}
-    runs = {
-        row[0]: StoredRun(row[0], row[1], row[2], row[3], tuple(row[4:]))
-        for row in driver_rows(session, _RUNS, ids)
-    }
+    runs = {row[0]: _run_of(row) for row in driver_rows(session, _RUNS, ids)}
     for row in driver_rows(session, _CURVES, ids):
-        run, curve = runs[row[0]], tuple(row[2:])
-        run.curves[row[1]] = run.by_metric[row[2]] = curve
+        _add_curve(runs, row)
     for row in driver_rows(session, _NOTES, ids):
-        runs[row[0]].notes.append(tuple(row[1:]))
+        _add_note(runs, row)
     return list(runs.values())
+
+
+def _run_of(row: Any) -> StoredRun:
+    """A run of its ``_RUNS`` row."""
+    return StoredRun(row[0], row[1], row[2], row[3], tuple(row[4:]))
+
+
+def _add_curve(runs: Mapping[int, StoredRun], row: Any) -> None:
+    """A ``_CURVES`` row (with anything after its columns) to its run."""
+    run, curve = runs[row[0]], tuple(row[2 : 2 + len(CURVE_FIELDS)])
+    run.curves[row[1]] = run.by_metric[row[2]] = curve
+
+
+def _add_note(runs: Mapping[int, StoredRun], row: Any) -> None:
+    """A ``_NOTES`` row (with anything after its columns) to its run."""
+    runs[row[0]].notes.append(tuple(row[1 : 1 + len(NOTE_FIELDS)]))
 
 
 _VERIFIED = IntactRows(most=200_000)  # the runs this process found intact
@@ -159,7 +179,33 @@ _VERIFIED = IntactRows(most=200_000)  # the runs this process found intact
 def verified_runs(session: Session, job_ids: Iterable[int]) -> list[StoredRun]:
     """``stored_runs``, once each is found to be what its checksum was made of;
     ``DamagedRun`` naming the first that is not."""
-    runs = stored_runs(session, job_ids)
+    return _verified(stored_runs(session, job_ids))
+
+
+def verified_runs_by_job(session: Session, job_ids: Iterable[int]) -> Iterator[list[StoredRun]]:
+    """``verified_runs`` a job at a time, in job id order: three statements whatever the
+    number of jobs, their rows streamed, so that one job's runs are held at a time."""
+    ids = {"job_ids": list(job_ids)}
+    if not ids["job_ids"]:
+        return
+    curves = groupby(streamed_rows(session, _JOB_CURVES, ids, driver=True), key=itemgetter(-1))
+    notes = groupby(streamed_rows(session, _JOB_NOTES, ids, driver=True), key=itemgetter(-1))
+    job_curves, job_notes = next(curves, None), next(notes, None)
+    rows = streamed_rows(session, _JOB_RUNS, ids, driver=True)
+    for job_id, job_runs in groupby(rows, key=itemgetter(1)):
+        runs = {row[0]: _run_of(row) for row in job_runs}
+        if job_curves is not None and job_curves[0] == job_id:  # a curve's job has runs
+            for row in job_curves[1]:
+                _add_curve(runs, row)
+            job_curves = next(curves, None)
+        if job_notes is not None and job_notes[0] == job_id:
+            for row in job_notes[1]:
+                _add_note(runs, row)
+            job_notes = next(notes, None)
+        yield _verified(list(runs.values()))
+
+
+def _verified(runs: list[StoredRun]) -> list[StoredRun]:
     for run in runs:
         read = hash((run.job_id, run.job, run.kept, run.columns, *run.curves.items(), *run.notes))
         if read in _VERIFIED:
