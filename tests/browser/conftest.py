@@ -109,6 +109,7 @@ class Browser:
         self.chromium = chromium
         self.tabs: dict[Tab, Any] = {}
         self.watches: dict[Tab, Watch] = {}
+        self.used: set[Tab] = set()  # the tabs the test at hand took
 
     def new_context(self, **options: Any) -> Any:
         return self.chromium.new_context(**options)
@@ -123,6 +124,7 @@ class Browser:
         if key not in self.tabs:
             self.tabs[key] = self._open_tab(key)
         self.watches[key] = watch
+        self.used.add(key)
         return self.tabs[key]
 
     def _open_tab(self, key: Tab) -> Any:
@@ -154,11 +156,13 @@ class Browser:
         return page
 
     def after_test(self) -> None:
-        """The tabs left blank, nothing they do noted any more; every other context closed."""
-        for key, page in self.tabs.items():
+        """The tabs the test took left blank, nothing they do noted any more (the others
+        were left so after the test that took them last); every other context closed."""
+        for key in self.used:
             self.watches[key] = Watch()
-            page.mouse.move(0, 0)
-            page.goto("about:blank")
+            self.tabs[key].mouse.move(0, 0)
+            self.tabs[key].goto("about:blank")
+        self.used.clear()
         kept = [page.context for page in self.tabs.values()]
         for context in self.chromium.contexts:
             if context not in kept:
