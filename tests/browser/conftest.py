@@ -156,12 +156,14 @@ class Browser:
         return page
 
     def after_test(self) -> None:
-        """The tabs the test took left blank, nothing they do noted any more (the others
-        were left so after the test that took them last); every other context closed."""
+        """The tabs the test took left blank and without cookies, nothing they do noted any
+        more (the others were left so after the test that took them last); every other
+        context closed."""
         for key in self.used:
             self.watches[key] = Watch()
             self.tabs[key].mouse.move(0, 0)
             self.tabs[key].goto("about:blank")
+            self.tabs[key].context.clear_cookies()
         self.used.clear()
         kept = [page.context for page in self.tabs.values()]
         for context in self.chromium.contexts:
