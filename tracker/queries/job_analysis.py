@@ -35,12 +35,6 @@ from tracker.summary.trajectories import TrajectoryDrawing, drawing_of_points
 from tracker.summary.version import expectations_digest
 
 
-def _derive_from_points(
-    session: Session, job_ids: list[int], exp: Expectations
-) -> dict[int, Derived]:
-    return dict(_derived_from_points(session, job_ids, exp))
-
-
 def _derived_from_points(
     session: Session, job_ids: list[int], exp: Expectations
 ) -> Iterator[tuple[int, Derived]]:
@@ -116,7 +110,7 @@ def _load_derived(session: Session, job_ids: list[int], exp: Expectations) -> di
             Verdict(check, subject, measured, expected, tolerance, status, detail, known)
         )
     found = {job_id: Derived(verdicts[job_id], own) for job_id, own in numbers.items()}
-    found.update(_derive_from_points(session, [i for i in job_ids if i not in found], exp))
+    found.update(_derived_from_points(session, [i for i in job_ids if i not in found], exp))
     return found
 
 

@@ -48,9 +48,8 @@ def streamed_rows(
     on PostgreSQL), so that a read of every job's rows holds a chunk of them, not all; an
     ExactFloat's NaN as the float (as ``plain_rows``), or with ``driver`` as the driver gave
     it (as ``driver_rows``). The session is flushed first."""
-    exact = [i for i, c in enumerate(query.selected_columns) if isinstance(c.type, ExactFloat)]
-    if driver:
-        exact = []
+    columns = [] if driver else query.selected_columns
+    exact = [i for i, c in enumerate(columns) if isinstance(c.type, ExactFloat)]
     session.flush()
     options = {"stream_results": True}
     result = session.connection().execute(query, parameters, execution_options=options)
