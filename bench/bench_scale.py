@@ -213,7 +213,8 @@ def main() -> int:
                     found = {"ingest (a job)": row, **measure(url, backend, work, size)}
                     results[backend][size] = found
                     took = time.perf_counter() - started
-                    print(f"{backend} {size}: {took:.0f} s", file=sys.stderr)
+                    # each size's figures as they come: 10,000 jobs take hours
+                    print(f"{backend} {size}: {took:.0f} s {json.dumps(found)}", file=sys.stderr)
                 table(
                     {backend: results[backend]}, sorted(results[backend])
                 )  # as soon as it is known
