@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import polars as pl
-from sqlalchemy import and_, select
+from sqlalchemy import Integer, Text, and_, select, type_coerce
 from sqlalchemy.orm import Session
 
 from tracker.analysis.claims.judge import COLUMNS, judge_claims, run_metrics
@@ -20,6 +20,7 @@ from tracker.analysis.claims.specs import Compared
 from tracker.completeness import summary_steps
 from tracker.domain import LOSS, RunLengths
 from tracker.elapsed import Shape, TimeKind, is_time_column, time_source
+from tracker.jsonio import from_stored_json
 from tracker.models import Curve, Job, JobMeta, Run
 from tracker.queries.job_analysis import (
     VerdictBatch,
@@ -30,6 +31,7 @@ from tracker.queries.job_analysis import (
 from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.queries.tables import stopped_runs
 from tracker.store.frames import query_frame
+from tracker.store.raw_rows import plain_rows, streamed_rows
 from tracker.summary.model import NUMBERS
 
 if TYPE_CHECKING:
@@ -167,7 +169,8 @@ def _runs(session: Session, ids: list[int], metrics: set[str]) -> pl.DataFrame:
     beyond ``val_loss`` (a column each, null where a summary has no such number)."""
     extras = sorted(metrics - set(RUN_SCHEMA))
     query = (
-        select(Run.id, Run.job_id, Run.arm, Run.variant, Run.val_loss, Run.diverged, Run.extra)
+        select(Run.id, Run.job_id, Run.arm, Run.variant, Run.val_loss)
+        .add_columns(type_coerce(Run.diverged, Integer), type_coerce(Run.extra, Text))
         .add_columns(Curve.last_step)
         .outerjoin(Curve, and_(Curve.run_id == Run.id, Curve.metric == LOSS))
         .where(Run.job_id.in_(ids))
@@ -176,15 +179,19 @@ def _runs(session: Session, ids: list[int], metrics: set[str]) -> pl.DataFrame:
     elapsed = _logged_elapsed(session, ids)
     schema = {k: v for k, v in RUN_SCHEMA.items() if k != "stopped"}
     schema |= dict.fromkeys(extras, pl.Float64)
-    # by column, each summary read and dropped: a dict a run held thousands of them at once
+    # by column, each summary read and dropped: a dict a run held thousands of them at once;
+    # the driver's rows (``streamed_rows``), not SQLAlchemy's, each summary's text parsed here
     columns: list[list[object]] = [[] for _ in schema]
-    for row in session.execute(query):
-        extra = row.extra or {}
+    for run_id, job_id, arm, variant, val_loss, diverged, text, last_step in streamed_rows(
+        session, query
+    ):
+        extra = {} if text is None else from_stored_json(text)
         steps = summary_steps(extra)
-        if steps is None and row.last_step is not None:
-            steps = row.last_step + 1
-        hours = run_hours(extra, steps, elapsed.get(row.id))
-        found = (row.job_id, row.arm, row.variant, row.val_loss, row.diverged, steps, hours)
+        if steps is None and last_step is not None:
+            steps = last_step + 1
+        hours = run_hours(extra, steps, elapsed.get(run_id))
+        flag = None if diverged is None else bool(diverged)
+        found = (job_id, arm, variant, val_loss, flag, steps, hours)
         for column, value in zip(
             columns, (*found, *(_number(extra.get(name)) for name in extras)), strict=True
         ):
@@ -207,7 +214,7 @@ def _logged_elapsed(session: Session, ids: list[int]) -> dict[int, float]:
     )
     shapes: dict[int, dict[str, Shape]] = {}
     last_steps: dict[tuple[int, str], int] = {}
-    for run_id, metric, n, last_step, last, low, top in session.execute(query).all():
+    for run_id, metric, n, last_step, last, low, top in plain_rows(session, query):
         if is_time_column(metric):
             shapes.setdefault(run_id, {})[metric] = Shape(n, last, low, top)
             last_steps[(run_id, metric)] = last_step
