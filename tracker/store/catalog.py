@@ -30,6 +30,7 @@ from tracker.models import Curve, Job, JobMeta, Probe, Run
 from tracker.store.notes import notes_text
 from tracker.store.run_rows import checked_runs
 from tracker.store.runfilter import check_where, matching_runs, meta_conditions, run_conditions
+from tracker.store.value_lists import among
 
 Row = dict[str, Any]
 TIME_KEY = "time"  # metadata that orders jobs in queries, instead of the ingest time
@@ -80,7 +81,7 @@ def _meta(session: Session, job_ids: list[int]) -> dict[int, dict[str, str]]:
     meta: dict[int, dict[str, str]] = {}
     for job_id, key, value in session.execute(
         select(JobMeta.job_id, JobMeta.key, JobMeta.value)
-        .where(JobMeta.job_id.in_(job_ids))
+        .where(among(JobMeta.job_id, job_ids))
         .order_by(JobMeta.job_id, JobMeta.key)
     ):
         meta.setdefault(job_id, {})[key] = value
@@ -89,7 +90,7 @@ def _meta(session: Session, job_ids: list[int]) -> dict[int, dict[str, str]]:
 
 def job_studies(session: Session, job_ids: Iterable[int]) -> list[str]:
     """The studies of these jobs, by name."""
-    query = select(Job.study).where(Job.id.in_(list(job_ids))).distinct()
+    query = select(Job.study).where(among(Job.id, job_ids)).distinct()
     return sorted(session.scalars(query))
 
 

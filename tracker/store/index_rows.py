@@ -17,6 +17,7 @@ from tracker.errors import DamagedVerdicts
 from tracker.jsonio import to_stored_json
 from tracker.models import Job, JobIndex
 from tracker.store.raw_rows import IntactRows, driver_rows
+from tracker.store.value_lists import among
 
 COLUMNS = {  # status -> its count's column
     Status.PASS: JobIndex.passed,
@@ -57,7 +58,7 @@ def write_index_row(
 _VERIFIED = IntactRows(most=100_000)  # the index rows this process found intact
 _STATUSES = tuple(map(str, COLUMNS))
 _COUNTS = select(JobIndex.job_id, *COLUMNS.values(), JobIndex.checksum).where(
-    JobIndex.job_id.in_(bindparam("job_ids", expanding=True)),
+    among(JobIndex.job_id, "job_ids"),
     JobIndex.expectations == bindparam("digest"),
 )
 
@@ -83,7 +84,7 @@ def stored_grid_curves(session: Session, job_ids: list[int], digest: str) -> dic
     """The kept curves of each listed job that has an index row for ``digest``, in one
     statement (they check themselves when read: ``tracker.summary.stored``)."""
     query = select(JobIndex.job_id, JobIndex.grid_curves).where(
-        JobIndex.job_id.in_(job_ids), JobIndex.expectations == digest
+        among(JobIndex.job_id, job_ids), JobIndex.expectations == digest
     )
     return {job_id: bytes(data) for job_id, data in session.execute(query)}
 

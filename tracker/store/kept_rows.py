@@ -29,6 +29,7 @@ from tracker.jsonio import to_stored_json
 from tracker.models import Job, JobIndex, JobNumber, JobSummary, JobVerdict, VerdictKey
 from tracker.store.index_rows import indexed, write_index_row
 from tracker.store.raw_rows import plain_rows, streamed_rows, table_of
+from tracker.store.value_lists import among
 from tracker.store.verdict_keys import detail, key_ids, split_detail
 
 # job_id, check, subject, measured, expected, tolerance, status, detail, known
@@ -162,7 +163,9 @@ def kept_job_rows(
             select(VerdictKey.id, VerdictKey.check, VerdictKey.subject, VerdictKey.expected)
             .add_columns(VerdictKey.status, VerdictKey.detail_template, VerdictKey.known)
             .where(
-                VerdictKey.id.in_(select(JobVerdict.key_id).where(JobVerdict.job_id.in_(job_ids)))
+                VerdictKey.id.in_(
+                    select(JobVerdict.key_id).where(among(JobVerdict.job_id, job_ids))
+                )
             ),
         )
     }
@@ -172,13 +175,13 @@ def kept_job_rows(
             JobSummary,
             and_(JobSummary.job_id == JobNumber.job_id, JobSummary.expectations == digest),
         )
-        .where(JobNumber.job_id.in_(job_ids), JobNumber.expectations == digest)
+        .where(among(JobNumber.job_id, job_ids), JobNumber.expectations == digest)
         .order_by(JobNumber.job_id)
     )
     verdicts = (
         select(JobVerdict.job_id, JobVerdict.key_id, JobVerdict.measured, JobVerdict.tolerance)
         .add_columns(JobVerdict.figures)
-        .where(JobVerdict.job_id.in_(job_ids))
+        .where(among(JobVerdict.job_id, job_ids))
         .order_by(JobVerdict.job_id, JobVerdict.position)
     )
     by_job = groupby(streamed_rows(session, verdicts), key=itemgetter(0))

@@ -27,13 +27,14 @@ from operator import itemgetter
 from typing import Any
 
 import xxhash
-from sqlalchemy import Text, bindparam, select, type_coerce, update
+from sqlalchemy import Text, select, type_coerce, update
 from sqlalchemy.orm import Session
 
 from tracker.errors import DamagedRun
 from tracker.models import Curve, ExactFloat, Job, Run, RunNoteRow
 from tracker.notes import RunNote
 from tracker.store.raw_rows import IntactRows, driver_rows, streamed_rows
+from tracker.store.value_lists import among
 
 RUN_FIELDS = (Run.arm, Run.model, Run.variant, Run.seed, Run.val_loss, Run.final_loss)
 CURVE_FIELDS = (
@@ -77,19 +78,19 @@ _RUNS = (
     select(Run.id, Run.job_id, Job.name, Run.checksum, *RUN_FIELDS)
     .add_columns(type_coerce(Run.diverged, Run.seed.type), type_coerce(Run.extra, Text))
     .join(Job, Job.id == Run.job_id)
-    .where(Run.job_id.in_(bindparam("job_ids", expanding=True)))
+    .where(among(Run.job_id, "job_ids"))
     .order_by(Run.variant, Run.seed, Run.arm, Run.id)  # as the tables list a job's arms
 )
 _CURVES = (
     select(Curve.run_id, Curve.id, *CURVE_FIELDS)
     .join(Run, Run.id == Curve.run_id)
-    .where(Run.job_id.in_(bindparam("job_ids", expanding=True)))
+    .where(among(Run.job_id, "job_ids"))
 )
 _NOTES_ORDER = (RunNoteRow.run_id, RunNoteRow.position)
 _NOTES = (
     select(RunNoteRow.run_id, *NOTE_FIELDS)
     .join(Run, Run.id == RunNoteRow.run_id)
-    .where(Run.job_id.in_(bindparam("job_ids", expanding=True)))
+    .where(among(Run.job_id, "job_ids"))
     .order_by(*_NOTES_ORDER)
 )
 # the same rows in job order, each with its job's id last, for a read of many jobs a job at a time

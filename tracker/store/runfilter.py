@@ -28,6 +28,7 @@ from tracker.errors import (
 )
 from tracker.models import Curve, JobMeta, Run, RunNoteRow
 from tracker.notes import NoteKind
+from tracker.store.value_lists import among
 
 RUN_FILTERS: dict[str, Any] = {
     "seed": Run.seed,
@@ -106,11 +107,13 @@ def matching_runs(
     query = (
         select(Run.id, Run.job_id, *(RUN_FILTERS[name].label(name) for name in names))
         .outerjoin(Curve, and_(Curve.run_id == Run.id, Curve.metric == LOSS))
-        .where(Run.job_id.in_(job_ids))
+        .where(among(Run.job_id, job_ids))
     )
     kinds: dict[int, set[str]] = {}
     if any(c.key == NOTES for c in conditions):
-        noted = select(RunNoteRow.run_id, RunNoteRow.kind).join(Run).where(Run.job_id.in_(job_ids))
+        noted = (
+            select(RunNoteRow.run_id, RunNoteRow.kind).join(Run).where(among(Run.job_id, job_ids))
+        )
         for run_id, kind in session.execute(noted):
             kinds.setdefault(run_id, set()).add(kind)
     kept = {}
