@@ -32,6 +32,7 @@ from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.queries.tables import stopped_runs
 from tracker.store.frames import query_frame
 from tracker.store.raw_rows import plain_rows, streamed_rows
+from tracker.store.value_lists import among
 from tracker.summary.model import NUMBERS
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ def _distinct_content(session: Session, jobs: pl.DataFrame) -> tuple[pl.DataFram
     digests = query_frame(
         session,
         select(Job.id.label("job_id"), Job.content_digest).where(
-            Job.id.in_(jobs["job_id"].to_list())
+            among(Job.id, jobs["job_id"].to_list())
         ),
     )
     ordered = jobs.join(digests, on="job_id", how="left", maintain_order="left")
@@ -173,7 +174,7 @@ def _runs(session: Session, ids: list[int], metrics: set[str]) -> pl.DataFrame:
         .add_columns(type_coerce(Run.diverged, Integer), type_coerce(Run.extra, Text))
         .add_columns(Curve.last_step)
         .outerjoin(Curve, and_(Curve.run_id == Run.id, Curve.metric == LOSS))
-        .where(Run.job_id.in_(ids))
+        .where(among(Run.job_id, ids))
         .order_by(Run.id)  # ingest order: a planned design judges the first runs
     )
     elapsed = _logged_elapsed(session, ids)
@@ -210,7 +211,7 @@ def _logged_elapsed(session: Session, ids: list[int]) -> dict[int, float]:
         select(Curve.run_id, Curve.metric, Curve.n_points, Curve.last_step)
         .add_columns(Curve.last_value, Curve.min_value, Curve.max_value)
         .join(Run, Run.id == Curve.run_id)
-        .where(Run.job_id.in_(ids))
+        .where(among(Run.job_id, ids))
     )
     shapes: dict[int, dict[str, Shape]] = {}
     last_steps: dict[tuple[int, str], int] = {}
@@ -291,7 +292,7 @@ def _evidence(
     )
     meta = query_frame(
         session,
-        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(ids)),
+        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(among(JobMeta.job_id, ids)),
     )
     named = pl.col("job_id").replace_strict(names, return_dtype=pl.String)
     return verdicts, numbers, runs.with_columns(job=named), meta.with_columns(job=named)

@@ -25,6 +25,7 @@ from tracker.models import Curve, Job, JobMeta, Run
 from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.store.curves import load_curves
 from tracker.store.run_rows import checked_runs
+from tracker.store.value_lists import among
 
 FILE_NAME = "curves.parquet"
 POINT_COLUMNS = ("arm", "model", "variant", "seed", "metric", "step", "value")
@@ -86,7 +87,7 @@ def export_curves(session: Session, selection: JobSelection, directory: Path) ->
     checked_runs(session, job_ids)  # what labels their points, before any file is written
     meta: dict[int, dict[str, str]] = {}
     for job_id, key, value in session.execute(
-        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(job_ids))
+        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(among(JobMeta.job_id, job_ids))
     ):
         meta.setdefault(job_id, {})[key] = value
     keys = sorted({key for own in meta.values() for key in own})

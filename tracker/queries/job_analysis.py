@@ -27,6 +27,7 @@ from tracker.store.kept_rows import (
     verdict_row,
 )
 from tracker.store.study_definitions import defined_studies, stored_study
+from tracker.store.value_lists import among
 from tracker.summary.build import derive, summarize
 from tracker.summary.grid import GridCurve
 from tracker.summary.model import Derived, Summary
@@ -41,14 +42,14 @@ def _derived_from_points(
     """Each listed job's derived rows made from its points, one job at a time."""
     if not job_ids:
         return
-    names = dict(session.execute(select(Job.id, Job.name).where(Job.id.in_(job_ids))).all())
+    names = dict(session.execute(select(Job.id, Job.name).where(among(Job.id, job_ids))).all())
     for job_id in job_ids:
         yield job_id, derive(summarize(load_job_data(session, names[job_id]), exp), exp)
 
 
 def job_studies(session: Session, job_ids: list[int]) -> dict[int, str]:
     """Each listed job's study."""
-    query = select(Job.id, Job.study).where(Job.id.in_(job_ids))
+    query = select(Job.id, Job.study).where(among(Job.id, job_ids))
     return {job_id: study for job_id, study in session.execute(query)}
 
 
@@ -186,7 +187,7 @@ def load_index_numbers(
     until ``db rederive``) from its verdicts and its summary."""
     counts: dict[int, dict[str, int]] = {}
     curves: dict[int, dict[str, GridCurve]] = {}
-    names = dict(session.execute(select(Job.id, Job.name).where(Job.id.in_(job_ids))).all())
+    names = dict(session.execute(select(Job.id, Job.name).where(among(Job.id, job_ids))).all())
     for own, ids in by_study(session, job_ids, exp):
         digest = expectations_digest(own)
         counts.update(stored_counts(session, ids, digest))

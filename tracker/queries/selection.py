@@ -35,6 +35,7 @@ from tracker.store.catalog import (
     parse_where,
 )
 from tracker.store.runfilter import check_where, matching_runs, meta_conditions, run_conditions
+from tracker.store.value_lists import among
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,7 @@ def selected_jobs(session: Session, selection: JobSelection) -> pl.DataFrame:
     ids = [job_id for job_id, _, _ in jobs]
     meta: dict[int, dict[str, str]] = {}
     for job_id, key, value in session.execute(
-        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(ids))
+        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(among(JobMeta.job_id, ids))
     ):
         meta.setdefault(job_id, {})[key] = value
     on_meta, on_runs = meta_conditions(selection.where), run_conditions(selection.where)
@@ -198,7 +199,8 @@ def contents_and_meta(
 ) -> tuple[dict[int, str], dict[int, dict[str, str]]]:
     """Of each job: its content digest, and its metadata (a job without any has no entry)."""
     ids = list(job_ids)
-    digests = dict(session.execute(select(Job.id, Job.content_digest).where(Job.id.in_(ids))).all())
+    query = select(Job.id, Job.content_digest).where(among(Job.id, ids))
+    digests = dict(session.execute(query).all())
     return digests, job_meta(session, ids)
 
 
@@ -206,7 +208,7 @@ def job_meta(session: Session, job_ids: list[int]) -> dict[int, dict[str, str]]:
     """Each job's metadata (a job without any has no entry)."""
     meta: dict[int, dict[str, str]] = {}
     for job_id, key, value in session.execute(
-        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(job_ids))
+        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(among(JobMeta.job_id, job_ids))
     ):
         meta.setdefault(job_id, {})[key] = value
     return meta

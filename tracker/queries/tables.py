@@ -34,6 +34,7 @@ from tracker.store.run_rows import (
     verified_runs_by_job,
 )
 from tracker.store.runfilter import matching_runs, run_conditions
+from tracker.store.value_lists import among
 
 if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
@@ -45,7 +46,7 @@ RUN_METRICS = ("val_loss", "final_loss", "min_loss", "last_loss", "steps")
 
 
 def _filtered(query: Any, entity: Any, selection: JobSelection, job_ids: list[int]) -> Any:
-    query = query.where(entity.job_id.in_(job_ids))
+    query = query.where(among(entity.job_id, job_ids))
     if selection.models:
         query = query.where(entity.model.in_(selection.models))
     if selection.variants:
@@ -274,7 +275,7 @@ def _with_targets(
     session: Session, table: pl.DataFrame, metric: str, exp: Expectations
 ) -> pl.DataFrame:
     names = table.get_column("job").unique().to_list()
-    studies = dict(session.execute(select(Job.name, Job.study).where(Job.name.in_(names))).all())
+    studies = dict(session.execute(select(Job.name, Job.study).where(among(Job.name, names))).all())
     judged = {study: study_judging(session, exp, study) for study in set(studies.values())}
     targets = [
         judged[studies[job]].target(metric, variant)
@@ -310,12 +311,12 @@ def curve(
     check_window(*window, points)
     jobs = selected_jobs(session, selection)
     job_ids = jobs["job_id"].to_list()
-    known_arms = set(session.scalars(select(Run.arm).distinct().where(Run.job_id.in_(job_ids))))
+    known_arms = set(session.scalars(select(Run.arm).distinct().where(among(Run.job_id, job_ids))))
     for arm in arms:
         if arm not in known_arms:
             raise UnknownArm(name=arm, known=known_names(known_arms, near=arm))
     metrics = select(Curve.metric).distinct().join(Run, Run.id == Curve.run_id)
-    metrics = metrics.where(Run.job_id.in_(job_ids))
+    metrics = metrics.where(among(Run.job_id, job_ids))
     known_metrics = set(session.scalars(metrics.where(Run.arm.in_(arms)) if arms else metrics))
     if metric not in known_metrics:
         raise UnknownMetric(metric=metric, known=known_names(known_metrics, near=metric))
@@ -334,9 +335,8 @@ def curve(
     columns = {"step": pl.Int64, "value": pl.Float64}
     if ema_alpha is not None:
         columns["ema"] = pl.Float64
-    curves = {
-        c.id: c for c in session.scalars(select(Curve).where(Curve.id.in_(found["curve_id"])))
-    }
+    chosen = select(Curve).where(among(Curve.id, found["curve_id"].to_list()))
+    curves = {c.id: c for c in session.scalars(chosen)}
     parts = []
     # one curve at a time, its points labelled by literal columns: no join of every point
     for label, curve_id in zip(labels.iter_rows(), found["curve_id"], strict=True):

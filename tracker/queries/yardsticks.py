@@ -26,6 +26,7 @@ from tracker.domain import ArmName
 from tracker.models import Job, JobMeta, Run
 from tracker.queries.job_analysis import VerdictBatch, verdict_batches
 from tracker.store.catalog import check_meta_keys, check_meta_values
+from tracker.store.value_lists import among
 from tracker.summary.model import SEED_NOISE
 
 if TYPE_CHECKING:
@@ -149,7 +150,8 @@ def _seeds(measured: Mapping[Key, Values]) -> dict[int, Seeds]:
 def _lengths(session: Session, ids: Sequence[int]) -> dict[int, int]:
     """Each job's run length: its longest arm's summary ``steps``."""
     lengths: dict[int, int] = {}
-    for job_id, extra in session.execute(select(Run.job_id, Run.extra).where(Run.job_id.in_(ids))):
+    query = select(Run.job_id, Run.extra).where(among(Run.job_id, ids))
+    for job_id, extra in session.execute(query):
         steps = summary_steps(extra)
         if steps is not None:
             lengths[job_id] = max(steps, lengths.get(job_id, 0))
@@ -210,7 +212,7 @@ def kept_verdicts(
     names = {job_id: name for job_id, name in session.execute(query)}
     meta: dict[int, dict[str, str]] = {job_id: {} for job_id in names}
     stored = session.execute(
-        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(JobMeta.job_id.in_(list(names)))
+        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(among(JobMeta.job_id, names))
     )
     for job_id, key, text in stored:
         meta[job_id][key] = text
