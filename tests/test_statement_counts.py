@@ -1,20 +1,39 @@
 """Every page and command issues as many statements at 9 jobs as at 3: none grows with the
-number of jobs (an N+1 costs a round trip a job, seconds at thousands of jobs on PostgreSQL).
+number of jobs (an N+1 costs a round trip a job, seconds at thousands of jobs on PostgreSQL);
+and a read of many jobs' rows binds their ids as one parameter, whatever their number.
 """
 
 from __future__ import annotations
 
+import math
+import sqlite3
 from collections.abc import Callable, Iterator
+from dataclasses import asdict, is_dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
-from sqlalchemy import Engine, event
+from sqlalchemy import Engine, event, select
+from sqlalchemy.orm import Session
 
 from tests.conftest import Cli, client_for
+from tracker.conditions import Condition
+from tracker.models import Job, JobIndex
 from tracker.queries import job_analysis
+from tracker.queries.job_analysis import job_studies
+from tracker.queries.selection import JobSelection, contents_and_meta, selected_jobs
+from tracker.queries.tables import arm_rows, probes, stopped_runs
 from tracker.sample import write_sample_job
 from tracker.store import raw_rows
+from tracker.store.catalog import job_studies as catalog_studies
+from tracker.store.index_rows import stored_counts, stored_grid_curves
+from tracker.store.kept_rows import stored_rows
+from tracker.store.run_rows import stored_runs, verified_runs_by_job
+from tracker.store.runfilter import matching_runs
+from tracker.store.schema import open_database
+from tracker.store.value_lists import among
 
 STEPS = 120  # the fewest that a sample job's analysis judges like a real one's
 PAGES = ("/", "/runs", "/claims", "/api/runs", "/api/jobs", "/api/claims", "/trend")
@@ -149,3 +168,77 @@ def test_the_home_page_reads_every_jobs_verdicts_once(
     finally:
         event.remove(Engine, "before_cursor_execute", reads)
     assert reads.count == 2
+
+
+# more ids than either driver binds as parameters: psycopg 65,535, SQLite 32,766 as built by
+# default (``SQLITE_MAX_VARIABLE_NUMBER``; Debian's allows 250,000: the test sets the default)
+PAST_THE_LIMITS = 70_000
+SQLITE_VARIABLES = 32_766
+
+
+def test_a_read_of_more_ids_than_the_drivers_bind_is_one_statement(
+    study: Cli, db_url: str, statements: Statements
+) -> None:
+    """Each read of many jobs' rows gives, for 70,000 ids (of no job, but for the study's), the
+    rows of the study's jobs alone, in as many statements: the ids are one parameter."""
+    engine = open_database(db_url)
+    if engine.dialect.name == "sqlite":
+        limit = partial(_limit_variables, SQLITE_VARIABLES)
+        event.listen(engine, "checkout", limit)
+    with Session(engine) as session:
+        real = sorted(session.scalars(select(Job.id)))
+        many = [*range(-PAST_THE_LIMITS // 2, 0), *real, *range(real[-1] + 1, PAST_THE_LIMITS)]
+        digest = session.scalars(select(JobIndex.expectations)).first()
+        assert digest is not None
+        jobs = selected_jobs(session, JobSelection())
+        unknown = pl.DataFrame({"job_id": [i for i in many if i not in real]})
+        more_jobs = pl.concat([jobs, unknown.with_columns(job=pl.lit("no job"))], how="diagonal")
+        where = JobSelection(
+            where=(Condition("val_loss", "100", "<"), Condition("notes", "x", "!="))
+        )
+        reads: dict[str, Callable[[list[int]], object]] = {
+            "stored_runs": lambda ids: stored_runs(session, ids),
+            "verified_runs_by_job": lambda ids: list(verified_runs_by_job(session, ids)),
+            "stored_counts": lambda ids: stored_counts(session, ids, digest),
+            "stored_grid_curves": lambda ids: stored_grid_curves(session, ids, digest),
+            "stored_rows": lambda ids: stored_rows(session, ids, digest),
+            "matching_runs": lambda ids: matching_runs(session, ids, where.where),
+            "catalog.job_studies": lambda ids: catalog_studies(session, ids),
+            "job_analysis.job_studies": lambda ids: job_studies(session, ids),
+            "contents_and_meta": lambda ids: contents_and_meta(session, ids),
+            "stopped_runs": lambda ids: stopped_runs(session, ids).rows(),
+            "arm_rows": lambda ids: arm_rows(session, where, ids).rows(),
+            "probes": lambda ids: probes(
+                session, JobSelection(), jobs=jobs if ids == real else more_jobs
+            ).rows(),
+        }
+        for name, read in reads.items():
+            assert _counted(statements, read, many) == _counted(statements, read, real), name
+        names = [f"no-job-{i}" for i in range(PAST_THE_LIMITS)] + ["j2"]
+        assert list(session.scalars(select(Job.name).where(among(Job.name, names)))) == ["j2"]
+    engine.dispose()
+
+
+def _limit_variables(most: int, dbapi_connection: Any, *_: object) -> None:
+    dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, most)
+
+
+def _counted(
+    statements: Statements, read: Callable[[list[int]], object], ids: list[int]
+) -> tuple[object, int]:
+    """What ``read`` gives for ``ids`` (``_comparable``), and the statements it took."""
+    found: list[object] = []
+    count = statements.of(lambda: found.append(read(ids)))
+    return _comparable(found[0]), count
+
+
+def _comparable(value: object) -> object:
+    """``value`` with its dataclasses as dicts and each NaN as text: a NaN read is not equal
+    to itself."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return _comparable(asdict(value))
+    if isinstance(value, dict):
+        return {key: _comparable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_comparable(item) for item in value]
+    return "NaN" if isinstance(value, float) and math.isnan(value) else value
