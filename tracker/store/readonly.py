@@ -9,7 +9,8 @@ hold two), the privileges of ``pg_read_all_data`` where the role may take them, 
 and never as a superuser, who could undo all of that from within the statement.
 
 The server's engine: SQLite: ``mode=ro`` and the same authorizer, allowing also BEGIN/COMMIT
-(so a request reads one snapshot) and the schema's pragmas. PostgreSQL: every session starts
+(so a request reads one snapshot), the schema's pragmas and what ``json_each`` asks as it
+declares its columns (``tracker.store.value_lists``). PostgreSQL: every session starts
 with ``default_transaction_read_only``, so any write is refused by the server itself, and its
 transactions are ``REPEATABLE READ`` (a read-only one never fails to serialize).
 
