@@ -6,10 +6,12 @@ and a read of many jobs' rows binds their ids as one parameter, whatever their n
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, is_dataclass
 from functools import partial
+from itertools import count
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from tracker.queries import job_analysis
 from tracker.queries.job_analysis import job_studies
 from tracker.queries.selection import JobSelection, contents_and_meta, selected_jobs
 from tracker.queries.tables import arm_rows, probes, stopped_runs
+from tracker.report.files import PLOTLY_JS
 from tracker.sample import write_sample_job
 from tracker.store import raw_rows
 from tracker.store.catalog import job_studies as catalog_studies
@@ -35,6 +38,7 @@ from tracker.store.runfilter import matching_runs
 from tracker.store.schema import open_database
 from tracker.store.value_lists import among
 
+GENERATED = re.compile(r"generated \S+ by tracker")
 STEPS = 120  # the fewest that a sample job's analysis judges like a real one's
 PAGES = ("/", "/runs", "/claims", "/api/runs", "/api/jobs", "/api/claims", "/trend")
 COMMANDS = (("jobs",), ("query", "runs"), ("claims",), ("compare", "job-0", "job-1"))
@@ -75,14 +79,27 @@ def _ingest(cli: Cli, root: Path, numbers: range) -> None:
         )
 
 
-def _counts(url: str, cli: Cli, statements: Statements) -> dict[str, int]:
+def _counts(url: str, cli: Cli, statements: Statements, report: Path) -> dict[str, int]:
+    """The statements of each page and command; ``report``: a folder for a cold report."""
     counts: dict[str, int] = {}
     with client_for(url) as client:  # a new server: each page's first visit, nothing cached
         for page in PAGES:
             counts[page] = statements.of(lambda page=page: _ok(client.get(page)))
     for command in COMMANDS:
         counts[" ".join(command)] = statements.of(lambda command=command: cli(*command))
+    counts["report"] = statements.of(lambda: cli("report", "--out", str(report)))
     return counts
+
+
+def _cold_report(cli: Cli, out: Path) -> str:
+    """A report written into the empty folder ``out``: every file's text, the line saying
+    when it was generated left out."""
+    cli("report", "--out", str(out))
+    return "".join(
+        f"{path.relative_to(out)}\n" + GENERATED.sub("", path.read_text())
+        for path in sorted(out.rglob("*"))
+        if path.is_file() and path.name != PLOTLY_JS
+    )
 
 
 def _ok(response: Any) -> None:
@@ -93,9 +110,9 @@ def test_statements_do_not_grow_with_the_jobs(
     cli: Cli, db_url: str, tmp_path: Path, statements: Statements
 ) -> None:
     _ingest(cli, tmp_path, range(3))
-    few = _counts(db_url, cli, statements)
+    few = _counts(db_url, cli, statements, tmp_path / "report-3")
     _ingest(cli, tmp_path, range(3, 9))
-    many = _counts(db_url, cli, statements)
+    many = _counts(db_url, cli, statements, tmp_path / "report-9")
     assert many == few
 
 
@@ -105,7 +122,7 @@ def test_rows_read_a_few_at_a_time_cost_no_statement_and_show_the_same(
     """Every job's rows are streamed, a chunk fetched at a time, and the verdicts handed on a
     batch at a time: a row a chunk and a batch send the statements of one chunk and show the
     same, the batches in job id order joined in job order (a job of an earlier time than
-    those before it)."""
+    those before it); a cold report's pages, each job's rows streamed, are the same."""
     _ingest(cli, tmp_path, range(3))
     directory = write_sample_job(tmp_path / "early", steps=STEPS, seed=3)
     cli("ingest", str(directory), "--job", "early", "--meta=time=2026-09-01T00:00:00Z")
@@ -116,14 +133,18 @@ def test_rows_read_a_few_at_a_time_cost_no_statement_and_show_the_same(
         said: list[str] = []
         return statements.of(lambda: said.append(work())), said[0]
 
+    folders = (tmp_path / f"report-{n}" for n in count())
+
     def read() -> dict[str, tuple[int, str]]:
         with client_for(db_url) as client:
             found = {page: counted(lambda page=page: client.get(page).text) for page in shown}
         for command in commands:
             found[command[0]] = counted(lambda command=command: cli(*command).stdout)
+        found["report"] = counted(lambda: _cold_report(cli, next(folders)))
         return found
 
     whole = read()
+    assert "job-2" in whole["report"][1]
     monkeypatch.setattr(raw_rows, "STREAMED_ROWS", 1)
     monkeypatch.setattr(job_analysis, "VERDICT_BATCH_ROWS", 1)
     assert read() == whole

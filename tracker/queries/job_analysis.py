@@ -5,7 +5,7 @@ so a read-only database serves every request)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -166,16 +166,27 @@ def load_summary(
     loss curves in ``session``; without it they are not to be asked for (the index and the
     analyses never draw them, and drawing later could begin a transaction nobody ends)."""
     job = session.get_one(Job, job_id)  # no query when the caller has read it
-    name = job.name
     exp = study_judging(session, exp, job.study)
     data = stored_summary(session, job_id, expectations_digest(exp))
-    if data is None:
-        return summarize(load_job_data(session, name), exp)
     draw = (lambda: _drawn(session, job_id, exp)) if trajectories else _not_drawn
-    summary = read_summary(name, data, draw)
+    summary = summary_of(session, job.name, exp, data, draw)
     if trajectories:
         _ = summary.trajectories  # drawn now, while ``session`` is open
     return summary
+
+
+def summary_of(
+    session: Session,
+    name: str,
+    exp: Expectations,
+    data: bytes | None,
+    draw: Callable[[], TrajectoryDrawing],
+) -> Summary:
+    """Job ``name``'s summary for ``exp`` (its study's): of ``data``, its bytes stored for
+    ``exp`` (``draw`` makes its lines if none were kept), else made from its points."""
+    if data is None:
+        return summarize(load_job_data(session, name), exp)
+    return read_summary(name, data, draw)
 
 
 def load_index_numbers(

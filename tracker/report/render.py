@@ -1,5 +1,6 @@
 """Rendering the job pages of a report: each job's folder, written by this process or, with
-many jobs on two cores, half of them by a second one."""
+many jobs on two cores, half of them by a second one; each process reads its jobs' rows in a
+few streamed statements (``tracker.views.job.job_contents``)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from tracker.analysis.verdict import verdicts_document
 from tracker.jsonio import to_json
 from tracker.report.files import INDEX, PLOTLY_JS, write_text
 from tracker.store.schema import open_database
-from tracker.views.job import job_content
+from tracker.views.job import JobContent, job_contents
 from tracker.views.pages import figure_page, job_page
 
 # from this many jobs to render on, a second process renders half of them (it takes about
@@ -31,15 +32,27 @@ class Task:
     """One job's pages to render (picklable: it may go to the second process)."""
 
     name: str
+    job_id: int
     folder: str
     key: str
     out_dir: Path
     generated: str
 
 
-def render_job(session: Session, exp: Expectations, task: Task) -> dict[str, Any]:
+def render_jobs(
+    session: Session, exp: Expectations, tasks: list[Task]
+) -> dict[str, dict[str, Any]]:
+    """Write each task's job folder; return their manifest entries, by job."""
+    by_name = {task.name: task for task in tasks}
+    ids = [task.job_id for task in tasks]
+    return {
+        content.view.name: _render(content, by_name[content.view.name])
+        for content in job_contents(session, ids, exp)
+    }
+
+
+def _render(content: JobContent, task: Task) -> dict[str, Any]:
     """Write one job's folder; return its manifest entry."""
-    content = job_content(session, task.name, exp)
     view, analysis = content.view, content.analysis
     folder = task.out_dir / task.folder
     folder.mkdir(exist_ok=True)
@@ -70,9 +83,9 @@ def _open_worker(url: str, exp: Expectations) -> None:
     _worker = (Session(open_database(url)), exp)
 
 
-def _render_in_worker(task: Task) -> dict[str, Any]:
+def _render_in_worker(tasks: list[Task]) -> dict[str, dict[str, Any]]:
     assert _worker is not None
-    return render_job(*_worker, task)
+    return render_jobs(*_worker, tasks)
 
 
 def render_all(session: Session, exp: Expectations, tasks: list[Task]) -> dict[str, dict[str, Any]]:
@@ -80,16 +93,15 @@ def render_all(session: Session, exp: Expectations, tasks: list[Task]) -> dict[s
     process, which opens its own connection and returns small data. It is spawned, not
     forked: polars' thread pool does not survive a fork (the child would deadlock)."""
     if len(tasks) < PARALLEL_FROM or (os.cpu_count() or 1) < 2:
-        return {task.name: render_job(session, exp, task) for task in tasks}
+        return render_jobs(session, exp, tasks)
     url = session.get_bind().engine.url.render_as_string(hide_password=False)
     context = multiprocessing.get_context("spawn")
     # the expectations hold read-only mappings, which pickle as the dicts they wrap
     ForkingPickler.register(MappingProxyType, _mapping_proxy)
     with context.Pool(1, initializer=_open_worker, initargs=(url, exp)) as pool:
-        theirs = pool.map_async(_render_in_worker, tasks[1::2], chunksize=2)
-        mine = [render_job(session, exp, task) for task in tasks[0::2]]
-        results = dict(zip([t.name for t in tasks[0::2]], mine, strict=True))
-        results.update(zip([t.name for t in tasks[1::2]], theirs.get(), strict=True))
+        theirs = pool.apply_async(_render_in_worker, (tasks[1::2],))
+        results = render_jobs(session, exp, tasks[0::2])
+        results.update(theirs.get())
     return results
 
 

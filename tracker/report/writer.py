@@ -148,7 +148,7 @@ def _write_report(
     kept = kept_entries(manifest, keys, folders, out_dir, force=force)
     generated = f"generated {format_time(datetime.now(UTC))} by tracker {tracker.__version__}"
     tasks = [
-        Task(name, folders[name], keys[name], out_dir, generated)
+        Task(name, ids[name], folders[name], keys[name], out_dir, generated)
         for name in names
         if name not in kept
     ]

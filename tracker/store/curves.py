@@ -8,10 +8,10 @@ steps, never other numbers (nor a shorter curve)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TypeVarTuple
+from typing import Any, TypeVarTuple
 
 import numpy as np
 import polars as pl
@@ -24,8 +24,10 @@ from tracker.models import Curve, CurveChunk, Job, Run
 from tracker.store import codec
 from tracker.store.catalog import get_job
 from tracker.store.points import ChunkRow
+from tracker.store.raw_rows import job_groups, streamed_rows
 
 Columns = TypeVarTuple("Columns")
+Points = dict[str, tuple[np.ndarray, np.ndarray]]  # by arm: a curve's steps and values
 SCHEMA = {"curve_id": pl.Int64, "step": pl.Int64, "value": pl.Float64}
 CHUNKS_AT_ONCE = 8  # chunks fetched by one query of curve_chunks: 131,072 points at most
 # a chunk's columns that checked_decode takes
@@ -149,26 +151,60 @@ def curve_chunks(
             yield checked_decode(curve, *row)
 
 
-# built once, as every job page runs it (tracker.store.catalog says why)
-_ARM_CHUNKS = (
+# a job's curves' chunks by arm; built once, as every job page runs it (tracker.store.catalog
+# says why)
+_CHUNKS_BY_ARM = (
     select(Run.arm, Curve.id, Job.name, Curve.n_points, Curve.first_step, Curve.last_step)
     .add_columns(*CHECKED)
     .join(Job, Job.id == Run.job_id)
     .join(Curve, Curve.run_id == Run.id)
     .outerjoin(CurveChunk, CurveChunk.curve_id == Curve.id)
-    .where(Run.job_id == bindparam("job_id"), Curve.metric == bindparam("metric"))
-    .order_by(Run.arm, CurveChunk.first_step)
+    .where(Curve.metric == bindparam("metric"))
+)
+_ARM_CHUNKS = _CHUNKS_BY_ARM.where(Run.job_id == bindparam("job_id")).order_by(
+    Run.arm, CurveChunk.first_step
+)
+# the same of the listed jobs of at most ``at_most`` points of the metric, in job order, each
+# row with its job's id last
+_SMALL_JOBS = (
+    select(Run.job_id)
+    .join(Curve, Curve.run_id == Run.id)
+    .where(
+        Run.job_id.in_(bindparam("job_ids", expanding=True)), Curve.metric == bindparam("metric")
+    )
+    .group_by(Run.job_id)
+    .having(func.sum(Curve.n_points) <= bindparam("at_most"))
+)
+_JOB_ARM_CHUNKS = (
+    _CHUNKS_BY_ARM.add_columns(Run.job_id)
+    .where(Run.job_id.in_(_SMALL_JOBS))
+    .order_by(Run.job_id, Run.arm, CurveChunk.first_step)
 )
 
 
-def arm_points(
-    session: Session, job_id: int, metric: str = LOSS
-) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def arm_points(session: Session, job_id: int, metric: str = LOSS) -> Points:
     """Each arm's ``metric`` curve of a job, steps and values as ``read_curve`` gives them,
     by arm name: its chunks read in one query (an arm without points has empty arrays)."""
+    rows = session.connection().execute(_ARM_CHUNKS, {"job_id": job_id, "metric": metric})
+    return _arm_points(rows, metric)
+
+
+def arm_points_by_job(
+    session: Session, job_ids: list[int], at_most: int, metric: str = LOSS
+) -> Iterator[tuple[int, Points]]:
+    """``arm_points`` of each listed job of at most ``at_most`` points of ``metric`` (all
+    arms), a job at a time in job id order: one statement whatever the number of jobs, its
+    chunks streamed, so that one job's points are held at a time."""
+    parameters = {"job_ids": job_ids, "metric": metric, "at_most": at_most}
+    rows = streamed_rows(session, _JOB_ARM_CHUNKS, parameters, driver=True)
+    for job_id, own in job_groups(rows, -1):
+        yield job_id, _arm_points(own, metric)
+
+
+def _arm_points(rows: Iterable[Any], metric: str) -> Points:
+    """A job's ``_ARM_CHUNKS`` rows (with anything after their columns) decoded, by arm."""
     chunks: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     curves: dict[str, StoredCurve] = {}
-    rows = session.connection().execute(_ARM_CHUNKS, {"job_id": job_id, "metric": metric})
     for arm, curve_id, job, n_points, first_step, last_step, *chunk in rows:
         curve = curves.get(arm) or StoredCurve(
             curve_id, job, arm, metric, n_points, first_step, last_step
@@ -176,7 +212,7 @@ def arm_points(
         curves[arm] = curve
         own = chunks.setdefault(arm, [])
         if chunk[0] is not None:  # a curve without points has no chunk (the outer join's row)
-            own.append(checked_decode(curve, *chunk))
+            own.append(checked_decode(curve, *chunk[: len(CHECKED)]))
     points = {}
     for arm, parts in chunks.items():
         steps = np.concatenate([step for step, _ in parts] or [np.empty(0, np.int64)])

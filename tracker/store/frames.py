@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -32,8 +32,12 @@ def query_frame(
 ) -> pl.DataFrame:
     """Run a Core ``select`` (with its bound ``parameters``) and return its rows as a frame,
     one column per selected column."""
+    return rows_frame(query, plain_rows(session, query, parameters))
+
+
+def rows_frame(query: Any, rows: Sequence[Sequence[Any]]) -> pl.DataFrame:
+    """Rows of a Core ``select``, its values as SQLAlchemy gives them, as ``query_frame``'s."""
     schema = {column.name: _dtype(column.type) for column in query.selected_columns}
-    rows = plain_rows(session, query, parameters)
     # column by column: built from rows, polars looks into object values (a JSON document
     # holding an integer beyond 64 bits overflows)
     columns = zip(*rows, strict=True) if rows else ([] for _ in schema)

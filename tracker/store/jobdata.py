@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import polars as pl
-from sqlalchemy import bindparam, select
+from sqlalchemy import Text, bindparam, select, type_coerce
 from sqlalchemy.orm import Session
 
 from tracker.domain import LOSS, JobData
+from tracker.jsonio import from_stored_json
 from tracker.models import Curve, Probe, Run
 from tracker.store.catalog import PROBE_NUMBERS, get_job
 from tracker.store.curves import load_curves
-from tracker.store.frames import query_frame
+from tracker.store.frames import query_frame, rows_frame
+from tracker.store.raw_rows import job_groups, streamed_rows
 from tracker.store.run_rows import checked_runs
 
 PROBE_COLUMNS = ("model", "variant", *PROBE_NUMBERS, "error", "extra")
@@ -26,9 +31,36 @@ _PROBES = (
 )
 
 
+# the same of many jobs in job order, each row with its job's id last and its ``extra`` as the
+# text stored (the driver's own rows: ``streamed_rows``)
+_JOB_PROBES = (
+    select(*(getattr(Probe, c) for c in PROBE_COLUMNS[:-1]))
+    .add_columns(type_coerce(Probe.extra, Text), Probe.job_id)
+    .where(Probe.job_id.in_(bindparam("job_ids", expanding=True)))
+    .order_by(Probe.job_id, Probe.id)
+)
+
+
 def load_probes(session: Session, job_id: int) -> pl.DataFrame:
     """A job's probes: ``PROBE_COLUMNS`` in the order its files listed them."""
     return query_frame(session, _PROBES, {"job_id": job_id})
+
+
+NO_PROBES = rows_frame(_PROBES, [])  # ``load_probes`` of a job without any
+
+
+def probes_by_job(session: Session, job_ids: list[int]) -> Iterator[tuple[int, pl.DataFrame]]:
+    """``load_probes`` of each listed job that has probes, a job at a time in job id order:
+    one statement whatever the number of jobs, its rows streamed."""
+    rows = streamed_rows(session, _JOB_PROBES, {"job_ids": job_ids})
+    for job_id, own in job_groups(rows, -1):
+        documents = [(*row[:-2], _document(row[-2])) for row in own]
+        yield job_id, rows_frame(_PROBES, documents)
+
+
+def _document(text: str | None) -> dict[str, Any] | None:
+    """A JSON document's column as SQLAlchemy gives it (``JSONDocument``)."""
+    return None if text is None else from_stored_json(text)
 
 
 def load_job_data(

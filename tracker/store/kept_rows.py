@@ -28,7 +28,7 @@ from tracker.errors import DamagedVerdicts
 from tracker.jsonio import to_stored_json
 from tracker.models import Job, JobIndex, JobNumber, JobSummary, JobVerdict, VerdictKey
 from tracker.store.index_rows import indexed, write_index_row
-from tracker.store.raw_rows import plain_rows, streamed_rows, table_of
+from tracker.store.raw_rows import job_groups, plain_rows, streamed_rows, table_of
 from tracker.store.value_lists import among
 from tracker.store.verdict_keys import detail, key_ids, split_detail
 
@@ -233,6 +233,26 @@ def stored_summary(session: Session, job_id: int, digest: str) -> bytes | None:
     """A job's summary stored for ``digest``, if any."""
     data = session.scalar(_SUMMARY, {"job_id": job_id, "digest": digest})
     return None if data is None else bytes(data)
+
+
+_JOB_SUMMARIES = (
+    select(JobSummary.job_id, JobSummary.expectations, JobSummary.data)
+    .where(
+        JobSummary.job_id.in_(bindparam("job_ids", expanding=True)),
+        JobSummary.expectations.in_(bindparam("digests", expanding=True)),
+    )
+    .order_by(JobSummary.job_id)
+)
+
+
+def summaries_by_job(
+    session: Session, job_ids: list[int], digests: Iterable[str]
+) -> Iterator[tuple[int, dict[str, bytes]]]:
+    """``stored_summary`` of each listed job for each of ``digests`` it has one for, by digest,
+    a job at a time in job id order: one statement whatever the number of jobs, streamed."""
+    parameters = {"job_ids": job_ids, "digests": list(digests)}
+    for job_id, own in job_groups(streamed_rows(session, _JOB_SUMMARIES, parameters), 0):
+        yield job_id, {digest: bytes(data) for _, digest, data in own}
 
 
 def jobs_without_rows(

@@ -3,13 +3,17 @@ polars, so that commands that show no frame never import it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import groupby
+from operator import itemgetter
+from typing import Any, Generic, TypeVar, cast
 
 from sqlalchemy import BigInteger, Integer, LargeBinary, String, Table, Text
 from sqlalchemy.orm import Session
 
 from tracker.models import Base, ExactFloat
+
+T = TypeVar("T")
 
 # column types whose values the drivers (sqlite3, psycopg) return as the Python values
 RAW_TYPES = (Integer, BigInteger, String, Text, ExactFloat, LargeBinary)
@@ -58,6 +62,37 @@ def streamed_rows(
     while rows := result.cursor_strategy.fetchmany(result, result.cursor, STREAMED_ROWS):
         for row in rows:
             yield _exact_floats(row, exact) if exact else row
+
+
+def job_groups(rows: Iterable[Any], position: int) -> Iterator[tuple[int, list[Any]]]:
+    """Rows in job id order (the job's id at ``position``), a job's at a time."""
+    for job_id, own in groupby(rows, key=itemgetter(position)):
+        yield job_id, list(own)
+
+
+class JobStream(Generic[T]):
+    """What a stream holds of each job, in job id order, taken a job at a time in that order
+    (a job passed over is skipped); a job's is fetched when asked for, not before."""
+
+    def __init__(self, stream: Iterable[tuple[int, T]]) -> None:
+        self._stream = iter(stream)
+        self._ahead: tuple[int, T] | None = None  # fetched, of a job not yet asked for
+        self._ended = False
+
+    def take(self, job_id: int) -> T | None:
+        """What the stream holds of ``job_id`` (None: nothing)."""
+        while not self._ended:
+            if self._ahead is None:
+                self._ahead = next(self._stream, None)
+                self._ended = self._ahead is None
+            elif self._ahead[0] < job_id:
+                self._ahead = None
+            elif self._ahead[0] > job_id:
+                return None
+            else:
+                found, self._ahead = self._ahead[1], None
+                return found
+        return None
 
 
 def _exact_floats(row: Any, positions: list[int]) -> tuple[Any, ...]:

@@ -31,6 +31,7 @@ from sqlalchemy import Text, select, type_coerce, update
 from sqlalchemy.orm import Session
 
 from tracker.errors import DamagedRun
+from tracker.jsonio import from_stored_json
 from tracker.models import Curve, ExactFloat, Job, Run, RunNoteRow
 from tracker.notes import RunNote
 from tracker.store.raw_rows import IntactRows, driver_rows, streamed_rows
@@ -95,7 +96,7 @@ _NOTES = (
 )
 # the same rows in job order, each with its job's id last, for a read of many jobs a job at a time
 _JOB_RUNS = _RUNS.order_by(None).order_by(Run.job_id, Run.variant, Run.seed, Run.arm, Run.id)
-_JOB_CURVES = _CURVES.add_columns(Run.job_id).order_by(Run.job_id)
+_JOB_CURVES = _CURVES.add_columns(Run.job_id).order_by(Run.job_id, Curve.metric)
 _JOB_NOTES = _NOTES.add_columns(Run.job_id).order_by(None).order_by(Run.job_id, *_NOTES_ORDER)
 _VALUES = {c.key for c in CURVE_FIELDS if isinstance(c.type, ExactFloat)}
 
@@ -126,6 +127,12 @@ class StoredRun:
     @property
     def arm(self) -> str:
         return str(self.columns[0])
+
+    @property
+    def extra(self) -> dict[str, Any] | None:
+        """Its ``extra`` document, as SQLAlchemy reads it (``JSONDocument``)."""
+        text = self.columns[-1]
+        return None if text is None else from_stored_json(str(text))
 
     def checksum(self, numbers: Mapping[int, Mapping[str, object]] | None = None) -> int:
         """Its checksum as made of its rows, with the value columns of the curves in

@@ -3,9 +3,12 @@ rendered with ``tracker.views.pages`` (no file is written here)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from tracker.completeness import stopped_arms, summary_steps
@@ -13,17 +16,28 @@ from tracker.domain import LOSS
 from tracker.figures import memory_scaling, table4
 from tracker.figures.trajectories import trajectories_figure
 from tracker.jsonio import format_time
-from tracker.queries.job_analysis import load_summary, study_judging
-from tracker.store.catalog import Row, get_job, run_curves
-from tracker.store.jobdata import load_probes
-from tracker.store.run_rows import checked_runs
+from tracker.models import Job
+from tracker.queries.job_analysis import study_judging, summary_of
+from tracker.queries.selection import job_meta
+from tracker.store.catalog import Row, get_job
+from tracker.store.curves import Points, arm_points, arm_points_by_job
+from tracker.store.jobdata import NO_PROBES, probes_by_job
+from tracker.store.kept_rows import summaries_by_job
+from tracker.store.raw_rows import JobStream
+from tracker.store.run_rows import StoredRun, notes_of, verified_runs_by_job
+from tracker.summary.model import DRAWN_KEPT_ABOVE
+from tracker.summary.trajectories import TrajectoryDrawing, drawing_of_points
+from tracker.summary.version import expectations_digest
 from tracker.views.pages import JobFigure, JobView, figure_slot
 from tracker.views.values import counts, failures_first
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from tracker.analysis.expectations import Expectations
     from tracker.analysis.job import JobAnalysis
     from tracker.summary.grid import GridCurve
+    from tracker.summary.model import Summary
 
 # (file, title, height) of each figure, in page order
 FIGURES: tuple[tuple[str, str, int], ...] = (
@@ -31,6 +45,10 @@ FIGURES: tuple[tuple[str, str, int], ...] = (
     ("gpt_trajectories", "Training trajectories", 480),
     ("table4", "Table 4 extrapolation (Llama-3.1-8B)", 440),
 )
+
+
+# built once, as every job page runs it (tracker.store.catalog says why)
+_JOBS = select(Job).where(Job.id.in_(bindparam("job_ids", expanding=True))).order_by(Job.id)
 
 
 def shown_figures(exp: Expectations) -> list[str]:
@@ -55,15 +73,66 @@ class JobContent:
 def job_content(session: Session, name: str, exp: Expectations) -> JobContent:
     """One job's pages from its stored summary (tracker.store.kept_rows) and probes; a job
     without a summary for ``exp`` is analysed from its points."""
-    job = get_job(session, name)
-    kept = checked_runs(session, [job.id])  # its runs' notes, checked before any point is read
-    exp = study_judging(session, exp, job.study)
-    summary = load_summary(session, job.id, exp, trajectories=True)
+    return next(job_contents(session, [get_job(session, name).id], exp))
+
+
+def job_contents(
+    session: Session, job_ids: Iterable[int], exp: Expectations
+) -> Iterator[JobContent]:
+    """``job_content`` of each listed job, a job at a time in job id order: its rows read by a
+    few statements whatever the number of jobs, streamed in job order, so that one job's
+    points are held at a time (a job without a stored summary for its study reads its own)."""
+    ids = sorted(job_ids)
+    jobs = session.scalars(_JOBS, {"job_ids": ids}).all()
+    meta = job_meta(session, ids)
+    judging = {study: study_judging(session, exp, study) for study in {job.study for job in jobs}}
+    digests = {study: expectations_digest(own) for study, own in judging.items()}
+    # each stream's statement runs when its first job is taken: the runs first, as they are
+    # checked before any point is read
+    runs = JobStream(
+        (job_runs[0].job_id, job_runs) for job_runs in verified_runs_by_job(session, ids)
+    )
+    summaries = JobStream(summaries_by_job(session, ids, digests.values()))
+    probes = JobStream(probes_by_job(session, ids))
+    points = JobStream(arm_points_by_job(session, ids, DRAWN_KEPT_ABOVE))
+    for job in jobs:
+        own = judging[job.study]
+        stored = runs.take(job.id) or []
+        data = (summaries.take(job.id) or {}).get(digests[job.study])
+        draw = partial(_drawn, session, job.id, points.take(job.id), own)
+        summary = summary_of(session, job.name, own, data, draw)
+        found = probes.take(job.id)
+        yield _content(
+            job, meta.get(job.id, {}), own, summary, NO_PROBES if found is None else found, stored
+        )
+
+
+def _drawn(
+    session: Session, job_id: int, points: Points | None, exp: Expectations
+) -> TrajectoryDrawing:
+    """A job's trajectories figure's lines from its loss curves' ``points`` (those streamed),
+    else from its own read of them (a job of more points, whose lines are kept, has none)."""
+    return drawing_of_points(arm_points(session, job_id) if points is None else points, exp)
+
+
+def _content(
+    job: Job,
+    meta: dict[str, str],
+    exp: Expectations,
+    summary: Summary,
+    probes: pl.DataFrame,
+    stored: list[StoredRun],
+) -> JobContent:
+    """A job's content of its rows, ``exp`` its study's."""
+    kept = notes_of(stored)
+    runs = {run.id: (run.arm, run.extra) for run in stored}
+    curve_rows: list[Row] = [
+        {"arm": run.arm, "metric": metric, "points": n, "first_step": first, "last_step": last}
+        for run in stored
+        for metric, n, first, last, *_ in run.by_metric.values()
+    ]
     analysis = summary.analysis
-    probes = load_probes(session, job.id)
-    runs, curve_rows = run_curves(session, job.id)
     arms = [arm for arm, _ in runs.values()]
-    meta = {item.key: item.value for item in job.meta}
     gpu = meta.get("gpu")
     shown = shown_figures(exp)
     draw = {
