@@ -146,6 +146,7 @@ def test_rows_read_a_few_at_a_time_cost_no_statement_and_show_the_same(
     whole = read()
     assert "job-2" in whole["report"][1]
     monkeypatch.setattr(raw_rows, "STREAMED_ROWS", 1)
+    monkeypatch.setattr(raw_rows, "STREAMED_BLOBS", 1)
     monkeypatch.setattr(job_analysis, "VERDICT_BATCH_ROWS", 1)
     assert read() == whole
 

@@ -196,7 +196,7 @@ def arm_points_by_job(
     arms), a job at a time in job id order: one statement whatever the number of jobs, its
     chunks streamed, so that one job's points are held at a time."""
     parameters = {"job_ids": job_ids, "metric": metric, "at_most": at_most}
-    rows = streamed_rows(session, _JOB_ARM_CHUNKS, parameters, driver=True)
+    rows = streamed_rows(session, _JOB_ARM_CHUNKS, parameters, driver=True, blobs=True)
     for job_id, own in job_groups(rows, -1):
         yield job_id, _arm_points(own, metric)
 

@@ -15,8 +15,6 @@ request.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import groupby
-from operator import itemgetter
 from typing import Any
 
 import xxhash
@@ -28,7 +26,7 @@ from tracker.errors import DamagedVerdicts
 from tracker.jsonio import to_stored_json
 from tracker.models import Job, JobIndex, JobNumber, JobSummary, JobVerdict, VerdictKey
 from tracker.store.index_rows import indexed, write_index_row
-from tracker.store.raw_rows import job_groups, plain_rows, streamed_rows, table_of
+from tracker.store.raw_rows import JobStream, job_groups, plain_rows, streamed_rows, table_of
 from tracker.store.value_lists import among
 from tracker.store.verdict_keys import detail, key_ids, split_detail
 
@@ -184,18 +182,12 @@ def kept_job_rows(
         .where(among(JobVerdict.job_id, job_ids))
         .order_by(JobVerdict.job_id, JobVerdict.position)
     )
-    by_job = groupby(streamed_rows(session, verdicts), key=itemgetter(0))
-    pending = next(by_job, None)
-    for job_id, job_numbers in groupby(streamed_rows(session, numbers), key=itemgetter(0)):
-        listed = list(job_numbers)
+    by_job = JobStream(job_groups(streamed_rows(session, verdicts), 0))
+    for job_id, listed in job_groups(streamed_rows(session, numbers), 0):
         own: dict[str, float | None] = {name: value for _, name, value, _ in listed}
         kept = listed[0][3]  # the job's checksum, on each of its numbers
-        while pending is not None and pending[0] < job_id:  # no numbers: not ``digest``'s
-            pending = next(by_job, None)
-        rows: list[VerdictRow] = []
-        if pending is not None and pending[0] == job_id:
-            rows = _verdict_rows(pending[1], keys)
-            pending = next(by_job, None)
+        # a job's verdicts without numbers are not ``digest``'s: passed over
+        rows = _verdict_rows(by_job.take(job_id) or [], keys)
         if kept is None:  # kept before rows had a checksum: analysed afresh, as if none
             continue
         if rows_checksum(job_id, digest, rows, own) != kept:
@@ -251,7 +243,8 @@ def summaries_by_job(
     """``stored_summary`` of each listed job for each of ``digests`` it has one for, by digest,
     a job at a time in job id order: one statement whatever the number of jobs, streamed."""
     parameters = {"job_ids": job_ids, "digests": list(digests)}
-    for job_id, own in job_groups(streamed_rows(session, _JOB_SUMMARIES, parameters), 0):
+    rows = streamed_rows(session, _JOB_SUMMARIES, parameters, blobs=True)
+    for job_id, own in job_groups(rows, 0):
         yield job_id, {digest: bytes(data) for _, digest, data in own}
 
 

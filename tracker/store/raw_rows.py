@@ -36,8 +36,10 @@ def plain_rows(
     return [_exact_floats(row, exact) for row in rows] if exact else rows
 
 
-# rows a streamed read fetches at once: well under a MB of tuples, whatever the number of jobs
+# rows a streamed read fetches at once: well under a MB of tuples, whatever the number of jobs;
+# of rows that each hold an encoded document or curve chunk (up to ~130 kB), about a MB
 STREAMED_ROWS = 1_000
+STREAMED_BLOBS = 8
 
 
 def streamed_rows(
@@ -46,10 +48,12 @@ def streamed_rows(
     parameters: Mapping[str, Any] | None = None,
     *,
     driver: bool = False,
+    blobs: bool = False,
 ) -> Iterator[Any]:
     """The driver's own rows of a Core ``select`` (every column's type in ``RAW_TYPES``) as a
-    stream: one statement, its rows fetched ``STREAMED_ROWS`` at a time (a server-side cursor
-    on PostgreSQL), so that a read of every job's rows holds a chunk of them, not all; an
+    stream: one statement, its rows fetched ``STREAMED_ROWS`` at a time (``blobs``, rows each
+    holding bytes of a document or a chunk: ``STREAMED_BLOBS``; a server-side cursor on
+    PostgreSQL), so that a read of every job's rows holds a chunk of them, not all; an
     ExactFloat's NaN as the float (as ``plain_rows``), or with ``driver`` as the driver gave
     it (as ``driver_rows``). The session is flushed first."""
     columns = [] if driver else query.selected_columns
@@ -59,7 +63,8 @@ def streamed_rows(
     result = session.connection().execute(query, parameters, execution_options=options)
     # the driver's rows as the result fetches them, before SQLAlchemy makes each a Row (its
     # strategy asked each time: the last rows come with the cursor closed, and another strategy)
-    while rows := result.cursor_strategy.fetchmany(result, result.cursor, STREAMED_ROWS):
+    at_once = STREAMED_BLOBS if blobs else STREAMED_ROWS
+    while rows := result.cursor_strategy.fetchmany(result, result.cursor, at_once):
         for row in rows:
             yield _exact_floats(row, exact) if exact else row
 

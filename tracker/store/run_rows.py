@@ -22,8 +22,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from itertools import groupby
-from operator import itemgetter
 from typing import Any
 
 import xxhash
@@ -34,7 +32,7 @@ from tracker.errors import DamagedRun
 from tracker.jsonio import from_stored_json
 from tracker.models import Curve, ExactFloat, Job, Run, RunNoteRow
 from tracker.notes import RunNote
-from tracker.store.raw_rows import IntactRows, driver_rows, streamed_rows
+from tracker.store.raw_rows import IntactRows, JobStream, driver_rows, job_groups, streamed_rows
 from tracker.store.value_lists import among
 
 RUN_FIELDS = (Run.arm, Run.model, Run.variant, Run.seed, Run.val_loss, Run.final_loss)
@@ -196,20 +194,14 @@ def verified_runs_by_job(session: Session, job_ids: Iterable[int]) -> Iterator[l
     ids = {"job_ids": list(job_ids)}
     if not ids["job_ids"]:
         return
-    curves = groupby(streamed_rows(session, _JOB_CURVES, ids, driver=True), key=itemgetter(-1))
-    notes = groupby(streamed_rows(session, _JOB_NOTES, ids, driver=True), key=itemgetter(-1))
-    job_curves, job_notes = next(curves, None), next(notes, None)
-    rows = streamed_rows(session, _JOB_RUNS, ids, driver=True)
-    for job_id, job_runs in groupby(rows, key=itemgetter(1)):
+    curves = JobStream(job_groups(streamed_rows(session, _JOB_CURVES, ids, driver=True), -1))
+    notes = JobStream(job_groups(streamed_rows(session, _JOB_NOTES, ids, driver=True), -1))
+    for job_id, job_runs in job_groups(streamed_rows(session, _JOB_RUNS, ids, driver=True), 1):
         runs = {row[0]: _run_of(row) for row in job_runs}
-        if job_curves is not None and job_curves[0] == job_id:  # a curve's job has runs
-            for row in job_curves[1]:
-                _add_curve(runs, row)
-            job_curves = next(curves, None)
-        if job_notes is not None and job_notes[0] == job_id:
-            for row in job_notes[1]:
-                _add_note(runs, row)
-            job_notes = next(notes, None)
+        for row in curves.take(job_id) or []:
+            _add_curve(runs, row)
+        for row in notes.take(job_id) or []:
+            _add_note(runs, row)
         yield _verified(list(runs.values()))
 
 

@@ -83,6 +83,8 @@ def job_contents(
     few statements whatever the number of jobs, streamed in job order, so that one job's
     points are held at a time (a job without a stored summary for its study reads its own)."""
     ids = sorted(job_ids)
+    if not ids:
+        return
     jobs = session.scalars(_JOBS, {"job_ids": ids}).all()
     meta = job_meta(session, ids)
     judging = {study: study_judging(session, exp, study) for study in {job.study for job in jobs}}
