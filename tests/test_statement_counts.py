@@ -21,6 +21,7 @@ from sqlalchemy import Engine, event, select
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli, client_for
+from tracker.analysis.expectations import load_expectations
 from tracker.conditions import Condition
 from tracker.models import Job, JobIndex
 from tracker.queries import job_analysis
@@ -31,12 +32,15 @@ from tracker.report.files import PLOTLY_JS
 from tracker.sample import write_sample_job
 from tracker.store import raw_rows
 from tracker.store.catalog import job_studies as catalog_studies
+from tracker.store.curves import arm_points_by_job
 from tracker.store.index_rows import stored_counts, stored_grid_curves
-from tracker.store.kept_rows import stored_rows
+from tracker.store.jobdata import probes_by_job
+from tracker.store.kept_rows import stored_rows, summaries_by_job
 from tracker.store.run_rows import stored_runs, verified_runs_by_job
 from tracker.store.runfilter import matching_runs
 from tracker.store.schema import open_database
 from tracker.store.value_lists import among
+from tracker.views.job import job_contents
 
 GENERATED = re.compile(r"generated \S+ by tracker")
 STEPS = 120  # the fewest that a sample job's analysis judges like a real one's
@@ -234,8 +238,19 @@ def test_a_read_of_more_ids_than_the_drivers_bind_is_one_statement(
             "probes": lambda ids: probes(
                 session, JobSelection(), jobs=jobs if ids == real else more_jobs
             ).rows(),
+            "summaries_by_job": lambda ids: list(summaries_by_job(session, ids, [digest])),
+            "probes_by_job": lambda ids: [(j, f.rows()) for j, f in probes_by_job(session, ids)],
+            "arm_points_by_job": lambda ids: [
+                (j, {arm: (s.tolist(), v.tolist()) for arm, (s, v) in points.items()})
+                for j, points in arm_points_by_job(session, ids, at_most=10**9)
+            ],
+            "job_contents": lambda ids: [
+                (c.view.name, c.probes, c.arms, c.stopped)
+                for c in job_contents(session, ids, load_expectations())
+            ],
         }
         for name, read in reads.items():
+            read(real)  # what a read caches (a study's definition) read before either count
             assert _counted(statements, read, many) == _counted(statements, read, real), name
         names = [f"no-job-{i}" for i in range(PAST_THE_LIMITS)] + ["j2"]
         assert list(session.scalars(select(Job.name).where(among(Job.name, names)))) == ["j2"]

@@ -25,6 +25,7 @@ from tracker.store import codec
 from tracker.store.catalog import get_job
 from tracker.store.points import ChunkRow
 from tracker.store.raw_rows import job_groups, streamed_rows
+from tracker.store.value_lists import among
 
 Columns = TypeVarTuple("Columns")
 Points = dict[str, tuple[np.ndarray, np.ndarray]]  # by arm: a curve's steps and values
@@ -169,9 +170,7 @@ _ARM_CHUNKS = _CHUNKS_BY_ARM.where(Run.job_id == bindparam("job_id")).order_by(
 _SMALL_JOBS = (
     select(Run.job_id)
     .join(Curve, Curve.run_id == Run.id)
-    .where(
-        Run.job_id.in_(bindparam("job_ids", expanding=True)), Curve.metric == bindparam("metric")
-    )
+    .where(among(Run.job_id, "job_ids"), Curve.metric == bindparam("metric"))
     .group_by(Run.job_id)
     .having(func.sum(Curve.n_points) <= bindparam("at_most"))
 )

@@ -17,6 +17,7 @@ from tracker.store.curves import load_curves
 from tracker.store.frames import query_frame, rows_frame
 from tracker.store.raw_rows import job_groups, streamed_rows
 from tracker.store.run_rows import checked_runs
+from tracker.store.value_lists import among
 
 PROBE_COLUMNS = ("model", "variant", *PROBE_NUMBERS, "error", "extra")
 RUN_ORDER = (Run.variant, Run.seed)  # a job's arms, as its runs frame lists them
@@ -36,7 +37,7 @@ _PROBES = (
 _JOB_PROBES = (
     select(*(getattr(Probe, c) for c in PROBE_COLUMNS[:-1]))
     .add_columns(type_coerce(Probe.extra, Text), Probe.job_id)
-    .where(Probe.job_id.in_(bindparam("job_ids", expanding=True)))
+    .where(among(Probe.job_id, "job_ids"))
     .order_by(Probe.job_id, Probe.id)
 )
 

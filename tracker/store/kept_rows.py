@@ -230,7 +230,7 @@ def stored_summary(session: Session, job_id: int, digest: str) -> bytes | None:
 _JOB_SUMMARIES = (
     select(JobSummary.job_id, JobSummary.expectations, JobSummary.data)
     .where(
-        JobSummary.job_id.in_(bindparam("job_ids", expanding=True)),
+        among(JobSummary.job_id, "job_ids"),
         JobSummary.expectations.in_(bindparam("digests", expanding=True)),
     )
     .order_by(JobSummary.job_id)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.completeness import stopped_arms, summary_steps
@@ -25,6 +25,7 @@ from tracker.store.jobdata import NO_PROBES, probes_by_job
 from tracker.store.kept_rows import summaries_by_job
 from tracker.store.raw_rows import JobStream
 from tracker.store.run_rows import StoredRun, notes_of, verified_runs_by_job
+from tracker.store.value_lists import among
 from tracker.summary.model import DRAWN_KEPT_ABOVE
 from tracker.summary.trajectories import TrajectoryDrawing, drawing_of_points
 from tracker.summary.version import expectations_digest
@@ -48,7 +49,7 @@ FIGURES: tuple[tuple[str, str, int], ...] = (
 
 
 # built once, as every job page runs it (tracker.store.catalog says why)
-_JOBS = select(Job).where(Job.id.in_(bindparam("job_ids", expanding=True))).order_by(Job.id)
+_JOBS = select(Job).where(among(Job.id, "job_ids")).order_by(Job.id)
 
 
 def shown_figures(exp: Expectations) -> list[str]:
