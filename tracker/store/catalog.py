@@ -245,6 +245,14 @@ _RUN_CURVES = (
 )
 
 
+_JOBS_BY_ID = select(Job).where(among(Job.id, "job_ids")).order_by(Job.id)
+
+
+def jobs_by_id(session: Session, job_ids: list[int]) -> list[Job]:
+    """The listed jobs' rows in id order: one statement whatever their number."""
+    return list(session.scalars(_JOBS_BY_ID, {"job_ids": job_ids}))
+
+
 def get_job(session: Session, name: str) -> Job:
     job = session.scalars(_JOB_NAMED, {"name": name}).one_or_none()
     if job is None:

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.completeness import stopped_arms, summary_steps
@@ -19,13 +18,12 @@ from tracker.jsonio import format_time
 from tracker.models import Job
 from tracker.queries.job_analysis import study_judging, summary_of
 from tracker.queries.selection import job_meta
-from tracker.store.catalog import Row, get_job
+from tracker.store.catalog import Row, get_job, jobs_by_id
 from tracker.store.curves import Points, arm_points, arm_points_by_job
 from tracker.store.jobdata import NO_PROBES, probes_by_job
 from tracker.store.kept_rows import summaries_by_job
 from tracker.store.raw_rows import JobStream
 from tracker.store.run_rows import StoredRun, notes_of, verified_runs_by_job
-from tracker.store.value_lists import among
 from tracker.summary.model import DRAWN_KEPT_ABOVE
 from tracker.summary.trajectories import TrajectoryDrawing, drawing_of_points
 from tracker.summary.version import expectations_digest
@@ -46,10 +44,6 @@ FIGURES: tuple[tuple[str, str, int], ...] = (
     ("gpt_trajectories", "Training trajectories", 480),
     ("table4", "Table 4 extrapolation (Llama-3.1-8B)", 440),
 )
-
-
-# built once, as every job page runs it (tracker.store.catalog says why)
-_JOBS = select(Job).where(among(Job.id, "job_ids")).order_by(Job.id)
 
 
 def shown_figures(exp: Expectations) -> list[str]:
@@ -86,7 +80,7 @@ def job_contents(
     ids = sorted(job_ids)
     if not ids:
         return
-    jobs = session.scalars(_JOBS, {"job_ids": ids}).all()
+    jobs = jobs_by_id(session, ids)
     meta = job_meta(session, ids)
     judging = {study: study_judging(session, exp, study) for study in {job.study for job in jobs}}
     digests = {study: expectations_digest(own) for study, own in judging.items()}
