@@ -12,9 +12,17 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
+from tracker.analysis.expectations import load_expectations
 from tracker.domain import ClaimStatus, Status
+from tracker.models import Job
+from tracker.queries.compare import compare_jobs, compare_verdicts
+from tracker.queries.selection import JobSelection, selected_jobs
+from tracker.queries.yardsticks import other_jobs
+from tracker.store.schema import open_database
+from tracker.views.home import latest_verdicts
 from tracker.views.values import CLAIM_ORDER
 
 STEPS = 300
@@ -251,3 +259,22 @@ def test_every_page_shows_times_in_one_format(
     assert re.findall(r'<td class="time">([^<]*)</td>', index)[0] == "2026-11-01T00:00:00Z"
     assert re.search(rf"generated {ISO_UTC} by tracker", index)
     assert re.search(rf"<dt>ingested</dt><dd>{ISO_UTC}</dd>", (out / "j1/index.html").read_text())
+
+
+def test_the_home_pages_comparison_is_tracker_compares(study: Cli, db_url: str) -> None:
+    """The home page compares the two latest jobs from their kept verdicts, `tracker compare`
+    from their points: the same table (a flag check, divergence, judged by its status in both,
+    not its kept 1.0 / 0.0 against a yardstick), the same regressions."""
+    exp = load_expectations()
+    engine = open_database(db_url)
+    with Session(engine) as session:
+        ids = selected_jobs(session, JobSelection()).get_column("job_id").to_list()
+        a, b = (session.get_one(Job, job_id).name for job_id in ids[-2:])
+        cli = compare_jobs(session, a, b, exp)
+        kept = latest_verdicts(session, ids, exp)
+        home = compare_verdicts(a, kept[0], b, kept[1], exp, other_jobs(session, exp, (a, b)))
+    engine.dispose()
+    assert (a, b) == ("j2", "j3") and cli.regressions
+    assert "diverged" in cli.table.get_column("check").to_list()
+    assert home.table.equals(cli.table)
+    assert (home.regressions, home.within_noise) == (cli.regressions, cli.within_noise)

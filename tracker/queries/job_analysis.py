@@ -22,6 +22,7 @@ from tracker.store.jobdata import load_job_data
 from tracker.store.kept_rows import (
     VerdictRow,
     kept_job_rows,
+    kept_value,
     stored_rows,
     stored_summary,
     verdict_row,
@@ -107,6 +108,7 @@ def _load_derived(session: Session, job_ids: list[int], exp: Expectations) -> di
     numbers, rows = stored_rows(session, job_ids, expectations_digest(exp))
     verdicts: dict[int, list[Verdict]] = {job_id: [] for job_id in numbers}
     for job_id, check, subject, measured, expected, tolerance, status, detail, known in rows:
+        measured, expected = kept_value(check, measured), kept_value(check, expected)
         verdicts[job_id].append(
             Verdict(check, subject, measured, expected, tolerance, status, detail, known)
         )

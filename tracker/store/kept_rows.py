@@ -21,6 +21,7 @@ import xxhash
 from sqlalchemy import Select, and_, bindparam, delete, insert, or_, select
 from sqlalchemy.orm import Session
 
+from tracker.analysis.checks import Check
 from tracker.analysis.verdict import Verdict
 from tracker.errors import DamagedVerdicts
 from tracker.jsonio import to_stored_json
@@ -39,6 +40,17 @@ def stored_number(value: object) -> float | None:
     if isinstance(value, bool):
         return 1.0 if value else 0.0
     return float(value) if isinstance(value, int | float) else None
+
+
+# checks whose measured and expected values are flags (kept as 1.0 / 0.0 by ``stored_number``)
+FLAG_CHECKS = frozenset({Check.DIVERGED})
+
+
+def kept_value(check: str, value: float | None) -> float | bool | None:
+    """A verdict's measured or expected value as ``stored_number`` kept it, a flag check's as
+    the flag again: so the verdict read back is the one analysed (``tracker compare`` judges a
+    flag by its status, a number against its yardstick)."""
+    return bool(value) if check in FLAG_CHECKS and value is not None else value
 
 
 def verdict_row(job_id: int, v: Verdict) -> VerdictRow:
