@@ -70,7 +70,12 @@ class JSONDocument(TypeDecorator[dict[str, Any]]):
         return None if value is None else to_stored_json(value, sort_keys=True)
 
     def process_result_value(self, value: str | None, dialect: Dialect) -> dict[str, Any] | None:
-        return None if value is None else from_stored_json(value)
+        return stored_document(value)
+
+
+def stored_document(text: str | None) -> dict[str, Any] | None:
+    """A ``JSONDocument`` column's text as SQLAlchemy reads it (for the driver's own rows)."""
+    return None if text is None else from_stored_json(text)
 
 
 class Base(DeclarativeBase):

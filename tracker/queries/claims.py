@@ -20,8 +20,7 @@ from tracker.analysis.claims.specs import Compared
 from tracker.completeness import summary_steps
 from tracker.domain import LOSS, RunLengths
 from tracker.elapsed import Shape, TimeKind, is_time_column, time_source
-from tracker.jsonio import from_stored_json
-from tracker.models import Curve, Job, JobMeta, Run
+from tracker.models import Curve, Job, JobMeta, Run, stored_document
 from tracker.queries.job_analysis import (
     VerdictBatch,
     job_studies,
@@ -186,7 +185,7 @@ def _runs(session: Session, ids: list[int], metrics: set[str]) -> pl.DataFrame:
     for run_id, job_id, arm, variant, val_loss, diverged, text, last_step in streamed_rows(
         session, query
     ):
-        extra = {} if text is None else from_stored_json(text)
+        extra = stored_document(text) or {}
         steps = summary_steps(extra)
         if steps is None and last_step is not None:
             steps = last_step + 1

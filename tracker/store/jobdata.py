@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import polars as pl
 from sqlalchemy import Text, bindparam, select, type_coerce
 from sqlalchemy.orm import Session
 
 from tracker.domain import LOSS, JobData
-from tracker.jsonio import from_stored_json
-from tracker.models import Curve, Probe, Run
+from tracker.models import Curve, Probe, Run, stored_document
 from tracker.store.catalog import PROBE_NUMBERS, get_job
 from tracker.store.curves import load_curves
 from tracker.store.frames import query_frame, rows_frame
@@ -55,13 +53,8 @@ def probes_by_job(session: Session, job_ids: list[int]) -> Iterator[tuple[int, p
     one statement whatever the number of jobs, its rows streamed."""
     rows = streamed_rows(session, _JOB_PROBES, {"job_ids": job_ids})
     for job_id, own in job_groups(rows, -1):
-        documents = [(*row[:-2], _document(row[-2])) for row in own]
+        documents = [(*row[:-2], stored_document(row[-2])) for row in own]
         yield job_id, rows_frame(_PROBES, documents)
-
-
-def _document(text: str | None) -> dict[str, Any] | None:
-    """A JSON document's column as SQLAlchemy gives it (``JSONDocument``)."""
-    return None if text is None else from_stored_json(text)
 
 
 def load_job_data(

@@ -29,8 +29,7 @@ from sqlalchemy import Text, select, type_coerce, update
 from sqlalchemy.orm import Session
 
 from tracker.errors import DamagedRun
-from tracker.jsonio import from_stored_json
-from tracker.models import Curve, ExactFloat, Job, Run, RunNoteRow
+from tracker.models import Curve, ExactFloat, Job, Run, RunNoteRow, stored_document
 from tracker.notes import RunNote
 from tracker.store.raw_rows import IntactRows, JobStream, driver_rows, job_groups, streamed_rows
 from tracker.store.value_lists import among
@@ -130,7 +129,7 @@ class StoredRun:
     def extra(self) -> dict[str, Any] | None:
         """Its ``extra`` document, as SQLAlchemy reads it (``JSONDocument``)."""
         text = self.columns[-1]
-        return None if text is None else from_stored_json(str(text))
+        return stored_document(None if text is None else str(text))
 
     def checksum(self, numbers: Mapping[int, Mapping[str, object]] | None = None) -> int:
         """Its checksum as made of its rows, with the value columns of the curves in
