@@ -21,11 +21,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.errors import ExportFailed, Interrupted
-from tracker.models import Curve, Job, JobMeta, Run
-from tracker.queries.selection import JobSelection, selected_jobs
+from tracker.models import Curve, Job, Run
+from tracker.queries.selection import JobSelection, job_meta, selected_jobs
 from tracker.store.curves import load_curves
 from tracker.store.run_rows import checked_runs
-from tracker.store.value_lists import among
 
 FILE_NAME = "curves.parquet"
 POINT_COLUMNS = ("arm", "model", "variant", "seed", "metric", "step", "value")
@@ -85,11 +84,7 @@ def export_curves(session: Session, selection: JobSelection, directory: Path) ->
     jobs = selected_jobs(session, selection)
     job_ids = jobs["job_id"].to_list()
     checked_runs(session, job_ids)  # what labels their points, before any file is written
-    meta: dict[int, dict[str, str]] = {}
-    for job_id, key, value in session.execute(
-        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(among(JobMeta.job_id, job_ids))
-    ):
-        meta.setdefault(job_id, {})[key] = value
+    meta = job_meta(session, job_ids)
     keys = sorted({key for own in meta.values() for key in own})
     done: list[dict[str, object]] = []
     for job_id, name in zip(job_ids, jobs["job"], strict=True):

@@ -157,11 +157,7 @@ def selected_jobs(session: Session, selection: JobSelection) -> pl.DataFrame:
         raise UnknownJob(name=missing[0], known=known)
     _check_values(session, selection)
     ids = [job_id for job_id, _, _ in jobs]
-    meta: dict[int, dict[str, str]] = {}
-    for job_id, key, value in session.execute(
-        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(among(JobMeta.job_id, ids))
-    ):
-        meta.setdefault(job_id, {})[key] = value
+    meta = job_meta(session, ids)
     on_meta, on_runs = meta_conditions(selection.where), run_conditions(selection.where)
     with_runs = set(matching_runs(session, ids, on_runs).values()) if on_runs else set(ids)
     rows, latest = [], None
