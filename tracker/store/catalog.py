@@ -94,18 +94,30 @@ def job_studies(session: Session, job_ids: Iterable[int]) -> list[str]:
     return sorted(session.scalars(query))
 
 
+def _probe_counts() -> Any:
+    """Per job: its probes and those that failed (no parameter count)."""
+    return select(
+        Probe.job_id,
+        func.count().label("probes"),
+        (func.count() - func.count(Probe.n_params)).label("failed_probes"),
+    ).group_by(Probe.job_id)
+
+
+def job_counts(session: Session, job_ids: list[int]) -> dict[int, tuple[int, int]]:
+    """Each listed job's probes and arms (those ``list_jobs`` shows), in two statements
+    whatever the number of jobs; a job without either has none of it."""
+    probes = _probe_counts().where(among(Probe.job_id, job_ids))
+    arms = select(Run.job_id, func.count()).where(among(Run.job_id, job_ids)).group_by(Run.job_id)
+    found = {job_id: (n, 0) for job_id, n, _ in session.execute(probes)}
+    for job_id, n in session.execute(arms):
+        found[job_id] = (found.get(job_id, (0, 0))[0], n)
+    return found
+
+
 def list_jobs(session: Session, study: str | None = None) -> list[Row]:
     """One row per job (of ``study``, or all) in job order (``time`` metadata, else ingest
     time), with counts and its metadata as a dict by key; times are datetimes in UTC."""
-    probes = (
-        select(
-            Probe.job_id,
-            func.count().label("probes"),
-            (func.count() - func.count(Probe.n_params)).label("failed_probes"),
-        )
-        .group_by(Probe.job_id)
-        .subquery()
-    )
+    probes = _probe_counts().subquery()
     runs = (
         select(
             Run.job_id,

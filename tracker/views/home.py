@@ -21,7 +21,7 @@ from tracker.queries.claims import claims
 from tracker.queries.job_analysis import load_derived, load_index_numbers, study_of
 from tracker.queries.selection import JobSelection, job_meta, selected_jobs
 from tracker.queries.yardsticks import VerdictValues
-from tracker.store.catalog import job_studies, list_jobs
+from tracker.store.catalog import job_counts, job_studies
 from tracker.views.across_jobs import cross_job_view
 from tracker.views.pages import CLAIMS_MISSING, IndexView, JobRow, meta_text, status_of
 from tracker.views.values import JOB_STATUSES, status_key
@@ -112,14 +112,14 @@ def live_index(
     names: list[str] = ordered.get_column("job").to_list()
     tallies, curves = load_index_numbers(session, ids, exp)
     meta = job_meta(session, ids)
-    listed = {row["job"]: row for row in list_jobs(session, study)}
+    counts = job_counts(session, ids)  # their runs are checked by the claims and the seeds table
     entries = {
         name: IndexEntry(
             href=job_href(name),
             folder=job_href(name).rstrip("/"),
             tally=tallies[job_id],
-            probes=listed[name]["probes"],
-            arms=listed[name]["arms"],
+            probes=counts.get(job_id, (0, 0))[0],
+            arms=counts.get(job_id, (0, 0))[1],
             curves=curves[job_id],
         )
         for job_id, name in zip(ids, names, strict=True)
