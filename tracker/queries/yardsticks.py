@@ -12,9 +12,9 @@ from __future__ import annotations
 from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import TYPE_CHECKING
 
+import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -189,14 +189,18 @@ class VerdictValues:
     ) -> tuple[dict[int, float], dict[Key, Values]]:
         """The seed-noise deltas and values of the jobs ``kept``, in job id order."""
         ema = {job_id: self._ema[job_id] for job_id in sorted(self._ema) if job_id in kept}
+        wanted = np.fromiter(kept, dtype=np.int64, count=len(kept))
         measured: dict[Key, Values] = {}
         for key, found in self._measured.items():
-            pairs = sorted(
-                ((job_id, v) for job_id, v in found.pairs() if job_id in kept), key=itemgetter(0)
-            )  # stable: a job's own values keep their order
-            if pairs:
-                jobs, values = zip(*pairs, strict=True)
-                measured[key] = Values(array("q", jobs), array("d", values))
+            jobs = np.frombuffer(found.jobs, dtype=np.int64)
+            chosen = np.flatnonzero(np.isin(jobs, wanted))
+            # stable: a job's own values keep their order (a million values: not in Python)
+            at = chosen[np.argsort(jobs[chosen], kind="stable")]
+            if at.size:
+                values = np.frombuffer(found.values, dtype=np.float64)
+                measured[key] = Values(
+                    array("q", jobs[at].tobytes()), array("d", values[at].tobytes())
+                )
         return ema, measured
 
 
