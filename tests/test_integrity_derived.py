@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import xxhash
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select, update
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli, client_for
+from tracker.jsonio import to_stored_json
 from tracker.models import (
     Curve,
     Job,
@@ -25,6 +27,7 @@ from tracker.models import (
     Run,
     VerdictKey,
 )
+from tracker.store import kept_rows
 from tracker.store.schema import downgrade, upgrade
 
 # the study fixture's jobs: two sample jobs, ingested once a session and copied to each test
@@ -303,3 +306,26 @@ def test_an_altered_verdict_key_is_found_in_every_job_using_it_and_rebuilt(
     assert study("db", "check").stdout.endswith(": no damage found\n")
     with engine.connect() as connection:
         assert connection.scalar(select(VerdictKey.status).where(VerdictKey.id == key)) == status
+
+
+def test_a_verdict_rows_checksum_is_that_of_its_document_as_json() -> None:
+    """``rows_checksum`` writes each row's JSON itself (a million rows a page): its bytes are
+    those of the document ``to_stored_json`` writes, so checksums kept before still match."""
+    rows = [
+        (7, "bpp_state", "gpt-124m/flash", 4.0, 4.0, 0.01, "PASS", "4.0 vs 4.0 \u00b1 0.01", None),
+        (7, "val_loss", 'a "quoted"\\ arm\n', float("nan"), None, None, "N/A", "", "why \u2014"),
+        (7, "x", "\u00e9\t", float("inf"), float("-inf"), -0.0, "FAIL", "\x1f", "known"),
+        (7, "y", "z", 0, 3, None, "KNOWN", "d", None),  # SQLite may keep a float as an integer
+        (7, "y", "z", "NaN", -1.5e-300, 1e300, "PASS", "\U0001f600", None),  # text of a float
+    ]
+    numbers = {"seed_noise": 0.25, "ema_delta": None, "diverged_at": float("nan"), "n": 2}
+    exact = kept_rows._exact
+    document = [
+        "digest",
+        [[exact(value) for value in row[1:]] for row in rows],
+        sorted((name, exact(value)) for name, value in numbers.items()),
+    ]
+    text = to_stored_json(document).encode("utf-8")
+    expected = int.from_bytes(xxhash.xxh3_64_digest(text, seed=7), "big", signed=True)
+    assert kept_rows.rows_checksum(7, "digest", rows, numbers) == expected
+    assert kept_rows.rows_checksum(7, "digest", rows[::-1], numbers) != expected
