@@ -30,7 +30,6 @@ from tracker.store.run_rows import (
     StoredRun,
     checked_runs,
     notes_of,
-    verified_runs,
     verified_runs_by_job,
 )
 from tracker.store.runfilter import matching_runs, run_conditions
@@ -116,10 +115,22 @@ def arm_rows(session: Session, selection: JobSelection, job_ids: list[int]) -> p
     """One row per arm of the jobs ``job_ids`` (``job_id`` first) that the selection's models,
     variants and conditions on runs keep: its summary and its loss curve's (steps: how many
     it logged; last_step; nonfinite: its NaN and infinite points), and its notes in one line.
-    Made of the rows every run's checksum is checked on (``verified_runs``), in their order."""
-    runs = verified_runs(session, job_ids)
+    Made of the rows every run's checksum is checked on (``verified_runs_by_job``), in their
+    order: a job at a time, so that one job's runs are held at once."""
     on_runs = run_conditions(selection.where)
     matched = set(matching_runs(session, job_ids, on_runs)) if on_runs else None
+    rows = []
+    for runs in verified_runs_by_job(session, job_ids):
+        rows += _arm_rows(runs, selection, matched)
+    # by column: a third of the cost of polars reading rows
+    columns = list(zip(*rows, strict=True)) or [()] * len(ARM_SCHEMA)
+    return pl.DataFrame(dict(zip(ARM_SCHEMA, columns, strict=True)), schema=ARM_SCHEMA)
+
+
+def _arm_rows(
+    runs: list[StoredRun], selection: JobSelection, matched: set[int] | None
+) -> list[tuple[Any, ...]]:
+    """``arm_rows``' rows of one job's runs."""
     stopped = _stopped(runs)
     notes = notes_of(runs)
     rows = []
@@ -152,9 +163,7 @@ def arm_rows(session: Session, selection: JobSelection, job_ids: list[int]) -> p
                 notes_text(notes.get(run.id, [])),
             )
         )
-    # by column: a third of the cost of polars reading rows
-    columns = list(zip(*rows, strict=True)) or [()] * len(ARM_SCHEMA)
-    return pl.DataFrame(dict(zip(ARM_SCHEMA, columns, strict=True)), schema=ARM_SCHEMA)
+    return rows
 
 
 def _stopped(runs: Iterable[StoredRun]) -> dict[tuple[int, str], str]:
