@@ -27,7 +27,7 @@ from tracker.models import Job, JobIndex
 from tracker.queries import job_analysis
 from tracker.queries.job_analysis import job_studies
 from tracker.queries.selection import JobSelection, contents_and_meta, selected_jobs
-from tracker.queries.tables import arm_rows, probes, stopped_runs
+from tracker.queries.tables import arm_rows, probes
 from tracker.report.files import PLOTLY_JS
 from tracker.sample import write_sample_job
 from tracker.store import raw_rows
@@ -233,7 +233,6 @@ def test_a_read_of_more_ids_than_the_drivers_bind_is_one_statement(
             "catalog.job_studies": lambda ids: catalog_studies(session, ids),
             "job_analysis.job_studies": lambda ids: job_studies(session, ids),
             "contents_and_meta": lambda ids: contents_and_meta(session, ids),
-            "stopped_runs": lambda ids: stopped_runs(session, ids).rows(),
             "arm_rows": lambda ids: arm_rows(session, where, ids).rows(),
             "probes": lambda ids: probes(
                 session, JobSelection(), jobs=jobs if ids == real else more_jobs

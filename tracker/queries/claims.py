@@ -8,11 +8,12 @@ given; it never writes, so it works on a database opened read-only.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
-from sqlalchemy import Integer, Text, and_, select, type_coerce
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.claims.judge import COLUMNS, judge_claims, run_metrics
@@ -20,7 +21,7 @@ from tracker.analysis.claims.specs import Compared
 from tracker.completeness import summary_steps
 from tracker.domain import LOSS, RunLengths
 from tracker.elapsed import Shape, TimeKind, is_time_column, time_source
-from tracker.models import Curve, Job, JobMeta, Run, stored_document
+from tracker.models import Job, JobMeta
 from tracker.queries.job_analysis import (
     VerdictBatch,
     job_studies,
@@ -28,9 +29,10 @@ from tracker.queries.job_analysis import (
     verdict_batches,
 )
 from tracker.queries.selection import JobSelection, selected_jobs
-from tracker.queries.tables import stopped_runs
+from tracker.queries.tables import stopped_of
 from tracker.store.frames import query_frame
-from tracker.store.raw_rows import plain_rows, streamed_rows
+from tracker.store.raw_rows import exact_float
+from tracker.store.run_rows import verified_runs_by_job
 from tracker.store.value_lists import among
 from tracker.summary.model import NUMBERS
 
@@ -166,70 +168,53 @@ def _runs(session: Session, ids: list[int], metrics: set[str]) -> pl.DataFrame:
     """The runs of the jobs ``ids``, with their length (``run_steps``: the summary's, else
     the loss curve's last step + 1), whether they stopped early (``stopped``: the message,
     else null), their logged wall time in hours and the ``metrics`` their summaries give
-    beyond ``val_loss`` (a column each, null where a summary has no such number)."""
+    beyond ``val_loss`` (a column each, null where a summary has no such number). Read once,
+    each run checked (``verified_runs_by_job``), a job's runs at a time."""
     extras = sorted(metrics - set(RUN_SCHEMA))
-    query = (
-        select(Run.id, Run.job_id, Run.arm, Run.variant, Run.val_loss)
-        .add_columns(type_coerce(Run.diverged, Integer), type_coerce(Run.extra, Text))
-        .add_columns(Curve.last_step)
-        .outerjoin(Curve, and_(Curve.run_id == Run.id, Curve.metric == LOSS))
-        .where(among(Run.job_id, ids))
-        .order_by(Run.id)  # ingest order: a planned design judges the first runs
-    )
-    elapsed = _logged_elapsed(session, ids)
-    schema = {k: v for k, v in RUN_SCHEMA.items() if k != "stopped"}
-    schema |= dict.fromkeys(extras, pl.Float64)
-    # by column, each summary read and dropped: a dict a run held thousands of them at once;
-    # the driver's rows (``streamed_rows``), not SQLAlchemy's, each summary's text parsed here
+    schema = RUN_SCHEMA | dict.fromkeys(extras, pl.Float64)
+    # by column, each summary read and dropped: a dict a run held thousands of them at once
     columns: list[list[object]] = [[] for _ in schema]
-    for run_id, job_id, arm, variant, val_loss, diverged, text, last_step in streamed_rows(
-        session, query
-    ):
-        extra = stored_document(text) or {}
-        steps = summary_steps(extra)
-        if steps is None and last_step is not None:
-            steps = last_step + 1
-        hours = run_hours(extra, steps, elapsed.get(run_id))
-        flag = None if diverged is None else bool(diverged)
-        found = (job_id, arm, variant, val_loss, flag, steps, hours)
-        for column, value in zip(
-            columns, (*found, *(_number(extra.get(name)) for name in extras)), strict=True
-        ):
-            column.append(value)
-    frame = pl.DataFrame(dict(zip(schema, columns, strict=True)), schema=schema)
-    stopped = stopped_runs(session, ids)  # the runs checked (``tracker.store.run_rows``)
-    joined = frame.join(stopped, on=["job_id", "arm"], how="left", maintain_order="left")
-    return joined.select(*RUN_SCHEMA, *extras)
+    for job_runs in verified_runs_by_job(session, ids):
+        stopped = stopped_of(job_runs)
+        # in ingest order (run id): a planned design judges the first runs
+        for run in sorted(job_runs, key=attrgetter("id")):
+            arm, _model, variant, _seed, val_loss, _final_loss, diverged, _text = run.columns
+            extra = run.extra or {}
+            steps = summary_steps(extra)
+            loss: tuple[Any, ...] | None = run.by_metric.get(LOSS)
+            if steps is None and loss is not None and loss[3] is not None:
+                steps = loss[3] + 1
+            hours = run_hours(extra, steps, _logged_elapsed(run.by_metric))
+            flag = None if diverged is None else bool(diverged)
+            message = stopped.get((run.job_id, run.arm))
+            found = (run.job_id, arm, variant, exact_float(val_loss), flag, steps, message, hours)
+            for column, value in zip(
+                columns, (*found, *(_number(extra.get(name)) for name in extras)), strict=True
+            ):
+                column.append(value)
+    return pl.DataFrame(dict(zip(schema, columns, strict=True)), schema=schema)
 
 
-def _logged_elapsed(session: Session, ids: list[int]) -> dict[int, float]:
-    """Run id -> the seconds its time column reached, where its kept numbers tell without
-    reading the curve: an elapsed time's last value, or a running average times the steps
-    (``tracker.elapsed`` chooses the column; per-step durations need their sum: not here)."""
-    query = (
-        select(Curve.run_id, Curve.metric, Curve.n_points, Curve.last_step)
-        .add_columns(Curve.last_value, Curve.min_value, Curve.max_value)
-        .join(Run, Run.id == Curve.run_id)
-        .where(among(Run.job_id, ids))
-    )
-    shapes: dict[int, dict[str, Shape]] = {}
-    last_steps: dict[tuple[int, str], int] = {}
-    for run_id, metric, n, last_step, last, low, top in plain_rows(session, query):
-        if is_time_column(metric):
-            shapes.setdefault(run_id, {})[metric] = Shape(n, last, low, top)
-            last_steps[(run_id, metric)] = last_step
-    seconds = {}
-    for run_id, columns in shapes.items():
-        source = time_source(columns)
-        last = None if source is None else columns[source.metric].last_value
-        if source is None or last is None or not math.isfinite(last):
-            continue
-        if source.kind is TimeKind.ELAPSED:
-            seconds[run_id] = last / source.per_second
-        elif source.kind is TimeKind.AVERAGE:
-            steps_done = max(last_steps[(run_id, source.metric)], 1)
-            seconds[run_id] = last * steps_done / source.per_second
-    return seconds
+def _logged_elapsed(curves: Mapping[str, tuple[Any, ...]]) -> float | None:
+    """The seconds a run's time column reached, where its curve rows (``CURVE_FIELDS``, by
+    metric) tell without reading the points: an elapsed time's last value, or a running
+    average times the steps (``tracker.elapsed`` chooses the column; per-step durations need
+    their sum: not here)."""
+    shapes = {
+        metric: Shape(n, exact_float(last), exact_float(low), exact_float(top))
+        for metric, n, _first, _last_step, _first_value, last, low, top, _n in curves.values()
+        if is_time_column(metric)
+    }
+    source = time_source(shapes)
+    last = None if source is None else shapes[source.metric].last_value
+    if source is None or last is None or not math.isfinite(last):
+        return None
+    if source.kind is TimeKind.ELAPSED:
+        return last / source.per_second
+    if source.kind is TimeKind.AVERAGE:
+        steps_done = max(curves[source.metric][3], 1)
+        return last * steps_done / source.per_second
+    return None
 
 
 def run_hours(extra: dict[str, object], steps: int | None, elapsed_s: float | None) -> float | None:

@@ -131,7 +131,7 @@ def _arm_rows(
     runs: list[StoredRun], selection: JobSelection, matched: set[int] | None
 ) -> list[tuple[Any, ...]]:
     """``arm_rows``' rows of one job's runs."""
-    stopped = _stopped(runs)
+    stopped = stopped_of(runs)
     notes = notes_of(runs)
     rows = []
     for run in runs:
@@ -166,7 +166,7 @@ def _arm_rows(
     return rows
 
 
-def _stopped(runs: Iterable[StoredRun]) -> dict[tuple[int, str], str]:
+def stopped_of(runs: Iterable[StoredRun]) -> dict[tuple[int, str], str]:
     """The message of each arm that stopped early (``tracker.completeness``), by job id and
     arm, judged among all of its job's arms."""
     ends: dict[int, list[tuple[str, int | None, int | None]]] = {}
@@ -196,18 +196,6 @@ def _stopped_messages(
     """``stopped_arms`` of one job's ``(arm, last step, summary steps)``: (arm, message)."""
     found = stopped_arms({arm: (last, steps) for arm, last, steps in ends})
     return tuple((arm, c.message) for arm, c in found.items())
-
-
-def stopped_runs(session: Session, job_ids: list[int]) -> pl.DataFrame:
-    """``job_id``, ``arm`` and ``stopped``, the message of each arm that stopped early
-    (``tracker.completeness``), judged among all of its job's arms (its runs checked)."""
-    found = [
-        (*key, message)
-        for runs in verified_runs_by_job(session, job_ids)  # a job's runs at a time
-        for key, message in _stopped(runs).items()
-    ]
-    schema = {"job_id": pl.Int64, "arm": pl.String, "stopped": pl.String}
-    return pl.DataFrame(found, schema=schema, orient="row")
 
 
 def arm_table(
