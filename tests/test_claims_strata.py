@@ -159,11 +159,14 @@ def test_advice_settles_or_says_the_margin_is_too_near(exp: Expectations) -> Non
 
 
 def test_run_hours_from_each_logged_time() -> None:
-    assert run_hours({"wall_time_s": 7200}, 100, None) == 2.0
-    assert run_hours({"train_time_ms": 3.6e6}, 100, None) == 1.0
-    assert run_hours({}, 100, 1800.0) == 0.5  # an elapsed-time curve's last value
-    assert run_hours({"step_ms": 36.0}, 100_000, None) == 1.0
-    assert run_hours({"step_ms": 36.0}, None, None) is None
+    def unasked() -> float:
+        raise AssertionError("the curve is asked only where the summary gives no time")
+
+    assert run_hours({"wall_time_s": 7200}, 100, unasked) == 2.0
+    assert run_hours({"train_time_ms": 3.6e6}, 100, unasked) == 1.0
+    assert run_hours({}, 100, lambda: 1800.0) == 0.5  # an elapsed-time curve's last value
+    assert run_hours({"step_ms": 36.0}, 100_000, lambda: None) == 1.0
+    assert run_hours({"step_ms": 36.0}, None, lambda: None) is None
 
 
 def test_cli_lengths_own_compares_runs_of_unlike_lengths(cli: Cli, tmp_path: Path) -> None:

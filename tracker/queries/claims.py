@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from functools import partial
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
@@ -184,7 +185,7 @@ def _runs(session: Session, ids: list[int], metrics: set[str]) -> pl.DataFrame:
             loss: tuple[Any, ...] | None = run.by_metric.get(LOSS)
             if steps is None and loss is not None and loss[3] is not None:
                 steps = loss[3] + 1
-            hours = run_hours(extra, steps, _logged_elapsed(run.by_metric))
+            hours = run_hours(extra, steps, partial(_logged_elapsed, run.by_metric))
             flag = None if diverged is None else bool(diverged)
             message = stopped.get((run.job_id, run.arm))
             found = (run.job_id, arm, variant, exact_float(val_loss), flag, steps, message, hours)
@@ -217,16 +218,19 @@ def _logged_elapsed(curves: Mapping[str, tuple[Any, ...]]) -> float | None:
     return None
 
 
-def run_hours(extra: dict[str, object], steps: int | None, elapsed_s: float | None) -> float | None:
+def run_hours(
+    extra: dict[str, object], steps: int | None, elapsed_s: Callable[[], float | None]
+) -> float | None:
     """A run's logged time in hours: its summary's ``wall_time_s``, else ``train_time_ms``,
-    else its elapsed-time curve's last value, else ``step_ms`` times its steps; None."""
+    else its elapsed-time curve's last value (``elapsed_s``, asked only then), else
+    ``step_ms`` times its steps; None."""
     wall, train, step = (_number(extra.get(k)) for k in ("wall_time_s", "train_time_ms", "step_ms"))
     if wall is not None:
         return wall / 3600
     if train is not None:
         return train / 3.6e6
-    if elapsed_s is not None:
-        return elapsed_s / 3600
+    if (elapsed := elapsed_s()) is not None:
+        return elapsed / 3600
     if step is not None and steps is not None:
         return step * steps / 3.6e6
     return None
