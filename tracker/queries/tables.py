@@ -173,7 +173,7 @@ def stopped_of(runs: Iterable[StoredRun]) -> dict[tuple[int, str], str]:
     for run in runs:
         loss = run.by_metric.get(LOSS)
         last = None if loss is None else loss[3]
-        ends.setdefault(run.job_id, []).append((run.arm, last, _steps(str(run.columns[-1]))))  # type: ignore[arg-type]
+        ends.setdefault(run.job_id, []).append((run.arm, last, stored_steps(str(run.columns[-1]))))  # type: ignore[arg-type]
     return {
         (job_id, arm): message
         for job_id, arms in ends.items()
@@ -184,8 +184,9 @@ def stopped_of(runs: Iterable[StoredRun]) -> dict[tuple[int, str], str]:
 # Both kept for what a process reads again (a server's pages): a summary's text is parsed
 # once, and the jobs of a study mostly share their arms' ends, so one judging serves many.
 @lru_cache(maxsize=100_000)
-def _steps(extra: str) -> int | None:
-    """The ``steps`` of a summary's ``extra`` as stored; parsed only when the text names them."""
+def stored_steps(extra: str) -> int | None:
+    """The ``steps`` of a run summary's ``extra`` as stored (its JSON text, ``summary_steps``);
+    parsed only when the text names them."""
     return summary_steps(from_stored_json(extra)) if '"steps"' in extra else None
 
 

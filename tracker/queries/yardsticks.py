@@ -15,17 +15,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import Text, select, type_coerce
 from sqlalchemy.orm import Session
 
 from tracker.analysis.checks import Check
 from tracker.analysis.gate import Yardstick
-from tracker.completeness import summary_steps
 from tracker.conditions import Condition
 from tracker.domain import ArmName
 from tracker.models import Job, JobMeta, Run
 from tracker.queries.job_analysis import VerdictBatch, verdict_batches
+from tracker.queries.tables import stored_steps
 from tracker.store.catalog import check_meta_keys, check_meta_values
+from tracker.store.raw_rows import plain_rows
 from tracker.store.value_lists import among
 from tracker.summary.model import SEED_NOISE
 
@@ -150,9 +151,9 @@ def _seeds(measured: Mapping[Key, Values]) -> dict[int, Seeds]:
 def _lengths(session: Session, ids: Sequence[int]) -> dict[int, int]:
     """Each job's run length: its longest arm's summary ``steps``."""
     lengths: dict[int, int] = {}
-    query = select(Run.job_id, Run.extra).where(among(Run.job_id, ids))
-    for job_id, extra in session.execute(query):
-        steps = summary_steps(extra)
+    query = select(Run.job_id, type_coerce(Run.extra, Text)).where(among(Run.job_id, ids))
+    for job_id, extra in plain_rows(session, query):  # the texts a page's runs table parsed
+        steps = None if extra is None else stored_steps(extra)
         if steps is not None:
             lengths[job_id] = max(steps, lengths.get(job_id, 0))
     return lengths
