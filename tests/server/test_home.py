@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session
 
-from tests.conftest import Cli
+from tests.conftest import Cli, client_for
 from tracker.analysis.expectations import load_expectations
 from tracker.domain import ClaimStatus, Status
 from tracker.models import Job
@@ -278,3 +279,26 @@ def test_the_home_pages_comparison_is_tracker_compares(study: Cli, db_url: str) 
     assert "diverged" in cli.table.get_column("check").to_list()
     assert home.table.equals(cli.table)
     assert (home.regressions, home.within_noise) == (cli.regressions, cli.within_noise)
+
+
+def test_the_claims_page_after_the_home_page_shows_the_claims_it_judged(
+    study: Cli, db_url: str
+) -> None:
+    """The home page judges every claim; the claims page then shows those it kept of the same
+    jobs (no verdict read again), the same bytes as a server that judges them for itself."""
+    with client_for(db_url) as fresh:
+        alone = fresh.get("/claims").text
+    statements: list[str] = []
+
+    def count(*args: Any) -> None:
+        statements.append(args[2])
+
+    with client_for(db_url) as client:
+        assert client.get("/").status_code == 200
+        event.listen(Engine, "before_cursor_execute", count)
+        try:
+            after = client.get("/claims").text
+        finally:
+            event.remove(Engine, "before_cursor_execute", count)
+    assert after == alone
+    assert statements and not any("job_verdict" in statement for statement in statements)

@@ -3,6 +3,7 @@ reproduced first, filtered by ``status=`` (``/api/claims`` lists them as judged)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 import polars as pl
@@ -30,10 +31,17 @@ StatusFilter = Annotated[
 ]
 
 
-def claims_table(served: Served, session: Session, selection: JobSelection) -> pl.DataFrame:
-    """The claims, kept until a job is added, replaced, deleted or its metadata changes."""
+def claims_table(
+    served: Served,
+    session: Session,
+    selection: JobSelection,
+    judge: Callable[[], pl.DataFrame] | None = None,
+) -> pl.DataFrame:
+    """The claims, kept until a job is added, replaced, deleted or its metadata changes;
+    ``judge``: the work that judges them, when a page has its own (the home page's reads
+    every job's verdicts once, for its comparison too)."""
     key = (catalog_state(session), selection)
-    return served.across_jobs.get(key, lambda: claims(session, selection, served.exp))
+    return served.across_jobs.get(key, judge or (lambda: claims(session, selection, served.exp)))
 
 
 @router.get("/claims", response_class=HTMLResponse, include_in_schema=False)
