@@ -382,3 +382,32 @@ def test_jobs_of_a_study_whose_file_is_gone_are_shown_not_judged(
         assert client.get("/api/claims").json() == rows
         page = client.get("/jobs/lion-job1")
         assert page.status_code == 200 and why in page.text
+
+
+def test_a_comparison_is_judged_against_the_second_jobs_study_alone(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Jobs of two studies with the same subjects (a user's copy of FlashOptim): `tracker
+    compare`, the server's comparison and the home page's latest one all judge the later job
+    against the jobs of its own study, never the other's."""
+    directory = tmp_path / "studies"
+    directory.mkdir()
+    text = (PACKAGE / "flashoptim.toml").read_text()
+    (directory / "copy.toml").write_text(text.replace('name = "flashoptim"', 'name = "copy"'))
+    monkeypatch.setenv("TRACKER_STUDIES", str(directory))
+    for name, seed in (("flash1", 0), ("flash2", 1), ("copy1", 2), ("copy2", 3), ("copy3", 4)):
+        job = write_sample_job(tmp_path / name, seed=seed, steps=20)
+        if name.startswith("copy"):
+            (job / "job.json").write_text(json.dumps({"study": "copy"}))
+        cli("ingest", str(job))
+    expected = json.loads(cli("compare", "copy2", "copy3", "-f", "json").stdout)
+    rules = " ".join(row["rule"] or "" for row in expected)
+    assert "copy1" in rules and "flash" not in rules
+    try:
+        with client_for(cli.url) as client:
+            served = client.get("/api/compare", params={"a": "copy2", "b": "copy3"}).json()
+            home = client.get("/").text
+    finally:
+        use_study_dirs([])
+    assert served["table"] == expected
+    assert "flash1, " not in home[home.index('id="compare"') :]

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from tracker.analysis.job import JobAnalysis
 from tracker.models import Job, JobMeta
 from tracker.queries.compare import Comparison, compare_verdicts
-from tracker.queries.job_analysis import load_summary
+from tracker.queries.job_analysis import load_summary, study_judging
 from tracker.queries.yardsticks import Where, checked_where, kept_verdicts
 from tracker.store import catalog
 from tracker.store.catalog import get_job
@@ -123,12 +123,15 @@ def job_analysis(served: Served, session: Session, name: str) -> JobAnalysis:
 def comparison(
     served: Served, session: Session, a: str, b: str, where: Where | None = None
 ) -> Comparison:
-    """``tracker compare``'s comparison; ``where``: its ``--baseline-where``."""
+    """``tracker compare``'s comparison (against the jobs of the second one's study, by its
+    gate); ``where``: its ``--baseline-where``."""
     verdicts_a = job_analysis(served, session, a).verdicts
     verdicts_b = job_analysis(served, session, b).verdicts
+    study = get_job(session, b).study
+    gate = study_judging(session, served.exp, study)
     kept = served.across_jobs.get(
-        ("kept verdicts", catalog_state(session)),
-        lambda: kept_verdicts(session, served.exp, served.study),
+        ("kept verdicts", catalog_state(session), study),
+        lambda: kept_verdicts(session, gate, study),
     )
-    others = kept.comparable((a, b), served.exp.gate.configuration, checked_where(session, where))
-    return compare_verdicts(a, verdicts_a, b, verdicts_b, served.exp, others)
+    others = kept.comparable((a, b), gate.gate.configuration, checked_where(session, where))
+    return compare_verdicts(a, verdicts_a, b, verdicts_b, gate, others)

@@ -33,6 +33,7 @@ from tracker.figures.crossjob import (
 from tracker.figures.style import legend_under_title
 from tracker.queries import tables
 from tracker.queries.compare import Comparison, compare_verdicts
+from tracker.queries.job_analysis import job_studies, study_judging
 from tracker.queries.selection import JobSelection
 from tracker.queries.yardsticks import VerdictValues, other_jobs
 from tracker.summary.grid import GridCurve
@@ -190,8 +191,12 @@ def cross_job_view(
                 arms.setdefault(arm, {})[job.name] = curve
     shared = [arm for arm in arm_order(list(arms), exp) if len(arms[arm]) >= 2]
     a, b = jobs[-2].name, jobs[-1].name
-    others = other_jobs(session, exp, (a, b), read=read)  # the yardstick `tracker compare` uses
-    comparison = compare_verdicts(a, latest[0], b, latest[1], exp, others)
+    # as `tracker compare`: against the jobs of the second one's study, by its gate
+    last = selected["job_id"][-1]
+    study = job_studies(session, [last])[last]
+    gate = study_judging(session, exp, study)
+    others = other_jobs(session, gate, (a, b), study=study, read=read)
+    comparison = compare_verdicts(a, latest[0], b, latest[1], gate, others)
     return CrossJobView(
         jobs=len(jobs),
         first=jobs[0].name,
