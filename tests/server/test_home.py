@@ -281,13 +281,15 @@ def test_the_home_pages_comparison_is_tracker_compares(study: Cli, db_url: str) 
     assert (home.regressions, home.within_noise) == (cli.regressions, cli.within_noise)
 
 
-def test_the_claims_page_after_the_home_page_shows_the_claims_it_judged(
+def test_the_claims_and_comparison_after_the_home_page_are_those_it_worked_out(
     study: Cli, db_url: str
 ) -> None:
-    """The home page judges every claim; the claims page then shows those it kept of the same
-    jobs (no verdict read again), the same bytes as a server that judges them for itself."""
+    """The home page judges every claim and reads every job's kept verdicts for its latest
+    comparison; the claims page and a comparison then use what it kept of the same jobs (no
+    verdict read again), the same bytes as a server that works them out for itself."""
+    pages = ("/claims", "/api/compare?a=j1&b=j3")
     with client_for(db_url) as fresh:
-        alone = fresh.get("/claims").text
+        alone = [fresh.get(page).text for page in pages]
     statements: list[str] = []
 
     def count(*args: Any) -> None:
@@ -297,7 +299,7 @@ def test_the_claims_page_after_the_home_page_shows_the_claims_it_judged(
         assert client.get("/").status_code == 200
         event.listen(Engine, "before_cursor_execute", count)
         try:
-            after = client.get("/claims").text
+            after = [client.get(page).text for page in pages]
         finally:
             event.remove(Engine, "before_cursor_execute", count)
     assert after == alone

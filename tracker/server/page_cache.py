@@ -11,11 +11,12 @@ page is the report's own (``tracker.views.pages.JobView`` and its template).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+import polars as pl
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
@@ -23,7 +24,8 @@ from tracker.analysis.job import JobAnalysis
 from tracker.models import Job, JobMeta
 from tracker.queries.compare import Comparison, compare_verdicts
 from tracker.queries.job_analysis import load_summary, study_judging
-from tracker.queries.yardsticks import Where, checked_where, kept_verdicts
+from tracker.queries.selection import JobSelection
+from tracker.queries.yardsticks import KeptVerdicts, Where, checked_where, kept_verdicts
 from tracker.store import catalog
 from tracker.store.catalog import get_job
 from tracker.views.job import JobContent, job_content
@@ -129,9 +131,21 @@ def comparison(
     verdicts_b = job_analysis(served, session, b).verdicts
     study = get_job(session, b).study
     gate = study_judging(session, served.exp, study)
-    kept = served.across_jobs.get(
-        ("kept verdicts", catalog_state(session), study),
-        lambda: kept_verdicts(session, gate, study),
-    )
+    keeping = ServerKeeping(served, catalog_state(session))
+    kept = keeping.kept_verdicts(study, lambda: kept_verdicts(session, gate, study))
     others = kept.comparable((a, b), gate.gate.configuration, checked_where(session, where))
     return compare_verdicts(a, verdicts_a, b, verdicts_b, gate, others)
+
+
+class ServerKeeping:
+    """What pages work out across jobs, kept for the other pages of the same ``state`` of the
+    jobs (``catalog_state``): the claims of a selection, the kept verdicts of a study."""
+
+    def __init__(self, served: Served, state: str) -> None:
+        self.served, self.state = served, state
+
+    def claims(self, selection: JobSelection, judge: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+        return self.served.across_jobs.get(("claims", self.state, selection), judge)
+
+    def kept_verdicts(self, study: str, read: Callable[[], KeptVerdicts]) -> KeptVerdicts:
+        return self.served.across_jobs.get(("kept verdicts", self.state, study), read)

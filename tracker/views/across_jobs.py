@@ -35,9 +35,10 @@ from tracker.queries import tables
 from tracker.queries.compare import Comparison, compare_verdicts
 from tracker.queries.job_analysis import job_studies, study_judging
 from tracker.queries.selection import JobSelection
-from tracker.queries.yardsticks import VerdictValues, other_jobs
+from tracker.queries.yardsticks import VerdictValues, kept_verdicts
 from tracker.summary.grid import GridCurve
 from tracker.summary.trajectories import arm_order
+from tracker.views.keeping import NOWHERE, Keeping
 from tracker.views.pages import FigureSlot, figure_slot
 
 if TYPE_CHECKING:
@@ -165,13 +166,15 @@ def cross_job_view(
     latest: tuple[Sequence[Verdict], Sequence[Verdict]],
     exp: Expectations,
     read: VerdictValues | None = None,
+    keeping: Keeping = NOWHERE,
 ) -> CrossJobView:
     """The section for the ``selected`` jobs (``selected_jobs``, in job order).
 
     ``curves``: job -> arm -> its smoothed loss on a grid (``figures.crossjob.grid_curve``),
     kept from when the job's page was made, so no curve is read here; ``latest``: the
     verdicts of the two most recent jobs, for their comparison; ``read``: the kept verdict
-    values of the jobs read already (for the comparison's yardstick, ``other_jobs``).
+    values of the jobs read already (for the comparison's yardstick, ``kept_verdicts``);
+    ``keeping``: where the yardstick is kept for other pages.
     """
     jobs = [Job(name, time) for name, time in selected.select("job", "time").iter_rows()]
     if len(jobs) < 2:
@@ -195,7 +198,8 @@ def cross_job_view(
     last = selected["job_id"][-1]
     study = job_studies(session, [last])[last]
     gate = study_judging(session, exp, study)
-    others = other_jobs(session, gate, (a, b), study=study, read=read)
+    kept = keeping.kept_verdicts(study, lambda: kept_verdicts(session, gate, study, read))
+    others = kept.comparable((a, b), gate.gate.configuration)
     comparison = compare_verdicts(a, latest[0], b, latest[1], gate, others)
     return CrossJobView(
         jobs=len(jobs),

@@ -23,6 +23,7 @@ from tracker.queries.selection import JobSelection, job_meta, selected_jobs
 from tracker.queries.yardsticks import VerdictValues
 from tracker.store.catalog import job_counts, job_studies
 from tracker.views.across_jobs import cross_job_view
+from tracker.views.keeping import NOWHERE, Keeping
 from tracker.views.pages import CLAIMS_MISSING, IndexView, JobRow, meta_text, status_of
 from tracker.views.values import JOB_STATUSES, status_key
 
@@ -30,16 +31,6 @@ if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
     from tracker.analysis.verdict import Verdict
     from tracker.summary.grid import GridCurve
-
-
-# How a page gets the claims of a selection: given the work that judges them, the claims (a
-# server hands back those it has kept of the same jobs, for its claims page too).
-Judged = Callable[[JobSelection, Callable[[], pl.DataFrame]], pl.DataFrame]
-
-
-def judged_now(_selection: JobSelection, judge: Callable[[], pl.DataFrame]) -> pl.DataFrame:
-    """The claims judged now (the report's: nothing is kept)."""
-    return judge()
 
 
 @dataclass(frozen=True)
@@ -71,10 +62,10 @@ def index_view(
     exp: Expectations,
     selection: JobSelection,
     claims_note: str = CLAIMS_MISSING,
-    judged: Judged = judged_now,
+    keeping: Keeping = NOWHERE,
 ) -> IndexView:
     """What the index shows of the ``ordered`` jobs (``selected_jobs``); ``meta``: name ->
-    the job's metadata; ``judged``: how the claims are had."""
+    the job's metadata; ``keeping``: where its claims and yardstick are kept for other pages."""
     rows = [
         JobRow(
             name=name,
@@ -97,14 +88,14 @@ def index_view(
     tally: dict[str, int] = {s: sum(row.tally.get(s, 0) for row in rows) for s in Status}
     # every job's verdicts read once: the claims hand them to the comparison's yardstick
     read = VerdictValues()
-    table = judged(
+    table = keeping.claims(
         selection, lambda: claims(session, selection, exp, jobs=ordered, each_batch=read.add)
     )
     return IndexView(
         rows=rows,
         tally=tally,
         failing=sum(row.tally.get(Status.FAIL, 0) > 0 for row in rows),
-        cross=cross_job_view(session, ordered, folders, curves, latest, exp, read),
+        cross=cross_job_view(session, ordered, folders, curves, latest, exp, read, keeping),
         claims=table.to_dicts(),
         claims_note=claims_note,
         heading=study_heading({study: study_of(session, study) for study in studies}),
@@ -116,11 +107,11 @@ def live_index(
     exp: Expectations,
     job_href: Callable[[str], str],
     study: str | None = None,
-    judged: Judged = judged_now,
+    keeping: Keeping = NOWHERE,
 ) -> IndexView:
     """The index of every job (of ``study``, or all), read from the database: verdict counts
     from the verdicts kept at ingest, the figures across jobs from the kept summaries;
-    ``judged``: how the claims are had."""
+    ``keeping``: as ``index_view``'s."""
     selection = JobSelection(study=study)
     ordered = selected_jobs(session, selection)
     ids: list[int] = ordered.get_column("job_id").to_list()
@@ -140,7 +131,7 @@ def live_index(
         for job_id, name in zip(ids, names, strict=True)
     }
     by_name = {name: meta.get(job_id, {}) for job_id, name in zip(ids, names, strict=True)}
-    return index_view(session, ordered, entries, by_name, exp, selection, judged=judged)
+    return index_view(session, ordered, entries, by_name, exp, selection, keeping=keeping)
 
 
 def _tally_of(status: str) -> Callable[[JobRow], int]:

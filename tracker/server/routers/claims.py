@@ -3,7 +3,6 @@ reproduced first, filtered by ``status=`` (``/api/claims`` lists them as judged)
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated
 
 import polars as pl
@@ -16,7 +15,7 @@ from tracker.domain import ClaimStatus
 from tracker.queries.claims import claims
 from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.server.deps import SelectionDep, Served, ServedDep, SessionDep
-from tracker.server.page_cache import catalog_state
+from tracker.server.page_cache import ServerKeeping, catalog_state
 from tracker.server.responses import TrackerJSON, page, rows
 from tracker.server.schemas import ClaimRow
 from tracker.views.values import CLAIM_ORDER, claim_rows
@@ -31,17 +30,11 @@ StatusFilter = Annotated[
 ]
 
 
-def claims_table(
-    served: Served,
-    session: Session,
-    selection: JobSelection,
-    judge: Callable[[], pl.DataFrame] | None = None,
-) -> pl.DataFrame:
-    """The claims, kept until a job is added, replaced, deleted or its metadata changes;
-    ``judge``: the work that judges them, when a page has its own (the home page's reads
-    every job's verdicts once, for its comparison too)."""
-    key = (catalog_state(session), selection)
-    return served.across_jobs.get(key, judge or (lambda: claims(session, selection, served.exp)))
+def claims_table(served: Served, session: Session, selection: JobSelection) -> pl.DataFrame:
+    """The claims, kept until a job is added, replaced, deleted or its metadata changes (the
+    home page's too: ``ServerKeeping``)."""
+    keeping = ServerKeeping(served, catalog_state(session))
+    return keeping.claims(selection, lambda: claims(session, selection, served.exp))
 
 
 @router.get("/claims", response_class=HTMLResponse, include_in_schema=False)

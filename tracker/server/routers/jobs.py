@@ -5,11 +5,10 @@ analyses as JSON)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-import polars as pl
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from markupsafe import Markup
@@ -17,12 +16,18 @@ from markupsafe import Markup
 from tracker.analysis.verdict import verdicts_document
 from tracker.domain import ClaimStatus
 from tracker.jsonio import to_json
-from tracker.queries.selection import JobSelection
 from tracker.queries.tables import PROBE_METRICS, RUN_METRICS
 from tracker.server.deps import ServedDep, SessionDep
-from tracker.server.page_cache import catalog_state, job_analysis, job_href, job_list, live_job
+from tracker.server.page_cache import (
+    ServerKeeping,
+    catalog_state,
+    job_analysis,
+    job_href,
+    job_list,
+    live_job,
+)
 from tracker.server.responses import TrackerJSON, page, render
-from tracker.server.routers.claims import CLAIMS_NOTE, claims_table
+from tracker.server.routers.claims import CLAIMS_NOTE
 from tracker.server.schemas import JobDetail, JobRow
 from tracker.store.catalog import get_job, job_arms, job_curves, job_probes
 from tracker.views.home import JOB_SORTS, live_index, sort_rows
@@ -55,12 +60,10 @@ def index(
     state = catalog_state(session)
 
     def index_html() -> str:
-        def judged(selection: JobSelection, judge: Callable[[], pl.DataFrame]) -> pl.DataFrame:
-            return claims_table(served, session, selection, judge)  # kept for /claims too
-
+        keeping = ServerKeeping(served, state)  # its claims and yardstick, for other pages
         view = served.across_jobs.get(
             ("home", state),
-            lambda: live_index(session, served.exp, job_href, served.study, judged),
+            lambda: live_index(session, served.exp, job_href, served.study, keeping),
         )
         return render(
             request,
