@@ -15,7 +15,6 @@ request.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from json.encoder import encode_basestring_ascii as _json_text
 from typing import Any
 
 import xxhash
@@ -25,7 +24,7 @@ from sqlalchemy.orm import Session
 from tracker.analysis.checks import Check
 from tracker.analysis.verdict import Verdict
 from tracker.errors import DamagedVerdicts
-from tracker.jsonio import to_stored_json
+from tracker.jsonio import stored_json_string, to_stored_json
 from tracker.models import Job, JobIndex, JobNumber, JobSummary, JobVerdict, VerdictKey
 from tracker.store.index_rows import indexed, write_index_row
 from tracker.store.raw_rows import JobStream, job_groups, plain_rows, streamed_rows, table_of
@@ -74,7 +73,7 @@ def rows_checksum(
     ``[digest, [row[1:] of each row], sorted numbers]``, every number as ``_exact``'s text."""
     texts = ", ".join(_row_text(row) for row in rows)
     named = to_stored_json(sorted((name, _exact(value)) for name, value in numbers.items()))
-    text = f"[{_json_text(digest)}, [{texts}], {named}]"
+    text = f"[{stored_json_string(digest)}, [{texts}], {named}]"
     return int.from_bytes(
         xxhash.xxh3_64_digest(text.encode("utf-8"), seed=job_id), "big", signed=True
     )
@@ -109,7 +108,7 @@ def _json_value(value: object) -> str:
     """``to_stored_json(_exact(value))``, the common kinds without a call into the encoder."""
     kind = value.__class__
     if kind is str:
-        return _json_text(value)  # type: ignore[arg-type]
+        return stored_json_string(value)  # type: ignore[arg-type]
     if kind is float:
         return f'"{value + 0.0!r}"'  # type: ignore[operator]
     return "null" if value is None else to_stored_json(_exact(value))
