@@ -19,9 +19,9 @@ from tests.conftest import Cli, client_for
 from tracker.analysis.expectations import load_expectations
 from tracker.domain import ClaimStatus, Status
 from tracker.models import Job
-from tracker.queries.compare import compare_jobs, compare_verdicts
+from tracker.queries.compare import compare_in_study, compare_jobs
 from tracker.queries.selection import JobSelection, selected_jobs
-from tracker.queries.yardsticks import other_jobs
+from tracker.queries.yardsticks import kept_verdicts
 from tracker.store.schema import open_database
 from tracker.views.home import latest_verdicts
 from tracker.views.values import CLAIM_ORDER
@@ -273,7 +273,15 @@ def test_the_home_pages_comparison_is_tracker_compares(study: Cli, db_url: str) 
         a, b = (session.get_one(Job, job_id).name for job_id in ids[-2:])
         cli = compare_jobs(session, a, b, exp)
         kept = latest_verdicts(session, ids, exp)
-        home = compare_verdicts(a, kept[0], b, kept[1], exp, other_jobs(session, exp, (a, b)))
+        study = session.get_one(Job, ids[-1]).study
+        home = compare_in_study(
+            session,
+            exp,
+            (a, kept[0]),
+            (b, kept[1]),
+            study,
+            lambda gate: kept_verdicts(session, gate, study),
+        )
     engine.dispose()
     assert (a, b) == ("j2", "j3") and cli.regressions
     assert "diverged" in cli.table.get_column("check").to_list()

@@ -24,7 +24,7 @@ The table lists the rows in ``Change`` order, regressions first and ``same`` las
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +38,13 @@ from tracker.analysis.verdict import FAIL, NA, PASS, Verdict
 from tracker.domain import ArmName, Change
 from tracker.errors import JobOfOtherStudy
 from tracker.queries.job_analysis import study_judging
-from tracker.queries.yardsticks import OtherJobs, Where, other_jobs
+from tracker.queries.yardsticks import (
+    KeptVerdicts,
+    OtherJobs,
+    Where,
+    checked_where,
+    kept_verdicts,
+)
 from tracker.store.catalog import get_job
 from tracker.store.jobdata import load_job_data
 
@@ -247,9 +253,32 @@ def compare_jobs(
         analyze_job(load_job_data(session, job), study_judging(session, exp, study)).verdicts
         for job, study in zip((job_a, job_b), studies, strict=True)
     )
-    gate = study_judging(session, exp, studies[1])
-    others = other_jobs(session, gate, (job_a, job_b), where, studies[1])
-    return compare_verdicts(job_a, verdicts_a, job_b, verdicts_b, gate, others)
+
+    def kept(gate: Expectations) -> KeptVerdicts:
+        return kept_verdicts(session, gate, studies[1])
+
+    return compare_in_study(
+        session, exp, (job_a, verdicts_a), (job_b, verdicts_b), studies[1], kept, where
+    )
+
+
+def compare_in_study(
+    session: Session,
+    exp: Expectations,
+    a: tuple[str, Iterable[Verdict]],
+    b: tuple[str, Iterable[Verdict]],
+    study: str,
+    kept: Callable[[Expectations], KeptVerdicts],
+    where: Where | None = None,
+) -> Comparison:
+    """Two jobs' verdicts (each a name and its verdicts) compared as ``tracker compare`` does:
+    against the jobs of ``study`` (the second one's) comparable to them, by its gate
+    (``exp.judging`` it); ``kept``: that study's kept verdicts for the gate (``kept_verdicts``,
+    or those a page has kept); ``where``: its ``--baseline-where``."""
+    gate = study_judging(session, exp, study)
+    compared = (a[0], b[0])
+    others = kept(gate).comparable(compared, gate.gate.configuration, checked_where(session, where))
+    return compare_verdicts(a[0], a[1], b[0], b[1], gate, others)
 
 
 SCHEMA = {

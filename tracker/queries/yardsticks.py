@@ -240,17 +240,3 @@ def checked_where(session: Session, where: Where | None) -> Where | None:
         check_meta_keys(session, [key for key, _ in where])
         check_meta_values(session, [Condition(key, value) for key, value in where])
     return where
-
-
-def other_jobs(
-    session: Session,
-    exp: Expectations,
-    compared: Sequence[str],
-    where: Where | None = None,
-    study: str | None = None,
-    read: VerdictValues | None = None,
-) -> OtherJobs:
-    """The jobs (of ``study``, or all) comparable to the ``compared`` ones, from the rows
-    kept at ingest; ``read``: the values of the jobs read already (``kept_verdicts``)."""
-    kept = kept_verdicts(session, exp, study, read)
-    return kept.comparable(compared, exp.gate.configuration, checked_where(session, where))

@@ -22,10 +22,10 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis.job import JobAnalysis
 from tracker.models import Job, JobMeta
-from tracker.queries.compare import Comparison, compare_verdicts
-from tracker.queries.job_analysis import load_summary, study_judging
+from tracker.queries.compare import Comparison, compare_in_study
+from tracker.queries.job_analysis import load_summary
 from tracker.queries.selection import JobSelection
-from tracker.queries.yardsticks import KeptVerdicts, Where, checked_where, kept_verdicts
+from tracker.queries.yardsticks import KeptVerdicts, Where, kept_verdicts
 from tracker.store import catalog
 from tracker.store.catalog import get_job
 from tracker.views.job import JobContent, job_content
@@ -34,6 +34,7 @@ from tracker.views.job import JobContent, job_content
 StateQuery = Select[str, str, datetime, str, str, str]
 
 if TYPE_CHECKING:
+    from tracker.analysis.expectations import Expectations
     from tracker.server.deps import Served
 
 
@@ -130,11 +131,14 @@ def comparison(
     verdicts_a = job_analysis(served, session, a).verdicts
     verdicts_b = job_analysis(served, session, b).verdicts
     study = get_job(session, b).study
-    gate = study_judging(session, served.exp, study)
     keeping = ServerKeeping(served, catalog_state(session))
-    kept = keeping.kept_verdicts(study, lambda: kept_verdicts(session, gate, study))
-    others = kept.comparable((a, b), gate.gate.configuration, checked_where(session, where))
-    return compare_verdicts(a, verdicts_a, b, verdicts_b, gate, others)
+
+    def kept(gate: Expectations) -> KeptVerdicts:
+        return keeping.kept_verdicts(study, lambda: kept_verdicts(session, gate, study))
+
+    return compare_in_study(
+        session, served.exp, (a, verdicts_a), (b, verdicts_b), study, kept, where
+    )
 
 
 class ServerKeeping:

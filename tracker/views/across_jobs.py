@@ -32,10 +32,10 @@ from tracker.figures.crossjob import (
 )
 from tracker.figures.style import legend_under_title
 from tracker.queries import tables
-from tracker.queries.compare import Comparison, compare_verdicts
-from tracker.queries.job_analysis import job_studies, study_judging
+from tracker.queries.compare import Comparison, compare_in_study
+from tracker.queries.job_analysis import job_studies
 from tracker.queries.selection import JobSelection
-from tracker.queries.yardsticks import VerdictValues, kept_verdicts
+from tracker.queries.yardsticks import KeptVerdicts, VerdictValues, kept_verdicts
 from tracker.summary.grid import GridCurve
 from tracker.summary.trajectories import arm_order
 from tracker.views.keeping import NOWHERE, Keeping
@@ -194,13 +194,13 @@ def cross_job_view(
                 arms.setdefault(arm, {})[job.name] = curve
     shared = [arm for arm in arm_order(list(arms), exp) if len(arms[arm]) >= 2]
     a, b = jobs[-2].name, jobs[-1].name
-    # as `tracker compare`: against the jobs of the second one's study, by its gate
     last = selected["job_id"][-1]
     study = job_studies(session, [last])[last]
-    gate = study_judging(session, exp, study)
-    kept = keeping.kept_verdicts(study, lambda: kept_verdicts(session, gate, study, read))
-    others = kept.comparable((a, b), gate.gate.configuration)
-    comparison = compare_verdicts(a, latest[0], b, latest[1], gate, others)
+
+    def kept(gate: Expectations) -> KeptVerdicts:
+        return keeping.kept_verdicts(study, lambda: kept_verdicts(session, gate, study, read))
+
+    comparison = compare_in_study(session, exp, (a, latest[0]), (b, latest[1]), study, kept)
     return CrossJobView(
         jobs=len(jobs),
         first=jobs[0].name,
