@@ -124,7 +124,7 @@ def build(path: Path, jobs: int, steps: int, work: Path) -> None:
                 steps, values = codec.decode(data)
                 rows = chunk_rows(steps, values + loss_shift)
                 db.executemany(INSERT_SQLITE, ((curve, *row) for row in rows))
-        for table in ("job_verdict", "job_number", "job_summary"):
+        for table in ("job_verdicts", "job_number", "job_summary"):
             columns = [row[1] for row in db.execute(f"PRAGMA table_info({table})")][1:]
             listed = ", ".join(f'"{column}"' for column in columns)
             db.execute(

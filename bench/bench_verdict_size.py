@@ -6,7 +6,7 @@ the ingest's CPU a job, this tracker against BASE in the same run.
 The workload: JOBS sample jobs (``tracker.sample``, a seed each), written once and ingested by
 each tree into a SQLite file of its own, job by job as ``tracker ingest`` does (the child of
 ``bench_summary_size``). Size: SQLite's ``dbstat`` pages (``pgsize``) of every table and index
-whose name holds ``verdict`` (``job_verdict``, ``verdict_key`` and its unique index), over the
+whose name holds ``verdict`` (``job_verdicts``, ``verdict_key`` and its unique index), over the
 jobs. CPU: of the whole ingest process, imports included, the best of ROUNDS, over the jobs.
 """
 

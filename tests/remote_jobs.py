@@ -22,8 +22,9 @@ JOB_ROWS = {
     "curve_chunk": "SELECT r.arm, c.metric, k.* FROM curve_chunk k "
     "JOIN curve c ON c.id = k.curve_id JOIN run r ON r.id = c.run_id "
     "JOIN job j ON j.id = r.job_id WHERE j.name = :name",
-    "job_verdict": "SELECT v.position, v.measured, v.tolerance, v.figures, k.* FROM job_verdict v "
-    "JOIN verdict_key k ON k.id = v.key_id JOIN job j ON j.id = v.job_id WHERE j.name = :name",
+    # the verdicts but their keys' ids (each database's own; the checksum covers the keys)
+    "job_verdicts": "SELECT v.count, v.measured, v.tolerance, v.absent, v.figure_ends, v.figures "
+    "FROM job_verdicts v JOIN job j ON j.id = v.job_id WHERE j.name = :name",
     "job_number": "SELECT n.* FROM job_number n JOIN job j ON j.id = n.job_id WHERE j.name = :name",
     "job_summary": "SELECT s.* FROM job_summary s JOIN job j ON j.id = s.job_id "
     "WHERE j.name = :name",

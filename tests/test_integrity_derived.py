@@ -9,26 +9,27 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
-import xxhash
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli, client_for
-from tracker.jsonio import to_stored_json
+from tests.migration_code import migration_module
 from tracker.models import (
     Curve,
     Job,
     JobIndex,
     JobNumber,
     JobSummary,
-    JobVerdict,
+    JobVerdicts,
     Run,
     VerdictKey,
 )
-from tracker.store import kept_rows
+from tracker.store import packed_verdicts
 from tracker.store.schema import downgrade, upgrade
+from tracker.store.verdict_columns import VerdictColumns, VerdictRow
 
 # the study fixture's jobs: two sample jobs, ingested once a session and copied to each test
 JOBS: dict[str, tuple[dict[str, Any], list[str]]] = {
@@ -246,10 +247,15 @@ def test_an_altered_verdict_or_number_is_found_and_rebuilt(
 ) -> None:
     with engine.begin() as connection:
         job2 = connection.scalar(select(Job.id).where(Job.name == "job2"))
+        measured = np.frombuffer(
+            connection.scalar(select(JobVerdicts.measured).where(JobVerdicts.job_id == job2)),
+            "<f8",
+        ).copy()
+        measured[0] += 1  # the first verdict's
         connection.execute(
-            update(JobVerdict)
-            .where(JobVerdict.job_id == job2, JobVerdict.position == 0)
-            .values(measured=JobVerdict.measured + 1)
+            update(JobVerdicts)
+            .where(JobVerdicts.job_id == job2)
+            .values(measured=measured.astype("<f8").tobytes())
         )
         job1 = connection.scalar(select(Job.id).where(Job.name == "job1"))
         connection.execute(
@@ -289,8 +295,9 @@ def test_an_altered_verdict_key_is_found_in_every_job_using_it_and_rebuilt(
     study: Cli, engine: Engine
 ) -> None:
     with engine.begin() as connection:  # a key both jobs share: its status flipped
-        key = connection.scalar(select(JobVerdict.key_id).where(JobVerdict.position == 0).limit(1))
-        assert connection.scalar(select(func.count()).where(JobVerdict.key_id == key)) == 2
+        ids = [np.frombuffer(k, "<i4") for k in connection.scalars(select(JobVerdicts.keys))]
+        key = int(ids[0][0])  # the first verdict's key
+        assert [key in own for own in ids] == [True, True]
         status = connection.scalar(select(VerdictKey.status).where(VerdictKey.id == key))
         flipped = "FAIL" if status != "FAIL" else "PASS"
         connection.execute(update(VerdictKey).where(VerdictKey.id == key).values(status=flipped))
@@ -308,24 +315,59 @@ def test_an_altered_verdict_key_is_found_in_every_job_using_it_and_rebuilt(
         assert connection.scalar(select(VerdictKey.status).where(VerdictKey.id == key)) == status
 
 
-def test_a_verdict_rows_checksum_is_that_of_its_document_as_json() -> None:
-    """``rows_checksum`` writes each row's JSON itself (a million rows a page): its bytes are
-    those of the document ``to_stored_json`` writes, so checksums kept before still match."""
-    rows = [
-        (7, "bpp_state", "gpt-124m/flash", 4.0, 4.0, 0.01, "PASS", "4.0 vs 4.0 \u00b1 0.01", None),
-        (7, "val_loss", 'a "quoted"\\ arm\n', float("nan"), None, None, "N/A", "", "why \u2014"),
-        (7, "x", "\u00e9\t", float("inf"), float("-inf"), -0.0, "FAIL", "\x1f", "known"),
-        (7, "y", "z", 0, 3, None, "KNOWN", "d", None),  # SQLite may keep a float as an integer
-        (7, "y", "z", "NaN", -1.5e-300, 1e300, "PASS", "\U0001f600", None),  # text of a float
+# verdicts of every kind a row holds: NaN, the infinities, -0.0, none, figures and none
+EDGE_ROWS: list[VerdictRow] = [
+    (7, "bpp_state", "gpt-124m/flash", 4.0, 4.0, 0.01, "PASS", "4.0 vs 4.0 \u00b1 0.01", None),
+    (7, "val_loss", 'a "quoted"\\ arm\n', float("nan"), None, None, "N/A", "", "why \u2014"),
+    (7, "x", "\u00e9\t", float("inf"), float("-inf"), -0.0, "FAIL", "\x1f 1.5", "known"),
+    (7, "y", "z", None, 3.0, None, "KNOWN", "d 2.25 and 0.5", None),
+    (9, "y", "z", -1.5e-300, -1.5e-300, 1e300, "PASS", "\U0001f600", None),
+]
+
+
+def test_packed_verdicts_read_back_as_written() -> None:
+    columns = VerdictColumns.of_rows(EDGE_ROWS)
+    back = list(columns.rows())
+    assert [repr(row) for row in back] == [repr(row) for row in EDGE_ROWS]
+    assert np.signbit(columns.tolerance[2])  # -0.0 kept as it is
+
+
+def test_a_jobs_checksum_covers_every_byte_of_its_rows_and_the_migration_makes_the_same() -> None:
+    packed = packed_verdicts.pack([3, 1, 2], [1.5, None, float("nan")], [None, 0.1, -0.0],
+                                  [b"\x12", None, b""])  # fmt: skip
+    stored = [packed[column] for column in packed_verdicts.PACKED]
+    keys = bytes(range(48))
+    numbers = {"seed_noise": 0.25, "ema_delta": None, "n": 2}
+    checksum = packed_verdicts.rows_checksum(7, "digest", keys, stored, numbers)
+    migration = migration_module("0020_packed_verdicts.py")
+    assert migration.new_checksum(7, "digest", keys, stored, numbers) == checksum
+    assert (
+        migration.pack(
+            [(3, 1.5, None, b"\x12"), (1, None, 0.1, None), (2, float("nan"), -0.0, b"")]
+        )
+        == stored
+    )
+    changed = [
+        packed_verdicts.rows_checksum(8, "digest", keys, stored, numbers),
+        packed_verdicts.rows_checksum(7, "digesT", keys, stored, numbers),
+        packed_verdicts.rows_checksum(7, "digest", keys[::-1], stored, numbers),
+        packed_verdicts.rows_checksum(7, "digest", keys, stored, {**numbers, "n": 3}),
+        # a byte moved from one column to the next: each part is hashed after its length
+        packed_verdicts.rows_checksum(
+            7,
+            "digest",
+            keys,
+            [stored[0], stored[1][:-1], stored[1][-1:] + stored[2], *stored[3:]],
+            numbers,
+        ),
     ]
-    numbers = {"seed_noise": 0.25, "ema_delta": None, "diverged_at": float("nan"), "n": 2}
-    exact = kept_rows._exact
-    document = [
-        "digest",
-        [[exact(value) for value in row[1:]] for row in rows],
-        sorted((name, exact(value)) for name, value in numbers.items()),
-    ]
-    text = to_stored_json(document).encode("utf-8")
-    expected = int.from_bytes(xxhash.xxh3_64_digest(text, seed=7), "big", signed=True)
-    assert kept_rows.rows_checksum(7, "digest", rows, numbers) == expected
-    assert kept_rows.rows_checksum(7, "digest", rows[::-1], numbers) != expected
+    for at, part in enumerate(stored):  # the keys' ids (the first) by the keys' digests
+        for i in range(len(part) if at else 0):
+            flipped = bytearray(part)
+            flipped[i] ^= 1
+            changed.append(
+                packed_verdicts.rows_checksum(
+                    7, "digest", keys, [*stored[:at], bytes(flipped), *stored[at + 1 :]], numbers
+                )
+            )
+    assert checksum not in changed

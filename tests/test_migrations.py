@@ -329,6 +329,13 @@ def derived_rows(engine: Engine) -> dict[str, list[tuple[object, ...]]]:
 DERIVED_TABLES = {"job_verdict", "job_number", "job_summary"}
 
 
+def without_checksums(
+    rows: dict[str, list[tuple[object, ...]]],
+) -> dict[str, list[tuple[object, ...]]]:
+    """``derived_rows`` without the summaries' rows checksums (of other bytes since 0020)."""
+    return {**rows, "job_summary": [row[:-1] for row in rows["job_summary"]]}
+
+
 @pytest.mark.parametrize(
     ("revision", "dropped"),
     [("0002", DERIVED_TABLES), ("0003", {"job_summary"})],
@@ -473,8 +480,11 @@ def test_0019_keys_the_verdicts_and_its_downgrade_restores_them(
     with engine.connect() as connection:
         keys = connection.execute(text("SELECT count(*) FROM verdict_key")).scalar()
         assert 0 < keys < len(at_head["job_verdict"])  # the jobs share keys
+    downgrade(engine, "0019")
+    at_0019 = derived_rows(engine)
+    assert without_checksums(at_0019) == without_checksums(at_head)  # as 0020 found them
     downgrade(engine, "0018")
-    assert derived_rows(engine) == at_head  # job_verdict's own columns again
+    assert derived_rows(engine) == at_0019  # job_verdict's own columns again
     upgrade(engine)
     assert derived_rows(engine) == at_head
     assert Cli(db_url)("db", "check").stdout.endswith(": no damage found\n")  # checksums hold
@@ -483,3 +493,29 @@ def test_0019_keys_the_verdicts_and_its_downgrade_restores_them(
             ("c", "s", None, "PASS", None, "d"): keys + 1
         }
     assert Cli(db_url)("db", "rederive").stdout == "0 jobs rederived, 3 already up to date\n"
+
+
+def test_0020_packs_the_verdicts_and_its_downgrade_restores_them(
+    three_jobs: str, engine: Engine, db_url: str
+) -> None:
+    """Both ways, every job's rows and a checksum that holds; a job whose rows no longer match
+    their checksum keeps them with none (read as never kept: ``db rederive`` rebuilds it)."""
+    at_head = derived_rows(engine)
+    downgrade(engine, "0019")
+    upgrade(engine)
+    assert derived_rows(engine) == at_head  # the checksums too
+    assert Cli(db_url)("db", "check").stdout.endswith(": no damage found\n")
+    downgrade(engine, "0019")
+    with engine.begin() as connection:
+        damaged = connection.execute(text("SELECT min(job_id) FROM job_verdict")).scalar()
+        connection.execute(
+            text("UPDATE job_verdict SET measured = 0.5 WHERE position = 1 AND job_id = :job"),
+            {"job": damaged},
+        )
+    upgrade(engine)
+    with engine.connect() as connection:
+        kept = connection.execute(text("SELECT job_id, rows_checksum FROM job_summary")).all()
+    assert [job_id for job_id, checksum in kept if checksum is None] == [damaged]
+    rederived = Cli(db_url)("db", "rederive").stdout
+    assert rederived == "job1: rederived\n1 jobs rederived, 2 already up to date\n"
+    assert derived_rows(engine) == at_head

@@ -24,13 +24,12 @@ from tests.conftest import Cli, client_for
 from tracker.analysis.expectations import load_expectations
 from tracker.conditions import Condition
 from tracker.models import Job, JobIndex
-from tracker.queries import job_analysis
 from tracker.queries.job_analysis import job_studies
 from tracker.queries.selection import JobSelection, contents_and_meta, selected_jobs
 from tracker.queries.tables import arm_rows, probes
 from tracker.report.files import PLOTLY_JS
 from tracker.sample import write_sample_job
-from tracker.store import raw_rows
+from tracker.store import packed_verdicts, raw_rows
 from tracker.store.catalog import job_studies as catalog_studies
 from tracker.store.curves import arm_points_by_job
 from tracker.store.index_rows import stored_counts, stored_grid_curves
@@ -151,7 +150,8 @@ def test_rows_read_a_few_at_a_time_cost_no_statement_and_show_the_same(
     assert "job-2" in whole["report"][1]
     monkeypatch.setattr(raw_rows, "STREAMED_ROWS", 1)
     monkeypatch.setattr(raw_rows, "STREAMED_BLOBS", 1)
-    monkeypatch.setattr(job_analysis, "VERDICT_BATCH_ROWS", 1)
+    monkeypatch.setattr(packed_verdicts, "COLUMN_BATCH_ROWS", 1)
+    monkeypatch.setattr(packed_verdicts, "FEW_JOBS", 0)  # every key read first, then streamed
     assert read() == whole
 
 
@@ -163,20 +163,20 @@ def test_postgresql_plans_from_fresh_statistics_after_an_ingest(
     _ingest(cli, tmp_path, range(2))
     with engine.connect() as connection:
         planned = connection.exec_driver_sql(
-            "SELECT reltuples FROM pg_class WHERE oid = 'job_verdict'::regclass"
+            "SELECT reltuples FROM pg_class WHERE oid = 'job_verdicts'::regclass"
         ).scalar_one()
-        stored = connection.exec_driver_sql("SELECT count(*) FROM job_verdict").scalar_one()
+        stored = connection.exec_driver_sql("SELECT count(*) FROM job_verdicts").scalar_one()
     assert planned == stored > 0  # never analysed: -1
 
 
 class VerdictReads:
-    """Counts the statements that read verdict rows (``stored_rows``'s of ``job_verdict``)."""
+    """Counts the statements that read verdict rows (``kept_columns``'s of ``job_verdicts``)."""
 
     def __init__(self) -> None:
         self.count = 0
 
     def __call__(self, _conn: Any, _cursor: Any, statement: str, *args: Any) -> None:
-        if "FROM job_verdict" in statement and "ORDER BY job_verdict.job_id" in statement:
+        if "FROM job_verdicts" in statement and "ORDER BY job_verdicts.job_id" in statement:
             self.count += 1
 
 

@@ -278,26 +278,29 @@ class VerdictKey(Base):
     detail_template: Mapped[str] = mapped_column(Text)
 
 
-class JobVerdict(Base):
+class JobVerdicts(Base):
     """A job's verdicts as its analysis found them, kept so cross-job claims and gates never
     re-read points. They were judged against the expectations of the job's ``JobNumber``
     rows (a job's derived rows are written together, for one digest: tracker.store.kept_rows);
-    other expectations are analysed afresh and not stored. Keyed by the job and the
-    position alone, and on SQLite without a rowid: a job has about a hundred verdicts, which
-    should not cost more than its points; what they share with other jobs' is their key's,
-    and ``figures`` are the decimal numbers of the detail (packed: ``verdict_keys``). No
-    foreign key to the key: a sweep of unused keys need not look each up, and a missing key
-    fails the job's checksum like any damage."""
+    other expectations are analysed afresh and not stored. One row a job, its verdicts as
+    columns in position order, packed little-endian (``tracker.store.packed_verdicts``): what
+    a verdict shares with the same verdict of other jobs is its key's (``keys``: int32 ids),
+    its own are its measured value and tolerance (float64 each, NaN where ``absent`` says it
+    has none), and the decimal numbers of its detail (``figures``, each verdict's ending at
+    its int32 ``figure_ends``: ``verdict_keys``). Read for 10,000 jobs, that is 10,000 rows,
+    not a million. No foreign key to the keys: a missing key fails the job's checksum like
+    any damage."""
 
-    __tablename__ = "job_verdict"
-    __table_args__ = {"sqlite_with_rowid": False}
+    __tablename__ = "job_verdicts"
 
     job_id: Mapped[int] = mapped_column(ForeignKey("job.id", ondelete="CASCADE"), primary_key=True)
-    position: Mapped[int] = mapped_column(Integer, primary_key=True)
-    key_id: Mapped[int] = mapped_column(Integer)
-    measured: Mapped[float | None] = mapped_column(ExactFloat)  # a flag as 1.0 / 0.0
-    tolerance: Mapped[float | None] = mapped_column(ExactFloat)
-    figures: Mapped[bytes | None] = mapped_column(LargeBinary)
+    count: Mapped[int] = mapped_column(Integer)
+    keys: Mapped[bytes] = mapped_column(LargeBinary)
+    measured: Mapped[bytes] = mapped_column(LargeBinary)
+    tolerance: Mapped[bytes] = mapped_column(LargeBinary)
+    absent: Mapped[bytes] = mapped_column(LargeBinary)  # a byte a verdict: ABSENT_* bits
+    figure_ends: Mapped[bytes] = mapped_column(LargeBinary)
+    figures: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class JobNumber(Base):

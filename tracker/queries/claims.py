@@ -31,10 +31,12 @@ from tracker.queries.job_analysis import (
 )
 from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.queries.tables import stopped_of
+from tracker.queries.verdict_frames import compact_verdicts, in_job_order
 from tracker.store.frames import query_frame
 from tracker.store.raw_rows import exact_float
 from tracker.store.run_rows import verified_runs_by_job
 from tracker.store.value_lists import among
+from tracker.store.verdict_columns import VerdictColumns
 from tracker.summary.model import NUMBERS
 
 if TYPE_CHECKING:
@@ -52,23 +54,6 @@ RUN_SCHEMA = {
     "hours": pl.Float64,
 }
 STUDY = "study"  # the group key of a job's study, among jobs of several studies
-# The stored verdict rows (``verdict_batches``) as a frame.
-VERDICT_SCHEMA = {
-    "job_id": pl.Int64,
-    "check": pl.String,
-    "subject": pl.String,
-    "measured": pl.Float64,
-    "expected": pl.Float64,
-    "tolerance": pl.Float64,
-    "status": pl.String,
-    "detail": pl.String,
-    "known": pl.String,
-}
-# What the claims keep of them, about 50 bytes a verdict whatever their texts: the words that
-# repeat across jobs as categories, and a detail only where a check and subject first appear
-# (the claims quote the first job's alone: ``tracker.analysis.claims.rules``).
-REPEATED = ("job", "check", "subject", "status", "detail", "known")
-VERDICT_COLUMNS = ["job", *list(VERDICT_SCHEMA)[1:]]
 
 
 def _group_label(keys: tuple[str, ...], values: tuple[str | None, ...]) -> str:
@@ -256,17 +241,15 @@ def _evidence(
     ids = jobs["job_id"].to_list()
     names = dict(zip(ids, jobs["job"].to_list(), strict=True))
     position = {job_id: i for i, job_id in enumerate(ids)}
-    frames = [pl.DataFrame(schema=VERDICT_SCHEMA).pipe(_compact, names, position)]
+    frames = [compact_verdicts(VerdictColumns.of_rows([]), names, position)]
     numbers_of: dict[int, dict[str, float | None]] = {}
-    for rows, batch in verdict_batches(session, ids if read is None else read, exp):
+    for columns, batch in verdict_batches(session, ids if read is None else read, exp):
         if each_batch is not None:
-            each_batch((rows, batch))
-        if read is not None and len(read) != len(ids):  # jobs of the same content as others
-            rows = [row for row in rows if row[0] in names]
-        frame = pl.DataFrame(rows, orient="row", schema=VERDICT_SCHEMA)  # kept compact
-        frames.append(_compact(frame, names, position))
+            each_batch((columns, batch))
+        # without the jobs of the same content as others (read for ``each_batch`` alone)
+        frames.append(compact_verdicts(columns, names, position))
         numbers_of.update((job_id, own) for job_id, own in batch.items() if job_id in names)
-    verdicts = _in_job_order(frames)
+    verdicts = in_job_order(frames)
     numbers = pl.DataFrame(
         [
             {"job": names[job_id], **{k: numbers_of[job_id].get(k) for k in NUMBERS}}
@@ -284,44 +267,3 @@ def _evidence(
     )
     named = pl.col("job_id").replace_strict(names, return_dtype=pl.String)
     return verdicts, numbers, runs.with_columns(job=named), meta.with_columns(job=named)
-
-
-ORDER = "order"  # a verdict row's job's position in job order, while the batches are joined
-
-
-def _compact(frame: pl.DataFrame, names: dict[int, str], position: dict[int, int]) -> pl.DataFrame:
-    """A batch of verdict rows in job order, named by job, as the claims keep them
-    (``REPEATED``), with the detail of the first row of each check and subject alone (the
-    first of them all is one of these: ``_in_job_order``)."""
-    ordered = frame.with_columns(
-        pl.col("job_id").replace_strict(position, return_dtype=pl.Int64).alias(ORDER)
-    ).sort(ORDER, maintain_order=True)
-    first = pl.struct("check", "subject").is_first_distinct()
-    compact = ordered.select(
-        pl.col("job_id").replace_strict(names, return_dtype=pl.String).alias("job"),
-        pl.exclude("job_id", "detail"),
-        pl.when(first).then(pl.col("detail")).alias("detail"),
-    )
-    return compact.select(ORDER, *VERDICT_COLUMNS).with_columns(
-        pl.col(REPEATED).cast(pl.Categorical)
-    )
-
-
-def _in_job_order(frames: list[pl.DataFrame]) -> pl.DataFrame:
-    """The batches' verdict rows (``_compact``) joined in job order (they come in job id order,
-    a study at a time), with the detail of the first row of each check and subject alone (the
-    claims quote that one). ``frames`` is emptied: reordered, each column is freed in turn,
-    so that the rows are never held twice."""
-    verdicts = pl.concat(frames)
-    frames.clear()
-    if not verdicts.get_column(ORDER).is_sorted():
-        at = verdicts.select(pl.arg_sort_by(ORDER, maintain_order=True)).to_series()
-        columns = {}
-        for name in VERDICT_COLUMNS:
-            columns[name] = verdicts.get_column(name).gather(at)
-            verdicts = verdicts.drop(name)
-        verdicts = pl.DataFrame(columns)
-    first = pl.struct("check", "subject").is_first_distinct()
-    return verdicts.select(
-        *(pl.when(first).then(pl.col(c)).alias(c) if c == "detail" else c for c in VERDICT_COLUMNS)
-    )

@@ -20,15 +20,15 @@ from tracker.store.curves import arm_points
 from tracker.store.index_rows import stored_counts, stored_grid_curves
 from tracker.store.jobdata import load_job_data
 from tracker.store.kept_rows import (
-    VerdictRow,
-    kept_job_rows,
     kept_value,
     stored_rows,
     stored_summary,
     verdict_row,
 )
+from tracker.store.packed_verdicts import JobNumbers, kept_columns
 from tracker.store.study_definitions import defined_studies, stored_study
 from tracker.store.value_lists import among
+from tracker.store.verdict_columns import VerdictColumns
 from tracker.summary.build import derive, summarize
 from tracker.summary.grid import GridCurve
 from tracker.summary.model import Derived, Summary
@@ -117,47 +117,25 @@ def _load_derived(session: Session, job_ids: list[int], exp: Expectations) -> di
     return found
 
 
-# Verdict rows handed on at once (about 1.5 MB as Python tuples): a reader of many jobs keeps
-# what it needs of each batch, not every row.
-VERDICT_BATCH_ROWS = 5_000
-VerdictBatch = tuple[list[VerdictRow], dict[int, dict[str, float | None]]]
+VerdictBatch = tuple[VerdictColumns, JobNumbers]
 
 
 def verdict_batches(
     session: Session, job_ids: list[int], exp: Expectations
 ) -> Iterator[VerdictBatch]:
-    """``load_derived`` as rows, in batches of about ``VERDICT_BATCH_ROWS`` rows, for a frame
-    of many jobs' verdicts (a Verdict object per row costs a second for 1,000 jobs):
-    ``(job_id, check, subject, measured, expected, tolerance, status, detail, known)`` with
-    the measured and expected values as stored (a flag as 1.0 / 0.0, text as None), grouped
-    by job; and each job's numbers; each job judged by ``exp.judging`` its study. The stored
-    rows of each study's jobs are one streamed read (``kept_job_rows``), in job id order,
-    then come the jobs without them, derived from their points."""
-    rows: list[VerdictRow] = []
-    numbers: dict[int, dict[str, float | None]] = {}
+    """``load_derived`` as columns (``VerdictColumns``: a Verdict object a row costs a second
+    for 1,000 jobs), in batches of whole jobs, with each batch's jobs' numbers; each job judged
+    by ``exp.judging`` its study. The stored rows of each study's jobs come first, in job id
+    order (``kept_columns``), then the jobs without them, derived from their points."""
     for own, ids in by_study(session, job_ids, exp):
-        for job_id, job_numbers, job_rows in _job_rows(session, ids, own):
-            rows += job_rows
-            numbers[job_id] = job_numbers
-            if len(rows) >= VERDICT_BATCH_ROWS:
-                yield rows, numbers
-                rows, numbers = [], {}
-    if numbers:
-        yield rows, numbers
-
-
-def _job_rows(
-    session: Session, job_ids: list[int], exp: Expectations
-) -> Iterator[tuple[int, dict[str, float | None], list[VerdictRow]]]:
-    """Each listed job's numbers and verdict rows for ``exp``: the stored ones as they stream
-    in, then those made from the points of the jobs without."""
-    read: set[int] = set()
-    for job_id, numbers, rows in kept_job_rows(session, job_ids, expectations_digest(exp)):
-        read.add(job_id)
-        yield job_id, numbers, rows
-    missing = [job_id for job_id in job_ids if job_id not in read]
-    for job_id, derived in _derived_from_points(session, missing, exp):
-        yield job_id, derived.numbers, [verdict_row(job_id, v) for v in derived.verdicts]
+        read: set[int] = set()
+        for columns, numbers in kept_columns(session, ids, expectations_digest(own)):
+            read.update(numbers)
+            yield columns, numbers
+        missing = [job_id for job_id in ids if job_id not in read]
+        for job_id, derived in _derived_from_points(session, missing, own):
+            rows = [verdict_row(job_id, v) for v in derived.verdicts]
+            yield VerdictColumns.of_rows(rows), {job_id: derived.numbers}
 
 
 def load_summary(

@@ -4,9 +4,10 @@ its metadata as columns, to sort, filter, page and pick from (``/runs``, ``/api/
 Reads summary rows only: ``run``, the loss ``curve``'s kept summary (``steps``: how many steps
 it logged, the count the page shows; ``last_step``: the last of them; its last value, lowest
 finite value, how many points are NaN or infinite), ``job_meta`` and the stored
-``job_verdict`` rows of one expectations digest; never a curve point. ``last_loss`` is NaN
-or infinite when the run ended blown up; ``nonfinite`` counts such points anywhere on the
-loss curve (a run that blew up and recovered, or logged a few NaN steps).
+``job_index`` rows of one expectations digest (verdicts, for a job without one); never a curve
+point. ``last_loss`` is NaN or infinite when the run ended blown up; ``nonfinite`` counts such
+points anywhere on the loss curve (a run that blew up and recovered, or logged a few NaN
+steps).
 """
 
 from __future__ import annotations

@@ -170,20 +170,26 @@ class VerdictValues:
         self._measured: dict[Key, Values] = {}  # two arrays a (check, subject), not every row
 
     def add(self, batch: VerdictBatch) -> None:
-        rows, numbers = batch
+        columns, numbers = batch
         for job_id, own in numbers.items():
             self.jobs.add(job_id)
             if (value := own.get(SEED_NOISE)) is not None:
                 self._ema[job_id] = value
-        measured = self._measured
-        for row in rows:  # a job's rows together, in position order
-            value = row[3]
-            if isinstance(value, float):
-                key = (row[1], row[2])
-                if (found := measured.get(key)) is None:  # no Values made for each row
-                    found = measured[key] = Values()
-                found.jobs.append(row[0])
-                found.values.append(value)
+        # the rows with a number, by (check, subject), each one's rows in the batch's order
+        pairs = list(dict.fromkeys(key[:2] for key in columns.key_rows))
+        index = {pair: i for i, pair in enumerate(pairs)}
+        pair_of = np.array([index[key[:2]] for key in columns.key_rows], dtype=np.intp)
+        rows = np.flatnonzero(columns.has_measured)
+        if not rows.size:
+            return
+        rows = rows[np.argsort(pair_of[columns.keys[rows]], kind="stable")]
+        of_rows = pair_of[columns.keys[rows]]
+        starts = np.flatnonzero(np.diff(of_rows, prepend=-1))
+        for pair, chosen in zip(of_rows[starts].tolist(), np.split(rows, starts[1:]), strict=True):
+            if (found := self._measured.get(pairs[pair])) is None:
+                found = self._measured[pairs[pair]] = Values()
+            found.jobs.frombytes(columns.job_ids[chosen].tobytes())
+            found.values.frombytes(columns.measured[chosen].tobytes())
 
     def in_job_id_order(
         self, kept: Mapping[int, str]

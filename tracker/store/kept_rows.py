@@ -15,24 +15,19 @@ request.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
 
-import xxhash
-from sqlalchemy import Select, and_, bindparam, delete, insert, or_, select
+from sqlalchemy import Select, bindparam, delete, insert, or_, select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.checks import Check
 from tracker.analysis.verdict import Verdict
-from tracker.errors import DamagedVerdicts
-from tracker.jsonio import stored_json_string, to_stored_json
-from tracker.models import Job, JobIndex, JobNumber, JobSummary, JobVerdict, VerdictKey
+from tracker.models import Job, JobIndex, JobNumber, JobSummary, JobVerdicts
 from tracker.store.index_rows import indexed, write_index_row
-from tracker.store.raw_rows import JobStream, job_groups, plain_rows, streamed_rows, table_of
+from tracker.store.packed_verdicts import PACKED, kept_columns, pack, rows_checksum
+from tracker.store.raw_rows import JobStream, job_groups, streamed_rows, table_of
 from tracker.store.value_lists import among
-from tracker.store.verdict_keys import detail, key_ids, split_detail
-
-# job_id, check, subject, measured, expected, tolerance, status, detail, known
-VerdictRow = tuple[int, str, str, float | None, float | None, float | None, str, str, str | None]
+from tracker.store.verdict_columns import VerdictRow
+from tracker.store.verdict_keys import key_digest, key_ids, split_detail
 
 
 def stored_number(value: object) -> float | None:
@@ -61,73 +56,6 @@ def verdict_row(job_id: int, v: Verdict) -> VerdictRow:
     )  # fmt: skip
 
 
-def rows_checksum(
-    job_id: int,
-    digest: str,
-    rows: Iterable[Sequence[object]],
-    numbers: Mapping[str, float | None],
-) -> int:
-    """The xxh3-64 (signed, as a BIGINT holds it) of a job's verdict rows (``VerdictRow``s, in
-    position order) and numbers as stored, seeded with its id: rows moved to another job, or
-    one of them altered, no longer match. Of the JSON ``to_stored_json`` writes of
-    ``[digest, [row[1:] of each row], sorted numbers]``, every number as ``_exact``'s text."""
-    texts = ", ".join(_row_text(row) for row in rows)
-    named = to_stored_json(sorted((name, _exact(value)) for name, value in numbers.items()))
-    text = f"[{stored_json_string(digest)}, [{texts}], {named}]"
-    return int.from_bytes(
-        xxhash.xxh3_64_digest(text.encode("utf-8"), seed=job_id), "big", signed=True
-    )
-
-
-# A row's JSON around its own values (measured, tolerance, detail), by the key columns it
-# shares with the same verdict of other jobs: made once a key, not once a row (a page of
-# 10,000 jobs checks a million rows).
-_ROW_PARTS: dict[tuple[object, ...], tuple[str, str, str, str]] = {}
-ROW_PARTS_KEPT = 20_000
-
-
-def _row_text(row: Sequence[object]) -> str:
-    """``to_stored_json([_exact(value) for value in row[1:]])`` of a ``VerdictRow``."""
-    _, check, subject, measured, expected, tolerance, status, detail, known = row
-    shared = (check, subject, expected, status, known)
-    parts = _ROW_PARTS.get(shared)
-    if parts is None:
-        if len(_ROW_PARTS) >= ROW_PARTS_KEPT:
-            _ROW_PARTS.clear()
-        parts = _ROW_PARTS[shared] = (
-            f"[{_json_value(check)}, {_json_value(subject)}, ",
-            f", {_json_value(expected)}, ",
-            f", {_json_value(status)}, ",
-            f", {_json_value(known)}]",
-        )
-    own = (_json_value(measured), _json_value(tolerance), _json_value(detail))
-    return f"{parts[0]}{own[0]}{parts[1]}{own[1]}{parts[2]}{own[2]}{parts[3]}"
-
-
-def _json_value(value: object) -> str:
-    """``to_stored_json(_exact(value))``, the common kinds without a call into the encoder."""
-    kind = value.__class__
-    if kind is str:
-        return stored_json_string(value)  # type: ignore[arg-type]
-    if kind is float:
-        return f'"{value + 0.0!r}"'  # type: ignore[operator]
-    return "null" if value is None else to_stored_json(_exact(value))
-
-
-def _exact(value: object) -> object:
-    """A stored value as read back alike on every backend: a number as a float (its repr
-    keeps every bit, NaN and the infinities included)."""
-    kind = value.__class__
-    if kind is str or value is None:  # most of a row: tested first, as every read checks all
-        return value
-    if kind is float:  # -0.0 as 0.0, as below
-        return repr(value + 0.0)  # type: ignore[operator]
-    if kind is int or (isinstance(value, int | float) and kind is not bool):
-        # -0.0 as 0.0: SQLite may keep a zero as the integer
-        return repr(float(value) + 0.0)  # type: ignore[arg-type]
-    return value
-
-
 def write_derived(
     session: Session,
     job_id: int,
@@ -142,7 +70,7 @@ def write_derived(
     """Replace a job's derived rows (of every digest) by these, in the caller's transaction;
     ``replace=False``: a job that has none yet (just written), so none is deleted."""
     if replace:
-        for table in (JobVerdict, JobNumber, JobSummary, JobIndex):
+        for table in (JobVerdicts, JobNumber, JobSummary, JobIndex):
             session.execute(delete(table).where(table.job_id == job_id))
     split = [split_detail(v.detail) for v in verdicts]
     keys = [
@@ -150,19 +78,14 @@ def write_derived(
         for v, (template, _) in zip(verdicts, split, strict=True)
     ]
     ids = key_ids(session, keys)
-    verdict_rows = [
-        {
-            "job_id": job_id,
-            "position": position,
-            "key_id": ids[key],
-            "measured": stored_number(v.measured),
-            "tolerance": v.tolerance,
-            "figures": figures,
-        }
-        for position, (v, key, (_, figures)) in enumerate(zip(verdicts, keys, split, strict=True))
-    ]
-    if verdict_rows:
-        session.execute(insert(table_of(JobVerdict)), verdict_rows)
+    packed = pack(
+        [ids[key] for key in keys],
+        [stored_number(v.measured) for v in verdicts],
+        [v.tolerance for v in verdicts],
+        [figures for _, figures in split],
+    )
+    row = {"job_id": job_id, "count": len(verdicts), **packed}
+    session.execute(insert(table_of(JobVerdicts)), [row])
     session.execute(
         insert(JobNumber),
         [
@@ -170,7 +93,9 @@ def write_derived(
             for name, value in numbers.items()
         ],
     )
-    checksum = rows_checksum(job_id, digest, [verdict_row(job_id, v) for v in verdicts], numbers)
+    key_digests = b"".join(key_digest(key) for key in keys)
+    stored = [packed[column] for column in PACKED]
+    checksum = rows_checksum(job_id, digest, key_digests, stored, numbers)
     session.execute(
         insert(JobSummary),
         [{"job_id": job_id, "expectations": digest, "data": summary, "rows_checksum": checksum}],
@@ -194,67 +119,12 @@ def stored_rows(
 def kept_job_rows(
     session: Session, job_ids: list[int], digest: str
 ) -> Iterator[tuple[int, dict[str, float | None], list[VerdictRow]]]:
-    """Job by job in id order, the numbers and verdict rows stored for ``digest`` of the
-    listed jobs that have them (and their checksum: rows kept before it are as none), rows in
-    position order; ``DamagedVerdicts`` when a job's rows are not those its checksum was made
-    of. Three statements whatever the number of jobs, the numbers and rows streamed."""
-    if not job_ids:
-        return
-    # each key read once, not with each of its rows: the rows carry only what is their own
-    keys = {
-        key_id: key
-        for key_id, *key in plain_rows(
-            session,
-            select(VerdictKey.id, VerdictKey.check, VerdictKey.subject, VerdictKey.expected)
-            .add_columns(VerdictKey.status, VerdictKey.detail_template, VerdictKey.known)
-            .where(
-                VerdictKey.id.in_(
-                    select(JobVerdict.key_id).where(among(JobVerdict.job_id, job_ids))
-                )
-            ),
-        )
-    }
-    numbers = (
-        select(JobNumber.job_id, JobNumber.name, JobNumber.value, JobSummary.rows_checksum)
-        .outerjoin(
-            JobSummary,
-            and_(JobSummary.job_id == JobNumber.job_id, JobSummary.expectations == digest),
-        )
-        .where(among(JobNumber.job_id, job_ids), JobNumber.expectations == digest)
-        .order_by(JobNumber.job_id)
-    )
-    verdicts = (
-        select(JobVerdict.job_id, JobVerdict.key_id, JobVerdict.measured, JobVerdict.tolerance)
-        .add_columns(JobVerdict.figures)
-        .where(among(JobVerdict.job_id, job_ids))
-        .order_by(JobVerdict.job_id, JobVerdict.position)
-    )
-    by_job = JobStream(job_groups(streamed_rows(session, verdicts), 0))
-    for job_id, listed in job_groups(streamed_rows(session, numbers), 0):
-        own: dict[str, float | None] = {name: value for _, name, value, _ in listed}
-        kept = listed[0][3]  # the job's checksum, on each of its numbers
-        # a job's verdicts without numbers are not ``digest``'s: passed over
-        rows = _verdict_rows(by_job.take(job_id) or [], keys)
-        if kept is None:  # kept before rows had a checksum: analysed afresh, as if none
-            continue
-        if rows_checksum(job_id, digest, rows, own) != kept:
-            name = session.scalar(select(Job.name).where(Job.id == job_id))
-            raise DamagedVerdicts(job=name, difference="checksum mismatch")
-        yield job_id, own, rows
-
-
-def _verdict_rows(
-    stored: Iterable[Sequence[Any]], keys: Mapping[int, Sequence[Any]]
-) -> list[VerdictRow]:
-    """A job's stored verdict rows with their keys' columns (a missing key: a missing row)."""
-    rows: list[VerdictRow] = []
-    for job_id, key_id, measured, tolerance, figures in stored:
-        if (key := keys.get(key_id)) is None:
-            continue
-        check, subject, expected, status, template, known = key
-        text = detail(template, None if figures is None else bytes(figures))
-        rows.append((job_id, check, subject, measured, expected, tolerance, status, text, known))
-    return rows
+    """``kept_columns`` job by job in id order: each listed job's numbers and verdict rows
+    stored for ``digest``, rows in position order (for a reader of a few jobs)."""
+    for columns, numbers in kept_columns(session, job_ids, digest):
+        by_job = JobStream(job_groups(columns.rows(), 0))
+        for job_id, own in numbers.items():
+            yield job_id, own, by_job.take(job_id) or []
 
 
 def judged_against(digest: str) -> Select[int]:

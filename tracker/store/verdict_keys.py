@@ -1,5 +1,5 @@
 """Verdict keys: what a job's verdict shares with the same verdict of other jobs, stored once
-(``VerdictKey``), and the figures that are its own (``JobVerdict.figures``).
+(``VerdictKey``), and the figures that are its own (``JobVerdicts.figures``).
 
 A detail's decimal numbers (``4.024``, not the ``124`` of ``gpt-124m`` nor a count) are what
 differ from job to job: the key keeps the detail with each replaced by ``PLACEHOLDER``, the
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import struct
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -19,8 +20,9 @@ from sqlalchemy import Insert, delete, select, text, update
 from sqlalchemy.orm import Session
 
 from tracker.jsonio import to_stored_json
-from tracker.models import JobVerdict, VerdictKey
-from tracker.store.raw_rows import table_of
+from tracker.models import JobVerdicts, VerdictKey
+from tracker.store.raw_rows import streamed_rows, table_of
+from tracker.store.value_lists import among
 
 PLACEHOLDER = "\x1f"
 NUMBER = re.compile(r"(?<![\w.])[0-9]+\.[0-9]+(?!\w|\.[0-9])")  # ASCII: \d matches any digit
@@ -119,5 +121,9 @@ def sweep_keys(session: Session) -> None:
     by an ingest under way is not deleted from under it. SQLite has one writer at a time."""
     if session.get_bind().dialect.name == "postgresql":
         session.execute(text("LOCK TABLE verdict_key IN SHARE ROW EXCLUSIVE MODE"))
-    used = select(JobVerdict.key_id).distinct()
-    session.execute(delete(VerdictKey).where(VerdictKey.id.not_in(used)))
+    used: set[int] = set()
+    for (ids,) in streamed_rows(session, select(JobVerdicts.keys), driver=True, blobs=True):
+        used.update(struct.unpack(f"<{len(ids) // 4}i", ids))  # JobVerdicts.keys: int32s
+    unused = [key_id for (key_id,) in session.execute(select(VerdictKey.id)) if key_id not in used]
+    if unused:
+        session.execute(delete(VerdictKey).where(among(VerdictKey.id, unused)))

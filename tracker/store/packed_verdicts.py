@@ -1,0 +1,247 @@
+"""A job's kept verdicts packed as columns, one row a job (``JobVerdicts``), and read back as
+columns (``VerdictColumns``) for any number of jobs, each job's checked against its checksum.
+
+A job's checksum (``JobSummary.rows_checksum``) is the xxh3-64, seeded with its id, of the
+expectations digest its rows were judged against, the digests of its verdicts' keys in
+position order (a key's digest names every column of it), its packed columns as stored and
+its numbers: rows moved to another job, a byte of them altered or a key no longer the one
+they were written with, no longer match. Made of bytes, not of each verdict's text, so that
+checking a million verdicts costs what hashing their 30 MB does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import xxhash
+from numpy.typing import NDArray
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tracker.errors import DamagedVerdicts
+from tracker.jsonio import to_stored_json
+from tracker.models import Job, JobNumber, JobSummary, JobVerdicts, VerdictKey
+from tracker.store.raw_rows import JobStream, driver_rows, job_groups, plain_rows, streamed_rows
+from tracker.store.value_lists import among
+from tracker.store.verdict_columns import VerdictColumns
+from tracker.store.verdict_keys import COLUMNS, Key, key_digest
+
+KEY_ID = np.dtype("<i4")
+FLOAT = np.dtype("<f8")
+END = np.dtype("<i4")
+ABSENT_MEASURED, ABSENT_TOLERANCE, ABSENT_FIGURES = 1, 2, 4
+PACKED = ("keys", "measured", "tolerance", "absent", "figure_ends", "figures")  # as stored
+JobNumbers = dict[int, dict[str, float | None]]  # a job's numbers by name, by job id
+# Rows of many jobs handed on as columns at once: a few MB of arrays.
+COLUMN_BATCH_ROWS = 50_000
+# Up to this many jobs, their keys are read after their verdicts, those they use alone; more,
+# and every key is read first (a few thousand rows), so the verdicts stream in one statement.
+FEW_JOBS = 200
+
+
+def pack(
+    key_ids: Sequence[int],
+    measured: Sequence[float | None],
+    tolerance: Sequence[float | None],
+    figures: Sequence[bytes | None],
+) -> dict[str, bytes]:
+    """A job's verdicts (in position order) as the ``PACKED`` columns of its ``JobVerdicts``
+    row."""
+    absent = [
+        (m is None) * ABSENT_MEASURED
+        + (t is None) * ABSENT_TOLERANCE
+        + (f is None) * ABSENT_FIGURES
+        for m, t, f in zip(measured, tolerance, figures, strict=True)
+    ]
+    ends = np.cumsum([len(f or b"") for f in figures], dtype=np.int64)
+    return {
+        "keys": np.array(key_ids, dtype=KEY_ID).tobytes(),
+        "measured": _floats(measured),
+        "tolerance": _floats(tolerance),
+        "absent": bytes(absent),
+        "figure_ends": ends.astype(END).tobytes(),
+        "figures": b"".join(f or b"" for f in figures),
+    }
+
+
+def _floats(values: Sequence[float | None]) -> bytes:
+    return np.array([np.nan if v is None else v for v in values], dtype=FLOAT).tobytes()
+
+
+def rows_checksum(
+    job_id: int,
+    digest: str,
+    key_digests: bytes,
+    packed: Sequence[bytes],
+    numbers: Mapping[str, float | None],
+) -> int:
+    """The xxh3-64 (signed, as a BIGINT holds it) of a job's kept rows, seeded with its id:
+    ``digest``, its keys' digests in position order, its ``PACKED`` columns but the keys' ids
+    (each database's own: a copy numbers them anew) and its numbers (each as its float's repr),
+    every part after its length."""
+    hasher = xxhash.xxh3_64(seed=job_id)
+    named = sorted(
+        (name, None if v is None else repr(float(v) + 0.0)) for name, v in numbers.items()
+    )
+    for part in (digest.encode(), key_digests, *packed[1:], to_stored_json(named).encode()):
+        hasher.update(len(part).to_bytes(8, "little"))
+        hasher.update(part)
+    return int.from_bytes(hasher.digest(), "big", signed=True)
+
+
+@dataclass(frozen=True)
+class _Keys:
+    """Verdict keys as read: their columns (``rows``), where each key id is among them
+    (``at``, -1: none), their 16-byte digests and whether their columns still are those of
+    their digest (``intact``)."""
+
+    rows: list[Key]
+    at: NDArray[np.intp]
+    digests: NDArray[np.uint8]
+    intact: NDArray[np.bool_]
+
+    def positions(self, ids: NDArray[np.int32]) -> NDArray[np.intp] | None:
+        """Where the keys ``ids`` are among ``rows``; None if one is missing or damaged."""
+        if ids.size and (ids.min() < 0 or ids.max() >= self.at.size):
+            return None
+        at = self.at[ids]
+        return at if bool((at >= 0).all() and self.intact[at].all()) else None
+
+
+def _keys(session: Session, ids: Sequence[int] | None = None) -> _Keys:
+    """The keys ``ids`` (None: every key), each checked against its digest."""
+    query = select(VerdictKey.id, VerdictKey.digest, *(getattr(VerdictKey, c) for c in COLUMNS))
+    if ids is not None:
+        query = query.where(among(VerdictKey.id, list(ids)))
+    stored = plain_rows(session, query)
+    rows: list[Key] = [tuple(row[2:]) for row in stored]
+    top = max((row[0] for row in stored), default=-1)
+    at = np.full(top + 1, -1, dtype=np.intp)
+    at[[row[0] for row in stored]] = np.arange(len(stored))
+    digests = np.frombuffer(b"".join(bytes(row[1]) for row in stored), dtype=np.uint8)
+    intact = np.array(
+        [key_digest(key) == bytes(row[1]) for key, row in zip(rows, stored, strict=True)],
+        dtype=np.bool_,
+    )
+    return _Keys(rows, at, digests.reshape(-1, 16), intact)
+
+
+_VERDICTS = select(JobVerdicts.job_id, *(getattr(JobVerdicts, c) for c in PACKED))
+
+
+def kept_columns(
+    session: Session, job_ids: list[int], digest: str
+) -> Iterator[tuple[VerdictColumns, JobNumbers]]:
+    """The verdict rows and numbers stored for ``digest`` of the listed jobs that have them
+    (and their checksum: rows kept before it are as none), as columns in batches of whole jobs
+    of about ``COLUMN_BATCH_ROWS`` rows, in job id order; ``DamagedVerdicts`` when a job's
+    rows are not those its checksum was made of. Three statements whatever the number of
+    jobs, the rows streamed."""
+    if not job_ids:
+        return
+    verdicts = _VERDICTS.where(among(JobVerdicts.job_id, job_ids)).order_by(JobVerdicts.job_id)
+    if len(job_ids) <= FEW_JOBS:
+        read = driver_rows(session, verdicts)
+        used = {int(i) for row in read for i in np.frombuffer(row[1], KEY_ID)} if read else set()
+        keys = _keys(session, sorted(used))
+        stream: Iterator[Sequence[object]] = iter(read)
+    else:
+        keys = _keys(session)
+        stream = streamed_rows(session, verdicts, driver=True, blobs=True)
+    numbers = (
+        select(JobNumber.job_id, JobNumber.name, JobNumber.value, JobSummary.rows_checksum)
+        .outerjoin(
+            JobSummary,
+            (JobSummary.job_id == JobNumber.job_id) & (JobSummary.expectations == digest),
+        )
+        .where(among(JobNumber.job_id, job_ids), JobNumber.expectations == digest)
+        .order_by(JobNumber.job_id)
+    )
+    by_job = JobStream((int(row[0]), row[1:]) for row in stream)  # type: ignore[call-overload]
+    batch = _Batch(keys.rows)
+    for job_id, listed in job_groups(streamed_rows(session, numbers), 0):
+        own: dict[str, float | None] = {name: value for _, name, value, _ in listed}
+        kept = listed[0][3]  # the job's checksum, on each of its numbers
+        # a job's verdicts without numbers are not ``digest``'s: passed over
+        packed = by_job.take(job_id)
+        if kept is None:  # kept before rows had a checksum: analysed afresh, as if none
+            continue
+        batch.add(job_id, own, _checked(session, job_id, digest, keys, packed, own, kept))
+        if len(batch) >= COLUMN_BATCH_ROWS:
+            yield batch.columns()
+            batch = _Batch(keys.rows)
+    if batch.numbers:
+        yield batch.columns()
+
+
+EMPTY = (b"",) * len(PACKED)
+
+
+def _checked(
+    session: Session,
+    job_id: int,
+    digest: str,
+    keys: _Keys,
+    packed: Sequence[object] | None,
+    numbers: Mapping[str, float | None],
+    kept: int,
+) -> tuple[NDArray[np.intp], list[bytes]]:
+    """A job's stored columns and where its keys are, if its checksum holds."""
+    stored = [bytes(part) for part in (packed or EMPTY)]  # type: ignore[call-overload]
+    try:
+        at = keys.positions(np.frombuffer(stored[0], KEY_ID))
+    except ValueError:  # not a whole number of ids
+        at = None
+    key_digests = b"" if at is None else keys.digests[at].tobytes()
+    if at is None or rows_checksum(job_id, digest, key_digests, stored, numbers) != kept:
+        name = session.scalar(select(Job.name).where(Job.id == job_id))
+        raise DamagedVerdicts(job=name, difference="checksum mismatch")
+    return at, stored
+
+
+class _Batch:
+    """Checked jobs' columns gathered into one ``VerdictColumns``."""
+
+    def __init__(self, key_rows: list[Key]) -> None:
+        self.key_rows = key_rows
+        self.numbers: JobNumbers = {}
+        self._parts: list[tuple[int, NDArray[np.intp], list[bytes]]] = []
+        self._rows = 0
+
+    def __len__(self) -> int:
+        return self._rows
+
+    def add(
+        self,
+        job_id: int,
+        numbers: dict[str, float | None],
+        checked: tuple[NDArray[np.intp], list[bytes]],
+    ) -> None:
+        self.numbers[job_id] = numbers
+        self._parts.append((job_id, *checked))
+        self._rows += len(checked[0])
+
+    def columns(self) -> tuple[VerdictColumns, JobNumbers]:
+        parts = self._parts
+        count = [len(at) for _, at, _ in parts]
+        absent = np.frombuffer(b"".join(stored[3] for _, _, stored in parts), dtype=np.uint8)
+        offsets = np.cumsum([0, *(len(stored[5]) for _, _, stored in parts[:-1])])
+        ends = [
+            np.frombuffer(stored[4], END).astype(np.int64) + offset
+            for (_, _, stored), offset in zip(parts, offsets.tolist(), strict=True)
+        ]
+        columns = VerdictColumns(
+            job_ids=np.repeat(np.array([job_id for job_id, _, _ in parts], np.int64), count),
+            keys=np.concatenate([at for _, at, _ in parts]) if parts else np.zeros(0, np.intp),
+            measured=np.frombuffer(b"".join(s[1] for _, _, s in parts), FLOAT).astype(np.float64),
+            has_measured=(absent & ABSENT_MEASURED) == 0,
+            tolerance=np.frombuffer(b"".join(s[2] for _, _, s in parts), FLOAT).astype(np.float64),
+            has_tolerance=(absent & ABSENT_TOLERANCE) == 0,
+            figure_ends=np.concatenate(ends) if ends else np.zeros(0, np.int64),
+            has_figures=(absent & ABSENT_FIGURES) == 0,
+            figures=b"".join(stored[5] for _, _, stored in parts),
+            key_rows=self.key_rows,
+        )
+        return columns, self.numbers
