@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, delete, select, update
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli, client_for
@@ -313,6 +313,40 @@ def test_an_altered_verdict_key_is_found_in_every_job_using_it_and_rebuilt(
     assert study("db", "check").stdout.endswith(": no damage found\n")
     with engine.connect() as connection:
         assert connection.scalar(select(VerdictKey.status).where(VerdictKey.id == key)) == status
+
+
+def _damage_keys(engine: Engine, how: str) -> None:
+    """Damage job2's verdicts' keys: a key it uses deleted, or its ids cut by a byte."""
+    with engine.begin() as connection:
+        job2 = connection.scalar(select(Job.id).where(Job.name == "job2"))
+        ids = connection.scalar(select(JobVerdicts.keys).where(JobVerdicts.job_id == job2))
+        if how == "key deleted":  # job1's own EMA key: used by job1 alone
+            own = set(np.frombuffer(ids, "<i4").tolist())
+            others = connection.scalars(select(JobVerdicts.keys).where(JobVerdicts.job_id != job2))
+            shared = set(np.concatenate([np.frombuffer(k, "<i4") for k in others]).tolist())
+            alone = min(own - shared)
+            connection.execute(delete(VerdictKey).where(VerdictKey.id == alone))
+        else:
+            cut = bytes(ids)[:-1]
+            connection.execute(
+                update(JobVerdicts).where(JobVerdicts.job_id == job2).values(keys=cut)
+            )
+
+
+@pytest.mark.parametrize("few_jobs", [200, 0])  # keys read after the verdicts, or all first
+@pytest.mark.parametrize("how", ["key deleted", "ids cut by a byte"])
+def test_a_missing_key_or_a_cut_id_is_found_whichever_way_the_keys_are_read(
+    study: Cli, engine: Engine, monkeypatch: pytest.MonkeyPatch, how: str, few_jobs: int
+) -> None:
+    _damage_keys(engine, how)
+    monkeypatch.setattr(packed_verdicts, "FEW_JOBS", few_jobs)
+    damaged = (
+        "Error: stored verdicts and numbers of job job2 are damaged (checksum mismatch); rebuild"
+        " them with `tracker db check --repair`\n"
+    )
+    assert study("claims", ok=False).stderr == damaged
+    study("db", "check", "--repair", ok=False)
+    assert study("db", "check").stdout.endswith(": no damage found\n")
 
 
 # verdicts of every kind a row holds: NaN, the infinities, -0.0, none, figures and none

@@ -128,6 +128,13 @@ def _keys(session: Session, ids: Sequence[int] | None = None) -> _Keys:
     return _Keys(rows, at, digests.reshape(-1, 16), intact)
 
 
+def _key_ids(packed: bytes) -> NDArray[np.int32]:
+    """A job's packed key ids (none if they are not a whole number of them: damage, which
+    its checksum check then finds)."""
+    whole = len(packed) - len(packed) % KEY_ID.itemsize
+    return np.frombuffer(packed, KEY_ID, count=whole // KEY_ID.itemsize)
+
+
 _VERDICTS = select(JobVerdicts.job_id, *(getattr(JobVerdicts, c) for c in PACKED))
 
 
@@ -144,7 +151,7 @@ def kept_columns(
     verdicts = _VERDICTS.where(among(JobVerdicts.job_id, job_ids)).order_by(JobVerdicts.job_id)
     if len(job_ids) <= FEW_JOBS:
         read = driver_rows(session, verdicts)
-        used = {int(i) for row in read for i in np.frombuffer(row[1], KEY_ID)} if read else set()
+        used = set().union(*(_key_ids(row[1]).tolist() for row in read))
         keys = _keys(session, sorted(used))
         stream: Iterator[Sequence[object]] = iter(read)
     else:
@@ -190,10 +197,8 @@ def _checked(
 ) -> tuple[NDArray[np.intp], list[bytes]]:
     """A job's stored columns and where its keys are, if its checksum holds."""
     stored = [bytes(part) for part in (packed or EMPTY)]  # type: ignore[call-overload]
-    try:
-        at = keys.positions(np.frombuffer(stored[0], KEY_ID))
-    except ValueError:  # not a whole number of ids
-        at = None
+    whole = len(stored[0]) % KEY_ID.itemsize == 0  # else damaged: found below
+    at = keys.positions(_key_ids(stored[0])) if whole else None
     key_digests = b"" if at is None else keys.digests[at].tobytes()
     if at is None or rows_checksum(job_id, digest, key_digests, stored, numbers) != kept:
         name = session.scalar(select(Job.name).where(Job.id == job_id))
