@@ -29,7 +29,7 @@ from tracker.queries.selection import JobSelection, contents_and_meta, selected_
 from tracker.queries.tables import arm_rows, probes
 from tracker.report.files import PLOTLY_JS
 from tracker.sample import write_sample_job
-from tracker.store import packed_verdicts, raw_rows
+from tracker.store import frames, packed_verdicts, raw_rows
 from tracker.store.catalog import job_studies as catalog_studies
 from tracker.store.curves import arm_points_by_job
 from tracker.store.index_rows import stored_counts, stored_grid_curves
@@ -152,6 +152,7 @@ def test_rows_read_a_few_at_a_time_cost_no_statement_and_show_the_same(
     monkeypatch.setattr(raw_rows, "STREAMED_BLOBS", 1)
     monkeypatch.setattr(packed_verdicts, "COLUMN_BATCH_ROWS", 1)
     monkeypatch.setattr(packed_verdicts, "FEW_JOBS", 0)  # every key read first, then streamed
+    monkeypatch.setattr(frames, "STREAMED_FRAME_ROWS", 1)  # the probes table a row a frame
     assert read() == whole
 
 

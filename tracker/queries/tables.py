@@ -22,7 +22,7 @@ from tracker.queries.job_analysis import study_judging
 from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.queries.window import check_window, kept, read_window
 from tracker.store.catalog import PROBE_NUMBERS
-from tracker.store.frames import query_frame
+from tracker.store.frames import query_frame, streamed_frame
 from tracker.store.notes import notes_text
 from tracker.store.raw_rows import exact_float
 from tracker.store.run_rows import (
@@ -84,7 +84,7 @@ def probes(
     )
     if failed:
         query = query.where(Probe.n_params.is_(None))
-    frame = query_frame(session, query).with_columns(
+    frame = streamed_frame(session, query).with_columns(
         peak_bpp=pl.col("peak_steady") / pl.col("n_params")
     )
     return with_jobs(jobs, frame).select(
