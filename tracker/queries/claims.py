@@ -31,7 +31,7 @@ from tracker.queries.job_analysis import (
 )
 from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.queries.tables import stopped_of
-from tracker.queries.verdict_frames import compact_verdicts, in_job_order
+from tracker.queries.verdict_frames import CompactVerdicts, in_job_order
 from tracker.store.frames import query_frame
 from tracker.store.raw_rows import exact_float
 from tracker.store.run_rows import verified_runs_by_job
@@ -241,13 +241,14 @@ def _evidence(
     ids = jobs["job_id"].to_list()
     names = dict(zip(ids, jobs["job"].to_list(), strict=True))
     position = {job_id: i for i, job_id in enumerate(ids)}
-    frames = [compact_verdicts(VerdictColumns.of_rows([]), names, position)]
+    compact = CompactVerdicts(names, position)
+    frames = [compact(VerdictColumns.of_rows([]))]
     numbers_of: dict[int, dict[str, float | None]] = {}
     for columns, batch in verdict_batches(session, ids if read is None else read, exp):
         if each_batch is not None:
             each_batch((columns, batch))
         # without the jobs of the same content as others (read for ``each_batch`` alone)
-        frames.append(compact_verdicts(columns, names, position))
+        frames.append(compact(columns))
         numbers_of.update((job_id, own) for job_id, own in batch.items() if job_id in names)
     verdicts = in_job_order(frames)
     numbers = pl.DataFrame(

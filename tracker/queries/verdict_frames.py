@@ -6,10 +6,13 @@ rebuilt for those rows alone."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import polars as pl
 
 from tracker.store.verdict_columns import VerdictColumns
+from tracker.store.verdict_keys import Key
 
 ORDER = "order"  # a verdict row's job's position in job order, while the batches are joined
 VERDICT_COLUMNS = [
@@ -26,56 +29,70 @@ _KEY_SCHEMA = {
 _FIRST = pl.struct("check", "subject").is_first_distinct()
 
 
-def compact_verdicts(
-    columns: VerdictColumns, names: dict[int, str], position: dict[int, int]
-) -> pl.DataFrame:
-    """A batch's rows of the jobs ``names`` (by id; others dropped) in their ``position``
-    order, named by job, with the detail of the first row of each check and subject alone (the
-    first of them all is one of these: ``in_job_order``)."""
-    at = np.flatnonzero(np.isin(columns.job_ids, np.fromiter(names, np.int64, len(names))))
-    frame = pl.DataFrame(
-        {
-            "row": at,
-            "job_id": columns.job_ids[at],
-            "key": columns.keys[at],
-            "measured": _numbers(columns.measured[at], columns.has_measured[at]),
-            "tolerance": _numbers(columns.tolerance[at], columns.has_tolerance[at]),
-        },
-        schema={
-            "row": pl.Int64,
-            "job_id": pl.Int64,
-            "key": pl.Int64,
-            "measured": pl.Float64,
-            "tolerance": pl.Float64,
-        },
-    )
-    keys = pl.DataFrame(
-        [key[:5] for key in columns.key_rows], schema=_KEY_SCHEMA, orient="row"
-    ).with_row_index("key")
-    ordered = (
-        frame.with_columns(
-            pl.col("job_id").replace_strict(position, return_dtype=pl.Int64).alias(ORDER)
+class CompactVerdicts:
+    """Batches' rows (``VerdictColumns``) of the jobs ``names`` (by id; others dropped), each
+    made a frame in their ``position`` order, named by job, with the detail of the first row
+    of each check and subject alone (the first of them all is one of these:
+    ``in_job_order``). Each batch maps its own jobs and the keys' frame is made once for the
+    batches that share their keys (every batch of one read): a read of 10,000 jobs in 20
+    batches does not walk every job and key 20 times."""
+
+    def __init__(self, names: dict[int, str], position: dict[int, int]) -> None:
+        self.names = names
+        self.position = position
+        self._keys: tuple[Sequence[Key], pl.DataFrame] | None = None
+
+    def __call__(self, columns: VerdictColumns) -> pl.DataFrame:
+        jobs, job_at = np.unique(columns.job_ids, return_inverse=True)
+        listed = jobs.tolist()
+        order = np.array([self.position.get(job, -1) for job in listed], dtype=np.int64)
+        at = np.flatnonzero((order >= 0)[job_at])
+        frame = pl.DataFrame(
+            {
+                "row": at,
+                "job": job_at[at],
+                "key": columns.keys[at],
+                ORDER: order[job_at[at]],
+                "measured": _numbers(columns.measured[at], columns.has_measured[at]),
+                "tolerance": _numbers(columns.tolerance[at], columns.has_tolerance[at]),
+            },
+            schema={
+                "row": pl.Int64,
+                "job": pl.Int64,
+                "key": pl.Int64,
+                ORDER: pl.Int64,
+                "measured": pl.Float64,
+                "tolerance": pl.Float64,
+            },
         )
-        .sort(ORDER, maintain_order=True)
-        .join(keys.cast({"key": pl.Int64}), on="key", how="left", maintain_order="left")
-    )
-    first = ordered.select(pl.arg_where(_FIRST)).to_series().to_list()
-    rows = ordered.get_column("row").gather(first).to_list()
-    details = pl.Series("detail", [None] * ordered.height, pl.String)
-    if first:
-        details = details.scatter(first, [columns.detail(row) for row in rows])
-    return ordered.select(
-        ORDER,
-        pl.col("job_id").replace_strict(names, return_dtype=pl.String).alias("job"),
-        "check",
-        "subject",
-        "measured",
-        "expected",
-        "tolerance",
-        "status",
-        pl.lit(details),
-        "known",
-    ).with_columns(pl.col(REPEATED).cast(pl.Categorical))
+        ordered = frame.sort(ORDER, maintain_order=True).join(
+            self._key_frame(columns.key_rows), on="key", how="left", maintain_order="left"
+        )
+        first = ordered.select(pl.arg_where(_FIRST)).to_series().to_list()
+        rows = ordered.get_column("row").gather(first).to_list()
+        details = pl.Series("detail", [None] * ordered.height, pl.String)
+        if first:
+            details = details.scatter(first, [columns.detail(row) for row in rows])
+        named = pl.Series([self.names.get(job) for job in listed], dtype=pl.String)
+        return ordered.select(
+            ORDER,
+            pl.col("job").map_batches(named.gather, return_dtype=pl.String),
+            "check",
+            "subject",
+            "measured",
+            "expected",
+            "tolerance",
+            "status",
+            pl.lit(details),
+            "known",
+        ).with_columns(pl.col(REPEATED).cast(pl.Categorical))
+
+    def _key_frame(self, key_rows: Sequence[Key]) -> pl.DataFrame:
+        if self._keys is None or self._keys[0] is not key_rows:
+            frame = pl.DataFrame([key[:5] for key in key_rows], schema=_KEY_SCHEMA, orient="row")
+            indexed = frame.with_row_index("key").cast({"key": pl.Int64})
+            self._keys = (key_rows, indexed)
+        return self._keys[1]
 
 
 def in_job_order(frames: list[pl.DataFrame]) -> pl.DataFrame:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 from sqlalchemy import Text, select, type_coerce
 from sqlalchemy.orm import Session
 
@@ -28,6 +29,7 @@ from tracker.queries.tables import stored_steps
 from tracker.store.catalog import check_meta_keys, check_meta_values
 from tracker.store.raw_rows import plain_rows
 from tracker.store.value_lists import among
+from tracker.store.verdict_keys import Key as VerdictKey
 from tracker.summary.model import SEED_NOISE
 
 if TYPE_CHECKING:
@@ -168,6 +170,7 @@ class VerdictValues:
         self.jobs: set[int] = set()  # the jobs read
         self._ema: dict[int, float] = {}
         self._measured: dict[Key, Values] = {}  # two arrays a (check, subject), not every row
+        self._keys: tuple[Sequence[VerdictKey], list[Key], NDArray[np.intp]] | None = None
 
     def add(self, batch: VerdictBatch) -> None:
         columns, numbers = batch
@@ -176,9 +179,7 @@ class VerdictValues:
             if (value := own.get(SEED_NOISE)) is not None:
                 self._ema[job_id] = value
         # the rows with a number, by (check, subject), each one's rows in the batch's order
-        pairs = list(dict.fromkeys(key[:2] for key in columns.key_rows))
-        index = {pair: i for i, pair in enumerate(pairs)}
-        pair_of = np.array([index[key[:2]] for key in columns.key_rows], dtype=np.intp)
+        pairs, pair_of = self._pairs(columns.key_rows)
         rows = np.flatnonzero(columns.has_measured)
         if not rows.size:
             return
@@ -190,6 +191,16 @@ class VerdictValues:
                 found = self._measured[pairs[pair]] = Values()
             found.jobs.frombytes(columns.job_ids[chosen].tobytes())
             found.values.frombytes(columns.measured[chosen].tobytes())
+
+    def _pairs(self, key_rows: Sequence[VerdictKey]) -> tuple[list[Key], NDArray[np.intp]]:
+        """The (check, subject) pairs of the keys and each key's pair, made once for the
+        batches that share their keys (every batch of one read: 10,000 keys at 10,000 jobs)."""
+        if self._keys is None or self._keys[0] is not key_rows:
+            pairs = list(dict.fromkeys(key[:2] for key in key_rows))
+            index = {pair: i for i, pair in enumerate(pairs)}
+            pair_of = np.array([index[key[:2]] for key in key_rows], dtype=np.intp)
+            self._keys = (key_rows, pairs, pair_of)
+        return self._keys[1], self._keys[2]
 
     def in_job_id_order(
         self, kept: Mapping[int, str]
