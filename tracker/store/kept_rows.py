@@ -6,8 +6,9 @@ job's pages its analysis, drawn trajectories and smoothed curves, all of which t
 curve point to compute. ``tracker.services.rederive`` computes them once, when a job is
 ingested or copied (and for jobs stored before, with ``tracker db rederive``), against the
 packaged expectations, and stores them here under the digest of those expectations and of
-the analysis code (``tracker.summary.version``). This module only writes and reads those
-rows; it runs no analysis. ``tracker.queries.job_analysis`` reads them, analysing a job that has
+the analysis code (``tracker.summary.version``), a job's verdicts as one row of packed
+columns (``tracker.store.packed_verdicts``). This module only writes and reads those rows; it
+runs no analysis. ``tracker.queries.job_analysis`` reads them, analysing a job that has
 none for the expectations asked for from its points, so a read-only database serves every
 request.
 """
