@@ -174,11 +174,6 @@ def to_stored_json(value: Any, *, sort_keys: bool = False) -> str:
     return json.dumps(value, sort_keys=sort_keys)
 
 
-# ``to_stored_json`` of a string alone, as the encoder writes it inside a document (ASCII, the
-# rest escaped): the encoder's own function, for a caller that writes many small parts itself
-stored_json_string = json.encoder.encode_basestring_ascii
-
-
 def from_stored_json(text: str) -> Any:
     """A document ``to_stored_json`` wrote, its non-finite numbers exactly as they were."""
     return json.loads(text)
