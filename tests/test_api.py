@@ -310,18 +310,29 @@ def test_changed_analysis_code_makes_rederive_refill_every_job(
     assert api.rederive(db_url).refilled == []
 
 
-def test_the_code_digest_follows_every_source_file(tmp_path: Path) -> None:
-    """Any edit of a source file of the analysis or the summary, or a new one, is another
-    digest; the same files are the same digest, wherever they are."""
-    for package in version.CODE_PACKAGES:
-        shutil.copytree(version.PACKAGE / package, tmp_path / package)
+def test_the_code_digest_follows_the_code_that_makes_kept_rows(tmp_path: Path) -> None:
+    """An edit of a module the kept rows' maker imports (directly or not), or a module it
+    comes to import, is another digest; an edit of code that only reads kept rows (the gate)
+    is not; the same files are the same digest, wherever they are."""
+    shutil.copytree(version.SOURCE_ROOT / "tracker", tmp_path / "tracker")
     assert version.code_digest(tmp_path) == version.code_digest() == version.CODE_DIGEST
-    verdict = tmp_path / "analysis" / "verdict.py"
-    verdict.write_text(verdict.read_text() + "\n# a comment is a change too\n")
-    edited = version.code_digest(tmp_path)
-    assert edited != version.CODE_DIGEST
-    (tmp_path / "summary" / "new_part.py").write_text("")
-    assert version.code_digest(tmp_path) not in (edited, version.CODE_DIGEST)
+    made_by = {path.relative_to(tmp_path).as_posix() for path in version.code_files(tmp_path)}
+    assert {"tracker/summary/build.py", "tracker/analysis/verdict.py", "tracker/jsonio.py"} <= (
+        made_by
+    )
+    assert "tracker/analysis/gate.py" not in made_by
+
+    def edited(module: str, line: str) -> str:
+        path = tmp_path / module
+        path.write_text(path.read_text() + line)
+        return version.code_digest(tmp_path)
+
+    assert edited("tracker/analysis/gate.py", "\n# read-time code\n") == version.CODE_DIGEST
+    by_verdict = edited("tracker/analysis/verdict.py", "\n# a comment is a change too\n")
+    assert by_verdict != version.CODE_DIGEST
+    by_import = edited("tracker/summary/build.py", "from tracker.analysis import gate\n")
+    assert by_import not in (by_verdict, version.CODE_DIGEST)
+    assert edited("tracker/analysis/gate.py", "# now it counts\n") != by_import
 
 
 def test_a_selection_is_given_whole_or_by_keywords_not_both(study: Cli, db_url: str) -> None:

@@ -1,33 +1,75 @@
 """What a job's stored rows were judged against: the expectations' values and the code that
-judged them (the analysis and the summary), as one digest.
+judged them, as one digest.
 
-The code's part is a hash of the source files of ``tracker.analysis`` and ``tracker.summary``,
-taken once at import: any change of them, a new verdict or a changed number, makes every
-stored row stale, so that stored rows of older code are ignored (analysed afresh on every
-read) until ``tracker db rederive`` (or ``tracker db upgrade``) refills them. No version
-number is kept by hand.
+The code's part is a hash of the source files of the modules that make the kept rows
+(``tracker.summary.build``) and of every tracker module they import, followed from their
+import statements once at import: any change of them, a new verdict or a changed number,
+makes every stored row stale, so that stored rows of older code are ignored (analysed afresh
+on every read) until ``tracker db rederive`` (or ``tracker db upgrade``) refills them. Code
+that only reads kept rows (the claims across jobs, the gate, the pages) is outside it: a
+release that changes only that keeps every stored row. No version number is kept by hand.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
 
-PACKAGE = Path(__file__).resolve().parent.parent
-CODE_PACKAGES = ("analysis", "summary")
+SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds ``tracker/``
+KEPT_ROWS_MAKER = "tracker.summary.build"
+# ``from tracker.x import a, b`` (parenthesised over lines too) and ``import tracker.x``: the
+# tracker imports itself by absolute names only
+IMPORTS = re.compile(
+    r"^[ \t]*(?:from[ \t]+(tracker(?:\.\w+)*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]+)"
+    r"|import[ \t]+(tracker(?:\.\w+)*))",
+    re.MULTILINE,
+)
 
 
-def code_digest(root: Path = PACKAGE, packages: tuple[str, ...] = CODE_PACKAGES) -> str:
-    """A hash of the Python source files under ``root``'s ``packages``, by relative path."""
+def _source(root: Path, module: str) -> Path | None:
+    path = root.joinpath(*module.split("."))
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def code_files(root: Path = SOURCE_ROOT, maker: str = KEPT_ROWS_MAKER) -> list[Path]:
+    """The source files of ``maker`` and of the tracker modules it imports, transitively
+    (an imported name that is a module counts as one, and a module's packages too), by
+    relative path."""
+    found: dict[str, Path] = {}
+    waiting = [maker]
+    while waiting:
+        module = waiting.pop()
+        path = _source(root, module)
+        if module in found or path is None:
+            continue
+        found[module] = path
+        if "." in module:  # its package's ``__init__`` runs first
+            waiting.append(module.rpartition(".")[0])
+        for match in IMPORTS.finditer(path.read_text(encoding="utf-8")):
+            source, names, imported = match.groups()
+            if imported:
+                waiting.append(imported)
+                continue
+            waiting.append(source)
+            for name in re.findall(r"\w+(?=\s*(?:,|\)|$| as ))", names.strip("()")):
+                waiting.append(f"{source}.{name}")
+    return sorted(found.values(), key=lambda path: path.relative_to(root).as_posix())
+
+
+def code_digest(root: Path = SOURCE_ROOT, maker: str = KEPT_ROWS_MAKER) -> str:
+    """A hash of ``code_files``, each by its relative path and its bytes."""
     sha = hashlib.sha256()
-    for package in packages:
-        for path in sorted((root / package).rglob("*.py")):
-            sha.update(path.relative_to(root).as_posix().encode("utf-8") + b"\0")
-            sha.update(path.read_bytes() + b"\0")
+    for path in code_files(root, maker):
+        sha.update(path.relative_to(root).as_posix().encode("utf-8") + b"\0")
+        sha.update(path.read_bytes() + b"\0")
     return sha.hexdigest()
 
 
