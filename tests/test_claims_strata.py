@@ -18,8 +18,8 @@ from tests.conftest import Cli
 from tests.test_claim_kinds import compared, judge
 from tracker.analysis.claims.specs import EquivalenceClaim, NoninferiorityClaim
 from tracker.analysis.expectations import Expectations, study_expectations
-from tracker.queries.claims import run_hours
 from tracker.sample import write_sample_job
+from tracker.summary.run_index import run_hours
 
 SPEEDRUN = Path(__file__).parent / "data" / "speedrun"  # real record logs, numbers only
 # the demo's runs (docs/claims.md, "Worked example: the demo"), jobs 1-3 of 1 flash + 2 ref,

@@ -25,11 +25,14 @@ from tracker.models import (
     JobSummary,
     JobVerdicts,
     Run,
+    RunIndex,
     VerdictKey,
 )
 from tracker.store import packed_verdicts
+from tracker.store.run_index import run_index_checksum
 from tracker.store.schema import downgrade, upgrade
 from tracker.store.verdict_columns import VerdictColumns, VerdictRow
+from tracker.summary.version import CODE_DIGEST
 
 # the study fixture's jobs: two sample jobs, ingested once a session and copied to each test
 JOBS: dict[str, tuple[dict[str, Any], list[str]]] = {
@@ -118,6 +121,60 @@ def test_a_flipped_bit_in_a_jobs_index_row_is_refused_and_repaired(
     study("db", "check", "--repair")
     assert study("db", "check").stdout.endswith(": no damage found\n")
     assert client.get("/").status_code == 200
+
+
+def run_index_line(reason: str) -> str:
+    return (
+        f"stored runs index of job job2 is damaged ({reason});"
+        " rebuild it with `tracker db check --repair`"
+    )
+
+
+def test_a_flipped_bit_in_a_run_index_is_refused_and_repaired(
+    study: Cli, client: TestClient, engine: Engine
+) -> None:
+    shown = ("query", "runs", "--format", "csv")
+    intact_table = study(*shown).stdout
+    with engine.begin() as connection:
+        job_id = connection.scalar(select(Job.id).where(Job.name == "job2"))
+        where = RunIndex.job_id == job_id
+        damaged = bytearray(connection.scalar(select(RunIndex.runs).where(where)))
+        damaged[len(damaged) // 2] ^= 0x01
+        connection.execute(update(RunIndex).where(where).values(runs=bytes(damaged)))
+    line = run_index_line("checksum mismatch")
+    for args in (shown, ("claims",)):
+        refused = study(*args, ok=False)
+        assert (refused.exit_code, refused.stderr) == (1, f"Error: {line}\n"), args
+    for path in ("/runs", "/api/runs"):
+        answer = client.get(path)
+        assert answer.status_code == 500 and line in answer.text, path
+    checked = study("db", "check", ok=False)
+    assert (checked.exit_code, checked.stderr) == (1, f"Error: {line}\n")
+    assert study("db", "check", "--repair").stdout.splitlines()[0] == "job2: rebuilt"
+    assert study("db", "check").stdout.endswith(": no damage found\n")
+    assert study(*shown).stdout == intact_table
+
+
+def test_a_run_index_that_is_not_its_runs_is_found_and_rebuilt(study: Cli, engine: Engine) -> None:
+    """job1's index sealed as job2's: its checksum holds, ``db check`` compares it with the
+    runs."""
+    shown = ("query", "runs", "--format", "csv")
+    intact_table = study(*shown).stdout
+    with engine.begin() as connection:
+        ids = {name: job_id for name, job_id in connection.execute(select(Job.name, Job.id))}
+        runs = bytes(connection.scalar(select(RunIndex.runs).where(RunIndex.job_id == ids["job1"])))
+        connection.execute(
+            update(RunIndex)
+            .where(RunIndex.job_id == ids["job2"])
+            .values(runs=runs, checksum=run_index_checksum(ids["job2"], CODE_DIGEST, runs))
+        )
+    assert study(*shown).stdout != intact_table  # read as kept: only a check compares
+    checked = study("db", "check", ok=False)
+    line = run_index_line("it differs from its runs")
+    assert (checked.exit_code, checked.stderr) == (1, f"Error: {line}\n")
+    study("db", "check", "--repair")
+    assert study("db", "check").stdout.endswith(": no damage found\n")
+    assert study(*shown).stdout == intact_table
 
 
 def test_a_summary_and_index_curves_moved_from_another_job_are_refused_and_repaired(

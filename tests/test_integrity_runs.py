@@ -1,7 +1,9 @@
 """A run's row, its notes and its curve rows under one checksum (``tracker.store.run_rows``):
 one of them altered, two arms' names swapped or a run moved to another job is refused by
-every read that shows them with one line, and named by ``db check``; a curve's numbers
-altered are rewritten from its points by ``db check --repair``, its run's checksum with them."""
+every read of them with one line, and named by ``db check``; the reads across jobs that read
+each job's run index instead (the runs table, the claims: ``tracker.store.run_index``) show
+what was ingested, never the damage. A curve's numbers altered are rewritten from its points
+by ``db check --repair``, its run's checksum with them."""
 
 from __future__ import annotations
 
@@ -96,14 +98,23 @@ NOTE_DAMAGE = [note_deleted, note_text_changed]
 NUMBERS_DAMAGE = [curve_number_changed("last_value"), curve_number_changed("min_value")]
 
 
+# what reads each job's run index, not its runs: the same answer after the damage as before
+FROM_THE_INDEX = (("query", "runs", "--format", "csv"), ("claims", "--format", "json"))
+PAGES_FROM_THE_INDEX = ("/runs", "/api/runs")
+
+
+def answers_from_the_index(cli: Cli) -> list[str]:
+    with client_for(cli.url) as client:
+        pages = [client.get(path).text for path in PAGES_FROM_THE_INDEX]
+    return [cli(*args).stdout for args in FROM_THE_INDEX] + pages
+
+
 def refused_everywhere(cli: Cli, out: Path, line: str) -> None:
     """Every command and page that reads job2's runs says ``line`` and nothing else."""
     commands = [
-        ("query", "runs"),
         ("jobs",),
         ("show", "job2", "--part", "arms"),
         ("compare", "job1", "job2"),
-        ("claims",),
         ("query", "curve", "--job", "job2", "--arm", "flash_s0"),  # an intact curve of job2
         ("report", "--out", str(out / "report")),
         ("export", str(out / "points")),
@@ -112,7 +123,7 @@ def refused_everywhere(cli: Cli, out: Path, line: str) -> None:
         result = cli(*args, ok=False)
         assert (result.exit_code, result.stderr) == (1, f"Error: {line}\n"), args
     with client_for(cli.url) as client:
-        for path in ("/runs", "/api/runs", "/api/curve?job=job2&arm=flash_s0", "/jobs/job2/"):
+        for path in ("/api/curve?job=job2&arm=flash_s0", "/jobs/job2/"):
             answer = client.get(path)
             assert answer.status_code == 500 and line in answer.text, path
 
@@ -121,9 +132,11 @@ def refused_everywhere(cli: Cli, out: Path, line: str) -> None:
 def test_a_damaged_run_is_refused_everywhere_and_named_by_db_check(
     two_jobs: Cli, engine: Engine, tmp_path: Path, damage: Callable[[Connection], str]
 ) -> None:
+    ingested = answers_from_the_index(two_jobs)
     with engine.begin() as connection:
         line = DAMAGED.format(damage(connection))
     refused_everywhere(two_jobs, tmp_path, line)
+    assert answers_from_the_index(two_jobs) == ingested
     # a run moved away leaves its job without it, which that job's summary tells
     damaged = (
         "2 jobs damaged: job1, job2" if damage is moved_from_another_job else "1 jobs damaged: job2"
@@ -189,7 +202,7 @@ def test_a_run_without_its_checksum_is_refused(two_jobs: Cli, engine: Engine) ->
         where = Run.id == run_id(connection, "job2", "flash_s0")
         connection.execute(update(Run).where(where).values(checksum=None))
     line = "stored run job2/flash_s0 is damaged (no checksum); re-ingest the job from its files"
-    for args in (("query", "runs"), ("db", "check")):
+    for args in (("show", "job2", "--part", "arms"), ("db", "check")):
         result = two_jobs(*args, ok=False)
         assert (result.exit_code, result.stderr) == (1, f"Error: {line}\n"), args
 

@@ -492,7 +492,10 @@ def test_0019_keys_the_verdicts_and_its_downgrade_restores_them(
         assert key_ids(session, [("c", "s", None, "PASS", None, "d")]) == {
             ("c", "s", None, "PASS", None, "d"): keys + 1
         }
-    assert Cli(db_url)("db", "rederive").stdout == "0 jobs rederived, 3 already up to date\n"
+    # the kept rows hold; 0021 made the run index anew, empty: rederive fills it
+    rederived = Cli(db_url)("db", "rederive").stdout
+    assert rederived.endswith("3 jobs rederived, 0 already up to date\n")
+    assert derived_rows(engine) == at_head
 
 
 def test_0020_packs_the_verdicts_and_its_downgrade_restores_them(
@@ -516,6 +519,31 @@ def test_0020_packs_the_verdicts_and_its_downgrade_restores_them(
     with engine.connect() as connection:
         kept = connection.execute(text("SELECT job_id, rows_checksum FROM job_summary")).all()
     assert [job_id for job_id, checksum in kept if checksum is None] == [damaged]
-    rederived = Cli(db_url)("db", "rederive").stdout
-    assert rederived == "job1: rederived\n1 jobs rederived, 2 already up to date\n"
+    Cli(db_url)("db", "rederive")  # every job: 0021 made the run index anew, empty
     assert derived_rows(engine) == at_head
+
+
+def test_0021_keeps_the_run_index_and_its_downgrade_drops_it(
+    three_jobs: str, engine: Engine, db_url: str
+) -> None:
+    """Made empty (filling it takes today's code): each job's runs are read from their rows
+    until ``db rederive`` (run by ``db upgrade``) refills it, the same runs table either way."""
+    cli = Cli(db_url)
+    shown = ("query", "runs", "--format", "csv")
+    at_head, table = derived_rows(engine), cli(*shown).stdout
+    index = "SELECT job_id, code, checksum, runs FROM run_index ORDER BY job_id"
+    with engine.connect() as connection:
+        kept = connection.execute(text(index)).all()
+    assert len(kept) == 3
+    downgrade(engine, "0020")
+    with engine.connect() as connection:
+        assert not inspect(connection).has_table("run_index")
+    assert derived_rows(engine) == at_head
+    upgrade(engine)
+    with engine.connect() as connection:
+        assert connection.execute(text(index)).all() == []
+    assert cli(*shown).stdout == table  # from the runs' rows
+    assert cli("db", "rederive").stdout.endswith("3 jobs rederived, 0 already up to date\n")
+    with engine.connect() as connection:
+        assert connection.execute(text(index)).all() == kept
+    assert cli(*shown).stdout == table

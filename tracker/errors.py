@@ -148,6 +148,10 @@ class DamagedSummary(TrackerError):
     """stored summary of job {job} is damaged ({reason}); re-ingest the job from its files"""
 
 
+class DamagedRunIndex(TrackerError):
+    """stored runs index of job {job} is damaged ({reason}); rebuild it with `tracker db check --repair`"""
+
+
 class BadExpectations(TrackerError):
     """{path}: {problem}"""
 

@@ -303,6 +303,22 @@ class JobVerdicts(Base):
     figures: Mapped[bytes] = mapped_column(LargeBinary)
 
 
+class RunIndex(Base):
+    """A job's runs as the runs table, the seeds table and the claims read them
+    (``tracker.summary.run_index``: a dozen numbers a run, JSON in ``runs``), made from its
+    rows when its other derived rows are, so that a read across jobs reads one row a job and
+    not every run's rows. ``code``: the digest of the code that made it
+    (``tracker.summary.version.CODE_DIGEST``); ``checksum``: the xxh3-64 of it and ``runs``,
+    seeded with the job's id, checked on every read (``tracker.store.run_index``)."""
+
+    __tablename__ = "run_index"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("job.id", ondelete="CASCADE"), primary_key=True)
+    code: Mapped[str] = mapped_column(String(64))
+    checksum: Mapped[int] = mapped_column(BigInteger)
+    runs: Mapped[bytes] = mapped_column(LargeBinary)
+
+
 class JobNumber(Base):
     """Per-job numbers that need every point (EMA deltas, the step an arm diverged at)."""
 

@@ -8,6 +8,7 @@ no migration. The kinds ingest writes are listed in ``NoteKind``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
@@ -47,3 +48,11 @@ class RunNote:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+NOTES_SEPARATOR = "; "  # between a run's notes in one cell of a table
+
+
+def notes_text(notes: Iterable[RunNote]) -> str:
+    """A run's notes in one line, for a table's cell ("" without any)."""
+    return NOTES_SEPARATOR.join(note.text for note in notes)

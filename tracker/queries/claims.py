@@ -7,11 +7,8 @@ given; it never writes, so it works on a database opened read-only.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
-from functools import partial
-from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import polars as pl
 from sqlalchemy import select
@@ -19,9 +16,7 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis.claims.judge import COLUMNS, judge_claims, run_metrics
 from tracker.analysis.claims.specs import Compared
-from tracker.completeness import summary_steps
-from tracker.domain import LOSS, RunLengths
-from tracker.elapsed import Shape, TimeKind, is_time_column, time_source
+from tracker.domain import RunLengths
 from tracker.models import Job, JobMeta
 from tracker.queries.job_analysis import (
     VerdictBatch,
@@ -29,12 +24,10 @@ from tracker.queries.job_analysis import (
     study_judging,
     verdict_batches,
 )
+from tracker.queries.run_indexes import run_indexes
 from tracker.queries.selection import JobSelection, selected_jobs
-from tracker.queries.tables import stopped_of
 from tracker.queries.verdict_frames import CompactVerdicts, in_job_order
 from tracker.store.frames import query_frame
-from tracker.store.raw_rows import exact_float
-from tracker.store.run_rows import verified_runs_by_job
 from tracker.store.value_lists import among
 from tracker.store.verdict_columns import VerdictColumns
 from tracker.summary.model import NUMBERS
@@ -151,79 +144,25 @@ def _with_lengths(exp: Expectations, lengths: RunLengths | None) -> Expectations
 
 
 def _runs(session: Session, ids: list[int], metrics: set[str]) -> pl.DataFrame:
-    """The runs of the jobs ``ids``, with their length (``run_steps``: the summary's, else
-    the loss curve's last step + 1), whether they stopped early (``stopped``: the message,
-    else null), their logged wall time in hours and the ``metrics`` their summaries give
-    beyond ``val_loss`` (a column each, null where a summary has no such number). Read once,
-    each run checked (``verified_runs_by_job``), a job's runs at a time."""
+    """The runs of the jobs ``ids``, with their length (``steps``: the summary's, else the
+    loss curve's last step + 1), whether they stopped early (``stopped``: the message, else
+    null), their logged wall time in hours and the ``metrics`` their summaries give beyond
+    ``val_loss`` (a column each, null where a summary has no such number): of each job's run
+    index (``run_indexes``: kept, or made from its checked rows), a job at a time."""
     extras = sorted(metrics - set(RUN_SCHEMA))
     schema = RUN_SCHEMA | dict.fromkeys(extras, pl.Float64)
-    # by column, each summary read and dropped: a dict a run held thousands of them at once
-    columns: list[list[object]] = [[] for _ in schema]
-    for job_runs in verified_runs_by_job(session, ids):
-        stopped = stopped_of(job_runs)
+    columns: dict[str, list[object]] = {name: [] for name in schema}
+    for job_id, index in run_indexes(session, ids):
         # in ingest order (run id): a planned design judges the first runs
-        for run in sorted(job_runs, key=attrgetter("id")):
-            arm, _model, variant, _seed, val_loss, _final_loss, diverged, _text = run.columns
-            extra = run.extra or {}
-            steps = summary_steps(extra)
-            loss: tuple[Any, ...] | None = run.by_metric.get(LOSS)
-            if steps is None and loss is not None and loss[3] is not None:
-                steps = loss[3] + 1
-            hours = run_hours(extra, steps, partial(_logged_elapsed, run.by_metric))
-            flag = None if diverged is None else bool(diverged)
-            message = stopped.get((run.job_id, run.arm))
-            found = (run.job_id, arm, variant, exact_float(val_loss), flag, steps, message, hours)
-            for column, value in zip(
-                columns, (*found, *(_number(extra.get(name)) for name in extras)), strict=True
-            ):
-                column.append(value)
-    return pl.DataFrame(dict(zip(schema, columns, strict=True)), schema=schema)
-
-
-def _logged_elapsed(curves: Mapping[str, tuple[Any, ...]]) -> float | None:
-    """The seconds a run's time column reached, where its curve rows (``CURVE_FIELDS``, by
-    metric) tell without reading the points: an elapsed time's last value, or a running
-    average times the steps (``tracker.elapsed`` chooses the column; per-step durations need
-    their sum: not here)."""
-    shapes = {
-        metric: Shape(n, exact_float(last), exact_float(low), exact_float(top))
-        for metric, n, _first, _last_step, _first_value, last, low, top, _n in curves.values()
-        if is_time_column(metric)
-    }
-    source = time_source(shapes)
-    last = None if source is None else shapes[source.metric].last_value
-    if source is None or last is None or not math.isfinite(last):
-        return None
-    if source.kind is TimeKind.ELAPSED:
-        return last / source.per_second
-    if source.kind is TimeKind.AVERAGE:
-        steps_done = max(curves[source.metric][3], 1)
-        return last * steps_done / source.per_second
-    return None
-
-
-def run_hours(
-    extra: dict[str, object], steps: int | None, elapsed_s: Callable[[], float | None]
-) -> float | None:
-    """A run's logged time in hours: its summary's ``wall_time_s``, else ``train_time_ms``,
-    else its elapsed-time curve's last value (``elapsed_s``, asked only then), else
-    ``step_ms`` times its steps; None."""
-    wall, train, step = (_number(extra.get(k)) for k in ("wall_time_s", "train_time_ms", "step_ms"))
-    if wall is not None:
-        return wall / 3600
-    if train is not None:
-        return train / 3.6e6
-    if (elapsed := elapsed_s()) is not None:
-        return elapsed / 3600
-    if step is not None and steps is not None:
-        return step * steps / 3.6e6
-    return None
-
-
-def _number(value: object) -> float | None:
-    """A summary's number as a float; None for anything else (text, a flag, nothing)."""
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+        order = sorted(range(len(index["id"])), key=index["id"].__getitem__)
+        columns["job_id"] += [job_id] * len(order)
+        for name in RUN_SCHEMA.keys() - {"job_id"}:
+            values = index[name]  # type: ignore[literal-required]
+            columns[name] += [values[position] for position in order]
+        for name in extras:
+            values = index["numbers"].get(name) or [None] * len(order)
+            columns[name] += [values[position] for position in order]
+    return pl.DataFrame(columns, schema=schema)
 
 
 def _evidence(

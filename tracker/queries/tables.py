@@ -3,8 +3,6 @@ points are read only by ``curve``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -13,25 +11,16 @@ from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.smoothing import smooth
-from tracker.completeness import stopped_arms, summary_steps
 from tracker.domain import LOSS
 from tracker.errors import UnknownArm, UnknownMetric, did_you_mean, known_names
-from tracker.jsonio import from_stored_json
 from tracker.models import Curve, Job, Probe, Run
 from tracker.queries.job_analysis import study_judging
+from tracker.queries.run_indexes import run_indexes
 from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.queries.window import check_window, kept, read_window
 from tracker.store.catalog import PROBE_NUMBERS
 from tracker.store.frames import query_frame, streamed_frame
-from tracker.store.notes import notes_text
-from tracker.store.raw_rows import exact_float
-from tracker.store.run_rows import (
-    CURVE_FIELDS,
-    StoredRun,
-    checked_runs,
-    notes_of,
-    verified_runs_by_job,
-)
+from tracker.store.run_rows import checked_runs
 from tracker.store.runfilter import matching_runs, run_conditions
 from tracker.store.value_lists import among
 
@@ -111,92 +100,35 @@ ARM_SCHEMA = {
 }
 
 
+# the arm tables' columns of a ``RunIndex``'s (the index's ``steps`` is the claims' length)
+ARM_COLUMNS = {name: "points" if name == "steps" else name for name in ARM_SCHEMA} | {"job_id": ""}
+
+
 def arm_rows(session: Session, selection: JobSelection, job_ids: list[int]) -> pl.DataFrame:
     """One row per arm of the jobs ``job_ids`` (``job_id`` first) that the selection's models,
     variants and conditions on runs keep: its summary and its loss curve's (steps: how many
     it logged; last_step; nonfinite: its NaN and infinite points), and its notes in one line.
-    Made of the rows every run's checksum is checked on (``verified_runs_by_job``), in their
-    order: a job at a time, so that one job's runs are held at once."""
+    Made of each job's run index (``run_indexes``: kept, or made from its checked rows), a
+    job at a time, each job's arms by variant, seed and arm."""
     on_runs = run_conditions(selection.where)
     matched = set(matching_runs(session, job_ids, on_runs)) if on_runs else None
-    rows = []
-    for runs in verified_runs_by_job(session, job_ids):
-        rows += _arm_rows(runs, selection, matched)
-    # by column: a third of the cost of polars reading rows
-    columns = list(zip(*rows, strict=True)) or [()] * len(ARM_SCHEMA)
-    return pl.DataFrame(dict(zip(ARM_SCHEMA, columns, strict=True)), schema=ARM_SCHEMA)
-
-
-def _arm_rows(
-    runs: list[StoredRun], selection: JobSelection, matched: set[int] | None
-) -> list[tuple[Any, ...]]:
-    """``arm_rows``' rows of one job's runs."""
-    stopped = stopped_of(runs)
-    notes = notes_of(runs)
-    rows = []
-    for run in runs:
-        arm, model, variant, seed, val_loss, final_loss, diverged, _extra = run.columns
-        if (
-            (selection.models and model not in selection.models)
-            or (selection.variants and variant not in selection.variants)
-            or (matched is not None and run.id not in matched)
-        ):
-            continue
-        loss = run.by_metric.get(LOSS) or (None,) * len(CURVE_FIELDS)
-        _, n, _, last_step, _, last, low, _, nonfinite = loss
-        rows.append(
-            (
-                run.job_id,
-                arm,
-                model,
-                variant,
-                seed,
-                n or 0,
-                last_step,
-                exact_float(final_loss),
-                exact_float(low),
-                exact_float(last),
-                nonfinite or 0,
-                exact_float(val_loss),
-                None if diverged is None else bool(diverged),
-                stopped.get((run.job_id, str(arm))),
-                notes_text(notes.get(run.id, [])),
+    columns: dict[str, list[Any]] = {name: [] for name in ARM_SCHEMA}
+    for job_id, index in run_indexes(session, job_ids):
+        kept = [
+            position
+            for position, (run_id, model, variant) in enumerate(
+                zip(index["id"], index["model"], index["variant"], strict=True)
             )
-        )
-    return rows
-
-
-def stopped_of(runs: Iterable[StoredRun]) -> dict[tuple[int, str], str]:
-    """The message of each arm that stopped early (``tracker.completeness``), by job id and
-    arm, judged among all of its job's arms."""
-    ends: dict[int, list[tuple[str, int | None, int | None]]] = {}
-    for run in runs:
-        loss = run.by_metric.get(LOSS)
-        last = None if loss is None else loss[3]
-        ends.setdefault(run.job_id, []).append((run.arm, last, stored_steps(str(run.columns[-1]))))  # type: ignore[arg-type]
-    return {
-        (job_id, arm): message
-        for job_id, arms in ends.items()
-        for arm, message in _stopped_messages(tuple(arms))
-    }
-
-
-# Both kept for what a process reads again (a server's pages): a summary's text is parsed
-# once, and the jobs of a study mostly share their arms' ends, so one judging serves many.
-@lru_cache(maxsize=100_000)
-def stored_steps(extra: str) -> int | None:
-    """The ``steps`` of a run summary's ``extra`` as stored (its JSON text, ``summary_steps``);
-    parsed only when the text names them."""
-    return summary_steps(from_stored_json(extra)) if '"steps"' in extra else None
-
-
-@lru_cache(maxsize=10_000)
-def _stopped_messages(
-    ends: tuple[tuple[str, int | None, int | None], ...],
-) -> tuple[tuple[str, str], ...]:
-    """``stopped_arms`` of one job's ``(arm, last step, summary steps)``: (arm, message)."""
-    found = stopped_arms({arm: (last, steps) for arm, last, steps in ends})
-    return tuple((arm, c.message) for arm, c in found.items())
+            if (not selection.models or model in selection.models)
+            and (not selection.variants or variant in selection.variants)
+            and (matched is None or run_id in matched)
+        ]
+        columns["job_id"] += [job_id] * len(kept)
+        for name, source in ARM_COLUMNS.items():
+            if source:
+                values = index[source]  # type: ignore[literal-required]
+                columns[name] += [values[position] for position in kept]
+    return pl.DataFrame(columns, schema=ARM_SCHEMA)
 
 
 def arm_table(

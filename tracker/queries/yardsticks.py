@@ -25,12 +25,12 @@ from tracker.conditions import Condition
 from tracker.domain import ArmName
 from tracker.models import Job, JobMeta, Run
 from tracker.queries.job_analysis import VerdictBatch, verdict_batches
-from tracker.queries.tables import stored_steps
 from tracker.store.catalog import check_meta_keys, check_meta_values
 from tracker.store.raw_rows import plain_rows
 from tracker.store.value_lists import among
 from tracker.store.verdict_keys import Key as VerdictKey
 from tracker.summary.model import SEED_NOISE
+from tracker.summary.run_index import stored_steps
 
 if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations

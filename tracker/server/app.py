@@ -25,6 +25,7 @@ from tracker.errors import (
     CurveNotFound,
     DamagedCurve,
     DamagedRun,
+    DamagedRunIndex,
     DamagedSummary,
     DamagedVerdicts,
     DatabaseBusy,
@@ -84,7 +85,9 @@ async def _tracker_error(request: Request, exc: Exception) -> Response:
         status, headers = 503, {"Retry-After": str(exc.fields["seconds"])}
     elif isinstance(exc, UNAVAILABLE):
         status = 503
-    elif isinstance(exc, DamagedCurve | DamagedRun | DamagedSummary | DamagedVerdicts):
+    elif isinstance(
+        exc, DamagedCurve | DamagedRun | DamagedRunIndex | DamagedSummary | DamagedVerdicts
+    ):
         status = 500  # the stored data is wrong, not the request: the line says which
     else:
         status = 422

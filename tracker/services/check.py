@@ -24,6 +24,7 @@ from tracker.services.check_derived import (
     curve_numbers,
     not_drawn,
     rewrite_curve_numbers,
+    run_index_of,
     runs_of,
     verdicts_of,
 )
@@ -140,11 +141,15 @@ def check_database(
                 if (job, str(exc)) not in checked.damage:  # said of its summary already
                     checked.damage.append((job, str(exc)))
                 checked.derived_damage.add(job)
+        said = {job for job, _ in checked.damage}
         for job_id, job, study in session.execute(select(Job.id, Job.name, Job.study)):
-            differs = verdicts_of(session, job_id, job, study)
-            if differs is not None:
-                checked.damage.append((job, str(differs)))
-                checked.derived_damage.add(job)
+            found = [verdicts_of(session, job_id, job, study)]
+            if job not in said:  # a run or curve found damaged: its own line says so
+                found.append(run_index_of(session, job_id, job))
+            for differs in found:
+                if differs is not None:
+                    checked.damage.append((job, str(differs)))
+                    checked.derived_damage.add(job)
     if repair:
         _repair(engine, checked, on_repaired)
     return checked

@@ -4,8 +4,8 @@ A curve's numbers (first and last value, finite minimum and maximum, non-finite 
 its points; a run's row, notes and curve rows against their checksum
 (``tracker.store.run_rows``: not derived from other rows, a damaged run needs its job's files);
 a job's stored verdicts and numbers against its kept summary (checksummed, the
-verdicts' source: ``tracker.summary.build.derive``). Each difference is one line; ``repair``
-rewrites them from their source (``tracker.services.check``).
+verdicts' source: ``tracker.summary.build.derive``); its run index against its runs. Each
+difference is one line; ``repair`` rewrites them from their source (``tracker.services.check``).
 """
 
 from __future__ import annotations
@@ -18,17 +18,25 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import judged_by
-from tracker.errors import DamagedCurveNumbers, DamagedRun, DamagedSummary, DamagedVerdicts
+from tracker.errors import (
+    DamagedCurveNumbers,
+    DamagedRun,
+    DamagedRunIndex,
+    DamagedSummary,
+    DamagedVerdicts,
+)
 from tracker.models import Curve, Job, JobSummary, Run
 from tracker.store.index_rows import stored_counts
 from tracker.store.job_rows import curve_summary
 from tracker.store.kept_rows import stored_rows, verdict_row
+from tracker.store.run_index import kept_run_indexes
 from tracker.store.run_rows import StoredRun, as_read, stored_runs
 from tracker.store.study_definitions import stored_study
 from tracker.summary.build import derive
+from tracker.summary.run_index import run_index, unpacked_index
 from tracker.summary.stored import read_summary
 from tracker.summary.trajectories import TrajectoryDrawing
-from tracker.summary.version import expectations_digest
+from tracker.summary.version import CODE_DIGEST, expectations_digest
 
 VALUE_COLUMNS = ("first_value", "last_value", "min_value", "max_value", "n_nonfinite")
 
@@ -143,3 +151,22 @@ def verdicts_of(session: Session, job_id: int, job: str, study: str) -> DamagedV
 
 def not_drawn() -> TrajectoryDrawing:
     raise AssertionError("a check reads a summary and never draws its lines")
+
+
+def run_index_of(session: Session, job_id: int, job: str) -> DamagedRunIndex | None:
+    """Whether the job's kept run index (of today's code) is what its runs (intact: the caller
+    checked them) give; None when it has none."""
+    try:
+        kept = dict(kept_run_indexes(session, [job_id], CODE_DIGEST)).get(job_id)
+    except DamagedRunIndex as exc:
+        return exc
+    if kept is None:
+        return None
+    if not _same_index(unpacked_index(kept), run_index(stored_runs(session, [job_id]))):
+        return DamagedRunIndex(job=job, reason="it differs from its runs")
+    return None
+
+
+def _same_index(kept: object, made: object) -> bool:
+    """Equal as kept: NaN to NaN (JSON keeps its bits as text)."""
+    return repr(kept) == repr(made)

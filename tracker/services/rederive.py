@@ -20,10 +20,12 @@ from tracker.models import Job
 from tracker.store import transactions
 from tracker.store.jobdata import load_job_data
 from tracker.store.kept_rows import jobs_without_rows, write_derived
+from tracker.store.run_rows import verified_runs
 from tracker.store.study_definitions import stored_study
 from tracker.store.verdict_keys import sweep_keys
 from tracker.summary.build import derive, summarize
-from tracker.summary.version import expectations_digest
+from tracker.summary.run_index import packed_index, run_index
+from tracker.summary.version import CODE_DIGEST, expectations_digest
 
 
 def _job_name(session: Session, job_id: int) -> str | None:
@@ -49,7 +51,10 @@ def store_derived(
     stored = summary.to_stored(name)
     curves = summary.curves_to_stored(name)
     verdicts, numbers = derived.verdicts, derived.numbers
-    write_derived(session, job_id, digest, verdicts, numbers, stored, curves, replace=not new_job)
+    runs = (CODE_DIGEST, packed_index(run_index(verified_runs(session, [job_id]))))
+    write_derived(
+        session, job_id, digest, verdicts, numbers, stored, curves, runs, replace=not new_job
+    )
 
 
 def store_packaged_derived(
@@ -116,7 +121,7 @@ def rederive(
             for job_id, name in (
                 _jobs(session, study)
                 if force
-                else jobs_without_rows(session, expectations_digest(own), study)
+                else jobs_without_rows(session, expectations_digest(own), CODE_DIGEST, study)
             )
             if only is None or name in only
         ]

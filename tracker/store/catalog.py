@@ -27,7 +27,7 @@ from tracker.errors import (
 )
 from tracker.jsonio import format_time
 from tracker.models import Curve, Job, JobMeta, Probe, Run
-from tracker.store.notes import notes_text
+from tracker.notes import notes_text
 from tracker.store.run_rows import checked_runs
 from tracker.store.runfilter import check_where, matching_runs, meta_conditions, run_conditions
 from tracker.store.value_lists import among

@@ -22,10 +22,11 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis.checks import Check
 from tracker.analysis.verdict import Verdict
-from tracker.models import Job, JobIndex, JobNumber, JobSummary, JobVerdicts
+from tracker.models import Job, JobIndex, JobNumber, JobSummary, JobVerdicts, RunIndex
 from tracker.store.index_rows import indexed, write_index_row
 from tracker.store.packed_verdicts import PACKED, kept_columns, pack, rows_checksum
 from tracker.store.raw_rows import JobStream, job_groups, streamed_rows, table_of
+from tracker.store.run_index import indexed_runs, write_run_index
 from tracker.store.value_lists import among
 from tracker.store.verdict_columns import VerdictRow
 from tracker.store.verdict_keys import key_digest, key_ids, split_detail
@@ -65,13 +66,15 @@ def write_derived(
     numbers: Mapping[str, float | None],
     summary: bytes,
     grid_curves: bytes,
+    runs: tuple[str, bytes],
     *,
     replace: bool = True,
 ) -> None:
     """Replace a job's derived rows (of every digest) by these, in the caller's transaction;
+    ``runs``: its packed run index and the digest of the code that made it;
     ``replace=False``: a job that has none yet (just written), so none is deleted."""
     if replace:
-        for table in (JobVerdicts, JobNumber, JobSummary, JobIndex):
+        for table in (JobVerdicts, JobNumber, JobSummary, JobIndex, RunIndex):
             session.execute(delete(table).where(table.job_id == job_id))
     split = [split_detail(v.detail) for v in verdicts]
     keys = [
@@ -102,6 +105,7 @@ def write_derived(
         [{"job_id": job_id, "expectations": digest, "data": summary, "rows_checksum": checksum}],
     )
     write_index_row(session, job_id, digest, (v.status for v in verdicts), grid_curves)
+    write_run_index(session, job_id, *runs)
 
 
 def stored_rows(
@@ -167,11 +171,12 @@ def summaries_by_job(
 
 
 def jobs_without_rows(
-    session: Session, digest: str, study: str | None = None
+    session: Session, digest: str, code: str, study: str | None = None
 ) -> list[tuple[int, str]]:
     """``(id, name)`` of the jobs (of ``study``, or all) lacking their numbers or their summary
     for ``digest`` (never derived, or derived by an older analysis or other expectations, or
-    kept before their rows had a checksum or their index row), in id order."""
+    kept before their rows had a checksum or their index row), or a run index made by
+    ``code``, in id order."""
     numbers = select(JobNumber.job_id).where(JobNumber.expectations == digest)
     summaries = select(JobSummary.job_id).where(
         JobSummary.expectations == digest, JobSummary.rows_checksum.is_not(None)
@@ -179,7 +184,12 @@ def jobs_without_rows(
     query = (
         select(Job.id, Job.name)
         .where(
-            or_(Job.id.not_in(numbers), Job.id.not_in(summaries), Job.id.not_in(indexed(digest)))
+            or_(
+                Job.id.not_in(numbers),
+                Job.id.not_in(summaries),
+                Job.id.not_in(indexed(digest)),
+                Job.id.not_in(indexed_runs(code)),
+            )
         )
         .order_by(Job.id)
     )

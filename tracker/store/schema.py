@@ -37,7 +37,7 @@ from tracker.store.sqlite_files import (
 if TYPE_CHECKING:
     from alembic.config import Config
 
-HEAD = "0020"
+HEAD = "0021"
 SCHEMA_LOCK_ID = 0x7472_6163  # "trac": the advisory lock serialising schema changes
 
 

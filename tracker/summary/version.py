@@ -2,7 +2,7 @@
 judged them, as one digest.
 
 The code's part is a hash of the source files of the modules that make the kept rows
-(``tracker.summary.build``) and of every tracker module they import, followed from their
+(``KEPT_ROWS_MAKERS``) and of every tracker module they import, followed from their
 import statements once at import: any change of them, a new verdict or a changed number,
 makes every stored row stale, so that stored rows of older code are ignored (analysed afresh
 on every read) until ``tracker db rederive`` (or ``tracker db upgrade``) refills them. Code
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds ``tracker/``
-KEPT_ROWS_MAKER = "tracker.summary.build"
+KEPT_ROWS_MAKERS = ("tracker.summary.build", "tracker.summary.run_index")
 # ``from tracker.x import a, b`` (parenthesised over lines too) and ``import tracker.x``: the
 # tracker imports itself by absolute names only
 IMPORTS = re.compile(
@@ -39,12 +39,12 @@ def _source(root: Path, module: str) -> Path | None:
     return None
 
 
-def code_files(root: Path = SOURCE_ROOT, maker: str = KEPT_ROWS_MAKER) -> list[Path]:
-    """The source files of ``maker`` and of the tracker modules it imports, transitively
+def code_files(root: Path = SOURCE_ROOT, makers: tuple[str, ...] = KEPT_ROWS_MAKERS) -> list[Path]:
+    """The source files of ``makers`` and of the tracker modules they import, transitively
     (an imported name that is a module counts as one, and a module's packages too), by
     relative path."""
     found: dict[str, Path] = {}
-    waiting = [maker]
+    waiting = list(makers)
     while waiting:
         module = waiting.pop()
         path = _source(root, module)
@@ -64,10 +64,10 @@ def code_files(root: Path = SOURCE_ROOT, maker: str = KEPT_ROWS_MAKER) -> list[P
     return sorted(found.values(), key=lambda path: path.relative_to(root).as_posix())
 
 
-def code_digest(root: Path = SOURCE_ROOT, maker: str = KEPT_ROWS_MAKER) -> str:
+def code_digest(root: Path = SOURCE_ROOT, makers: tuple[str, ...] = KEPT_ROWS_MAKERS) -> str:
     """A hash of ``code_files``, each by its relative path and its bytes."""
     sha = hashlib.sha256()
-    for path in code_files(root, maker):
+    for path in code_files(root, makers):
         sha.update(path.relative_to(root).as_posix().encode("utf-8") + b"\0")
         sha.update(path.read_bytes() + b"\0")
     return sha.hexdigest()
