@@ -7,8 +7,8 @@ Create Date: 2026-12-05
 The runs table (``query runs``, ``/runs``, ``/api/runs``), the seeds table and the claims read
 every run's row, curve rows and notes and checked each run's checksum, to show a dozen numbers
 a run: 120,000 curve rows at 10,000 jobs, twice on the home page. The table keeps those
-numbers, one row a job (``tracker.summary.run_index``, with its own checksum), made when the
-job's other derived rows are. The upgrade creates it empty: filling it means today's code,
+numbers, one packed row a job (``tracker.summary.run_index``, with its own checksum), made when
+the job's other derived rows are. The upgrade creates it empty: filling it means today's code,
 which a migration does not import. Until ``tracker db upgrade`` (``db rederive``) refills it,
 a job without a row is read as before. The downgrade drops it.
 """

@@ -36,16 +36,8 @@ if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
 
 GROUP = "group"
-RUN_SCHEMA = {
-    "job_id": pl.Int64,
-    "arm": pl.String,
-    "variant": pl.String,
-    "val_loss": pl.Float64,
-    "diverged": pl.Boolean,
-    "steps": pl.Int64,
-    "stopped": pl.String,
-    "hours": pl.Float64,
-}
+# what the claims read of each run (``tracker.summary.run_index.SCHEMA``'s columns)
+RUN_COLUMNS = ("job_id", "arm", "variant", "val_loss", "diverged", "steps", "stopped", "hours")
 STUDY = "study"  # the group key of a job's study, among jobs of several studies
 
 
@@ -148,21 +140,11 @@ def _runs(session: Session, ids: list[int], metrics: set[str]) -> pl.DataFrame:
     loss curve's last step + 1), whether they stopped early (``stopped``: the message, else
     null), their logged wall time in hours and the ``metrics`` their summaries give beyond
     ``val_loss`` (a column each, null where a summary has no such number): of each job's run
-    index (``run_indexes``: kept, or made from its checked rows), a job at a time."""
-    extras = sorted(metrics - set(RUN_SCHEMA))
-    schema = RUN_SCHEMA | dict.fromkeys(extras, pl.Float64)
-    columns: dict[str, list[object]] = {name: [] for name in schema}
-    for job_id, index in run_indexes(session, ids):
-        # in ingest order (run id): a planned design judges the first runs
-        order = sorted(range(len(index["id"])), key=index["id"].__getitem__)
-        columns["job_id"] += [job_id] * len(order)
-        for name in RUN_SCHEMA.keys() - {"job_id"}:
-            values = index[name]  # type: ignore[literal-required]
-            columns[name] += [values[position] for position in order]
-        for name in extras:
-            values = index["numbers"].get(name) or [None] * len(order)
-            columns[name] += [values[position] for position in order]
-    return pl.DataFrame(columns, schema=schema)
+    index (``run_indexes``: kept, or made from its checked rows), in job id order, each job's
+    runs in ingest order (run id)."""
+    extras = sorted(metrics - set(RUN_COLUMNS))
+    runs = run_indexes(session, ids, extras).sort("job_id", "id", maintain_order=True)
+    return runs.select(*RUN_COLUMNS, *extras)
 
 
 def _evidence(

@@ -110,10 +110,9 @@ def run_table(session: Session, selection: JobSelection, digest: str) -> pl.Data
     check_meta_keys(session, selection.group_by)
     jobs = selected_jobs(session, without_groups(selection))
     job_ids = jobs["job_id"].to_list()
-    frame = arm_rows(session, selection, job_ids)
-    frame = frame.join(_verdict_counts(session, job_ids, digest), on="job_id", how="left")
-    frame = frame.join(_meta_frame(session, job_ids), on="job_id", how="left")
-    table = with_jobs(jobs, frame)
+    for per_job in (_verdict_counts(session, job_ids, digest), _meta_frame(session, job_ids)):
+        jobs = jobs.join(per_job, on="job_id", how="left", maintain_order="left")
+    table = with_jobs(jobs, arm_rows(session, selection, job_ids))
     return table.select(*RUN_COLUMNS, *(c for c in table.columns if c not in RUN_COLUMNS))
 
 

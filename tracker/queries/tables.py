@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
 
 PROBE_METRICS = (*PROBE_NUMBERS, "peak_bpp")
-ORDER = "#order"  # a column name no metadata key can take (see --group-by)
 RUN_ID = "#run"
 RUN_METRICS = ("val_loss", "final_loss", "min_loss", "last_loss", "steps")
 
@@ -43,10 +42,9 @@ def _filtered(query: Any, entity: Any, selection: JobSelection, job_ids: list[in
 
 
 def with_jobs(jobs: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
-    """Attach job name, time (a UTC datetime) and group columns, in job order."""
-    ordered = jobs.with_row_index(ORDER)
-    joined = ordered.join(frame, on="job_id", how="inner").drop("job_id")
-    return joined.sort(ORDER, maintain_order=True).drop(ORDER)
+    """Attach job name, time (a UTC datetime) and group columns, in job order (each job's rows
+    in their order in ``frame``)."""
+    return jobs.join(frame, on="job_id", how="inner", maintain_order="left_right").drop("job_id")
 
 
 def probes(
@@ -100,35 +98,22 @@ ARM_SCHEMA = {
 }
 
 
-# the arm tables' columns of a ``RunIndex``'s (the index's ``steps`` is the claims' length)
-ARM_COLUMNS = {name: "points" if name == "steps" else name for name in ARM_SCHEMA} | {"job_id": ""}
-
-
 def arm_rows(session: Session, selection: JobSelection, job_ids: list[int]) -> pl.DataFrame:
     """One row per arm of the jobs ``job_ids`` (``job_id`` first) that the selection's models,
     variants and conditions on runs keep: its summary and its loss curve's (steps: how many
     it logged; last_step; nonfinite: its NaN and infinite points), and its notes in one line.
-    Made of each job's run index (``run_indexes``: kept, or made from its checked rows), a
-    job at a time, each job's arms by variant, seed and arm."""
+    Made of each job's run index (``run_indexes``: kept, or made from its checked rows), each
+    job's arms by variant, seed and arm."""
     on_runs = run_conditions(selection.where)
-    matched = set(matching_runs(session, job_ids, on_runs)) if on_runs else None
-    columns: dict[str, list[Any]] = {name: [] for name in ARM_SCHEMA}
-    for job_id, index in run_indexes(session, job_ids):
-        kept = [
-            position
-            for position, (run_id, model, variant) in enumerate(
-                zip(index["id"], index["model"], index["variant"], strict=True)
-            )
-            if (not selection.models or model in selection.models)
-            and (not selection.variants or variant in selection.variants)
-            and (matched is None or run_id in matched)
-        ]
-        columns["job_id"] += [job_id] * len(kept)
-        for name, source in ARM_COLUMNS.items():
-            if source:
-                values = index[source]  # type: ignore[literal-required]
-                columns[name] += [values[position] for position in kept]
-    return pl.DataFrame(columns, schema=ARM_SCHEMA)
+    runs = run_indexes(session, job_ids)
+    if on_runs:
+        runs = runs.filter(pl.col("id").is_in(list(matching_runs(session, job_ids, on_runs))))
+    if selection.models:
+        runs = runs.filter(pl.col("model").is_in(selection.models))
+    if selection.variants:
+        runs = runs.filter(pl.col("variant").is_in(selection.variants))
+    # the index's ``steps`` is the claims' length; the table's is the loss curve's count
+    return runs.select(pl.col("points").alias("steps") if c == "steps" else c for c in ARM_SCHEMA)
 
 
 def arm_table(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from tracker.errors import DamagedCurve, DamagedRun, DamagedSummary
+from tracker.errors import DamagedCurve, DamagedRun, DamagedSummary, TrackerError
 from tracker.models import Curve, CurveChunk, Job, JobIndex, JobSummary, Run
 from tracker.services.check_derived import (
     curve_numbers,
@@ -143,10 +143,10 @@ def check_database(
                 checked.derived_damage.add(job)
         said = {job for job, _ in checked.damage}
         for job_id, job, study in session.execute(select(Job.id, Job.name, Job.study)):
-            found = [verdicts_of(session, job_id, job, study)]
+            differing: list[TrackerError | None] = [verdicts_of(session, job_id, job, study)]
             if job not in said:  # a run or curve found damaged: its own line says so
-                found.append(run_index_of(session, job_id, job))
-            for differs in found:
+                differing.append(run_index_of(session, job_id, job))
+            for differs in differing:
                 if differs is not None:
                     checked.damage.append((job, str(differs)))
                     checked.derived_damage.add(job)

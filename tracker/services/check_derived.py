@@ -33,7 +33,7 @@ from tracker.store.run_index import kept_run_indexes
 from tracker.store.run_rows import StoredRun, as_read, stored_runs
 from tracker.store.study_definitions import stored_study
 from tracker.summary.build import derive
-from tracker.summary.run_index import run_index, unpacked_index
+from tracker.summary.run_index import packed_index
 from tracker.summary.stored import read_summary
 from tracker.summary.trajectories import TrajectoryDrawing
 from tracker.summary.version import CODE_DIGEST, expectations_digest
@@ -162,11 +162,6 @@ def run_index_of(session: Session, job_id: int, job: str) -> DamagedRunIndex | N
         return exc
     if kept is None:
         return None
-    if not _same_index(unpacked_index(kept), run_index(stored_runs(session, [job_id]))):
+    if kept != packed_index(stored_runs(session, [job_id])):
         return DamagedRunIndex(job=job, reason="it differs from its runs")
     return None
-
-
-def _same_index(kept: object, made: object) -> bool:
-    """Equal as kept: NaN to NaN (JSON keeps its bits as text)."""
-    return repr(kept) == repr(made)

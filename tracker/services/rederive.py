@@ -24,7 +24,7 @@ from tracker.store.run_rows import verified_runs
 from tracker.store.study_definitions import stored_study
 from tracker.store.verdict_keys import sweep_keys
 from tracker.summary.build import derive, summarize
-from tracker.summary.run_index import packed_index, run_index
+from tracker.summary.run_index import packed_index
 from tracker.summary.version import CODE_DIGEST, expectations_digest
 
 
@@ -51,7 +51,7 @@ def store_derived(
     stored = summary.to_stored(name)
     curves = summary.curves_to_stored(name)
     verdicts, numbers = derived.verdicts, derived.numbers
-    runs = (CODE_DIGEST, packed_index(run_index(verified_runs(session, [job_id]))))
+    runs = (CODE_DIGEST, packed_index(verified_runs(session, [job_id])))
     write_derived(
         session, job_id, digest, verdicts, numbers, stored, curves, runs, replace=not new_job
     )

@@ -12,7 +12,6 @@ from sqlalchemy import BigInteger, Integer, LargeBinary, String, Table, Text
 from sqlalchemy.orm import Session
 
 from tracker.models import Base, ExactFloat
-from tracker.summary.run_index import exact_float
 
 T = TypeVar("T")
 
@@ -111,6 +110,11 @@ def _exact_floats(row: Any, positions: list[int]) -> tuple[Any, ...]:
     for i in positions:
         values[i] = exact_float(values[i])
     return tuple(values)
+
+
+def exact_float(value: Any) -> Any:
+    """An ExactFloat column's value as the driver gave it, SQLite's text 'NaN' as the float."""
+    return float(value) if value.__class__ is str else value
 
 
 def driver_rows(

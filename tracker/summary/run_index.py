@@ -1,22 +1,75 @@
-"""A job's runs as the runs table and the claims read them (``RunIndex``), one entry a run:
-what its row, its loss curve's row, its summary and its notes say, and whether it stopped
-early among its job's arms. Made from the rows as the store reads them (``RunRows``): once,
-when a job's other derived rows are made, and kept (``tracker.store.run_index``), so that a
-read across many jobs reads one small row a job, not every run's rows and their checksums;
-made on the spot for a job without one. A pure layer: no database code.
+"""A job's runs as the runs table and the claims read them, one entry a run: what its row,
+its loss curve's row, its summary and its notes say, and whether it stopped early among its
+job's arms. Made from the rows as the store reads them (``RunRows``): once, when a job's
+other derived rows are made, and kept packed (``packed_index``; ``tracker.store.run_index``
+keeps it), so that a read across many jobs reads one small row a job, not every run's rows
+and their checksums; made on the spot for a job without one. ``index_frame`` reads many
+jobs' at once. A pure layer: no database code.
+
+The packed layout (little-endian): a head (format, runs, bytes of the texts), then a record a
+run (``RECORD``: its numbers, a bit a ``NULLABLE`` column that is null, ``diverged`` as 1, 0
+or -1 for null), then the runs' ``TEXTS`` as the items of a JSON list (five a run), then the
+numbers of the runs' summaries as a JSON object (name -> a value a run, null where a summary
+has none; absent when no summary has any). Records are fixed-size so that the records of many
+jobs are one numpy array; the texts of many jobs one JSON list.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+import struct
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import lru_cache, partial
-from typing import Any, Protocol, TypedDict
+from typing import Any, Protocol
+
+import numpy as np
+import polars as pl
 
 from tracker.completeness import stopped_arms, summary_steps
 from tracker.domain import LOSS
+from tracker.elapsed import Shape, TimeKind, is_time_column, time_source
 from tracker.jsonio import from_stored_json, to_stored_json
 from tracker.notes import RunNote, notes_text
+
+FORMAT = 1
+HEAD = struct.Struct("<BII")  # format, runs, bytes of the texts
+RECORD = np.dtype(
+    [
+        ("id", "<i8"),
+        ("seed", "<i8"),
+        ("points", "<i8"),  # the loss curve's logged steps (0 without one)
+        ("last_step", "<i8"),  # the loss curve's last step
+        ("nonfinite", "<i8"),  # the loss curve's NaN and infinite points
+        ("steps", "<i8"),  # its length: the summary's steps, else the loss's last step + 1
+        ("final_loss", "<f8"),
+        ("min_loss", "<f8"),  # the loss curve's lowest finite value
+        ("last_loss", "<f8"),  # the loss curve's last value, NaN or infinite as logged
+        ("val_loss", "<f8"),
+        ("hours", "<f8"),  # its logged wall time (``run_hours``)
+        ("nulls", "<u2"),
+        ("diverged", "i1"),
+    ]
+)
+NULLABLE = (
+    "seed",
+    "last_step",
+    "steps",
+    "final_loss",
+    "min_loss",
+    "last_loss",
+    "val_loss",
+    "hours",
+)
+# why it stopped early (``tracker.completeness``, else null); its notes in one line
+TEXTS = ("arm", "model", "variant", "stopped", "notes")
+SCHEMA: dict[str, pl.DataType] = {
+    "job_id": pl.Int64(),
+    **{name: pl.Int64() for name in ("id", "seed", "points", "last_step", "nonfinite", "steps")},
+    **{name: pl.Float64() for name in ("final_loss", "min_loss", "last_loss", "val_loss")},
+    "hours": pl.Float64(),
+    "diverged": pl.Boolean(),
+    **{name: pl.String() for name in TEXTS},
+}
 
 
 class RunRows(Protocol):
@@ -29,31 +82,9 @@ class RunRows(Protocol):
     by_metric: dict[str, tuple[object, ...]]  # metric -> its curve row's columns
 
 
-class RunIndex(TypedDict):
-    """One job's runs, a list a column, each in the order the runs were given."""
-
-    id: list[int]
-    arm: list[str]
-    model: list[str]
-    variant: list[str]
-    seed: list[int | None]
-    points: list[int]  # the loss curve's logged steps (0 without one)
-    last_step: list[int | None]  # the loss curve's last step
-    final_loss: list[float | None]
-    min_loss: list[float | None]  # the loss curve's lowest finite value
-    last_loss: list[float | None]  # the loss curve's last value, NaN or infinite as logged
-    nonfinite: list[int]  # the loss curve's NaN and infinite points
-    val_loss: list[float | None]
-    diverged: list[bool | None]
-    stopped: list[str | None]  # why it stopped early (``tracker.completeness``), else None
-    notes: list[str]  # its notes in one line ("" without any)
-    steps: list[int | None]  # its length: the summary's steps, else the loss's last step + 1
-    hours: list[float | None]  # its logged wall time (``run_hours``)
-    numbers: dict[str, list[float | None]]  # its summary's numbers, by name (None: not given)
-
-
-def exact_float(value: Any) -> Any:
-    """A float column's value as the driver gave it, SQLite's text 'NaN' as the float."""
+def _as_float(value: Any) -> Any:
+    """A float column's value as read: SQLite's text 'NaN' as the float (the store's
+    ``exact_float``, which this pure layer does not import)."""
     return float(value) if value.__class__ is str else value
 
 
@@ -84,11 +115,8 @@ def logged_elapsed(curves: Mapping[str, tuple[Any, ...]]) -> float | None:
     """The seconds a run's time column reached, where its curve rows (by metric) tell without
     reading the points: an elapsed time's last value, or a running average times the steps
     (``tracker.elapsed`` chooses the column; per-step durations need their sum: not here)."""
-    # imported here: it imports numpy, which the driver rows' readers (``exact_float``) do not
-    from tracker.elapsed import Shape, TimeKind, is_time_column, time_source
-
     shapes = {
-        metric: Shape(n, exact_float(last), exact_float(low), exact_float(top))
+        metric: Shape(n, _as_float(last), _as_float(low), _as_float(top))
         for metric, n, _first, _last_step, _first_value, last, low, top, _n in curves.values()
         if is_time_column(metric)
     }
@@ -133,29 +161,12 @@ def stopped_of(runs: Sequence[RunRows]) -> dict[str, str]:
     return _stopped_messages(tuple(ends))  # type: ignore[arg-type]
 
 
-def run_index(runs: Sequence[RunRows]) -> RunIndex:
-    """One job's ``RunIndex``, its runs in the order given."""
-    index: RunIndex = {
-        "id": [],
-        "arm": [],
-        "model": [],
-        "variant": [],
-        "seed": [],
-        "points": [],
-        "last_step": [],
-        "final_loss": [],
-        "min_loss": [],
-        "last_loss": [],
-        "nonfinite": [],
-        "val_loss": [],
-        "diverged": [],
-        "stopped": [],
-        "notes": [],
-        "steps": [],
-        "hours": [],
-        "numbers": {},
-    }
+def packed_index(runs: Sequence[RunRows]) -> bytes:
+    """One job's runs packed (the module's layout), in the order given."""
     stopped = stopped_of(runs)
+    records = np.zeros(len(runs), RECORD)
+    texts: list[str | None] = []
+    numbers: dict[str, list[float | None]] = {}
     for position, run in enumerate(runs):
         arm, model, variant, seed, val_loss, final_loss, diverged, text = run.columns
         extra = from_stored_json(text) if isinstance(text, str) else None
@@ -165,39 +176,78 @@ def run_index(runs: Sequence[RunRows]) -> RunIndex:
         steps = summary_steps(extra)
         if steps is None and last_step is not None:
             steps = int(last_step) + 1  # type: ignore[call-overload]
-        hours = run_hours(extra, steps, partial(logged_elapsed, run.by_metric))
-        for name, value in (
-            ("id", run.id),
-            ("arm", str(arm)),
-            ("model", model),
-            ("variant", variant),
-            ("seed", seed),
-            ("points", points or 0),
-            ("last_step", last_step),
-            ("final_loss", exact_float(final_loss)),
-            ("min_loss", exact_float(low)),
-            ("last_loss", exact_float(last)),
-            ("nonfinite", nonfinite or 0),
-            ("val_loss", exact_float(val_loss)),
-            ("diverged", None if diverged is None else bool(diverged)),
-            ("stopped", stopped.get(str(arm))),
-            ("notes", notes_text(RunNote(*note[1:]) for note in run.notes)),  # type: ignore[arg-type]
-            ("steps", steps),
-            ("hours", hours),
-        ):
-            index[name].append(value)  # type: ignore[literal-required]
+        values: dict[str, Any] = {
+            "id": run.id,
+            "seed": seed,
+            "points": points or 0,
+            "last_step": last_step,
+            "nonfinite": nonfinite or 0,
+            "steps": steps,
+            "final_loss": _as_float(final_loss),
+            "min_loss": _as_float(low),
+            "last_loss": _as_float(last),
+            "val_loss": _as_float(val_loss),
+            "hours": run_hours(extra, steps, partial(logged_elapsed, run.by_metric)),
+        }
+        nulls = sum(1 << bit for bit, name in enumerate(NULLABLE) if values[name] is None)
+        flag = -1 if diverged is None else int(bool(diverged))
+        records[position] = (*(0 if v is None else v for v in values.values()), nulls, flag)
+        notes = notes_text(RunNote(*note[1:]) for note in run.notes)  # type: ignore[arg-type]
+        texts += [str(arm), model, variant, stopped.get(str(arm)), notes]  # type: ignore[list-item]
         for name, value in extra.items():
             if (found := number(value)) is not None:
-                index["numbers"].setdefault(name, [None] * len(runs))[position] = found
-    return index
+                numbers.setdefault(name, [None] * len(runs))[position] = found
+    text = to_stored_json(texts)[1:-1].encode("utf-8")  # the items alone: many join as one list
+    tail = to_stored_json(numbers).encode("utf-8") if numbers else b""
+    return HEAD.pack(FORMAT, len(runs), len(text)) + records.tobytes() + text + tail
 
 
-def packed_index(index: RunIndex) -> bytes:
-    """The index as kept: JSON whose non-finite numbers read back as they were."""
-    return to_stored_json(index).encode("utf-8")
+def index_frame(packed: Sequence[tuple[int, bytes]], numbers: Collection[str] = ()) -> pl.DataFrame:
+    """The runs of many jobs' packed indexes (``(job id, packed)``), a row a run in the order
+    given, ``SCHEMA``'s columns then one a name of ``numbers`` (their summaries' numbers, null
+    where a summary has none)."""
+    records, texts, counts, tails = [], [], [], []
+    for _job_id, data in packed:
+        form, runs, text_size = HEAD.unpack_from(data)
+        if form != FORMAT:
+            raise ValueError(f"a run index of format {form}, not {FORMAT}")
+        start = HEAD.size + runs * RECORD.itemsize
+        records.append(data[HEAD.size : start])
+        if text_size:
+            texts.append(data[start : start + text_size])
+        counts.append(runs)
+        tails.append(data[start + text_size :] if numbers else b"")
+    array = np.frombuffer(b"".join(records), RECORD)
+    strings: list[str | None] = from_stored_json("[" + b",".join(texts).decode("utf-8") + "]")
+    ids = np.array([job_id for job_id, _ in packed], dtype=np.int64)
+    columns: dict[str, Any] = {"job_id": np.repeat(ids, counts)}
+    columns |= {
+        name: array[name] for name in RECORD.names or () if name not in ("nulls", "diverged")
+    }
+    columns["diverged"] = array["diverged"] == 1
+    columns |= {name: strings[i :: len(TEXTS)] for i, name in enumerate(TEXTS)}
+    frame = pl.DataFrame(columns, schema=SCHEMA)
+    unset = {name: np.flatnonzero(array["nulls"] & (1 << bit)) for bit, name in enumerate(NULLABLE)}
+    unset["diverged"] = np.flatnonzero(array["diverged"] < 0)
+    frame = frame.with_columns(
+        frame[name].scatter(positions, None) for name, positions in unset.items() if positions.size
+    )
+    if numbers:
+        found = _numbers(tails, counts, sorted(numbers))
+        frame = frame.with_columns(
+            pl.Series(name, values, pl.Float64) for name, values in found.items()
+        )
+    return frame
 
 
-def unpacked_index(data: bytes) -> RunIndex:
-    """What ``packed_index`` kept."""
-    index: RunIndex = from_stored_json(data.decode("utf-8"))
-    return index
+def _numbers(
+    tails: Sequence[bytes], counts: Sequence[int], names: Sequence[str]
+) -> dict[str, list[float | None]]:
+    """The values of ``names`` of each job's runs (``tails``: the jobs' numbers, ``counts``:
+    their runs), one list a name in the frame's order."""
+    found: dict[str, list[float | None]] = {name: [] for name in names}
+    for tail, runs in zip(tails, counts, strict=True):
+        own = from_stored_json(tail.decode("utf-8")) if tail else {}
+        for name in names:
+            found[name] += own.get(name) or [None] * runs
+    return found
