@@ -19,9 +19,18 @@ from sqlalchemy import Engine, text
 
 from tests.conftest import Cli, ingest_jobs
 from tracker import api
-from tracker.config import DATABASE_URL_ENV
-from tracker.errors import JobExists, JobNotFound, SqlRefused, UnknownArm, UnknownMetric
+from tracker.api import rows
+from tracker.config import DATABASE_URL_ENV, database_url
+from tracker.errors import (
+    JobExists,
+    JobNotFound,
+    NoSuchDatabase,
+    SqlRefused,
+    UnknownArm,
+    UnknownMetric,
+)
 from tracker.sample import write_sample_job
+from tracker.store.sqlite_files import sqlite_file
 from tracker.summary import version
 
 STEPS = 30
@@ -292,6 +301,29 @@ def test_storing_from_python_ingests_syncs_rederives_and_upgrades(
     assert api.job_meta(db_url, "j1") == {"gpu": "A10G"}
     assert api.rederive(db_url).outcome_line() == "0 jobs rederived, 2 already up to date"
     assert api.upgrade(db_url).outcome_line() == f"already at {api.HEAD}"
+
+
+def test_a_urls_engine_is_kept_between_calls_with_no_connection_held(
+    db_url: str, tmp_path: Path
+) -> None:
+    """A script's calls on a URL share one engine: the second call compiles no statement
+    anew; between calls the engine holds no connection, and each call checks the database
+    again (a SQLite file gone is refused, not made anew)."""
+    api.ingest(db_url, write_sample_job(tmp_path / "j", steps=STEPS))
+    api.runs(db_url)
+    engine = rows._kept_engine(database_url(db_url))
+    cache = engine._compiled_cache
+    assert cache is not None
+    compiled = len(cache)
+    api.runs(db_url)
+    assert len(cache) == compiled
+    assert engine.pool.checkedin() + engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+    path = sqlite_file(db_url)
+    if path is not None:
+        Path(path).rename(tmp_path / "moved.db")
+        with pytest.raises(NoSuchDatabase):
+            api.runs(db_url)
+        assert not Path(path).exists()
 
 
 def test_changed_analysis_code_makes_rederive_refill_every_job(

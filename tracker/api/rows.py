@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -105,6 +105,18 @@ def connect(url: str | None = None) -> Engine:
     return open_database(database_url(url), may_create_file=False)
 
 
+# The engine of a URL the library's calls open themselves, kept for the process: its compiled
+# statements and its dialect's first-connect look-ups serve every later call on the URL (a
+# script's loop of reads), as a server's one engine does. Each call still checks the database
+# (the file there, its schema) and closes the engine's connections when done, so no file is
+# held open between calls. ``connect`` gives an engine of the caller's own, never this one.
+_kept_engine = lru_cache(maxsize=16)(create_tracker_engine)
+
+
+def _connected(url: str | None) -> Engine:
+    return open_database(database_url(url), may_create_file=False, engine_of=_kept_engine)
+
+
 def open_engine(
     url: str,
     *,
@@ -164,8 +176,9 @@ def storing_engine(
 
 
 def with_session(db: Database, work: Callable[[Session], T]) -> T:
-    """Run ``work`` in a read session on ``db`` (an engine made here is disposed after)."""
-    engine = db if isinstance(db, Engine) else connect(db)
+    """Run ``work`` in a read session on ``db`` (an engine opened here has its connections
+    closed after)."""
+    engine = db if isinstance(db, Engine) else _connected(db)
     try:
         with Session(engine) as session:
             return work(session)
@@ -176,7 +189,7 @@ def with_session(db: Database, work: Callable[[Session], T]) -> T:
 
 def in_write(db: Database, work: Callable[[Session], T]) -> T:
     """Run ``work`` in one write transaction on ``db`` (``in_write_transaction``)."""
-    engine = db if isinstance(db, Engine) else connect(db)
+    engine = db if isinstance(db, Engine) else _connected(db)
     try:
         return in_write_transaction(engine, work)
     finally:

@@ -9,7 +9,7 @@ every migration script): a test checks that it is the scripts' head.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -187,17 +187,23 @@ def check_schema(engine: Engine, *, create: bool = True) -> str | None:
     return HEAD
 
 
-def open_database(url: str, *, may_create_file: bool = True) -> Engine:
+def open_database(
+    url: str,
+    *,
+    may_create_file: bool = True,
+    engine_of: Callable[[str], Engine] = create_tracker_engine,
+) -> Engine:
     """The engine for a ready-to-use tracker database; an empty one is migrated first.
 
     Without ``may_create_file`` a SQLite file that does not exist is refused, and one on
-    read-only media is opened immutable (only reading works then).
+    read-only media is opened immutable (only reading works then). ``engine_of``: what makes
+    the engine of a URL (one kept for the process, say); the checks run whichever.
     """
     if not may_create_file and reads_only_as_immutable(url):
-        engine = create_tracker_engine(read_only_url(url, immutable=True))
+        engine = engine_of(read_only_url(url, immutable=True))
         require_head(engine, url, create=False)
         return engine
-    engine = create_tracker_engine(url)
+    engine = engine_of(url)
     if not may_create_file:
         refuse_missing_file(engine)
     require_head(engine, url, create=True)
