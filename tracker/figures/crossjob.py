@@ -68,26 +68,30 @@ class ModelChoice:
 
 
 def pick_model(probes: pl.DataFrame, prefix: str) -> ModelChoice:
+    """``choose_model`` of the ``prefix`` models of ``probes`` (``tables.probes``)."""
+    scaling = probes.filter(pl.col("model").str.starts_with(prefix))
+    ok = pl.col("n_params").is_not_null()
+    stats = scaling.group_by("model", maintain_order=True).agg(
+        size=pl.col("n_params").max(),
+        measured=ok.sum(),
+        failed=(~ok).sum(),
+        jobs=pl.col("job").filter(ok).n_unique(),
+    )
+    return choose_model(stats, scaling.get_column("job").n_unique(), prefix)
+
+
+def choose_model(stats: pl.DataFrame, jobs: int, prefix: str) -> ModelChoice:
     """The largest ``prefix`` model measured for every variant probed, in every job with probes.
 
     The figure compares one model across jobs, so it needs that model everywhere. When no
     model is complete, the one with the most successful probes (then the largest) is used.
+    ``stats``: per ``prefix`` model (in the order of their first probe), its ``size`` (most
+    parameters), probes ``measured`` and ``failed``, and ``jobs`` measured in; ``jobs``: the
+    jobs with a probe of a ``prefix`` model.
     """
-    scaling = probes.filter(pl.col("model").str.starts_with(prefix))
-    if scaling.is_empty():
+    if stats.is_empty():
         return ModelChoice(None, f"no {prefix}* memory probes in these jobs")
-    ok = pl.col("n_params").is_not_null()
-    jobs = scaling.get_column("job").n_unique()
-    stats = (
-        scaling.group_by("model", maintain_order=True)
-        .agg(
-            size=pl.col("n_params").max(),
-            measured=ok.sum(),
-            failed=(~ok).sum(),
-            jobs=pl.col("job").filter(ok).n_unique(),
-        )
-        .filter(pl.col("measured") > 0)
-    )
+    stats = stats.filter(pl.col("measured") > 0)
     if stats.is_empty():
         return ModelChoice(None, f"no successful {prefix}* memory probes in these jobs")
     complete = stats.filter((pl.col("failed") == 0) & (pl.col("jobs") == jobs))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
-from sqlalchemy import and_, select
+from sqlalchemy import and_, case, distinct, func, select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.smoothing import smooth
@@ -77,6 +77,30 @@ def probes(
     return with_jobs(jobs, frame).select(
         "job", "time", *selection.group_by, "model", "variant", *PROBE_METRICS, "error"
     )
+
+
+def probe_models(session: Session, job_ids: list[int], prefix: str) -> tuple[pl.DataFrame, int]:
+    """Per model named ``prefix...`` among the jobs' probes (in the order of their first
+    probe): its ``size`` (most parameters), its probes ``measured`` and ``failed``, and the
+    ``jobs`` it was measured in; and how many jobs probed such a model. Counted in SQL: the
+    bytes/param figure draws one model, and reads that one's probes alone."""
+    named = func.substr(Probe.model, 1, len(prefix)) == prefix  # LIKE ignores case in SQLite
+    scaling = [among(Probe.job_id, job_ids), named]
+    measured = func.count(Probe.n_params)
+    query = (
+        select(
+            Probe.model,
+            func.max(Probe.n_params).label("size"),
+            measured.label("measured"),
+            (func.count() - measured).label("failed"),
+            func.count(distinct(case((Probe.n_params.is_not(None), Probe.job_id)))).label("jobs"),
+        )
+        .where(*scaling)
+        .group_by(Probe.model)
+        .order_by(func.min(Probe.id))
+    )
+    jobs = session.scalar(select(func.count(distinct(Probe.job_id))).where(*scaling)) or 0
+    return query_frame(session, query), jobs
 
 
 ARM_SCHEMA = {

@@ -26,7 +26,7 @@ from tracker.figures.crossjob import (
     ModelChoice,
     analytic_total,
     bpp_across_jobs,
-    pick_model,
+    choose_model,
     val_loss_across_jobs,
     variant_order,
 )
@@ -179,9 +179,14 @@ def cross_job_view(
     jobs = [Job(name, time) for name, time in selected.select("job", "time").iter_rows()]
     if len(jobs) < 2:
         return note(len(jobs))
-    probes = tables.probes(session, JobSelection(), jobs=selected)
+    prefix = exp.memory.scaling_model_prefix
+    choice = choose_model(
+        *tables.probe_models(session, selected["job_id"].to_list(), prefix), prefix
+    )
+    # the figure and its table show the chosen model alone
+    models = JobSelection(models=() if choice.model is None else (choice.model,))
+    probes = tables.probes(session, models, jobs=selected) if choice.model else pl.DataFrame()
     runs = tables.seeds(session, JobSelection(), jobs=selected)
-    choice = pick_model(probes, exp.memory.scaling_model_prefix)
 
     def slot(fig: Any, key: str, title: str, height: int, width: int = FULL_WIDTH) -> FigureSlot:
         fig = legend_under_title(fig, width)  # the page's slot grows with the legend
