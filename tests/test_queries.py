@@ -28,10 +28,11 @@ from tests.conftest import Cli
 from tests.templates import Templates
 from tracker.analysis.expectations import load_expectations
 from tracker.analysis.job import analyze_job
+from tracker.figures.crossjob import choose_model, pick_model
 from tracker.queries import tables
 from tracker.queries.compare import CHANGES
 from tracker.queries.runs import run_table
-from tracker.queries.selection import JobSelection
+from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.sample import write_sample_job
 from tracker.store.jobdata import load_job_data
 from tracker.summary.version import expectations_digest
@@ -308,6 +309,21 @@ def test_probes_match_mem_sweep_value_by_value(study: Study) -> None:
     assert j3_flash["bpp_params_state_grads"] == pytest.approx(
         j3_flash["bpp_params"] + j3_flash["bpp_state"] + j3_flash["bpp_grads"]
     )
+
+
+def test_the_bytes_param_figures_model_counted_in_sql_is_the_one_the_probes_give(
+    study: Study, engine: Engine
+) -> None:
+    """``probe_models`` (SQL) chooses as ``pick_model`` does over every probe read; a
+    prefix matches by case, as ``str.starts_with``."""
+    with Session(engine) as session:
+        jobs = selected_jobs(session, JobSelection())
+        probes = tables.probes(session, JobSelection(), jobs=jobs)
+        ids = jobs["job_id"].to_list()
+        for prefix in ("gpt", "gpt-1", "GPT", "resnet", "none"):
+            counted = choose_model(*tables.probe_models(session, ids, prefix), prefix)
+            assert counted == pick_model(probes, prefix), prefix
+        assert choose_model(*tables.probe_models(session, ids, "gpt"), "gpt").model is not None
 
 
 def test_probe_filters(study: Study) -> None:
