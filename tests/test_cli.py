@@ -17,7 +17,7 @@ from typer.main import get_command
 
 from tests.conftest import Cli
 from tests.templates import Templates
-from tracker.cli import app
+from tracker.cli import POLARS_ALLOCATOR, app
 from tracker.sample import write_sample_job
 
 WHERE_KEYS = (  # what a --where key may name besides metadata
@@ -61,6 +61,25 @@ def two_jobs(db_url: str, templates: Templates) -> Cli:
 
     templates.copy_into(db_url, "two small jobs", build)
     return Cli(db_url)
+
+
+@pytest.mark.parametrize("own", [None, "dirty_decay_ms:5000"])
+def test_a_command_has_polars_give_freed_memory_back_unless_told_otherwise(
+    own: str | None,
+) -> None:
+    """Set before polars loads (its allocator reads it then): a fresh process, as a command
+    runs; a value the user set is kept."""
+    name = POLARS_ALLOCATOR[0]
+    env = {key: value for key, value in os.environ.items() if key != name}
+    if own is not None:
+        env[name] = own
+    code = (
+        "import os, sys; from tracker.cli import main; sys.argv = ['tracker', '--help']\n"
+        "try: main()\nexcept SystemExit: pass\n"
+        f"print(os.environ[{name!r}], 'polars' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.stdout.splitlines()[-1] == f"{own or POLARS_ALLOCATOR[1]} False"
 
 
 def test_jobs_in_every_format(two_jobs: Cli) -> None:

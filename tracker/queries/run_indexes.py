@@ -10,11 +10,13 @@ from collections.abc import Collection, Iterable
 import polars as pl
 from sqlalchemy.orm import Session
 
-from tracker.store.raw_rows import JobStream
 from tracker.store.run_index import kept_run_indexes
 from tracker.store.run_rows import verified_runs_by_job
 from tracker.summary.run_index import index_frame, packed_index
 from tracker.summary.version import CODE_DIGEST
+
+# jobs' packed indexes made into a frame at once: their bytes and texts are held only so long
+DECODED_JOBS = 1_000
 
 
 def run_indexes(
@@ -23,15 +25,20 @@ def run_indexes(
     """A row a run of the listed jobs (``tracker.summary.run_index.SCHEMA``, then a column a
     name of ``numbers``: their summaries' numbers), in job id order, each job's runs by
     variant, seed, arm."""
-    # packed: well under a kB a job; a listed id of no job has no entry
-    kept = dict(kept_run_indexes(session, sorted(set(job_ids)), CODE_DIGEST))
-    missing = [job_id for job_id, packed in kept.items() if packed is None]
-    made = JobStream(
-        (runs[0].job_id, packed_index(runs)) for runs in verified_runs_by_job(session, missing)
-    )
-    found = []
-    for job_id, packed in kept.items():
-        index = made.take(job_id) if packed is None else packed
-        if index is not None:
-            found.append((job_id, index))
-    return index_frame(found, numbers)
+    frames, batch, missing = [], [], []
+    for job_id, packed in kept_run_indexes(session, sorted(set(job_ids)), CODE_DIGEST):
+        if packed is None:
+            missing.append(job_id)
+            continue
+        batch.append((job_id, packed))
+        if len(batch) == DECODED_JOBS:
+            frames.append(index_frame(batch, numbers))
+            batch = []
+    for runs in verified_runs_by_job(session, missing):
+        batch.append((runs[0].job_id, packed_index(runs)))
+        if len(batch) == DECODED_JOBS:
+            frames.append(index_frame(batch, numbers))
+            batch = []
+    frames.append(index_frame(batch, numbers))
+    found = pl.concat(frames)
+    return found.sort("job_id", maintain_order=True) if missing else found
