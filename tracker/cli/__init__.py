@@ -22,11 +22,11 @@ from tracker.cli import ingest, sync, jobs, demo, queries, export, serve, db  # 
 __all__ = ["app", "main"]
 
 
-# polars' allocator (jemalloc) keeps the pages a frame freed for 10 s by default, so a page or
-# command that makes and drops large frames in turn holds them all at its peak; returned after
-# 0.1 s, the home page's peak at 10,000 jobs is 40 MB lower (500 -> 457 MB) and `claims`' 50 MB
-# (380 -> 330 MB), at the same CPU (0 s would save 80 MB, for 5-10% more CPU). Read when polars
-# loads, so set before any command imports it; a value of the user's own is kept.
+# polars' allocator (jemalloc) keeps the pages a frame freed for 0.5 s (polars' own setting)
+# before it returns them, so a command that makes and drops large frames in turn holds them at
+# its peak; after 0.1 s, `claims` over 10,000 jobs peaks at 330 MB instead of 370-385 MB, at the
+# same CPU (0 s would save more, for 10% more CPU). polars adds it to its own when it loads, so
+# it is set before any command imports polars; a value of the user's own is kept.
 POLARS_ALLOCATOR = ("_RJEM_MALLOC_CONF", "dirty_decay_ms:100,muzzy_decay_ms:0")
 
 
