@@ -305,7 +305,7 @@ class JobVerdicts(Base):
 
 class RunIndex(Base):
     """A job's runs as the runs table, the seeds table and the claims read them
-    (``tracker.summary.run_index``: a dozen numbers a run, JSON in ``runs``), made from its
+    (``tracker.summary.run_index``: a dozen numbers a run, packed in ``runs``), made from its
     rows when its other derived rows are, so that a read across jobs reads one row a job and
     not every run's rows. ``code``: the digest of the code that made it
     (``tracker.summary.version.CODE_DIGEST``); ``checksum``: the xxh3-64 of it and ``runs``,

@@ -96,7 +96,7 @@ class CompactVerdicts:
 
 
 def in_job_order(frames: list[pl.DataFrame]) -> pl.DataFrame:
-    """The batches' verdict rows (``compact_verdicts``) joined in job order (they come in job
+    """The batches' verdict rows (``CompactVerdicts``) joined in job order (they come in job
     id order, a study at a time), with the detail of the first row of each check and subject
     alone (the claims quote that one). ``frames`` is emptied: reordered, each column is freed
     in turn, so that the rows are never held twice."""
