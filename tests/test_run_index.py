@@ -8,10 +8,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from sqlalchemy import Engine, delete
+import pytest
+from sqlalchemy import Engine, delete, func, select, true
 
 from tests.conftest import Cli
 from tracker.models import RunIndex
+from tracker.queries import run_indexes
 from tracker.summary.run_index import SCHEMA, index_frame, packed_index
 
 
@@ -74,12 +76,19 @@ def test_every_value_reads_back_as_it_was() -> None:
     assert numbers.select("tok/s", "x").rows() == [(5e5, None), (None, None), (None, None)]
 
 
+@pytest.mark.parametrize("dropped", ["every job's", "the first job's"])
 def test_the_tables_are_the_same_from_the_kept_index_and_from_the_runs(
-    study: Cli, engine: Engine
+    study: Cli, engine: Engine, monkeypatch: pytest.MonkeyPatch, dropped: str
 ) -> None:
+    """Kept indexes, indexes made from the runs, or both mixed: the same tables, whatever
+    number of jobs is decoded at once."""
     shown = [("query", "runs", "--format", "csv"), ("claims", "--format", "json")]
     shown.append(("query", "runs", "--aggregate-seeds", "--format", "csv"))
     kept = [study(*args).stdout for args in shown]
     with engine.begin() as connection:
-        connection.execute(delete(RunIndex))
+        first = connection.scalar(select(func.min(RunIndex.job_id)))
+        which = RunIndex.job_id == first if dropped == "the first job's" else true()
+        connection.execute(delete(RunIndex).where(which))
+    assert [study(*args).stdout for args in shown] == kept
+    monkeypatch.setattr(run_indexes, "DECODED_JOBS", 1)
     assert [study(*args).stdout for args in shown] == kept

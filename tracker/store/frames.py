@@ -10,7 +10,7 @@ from sqlalchemy import BigInteger, Boolean, Float, Integer, String, Text
 from sqlalchemy.orm import Session
 
 from tracker.models import ExactFloat, JSONDocument
-from tracker.store.raw_rows import RAW_TYPES, plain_rows, streamed_rows
+from tracker.store.raw_rows import RAW_TYPES, batches, plain_rows, streamed_rows
 
 
 def _dtype(sql_type: Any) -> Any:
@@ -47,14 +47,9 @@ def streamed_frame(
     a frame ``STREAMED_FRAME_ROWS`` at a time; every selected column's type must be one the
     driver returns as its Python value (``RAW_TYPES``)."""
     assert all(isinstance(c.type, RAW_TYPES) for c in query.selected_columns)
-    frames, rows = [], []
-    for row in streamed_rows(session, query, parameters):
-        rows.append(row)
-        if len(rows) == STREAMED_FRAME_ROWS:
-            frames.append(rows_frame(query, rows))
-            rows = []
-    frames.append(rows_frame(query, rows))
-    return pl.concat(frames)
+    rows = streamed_rows(session, query, parameters)
+    frames = [rows_frame(query, batch) for batch in batches(rows, STREAMED_FRAME_ROWS)]
+    return pl.concat(frames) if frames else rows_frame(query, [])
 
 
 def rows_frame(query: Any, rows: Sequence[Sequence[Any]]) -> pl.DataFrame:

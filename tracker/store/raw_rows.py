@@ -4,7 +4,7 @@ polars, so that commands that show no frame never import it."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import groupby
+from itertools import groupby, islice
 from operator import itemgetter
 from typing import Any, Generic, TypeVar, cast
 
@@ -73,6 +73,14 @@ def job_groups(rows: Iterable[Any], position: int) -> Iterator[tuple[int, list[A
     """Rows in job id order (the job's id at ``position``), a job's at a time."""
     for job_id, own in groupby(rows, key=itemgetter(position)):
         yield job_id, list(own)
+
+
+def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``items`` in lists of ``size`` (the last one shorter, none when there are no items),
+    each taken as it comes: what a stream holds at once is one list."""
+    remaining = iter(items)
+    while batch := list(islice(remaining, size)):
+        yield batch
 
 
 class JobStream(Generic[T]):
