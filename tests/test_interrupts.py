@@ -154,6 +154,39 @@ def test_a_signal_before_any_job_is_stored_says_none_is(
     assert "job2" not in held and last.endswith("job2 not stored"), last
 
 
+LOST_IN_A_CALLBACK = """
+import sys, weakref
+from tracker.cli.base import keep_lost_interrupt, raise_lost_interrupt
+if sys.argv[1] == "kept":
+    sys.unraisablehook = keep_lost_interrupt
+class Key: pass
+def callback(_ref):  # an interrupt that lands in a weakref callback is raised there
+    raise KeyboardInterrupt
+key = Key()
+ref = weakref.ref(key, callback)
+try:
+    del key  # the callback runs, and Python ignores what it raised
+    raise_lost_interrupt()  # the command's next step
+    print("went on")
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+@pytest.mark.parametrize(("hook", "then"), [("kept", "interrupted"), ("bare", "went on")])
+def test_an_interrupt_swallowed_by_a_weakref_callback_is_raised_at_the_next_step(
+    hook: str, then: str
+) -> None:
+    """Python ignores an exception raised in a finalizer or a weakref callback: a Ctrl-C that
+    landed there (a collection mid-command) was lost, and the command went on to its end.
+    While a command runs it is kept, and raised at the command's next step (its progress)."""
+    done = subprocess.run(
+        [sys.executable, "-c", LOST_IN_A_CALLBACK, hook], capture_output=True, text=True
+    )
+    assert done.stdout == f"{then}\n", done.stderr
+    assert ("Exception ignored" in done.stderr) == (hook == "bare"), done.stderr
+
+
 @pytest.fixture(scope="module")
 def copy_source(job_dirs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> str:
     """A SQLite history of the three jobs, the source of both backends' copies: a copy only

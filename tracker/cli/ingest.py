@@ -9,7 +9,13 @@ from typing import Annotated, Any
 import typer
 
 from tracker.api import MAX_FILE_SIZE, size_text
-from tracker.cli.base import StorageOptions, StudyOption, app, parse_storage_options
+from tracker.cli.base import (
+    StorageOptions,
+    StudyOption,
+    app,
+    parse_storage_options,
+    raise_lost_interrupt,
+)
 from tracker.cli.base import parse_meta as _parse_meta
 from tracker.cli.base import parse_size as _parse_size
 from tracker.cli.base import state as _state
@@ -117,6 +123,7 @@ def _ingest_progress(stack: ExitStack, *, many: bool) -> Any:
             typer.echo(shown(line), err=err)
 
         def arm_written(self, nbytes: int) -> None:
+            raise_lost_interrupt()  # within the job's transaction: it is not stored
             if self.bar is not None:
                 self.bar.update(nbytes)
 
@@ -131,6 +138,7 @@ def _ingest_progress(stack: ExitStack, *, many: bool) -> Any:
             self.say(f"Error: {message}", err=True)
 
         def advanced(self, done_bytes: int) -> None:
+            raise_lost_interrupt()
             if self.bar is not None:  # failed and unchanged directories count as done too
                 self.bar.update(max(done_bytes - self.bar.pos, 0))
 
