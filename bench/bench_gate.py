@@ -34,7 +34,7 @@ import numpy as np
 
 from tracker.analysis.expectations import load_expectations
 from tracker.analysis.gate import Rise, Yardstick, judge_rise
-from tracker.analysis.gate_split import find_split
+from tracker.analysis.gate_split import find_split, levels_of
 from tracker.analysis.stats import t_quantile
 
 SEED_SDS = (0.001, 0.003, 0.004)
@@ -83,11 +83,13 @@ class Case:
 
 def _judged(others: Sequence[Job], a: Job, b: Job, case: Case) -> bool:
     tolerance, seeds = case.tolerance, case.seeds
-    meta = [{"gpu": job.gpu} for job in others] if case.keys else []
+    levels = levels_of([{"gpu": job.gpu} for job in others]) if case.keys else {}
+    names = np.array([""] * len(others), dtype=object)
+    spread = np.array([job.seeds for job in others], dtype=np.float64)
     fired = False
     for row in range(len(b.values)):
-        values = [job.values[row] for job in others]
-        stick = Yardstick([""] * len(others), values, "", meta, [job.seeds for job in others])
+        values = np.array([job.values[row] for job in others])
+        stick = Yardstick(names, values, "", levels, spread)
         rise = Rise(
             a.values[row],
             b.values[row],
@@ -186,9 +188,9 @@ def false_splits(n: int, sd: float, trials: int, rng: np.random.Generator) -> fl
     """Share of same-distribution histories of ``n`` jobs that a random gpu key splits."""
     split = 0
     for _ in range(trials):
-        values = [loss_job(rng, sd).values[0] for _ in range(n)]
+        values = np.array([loss_job(rng, sd).values[0] for _ in range(n)])
         meta = [{"gpu": str(rng.choice(["A100", "H100"]))} for _ in range(n)]
-        split += find_split(values, meta, {"gpu": "A100"}) is not None
+        split += find_split(values, levels_of(meta), {"gpu": "A100"}) is not None
     return split / trials
 
 

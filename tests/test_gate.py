@@ -10,12 +10,18 @@ from __future__ import annotations
 import json
 import random
 import re
+import statistics
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 
 from tests.conftest import Cli, client_for
+from tracker.analysis.gate import exact_variance
 from tracker.domain import ArmName
 from tracker.queries.compare import CHANGES
 from tracker.sample import SEED_JOB_ARMS, write_sample_job
@@ -359,3 +365,18 @@ def test_the_gate_fails_closed_on_results_gone_missing(cli: Cli, tmp_path: Path)
         f"0 new, {len(gone)} gone, "
     )
     assert len(tail) == 1 + regressed
+
+
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=2, max_size=40))
+@example([3.263, 3.265, 3.259])  # one magnitude: shifted in 64-bit integers
+@example([1e-300, 2.5, 1e300])  # magnitudes far apart: shifted as Python integers
+@example([0.0, -0.0, 5e-324])
+@example([1.7976931348623157e308, -1.7976931348623157e308])  # too large for a float
+def test_the_gates_variance_is_statistics_variance_to_the_bit(values: list[float]) -> None:
+    try:
+        expected = statistics.variance(values)
+    except OverflowError:
+        with pytest.raises(OverflowError):
+            exact_variance(np.array(values))
+        return
+    assert exact_variance(np.array(values)) == expected

@@ -14,12 +14,16 @@ yardstick); a metadata key that splits their levels narrows them to the judged j
 from __future__ import annotations
 
 import math
+import operator
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tracker.analysis.gate_split import find_split
+import numpy as np
+from numpy.typing import NDArray
+
+from tracker.analysis.gate_split import Levels, find_split
 from tracker.analysis.stats import chi2_quantile, t_quantile
 
 if TYPE_CHECKING:
@@ -39,30 +43,62 @@ HETEROGENEITY = 0.01
 SEED_OUTLIER = 10.0
 
 
+# A 53-bit integer shifted this far still fits in 64 bits.
+SHIFT_IN_INT64 = 10
+
+
+def exact_variance(values: NDArray[np.float64]) -> float:
+    """The sample variance of two or more finite ``values``, exact and then rounded once, as
+    ``statistics.variance`` gives it, about ten times faster: each value is an integer times
+    a power of two, so over the smallest power they are integers, summed in Python's exact
+    integers (statistics sums them as Fractions, one value at a time)."""
+    mantissas, exponents = np.frexp(values)
+    whole = (mantissas * 2.0**53).astype(np.int64)  # exact: |mantissa| < 1
+    nonzero = whole != 0
+    if not nonzero.any():
+        return 0.0
+    powers = exponents.astype(np.int64) - 53
+    low = int(powers[nonzero].min())
+    shifts = np.where(nonzero, powers - low, 0)
+    if shifts.max() <= SHIFT_IN_INT64:
+        scaled = (whole << shifts).tolist()
+    else:  # values of magnitudes far apart: shifted as Python integers
+        scaled = [m << at for m, at in zip(whole.tolist(), shifts.tolist(), strict=True)]
+    n = len(scaled)
+    total, squares = sum(scaled), sum(map(operator.mul, scaled, scaled))
+    spread, count = n * squares - total * total, n * (n - 1)
+    if low < 0:
+        return spread / (count << -2 * low)  # integer division rounds correctly
+    return (spread << 2 * low) / count
+
+
+def _no_texts() -> NDArray[np.object_]:
+    return np.array([], dtype=object)
+
+
+def _no_values() -> NDArray[np.float64]:
+    return np.array([], dtype=np.float64)
+
+
 @dataclass(frozen=True)
 class Yardstick:
     """The comparable jobs' values of one check and subject, with their names, and how the
-    jobs were chosen (``optimizer=adamw``; empty when no key restricts them); per job, where
-    known, its metadata and its seeds' sum of squares about their variants' means with its
-    degrees of freedom."""
+    jobs were chosen (``optimizer=adamw``; empty when no key restricts them); per value,
+    where known, its job's metadata (``Levels``) and its seeds' sum of squares about their
+    variants' means with its degrees of freedom (a row each). Arrays, one entry per value:
+    at 10,000 jobs each check of a comparison is judged against 10,000 values."""
 
-    jobs: Sequence[str] = ()
-    values: Sequence[float] = ()
+    jobs: NDArray[np.object_] = field(default_factory=_no_texts)
+    values: NDArray[np.float64] = field(default_factory=_no_values)
     scope: str = ""
-    meta: Sequence[Mapping[str, str]] = ()
-    seeds: Sequence[tuple[float, int]] = ()
+    levels: Levels = field(default_factory=dict)
+    seeds: NDArray[np.float64] | None = None  # (values, 2): sum of squares, degrees of freedom
 
-    def keep(self, test: Callable[[float], bool]) -> Yardstick:
-        """Only the jobs whose value passes ``test``."""
-        return self.at([i for i, v in enumerate(self.values) if test(v)])
-
-    def at(self, positions: Sequence[int]) -> Yardstick:
-        """Only the jobs at ``positions``."""
-
-        meta = [self.meta[i] for i in positions] if self.meta else []
-        seeds = [self.seeds[i] for i in positions] if self.seeds else []
-        jobs, values = [self.jobs[i] for i in positions], [self.values[i] for i in positions]
-        return Yardstick(jobs, values, self.scope, meta, seeds)
+    def at(self, chosen: NDArray[np.bool_] | NDArray[np.intp]) -> Yardstick:
+        """Only the values ``chosen`` (a mask or positions)."""
+        levels = {key: level.at(chosen) for key, level in self.levels.items()}
+        seeds = None if self.seeds is None else self.seeds[chosen]
+        return Yardstick(self.jobs[chosen], self.values[chosen], self.scope, levels, seeds)
 
     def named(self) -> str:
         """'4 comparable jobs (optimizer=adamw): job1, job2, job4, job5'."""
@@ -71,26 +107,29 @@ class Yardstick:
         head = f"{n} comparable job{'' if n == 1 else 's'}{scope}"
         if not n:
             return head
-        shown = ", ".join(self.jobs[:NAMED_JOBS])
+        shown = ", ".join(self.jobs[:NAMED_JOBS].tolist())
         more = f" and {n - NAMED_JOBS} more" if n > NAMED_JOBS else ""
         return f"{head}: {shown}{more}"
 
     def seed_spread(self) -> tuple[float, int] | None:
         """The seeds' variance pooled over the jobs (a job whose own is over
         ``SEED_OUTLIER`` times the median job's left out) and its degrees of freedom."""
-        own = [(ss / df, ss, df) for ss, df in self.seeds if df > 0]
-        if not own:
+        if self.seeds is None:
             return None
-        typical = statistics.median(variance for variance, _, _ in own)
-        kept = [(ss, df) for variance, ss, df in own if variance <= SEED_OUTLIER * typical]
-        df = sum(df for _, df in kept)
-        return sum(ss for ss, _ in kept) / df, df
+        ss, df = self.seeds[:, 0], self.seeds[:, 1]
+        ss, df = ss[df > 0], df[df > 0]
+        if not df.size:
+            return None
+        own = ss / df
+        kept = own <= SEED_OUTLIER * float(np.median(own))
+        total = int(df[kept].sum())
+        return sum(ss[kept].tolist()) / total, total  # summed in order, as Python's sum
 
 
-def robust_spread(values: Sequence[float]) -> tuple[float, float]:
+def robust_spread(values: NDArray[np.float64]) -> tuple[float, float]:
     """Median and scaled MAD (``MAD_SCALE * median |x - median|``) of ``values``."""
-    median = statistics.median(values)
-    return median, MAD_SCALE * statistics.median(abs(v - median) for v in values)
+    median = float(np.median(values))
+    return median, MAD_SCALE * float(np.median(np.abs(values - median)))
 
 
 @dataclass(frozen=True)
@@ -152,12 +191,11 @@ def measure_noise(stick: Yardstick, seeds: tuple[float, float] | None) -> Noise:
     (chi-square test at ``HETEROGENEITY``), then their standard deviation."""
     median, mad = robust_spread(stick.values)
     reach = TRIM * max(seeds[0] if seeds else 0.0, mad)
-    values = [v for v in stick.values if abs(v - median) <= reach]
-    far = zip(stick.jobs, stick.values, strict=True)
-    aside = [job for job, v in far if abs(v - median) > reach]
+    near = np.abs(stick.values - median) <= reach
+    values, aside = stick.values[near], stick.jobs[~near].tolist()
     n = len(values)
-    centre = statistics.fmean(values)
-    between = statistics.variance(values) if n > 1 else 0.0
+    centre = math.fsum(values.tolist()) / n  # statistics.fmean
+    between = exact_variance(values) if n > 1 else 0.0
     if seeds is not None and seeds[0] > 0:
         sd, df = seeds
         if n < 2 or (n - 1) * between / sd**2 <= chi2_quantile(1 - HETEROGENEITY, n - 1):
@@ -210,8 +248,8 @@ def judge_rise(rise: Rise, stick: Yardstick, gate: GateExpectations) -> Judged |
     if not math.isfinite(after):
         shown = "NaN" if math.isnan(after) else after
         return Judged(math.isfinite(before), False, f"status: {shown} after {before}")
-    stick = stick.keep(math.isfinite)
-    split = find_split(stick.values, stick.meta, rise.meta) if stick.meta else None
+    stick = stick.at(np.isfinite(stick.values))
+    split = find_split(stick.values, stick.levels, rise.meta)
     head = ""
     if split is not None:
         stick = stick.at(split.groups[split.own])
@@ -252,16 +290,17 @@ def judge_ema(
     gate = exp.gate
     if after is None or not math.isfinite(after):
         return True, "status: the EMA delta is not a number"
-    pool = pool.keep(lambda v: v > 0 and math.isfinite(v))
+    pool = pool.at(np.isfinite(pool.values) & (pool.values > 0))
     factor = exp.training.noise_factor
     if len(pool.values) >= max(gate.min_noise_jobs, 2):
         # seed-noise deltas are positive and skewed: the bound is taken on their logs
-        bound = factor * math.exp(_upper_bound([math.log(v) for v in pool.values], gate.alpha))
+        logs = [math.log(v) for v in pool.values.tolist()]
+        bound = factor * math.exp(_upper_bound(logs, gate.alpha))
         return after > bound, (
             f"seed noise: {after:.5f} vs {bound:.5f}, the one-sided {1 - gate.alpha:.1%} "
             f"bound of {factor:g}x the seed noise of {pool.named()}"
         )
-    mean = statistics.fmean(pool.values) if pool.values else expected or 0.0
+    mean = statistics.fmean(pool.values.tolist()) if pool.values.size else expected or 0.0
     limit = gate.ema_margin_factor * mean
     return after > limit, (
         f"margin: {after:.5f} vs {limit:.5f} = {gate.ema_margin_factor:g}x the mean seed "

@@ -13,9 +13,12 @@ split by chance.
 
 from __future__ import annotations
 
-import statistics
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
 
 from tracker.analysis.stats import f_survival
 
@@ -25,12 +28,38 @@ UNSET = "unset"  # the group of the jobs without the key
 
 
 @dataclass(frozen=True)
+class Level:
+    """One metadata key's values (in order, ``UNSET`` for the jobs without it) and each job's
+    value as its position among them."""
+
+    values: Sequence[str]
+    codes: NDArray[np.intp]
+
+    def at(self, chosen: NDArray[np.bool_] | NDArray[np.intp]) -> Level:
+        return Level(self.values, self.codes[chosen])
+
+
+Levels = Mapping[str, Level]  # metadata key -> its values over the jobs
+
+
+def levels_of(meta: Sequence[Mapping[str, str]]) -> dict[str, Level]:
+    """``Levels`` of the jobs whose metadata ``meta`` lists, for every key one of them has."""
+    levels = {}
+    for key in sorted({key for own in meta for key in own}):
+        labels = [own.get(key, UNSET) for own in meta]
+        values = sorted(set(labels))
+        position = {value: i for i, value in enumerate(values)}
+        levels[key] = Level(values, np.array([position[v] for v in labels], dtype=np.intp))
+    return levels
+
+
+@dataclass(frozen=True)
 class Split:
     """The key that splits the jobs, each value's jobs (by position), and the value the judged
     job carries."""
 
     key: str
-    groups: Mapping[str, Sequence[int]]
+    groups: Mapping[str, NDArray[np.intp]]
     own: str
 
     def note(self) -> str:
@@ -39,22 +68,21 @@ class Split:
         return f"comparable jobs split by {self.key}: {sizes}; judged against {self.own}"
 
 
-def _groups(meta: Sequence[Mapping[str, str]], key: str) -> dict[str, list[int]]:
-    groups: dict[str, list[int]] = {}
-    for at, own in enumerate(meta):
-        groups.setdefault(own.get(key, UNSET), []).append(at)
-    return dict(sorted(groups.items()))
+def _groups(level: Level) -> dict[str, NDArray[np.intp]]:
+    """Each value's positions, the values in order."""
+    present = np.flatnonzero(np.bincount(level.codes, minlength=len(level.values)))
+    return {level.values[i]: np.flatnonzero(level.codes == i) for i in present.tolist()}
 
 
-def _p_value(values: Sequence[float], groups: Mapping[str, Sequence[int]]) -> float:
+def _p_value(values: NDArray[np.float64], groups: Mapping[str, NDArray[np.intp]]) -> float:
     """The F test's p-value of the groups' means all equal; 1 when no value differs."""
-    overall = statistics.fmean(values)
+    overall = math.fsum(values.tolist()) / len(values)
     between = within = 0.0
     for at in groups.values():
-        own = [values[i] for i in at]
-        mean = statistics.fmean(own)
+        own = values[at]
+        mean = math.fsum(own.tolist()) / len(own)
         between += len(own) * (mean - overall) ** 2
-        within += sum((v - mean) ** 2 for v in own)
+        within += math.fsum(((own - mean) ** 2).tolist())
     if between == 0:
         return 1.0
     if within == 0:
@@ -63,14 +91,12 @@ def _p_value(values: Sequence[float], groups: Mapping[str, Sequence[int]]) -> fl
     return f_survival((between / dfn) / (within / dfd), dfn, dfd)
 
 
-def find_split(
-    values: Sequence[float], meta: Sequence[Mapping[str, str]], own: Mapping[str, str]
-) -> Split | None:
-    """The key that splits the jobs' ``values`` (each job's metadata in ``meta``) into groups,
+def find_split(values: NDArray[np.float64], levels: Levels, own: Mapping[str, str]) -> Split | None:
+    """The key that splits the jobs' ``values`` (their metadata in ``levels``) into groups,
     the judged job (metadata ``own``) in one of them; None when none does."""
-    tried: list[tuple[float, str, dict[str, list[int]]]] = []
-    for key in sorted({key for job in meta for key in job}):
-        groups = _groups(meta, key)
+    tried: list[tuple[float, str, dict[str, NDArray[np.intp]]]] = []
+    for key in sorted(levels):
+        groups = _groups(levels[key])
         if len(groups) < 2 or own.get(key, UNSET) not in groups:
             continue
         if min(len(at) for at in groups.values()) < 2:
@@ -78,7 +104,7 @@ def find_split(
         tried.append((_p_value(values, groups), key, groups))
     if not tried:
         return None
-    p_value, key, groups = min(tried)
+    p_value, key, groups = min(tried, key=lambda found: found[:2])
     if p_value >= SPLIT_LEVEL / len(tried):
         return None
     return Split(key, groups, own.get(key, UNSET))

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis.checks import Check
 from tracker.analysis.gate import Yardstick
+from tracker.analysis.gate_split import Levels, levels_of
 from tracker.conditions import Condition
 from tracker.domain import ArmName
 from tracker.models import Job, JobMeta, Run
@@ -52,33 +53,41 @@ class Values:
         return zip(self.jobs, self.values, strict=True)
 
 
+def _no_ids() -> NDArray[np.int64]:
+    return np.array([], dtype=np.int64)
+
+
 @dataclass(frozen=True)
 class OtherJobs:
-    """What the comparable jobs show: each one's seed-noise EMA delta, the measured values
-    of every (check, subject) (of every job, by id, with the ids ``kept`` and their
-    ``names``), each one's metadata and seeds, by job name; how they were chosen, and the
-    metadata of the second compared job."""
+    """What the comparable jobs show: each one's seed-noise EMA delta (by name), the measured
+    values of every (check, subject) (of every job, by id), how they were chosen, and the
+    metadata of the second compared job; then the comparable jobs' ids in order with, at
+    the same positions, their names, metadata and seeds (``Yardstick``'s)."""
 
     ema: Mapping[str, float] = field(default_factory=dict)
     measured: Mapping[Key, Values] = field(default_factory=dict)
     scope: str = ""
-    meta: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    seeds: Mapping[str, Seeds] = field(default_factory=dict)
     own: Mapping[str, str] = field(default_factory=dict)
-    kept: frozenset[int] = frozenset()
-    names: Mapping[int, str] = field(default_factory=dict)
+    ids: NDArray[np.int64] = field(default_factory=_no_ids)
+    names: NDArray[np.object_] = field(default_factory=lambda: np.array([], dtype=object))
+    levels: Levels = field(default_factory=dict)
+    seeds: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 2)))
 
     def yardstick(self, key: Key) -> Yardstick:
-        found = self.measured.get(key, Values())
-        chosen = [(self.names[job_id], v) for job_id, v in found.pairs() if job_id in self.kept]
-        jobs = [job for job, _ in chosen]
-        values = [value for _, value in chosen]
-        meta = [self.meta.get(job, {}) for job in jobs]
-        seeds = [self.seeds.get(job, (0.0, 0)) for job in jobs]
-        return Yardstick(jobs, values, self.scope, meta, seeds)
+        found = self.measured.get(key)
+        if found is None or not self.ids.size:
+            return Yardstick(scope=self.scope)
+        jobs = np.frombuffer(found.jobs, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.ids, jobs), self.ids.size - 1)
+        chosen = self.ids[at] == jobs
+        at = at[chosen]
+        values = np.frombuffer(found.values, dtype=np.float64)[chosen]
+        levels = {key: level.at(at) for key, level in self.levels.items()}
+        return Yardstick(self.names[at], values, self.scope, levels, self.seeds[at])
 
     def seed_noise(self) -> Yardstick:
-        return Yardstick(list(self.ema), list(self.ema.values()), self.scope)
+        names = np.array(list(self.ema), dtype=object)
+        return Yardstick(names, np.array(list(self.ema.values()), dtype=np.float64), self.scope)
 
 
 def _scope(key: str, values: set[str | None]) -> str:
@@ -127,11 +136,22 @@ class KeptVerdicts:
         }
         ema = {self.names[job_id]: v for job_id, v in self.ema.items() if job_id in kept}
         scope = ", ".join(_scope(key, values) for key, values in wanted.items())
-        meta = {self.names[job_id]: self.meta.get(job_id, {}) for job_id in kept}
-        seeds = {self.names[job_id]: s for job_id, s in self.seeds.items() if job_id in kept}
         second = ids.get(compared[-1]) if compared else None
         own = self.meta.get(second, {}) if second is not None else {}
-        return OtherJobs(ema, self.measured, scope, meta, seeds, own, frozenset(kept), self.names)
+        order = sorted(kept)
+        names = np.array([self.names[job_id] for job_id in order], dtype=object)
+        levels = levels_of([self.meta.get(job_id, {}) for job_id in order])
+        seeds = np.array([self.seeds.get(job_id, (0.0, 0)) for job_id in order], dtype=np.float64)
+        return OtherJobs(
+            ema,
+            self.measured,
+            scope,
+            own,
+            np.array(order, dtype=np.int64),
+            names,
+            levels,
+            seeds.reshape(-1, 2),
+        )
 
 
 def _seeds(measured: Mapping[Key, Values]) -> dict[int, Seeds]:
