@@ -562,3 +562,21 @@ def test_a_claim_no_job_could_measure_is_inconclusive(
         "no job measured it; 1 jobs have it N/A, e.g. j0: flash not measured on any gpt* model: "
         "no extrapolation"
     )
+
+
+def test_the_bootstrap_with_small_groups_summed_beforehand_gives_the_same_interval(
+    exp: Expectations, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Groups of up to SUMMED_AHEAD runs gather each redraw's sum, made beforehand: the same
+    numbers as summing the runs redrawn, to the bit, whatever the groups' sizes."""
+    from tracker.analysis.claims import stochastic
+
+    rng = np.random.default_rng(11)
+    candidate = {f"job{i}": rng.normal(3.0, 0.1, 1 + i % 5) for i in range(60)}
+    baseline = {f"job{i}": rng.normal(3.0, 0.1, 1 + (i // 2) % 4) for i in range(60)}
+    candidate["job0"][0] = -0.0  # a sign the sum must keep
+    spec = next(c for c in exp.claims if c.kind == "equivalence")
+    ahead = stochastic.stratified_bootstrap(candidate, baseline, spec)  # type: ignore[arg-type]
+    monkeypatch.setattr(stochastic, "SUMMED_AHEAD", 0)  # every group's runs summed when drawn
+    drawn = stochastic.stratified_bootstrap(candidate, baseline, spec)  # type: ignore[arg-type]
+    assert ahead is not None and ahead == drawn

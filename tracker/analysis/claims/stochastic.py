@@ -4,6 +4,8 @@ bootstrap the comparing claims (tracker.analysis.claims.compare) show."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,6 +34,9 @@ if TYPE_CHECKING:
 
 # Values redrawn at once by the bootstrap (8 bytes each, twice: the picks and the values)
 RESAMPLED_VALUES = 1 << 18
+# Groups of this many runs or fewer have the sum of each way to redraw them made beforehand
+# (size ** size sums a group), so that a resample gathers one number a group, not size.
+SUMMED_AHEAD = 3
 
 
 def stratified_bootstrap(
@@ -69,21 +74,35 @@ def stratified_bootstrap(
                 statistic += float(stacked[:, 0] @ scale)
                 continue
             varied = True
-            rows = np.arange(len(same))[None, :, None]
+            drawn_sum = _redrawn_sums(stacked)
             # the resamples a slice at a time, so memory does not grow with the jobs; the
             # generator gives the same draws in slices as in one call
             step = max(1, RESAMPLED_VALUES // (len(same) * size))
             for at in range(0, resamples, step):
                 picks = rng.integers(0, size, (min(step, resamples - at), len(same), size))
-                # a sum along each row, not a matrix product: BLAS may round a row apart
-                # by how many rows it is given
-                drawn = stacked[rows, picks].sum(axis=2)
-                statistic[at : at + step] += (drawn * scale).sum(axis=1)
+                statistic[at : at + step] += (drawn_sum(picks) * scale).sum(axis=1)
     if not varied:
         return None
     tail = (1 - spec.level) / 2
     low, high = np.quantile(statistic, [tail, 1 - tail])
     return float(low), float(high)
+
+
+def _redrawn_sums(stacked: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """For groups of one size (``stacked``: a row each), the function from redraws (``picks``,
+    the positions drawn: resamples x groups x size) to each redrawn group's sum: a sum along
+    each row (a matrix product could round a row apart by how many rows BLAS is given),
+    made beforehand for every way of redrawing a small group, the same numbers."""
+    groups, size = stacked.shape
+    if size > SUMMED_AHEAD:
+        rows = np.arange(groups)[None, :, None]
+        return lambda picks: stacked[rows, picks].sum(axis=2)
+    ways = np.array(list(itertools.product(range(size), repeat=size)))  # (size**size, size)
+    # (groups, size**size, size) summed: group g's ways at g * size**size
+    sums = stacked[np.arange(groups)[:, None, None], ways].sum(axis=2).ravel()
+    place = size ** np.arange(size - 1, -1, -1)  # a redraw's position among its group's ways
+    first = np.arange(groups) * size**size
+    return lambda picks: sums[(picks * place).sum(axis=2) + first]
 
 
 def tracks_within_seed_noise(numbers: pl.DataFrame, spec: TracksClaim, exp: Expectations) -> Claim:
