@@ -49,29 +49,6 @@ def _interrupt(_signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-# Interrupts Python swallowed while a command ran: a Ctrl-C (or SIGTERM) that lands while a
-# finalizer or a weakref callback runs (a garbage collection) is raised there and ignored
-# ("Exception ignored in ..."), and the command would go on to its end as if none had come.
-_LOST_INTERRUPTS: list[BaseException] = []
-
-
-def keep_lost_interrupt(unraisable: Any) -> None:
-    """``sys.unraisablehook`` while a command runs: an interrupt swallowed is kept for
-    ``raise_lost_interrupt`` (raised here, it would be swallowed again); anything else is
-    printed as Python does."""
-    if isinstance(unraisable.exc_value, KeyboardInterrupt):
-        _LOST_INTERRUPTS.append(unraisable.exc_value)
-        return
-    sys.__unraisablehook__(unraisable)
-
-
-def raise_lost_interrupt() -> None:
-    """At a step of a command (its progress), the interrupt Python swallowed since, if any."""
-    if _LOST_INTERRUPTS:
-        _LOST_INTERRUPTS.clear()
-        raise KeyboardInterrupt
-
-
 class ErrorReportingGroup(TyperGroup):
     """Turns expected errors into one line on stderr, without a traceback; an interrupt
     (Ctrl-C, or SIGTERM, taken alike) into one line saying what was stored, and exit 130;
@@ -85,14 +62,15 @@ class ErrorReportingGroup(TyperGroup):
         from sqlalchemy.exc import DBAPIError
 
         from tracker import api
+        from tracker.services.interrupts import keeping_lost_interrupts
 
         main = threading.current_thread() is threading.main_thread()
         before = signal.signal(signal.SIGTERM, _interrupt) if main else None
-        hook = sys.unraisablehook
-        if main:
-            sys.unraisablehook = keep_lost_interrupt
         try:
-            return super().invoke(ctx)
+            if not main:  # the hook is the process's: a thread leaves it alone
+                return super().invoke(ctx)
+            with keeping_lost_interrupts():
+                return super().invoke(ctx)
         except Interrupted as exc:
             _last_line(str(exc))
             raise typer.Exit(EXIT_INTERRUPTED) from None
@@ -108,8 +86,6 @@ class ErrorReportingGroup(TyperGroup):
                 raise
             raise typer.Exit(1) from None
         finally:
-            sys.unraisablehook = hook
-            _LOST_INTERRUPTS.clear()
             if before is not None:  # a process running commands in turn (tests) keeps its own
                 signal.signal(signal.SIGTERM, before)
 

@@ -14,7 +14,6 @@ from tracker.cli.base import (
     StudyOption,
     app,
     parse_storage_options,
-    raise_lost_interrupt,
 )
 from tracker.cli.base import parse_meta as _parse_meta
 from tracker.cli.base import parse_size as _parse_size
@@ -104,6 +103,7 @@ def _ingest_progress(stack: ExitStack, *, many: bool) -> Any:
     """What ``tracker ingest`` draws as it goes: a progress bar on stderr (several
     directories, or much to read), and each directory's outcome on a line of its own."""
     from tracker import api
+    from tracker.services.interrupts import raise_lost_interrupt
 
     class Progress(api.IngestProgress):
         bar: Any = None

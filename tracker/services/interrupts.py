@@ -5,6 +5,11 @@ interrupt into an ``Interrupted`` naming what was stored and what was not, which
 line prints as one line before it exits with code 130. The name in flight when the interrupt
 came is asked about (``landed``): its commit may have gone through just before it.
 
+A Ctrl-C that lands while a finalizer or a weakref callback runs (a garbage collection) is
+raised there and ignored by Python ("Exception ignored in ..."): the command would go on to
+its end as if none had come. While a command runs, ``keep_lost_interrupt`` keeps it, and
+each job's end in a ``Tally`` (``raise_lost_interrupt``) raises it.
+
 A command of several transactions (ingest, copy, sync) uses it so::
 
     tally = Tally(names, landed=lambda name: ...is it in the database now?)
@@ -16,13 +21,49 @@ A command of several transactions (ingest, copy, sync) uses it so::
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from tracker.errors import Interrupted, raised_by_interrupt
+
+# Interrupts Python swallowed while a command ran (``keep_lost_interrupt``).
+_LOST_INTERRUPTS: list[BaseException] = []
+
+
+def keep_lost_interrupt(unraisable: Any) -> None:
+    """``sys.unraisablehook`` while a command runs: an interrupt swallowed is kept for
+    ``raise_lost_interrupt`` (raised here, it would be swallowed again); anything else is
+    printed as Python does."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        _LOST_INTERRUPTS.append(unraisable.exc_value)
+        return
+    sys.__unraisablehook__(unraisable)
+
+
+@contextmanager
+def keeping_lost_interrupts() -> Iterator[None]:
+    """While a command runs: an interrupt Python swallows is kept (``keep_lost_interrupt``);
+    after it, Python's hook again and nothing kept."""
+    hook = sys.unraisablehook
+    sys.unraisablehook = keep_lost_interrupt
+    try:
+        yield
+    finally:
+        sys.unraisablehook = hook
+        _LOST_INTERRUPTS.clear()
+
+
+def raise_lost_interrupt() -> None:
+    """At a step of a command (a job's end, ingest's progress), the interrupt Python
+    swallowed since, if any."""
+    if _LOST_INTERRUPTS:
+        _LOST_INTERRUPTS.clear()
+        raise KeyboardInterrupt
 
 
 class Tally:
@@ -42,10 +83,12 @@ class Tally:
     def stored(self, name: str) -> None:
         self._take(name)
         self.done.append(name)
+        raise_lost_interrupt()
 
     def not_stored(self, name: str) -> None:
         self._take(name)
         self.refused.append(name)
+        raise_lost_interrupt()
 
     def _take(self, name: str) -> None:
         if name in self.pending:

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import Expectations, judged_by
 from tracker.models import Job
+from tracker.services.interrupts import raise_lost_interrupt
 from tracker.store import transactions
 from tracker.store.jobdata import load_job_data
 from tracker.store.kept_rows import jobs_without_rows, write_derived
@@ -131,6 +132,7 @@ def rederive(
             done.refilled.append(name)
             if on_job is not None:
                 on_job(name)
+        raise_lost_interrupt()  # between jobs: what is refilled stays
     if done.refilled:  # the keys only the replaced rows used
         transactions.in_write_transaction(engine, sweep_keys)
     return done
