@@ -71,9 +71,11 @@ def _as_logged(curve: GridCurve, alpha: float) -> bool:
     return curve.points > 1 and (1 - alpha) ** gap < KEPT_AT_LEAST
 
 
-def _last_finite(values: np.ndarray) -> float:
-    finite = values[np.isfinite(values)]
-    return float(finite[-1]) if finite.size else np.nan
+def _last_finite(table: np.ndarray) -> np.ndarray:
+    """Each row's last finite value (NaN: none)."""
+    finite = np.isfinite(table)
+    last = table.shape[1] - 1 - np.argmax(finite[:, ::-1], axis=1)
+    return np.where(finite.any(axis=1), table[np.arange(table.shape[0]), last], np.nan)
 
 
 def outliers(finals: Mapping[str, float], limit: int = MAX_OUTLIERS) -> list[str]:
@@ -193,7 +195,7 @@ def _band_with_latest_and_outliers(drawing: _ArmDrawing, latest: int) -> str:
     jobs as lines on top; returns the footnote."""
     names = drawing.names
     _quartile_band(drawing)
-    finals = {name: _last_finite(drawing.table[i]) for i, name in enumerate(names)}
+    finals = dict(zip(names, _last_finite(drawing.table).tolist(), strict=True))
     newest = names[-latest:][::-1]
     odd = [name for name in outliers(finals) if name not in newest]
     for name in odd:
