@@ -368,7 +368,8 @@ def test_the_gate_fails_closed_on_results_gone_missing(cli: Cli, tmp_path: Path)
 
 
 @given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=2, max_size=40))
-@example([3.263, 3.265, 3.259])  # one magnitude: shifted in 64-bit integers
+@example([3.263, 3.265, 3.259])  # one magnitude: summed in 64-bit limbs
+@example([-(2.0**53 - 1) * 1024, 2.0**53 - 1, -3.0])  # the limbs' largest, either sign
 @example([1e-300, 2.5, 1e300])  # magnitudes far apart: shifted as Python integers
 @example([0.0, -0.0, 5e-324])
 @example([1.7976931348623157e308, -1.7976931348623157e308])  # too large for a float
