@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 
 from tests.conftest import Cli, client_for
-from tracker.analysis.gate import exact_variance
+from tracker.analysis.exact import exact_variance
 from tracker.domain import ArmName
 from tracker.queries.compare import CHANGES
 from tracker.sample import SEED_JOB_ARMS, write_sample_job

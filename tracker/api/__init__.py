@@ -42,10 +42,12 @@ if TYPE_CHECKING:  # the names as mypy and editors see them, by module
         in_write as in_write,
         job_meta as job_meta,
         job_rows as job_rows,
+        keeping_lost_interrupts as keeping_lost_interrupts,
         meta_text as meta_text,
         open_engine as open_engine,
         parse_time as parse_time,
         parse_where as parse_where,
+        raise_lost_interrupt as raise_lost_interrupt,
         schema_revision as schema_revision,
         show as show,
         sql_result as sql_result,
@@ -108,9 +110,9 @@ if TYPE_CHECKING:  # the names as mypy and editors see them, by module
 _NAMES = {
     "tracker.api.rows": (
         "HEAD Database Row SqlLimits SqlResult check_study connect delete edit_meta "
-        "first_line in_write job_meta job_rows meta_text open_engine parse_time parse_where "
-        "schema_revision show sql_result storing_engine studies use_study_dirs using_engine "
-        "with_session"
+        "first_line in_write job_meta job_rows keeping_lost_interrupts meta_text open_engine "
+        "parse_time parse_where raise_lost_interrupt schema_revision show sql_result "
+        "storing_engine studies use_study_dirs using_engine with_session"
     ),
     "tracker.api.read": (
         "Comparison Filters JobSelection Where claims compare comparison curve export jobs "

@@ -4,7 +4,8 @@ parsing of ``--where`` and ``--since`` by the catalog's own rules.
 
 The command line's light commands (``jobs``, ``show``, ``meta``, ``delete``, ``sql``,
 ``db current``) call only these, so that they start without polars; import them from
-``tracker.api``, which loads this module alone for them.
+``tracker.api``, which loads this module alone for them. Every command runs inside
+``keeping_lost_interrupts`` (a Ctrl-C Python swallowed is raised at the command's next step).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tracker.conditions import Condition
 from tracker.config import database_url
 from tracker.domain import JOB_SORT_KEYS
 from tracker.models import Job
+from tracker.services.interrupts import keeping_lost_interrupts, raise_lost_interrupt
 from tracker.store import catalog
 from tracker.store.catalog import meta_text, parse_time, parse_where
 from tracker.store.engine import ON_LOCK_WAIT, create_tracker_engine, first_line
@@ -55,10 +57,12 @@ __all__ = [
     "in_write",
     "job_meta",
     "job_rows",
+    "keeping_lost_interrupts",
     "meta_text",
     "open_engine",
     "parse_time",
     "parse_where",
+    "raise_lost_interrupt",
     "schema_revision",
     "show",
     "sql_result",

@@ -62,14 +62,13 @@ class ErrorReportingGroup(TyperGroup):
         from sqlalchemy.exc import DBAPIError
 
         from tracker import api
-        from tracker.services.interrupts import keeping_lost_interrupts
 
         main = threading.current_thread() is threading.main_thread()
         before = signal.signal(signal.SIGTERM, _interrupt) if main else None
         try:
             if not main:  # the hook is the process's: a thread leaves it alone
                 return super().invoke(ctx)
-            with keeping_lost_interrupts():
+            with api.keeping_lost_interrupts():
                 return super().invoke(ctx)
         except Interrupted as exc:
             _last_line(str(exc))

@@ -103,7 +103,6 @@ def _ingest_progress(stack: ExitStack, *, many: bool) -> Any:
     """What ``tracker ingest`` draws as it goes: a progress bar on stderr (several
     directories, or much to read), and each directory's outcome on a line of its own."""
     from tracker import api
-    from tracker.services.interrupts import raise_lost_interrupt
 
     class Progress(api.IngestProgress):
         bar: Any = None
@@ -123,7 +122,7 @@ def _ingest_progress(stack: ExitStack, *, many: bool) -> Any:
             typer.echo(shown(line), err=err)
 
         def arm_written(self, nbytes: int) -> None:
-            raise_lost_interrupt()  # within the job's transaction: it is not stored
+            api.raise_lost_interrupt()  # within the job's transaction: it is not stored
             if self.bar is not None:
                 self.bar.update(nbytes)
 
@@ -138,7 +137,7 @@ def _ingest_progress(stack: ExitStack, *, many: bool) -> Any:
             self.say(f"Error: {message}", err=True)
 
         def advanced(self, done_bytes: int) -> None:
-            raise_lost_interrupt()
+            api.raise_lost_interrupt()
             if self.bar is not None:  # failed and unchanged directories count as done too
                 self.bar.update(max(done_bytes - self.bar.pos, 0))
 

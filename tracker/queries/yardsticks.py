@@ -53,10 +53,6 @@ class Values:
         return zip(self.jobs, self.values, strict=True)
 
 
-def _no_ids() -> NDArray[np.int64]:
-    return np.array([], dtype=np.int64)
-
-
 @dataclass(frozen=True)
 class OtherJobs:
     """What the comparable jobs show: each one's seed-noise EMA delta (by name), the measured
@@ -68,7 +64,7 @@ class OtherJobs:
     measured: Mapping[Key, Values] = field(default_factory=dict)
     scope: str = ""
     own: Mapping[str, str] = field(default_factory=dict)
-    ids: NDArray[np.int64] = field(default_factory=_no_ids)
+    ids: NDArray[np.int64] = field(default_factory=lambda: np.array([], dtype=np.int64))
     names: NDArray[np.object_] = field(default_factory=lambda: np.array([], dtype=object))
     levels: Levels = field(default_factory=dict)
     seeds: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 2)))
@@ -82,7 +78,7 @@ class OtherJobs:
         chosen = self.ids[at] == jobs
         at = at[chosen]
         values = np.frombuffer(found.values, dtype=np.float64)[chosen]
-        levels = {key: level.at(at) for key, level in self.levels.items()}
+        levels = {name: level.at(at) for name, level in self.levels.items()}
         return Yardstick(self.names[at], values, self.scope, levels, self.seeds[at])
 
     def seed_noise(self) -> Yardstick:
