@@ -1,4 +1,5 @@
-"""What the tests count and sum: rows per table, and the points the chunks hold, decoded."""
+"""What the tests count and sum: rows per table, the points the chunks hold, decoded, and the
+bytes/param figure's model chosen from every probe read."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import polars as pl
 from sqlalchemy import Connection, func, inspect, select, text
 from sqlalchemy.orm import Session
 
+from tracker.figures.crossjob import ModelChoice, choose_model
 from tracker.models import Curve, Job, Run
 from tracker.store.curves import load_curves
 from tracker.store.verdict_keys import detail
@@ -108,3 +110,17 @@ def _unpacked(connection: Connection) -> list[dict[str, Any]]:
             )
             at = end
     return rows
+
+
+def pick_model(probes: pl.DataFrame, prefix: str) -> ModelChoice:
+    """``choose_model`` of the ``prefix`` models of ``probes`` (``tables.probes``), counted
+    over every probe read: what ``tables.probe_models`` counts in SQL."""
+    scaling = probes.filter(pl.col("model").str.starts_with(prefix))
+    ok = pl.col("n_params").is_not_null()
+    stats = scaling.group_by("model", maintain_order=True).agg(
+        size=pl.col("n_params").max(),
+        measured=ok.sum(),
+        failed=(~ok).sum(),
+        jobs=pl.col("job").filter(ok).n_unique(),
+    )
+    return choose_model(stats, scaling.get_column("job").n_unique(), prefix)

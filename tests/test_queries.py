@@ -25,10 +25,11 @@ from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
+from tests.stored import pick_model
 from tests.templates import Templates
 from tracker.analysis.expectations import load_expectations
 from tracker.analysis.job import analyze_job
-from tracker.figures.crossjob import choose_model, pick_model
+from tracker.figures.crossjob import choose_model
 from tracker.queries import tables
 from tracker.queries.compare import CHANGES
 from tracker.queries.runs import run_table

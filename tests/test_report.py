@@ -21,6 +21,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tests.conftest import Cli
+from tests.stored import pick_model
 from tracker.analysis.expectations import load_expectations
 from tracker.analysis.job import analyze_job
 from tracker.analysis.smoothing import smooth
@@ -32,7 +33,6 @@ from tracker.figures.crossjob import (
     MARKS_UP_TO,
     Job,
     bpp_across_jobs,
-    pick_model,
     val_loss_across_jobs,
 )
 from tracker.figures.trajectories import trajectories_figure

@@ -67,19 +67,6 @@ class ModelChoice:
     why: str
 
 
-def pick_model(probes: pl.DataFrame, prefix: str) -> ModelChoice:
-    """``choose_model`` of the ``prefix`` models of ``probes`` (``tables.probes``)."""
-    scaling = probes.filter(pl.col("model").str.starts_with(prefix))
-    ok = pl.col("n_params").is_not_null()
-    stats = scaling.group_by("model", maintain_order=True).agg(
-        size=pl.col("n_params").max(),
-        measured=ok.sum(),
-        failed=(~ok).sum(),
-        jobs=pl.col("job").filter(ok).n_unique(),
-    )
-    return choose_model(stats, scaling.get_column("job").n_unique(), prefix)
-
-
 def choose_model(stats: pl.DataFrame, jobs: int, prefix: str) -> ModelChoice:
     """The largest ``prefix`` model measured for every variant probed, in every job with probes.
 
