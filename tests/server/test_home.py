@@ -23,6 +23,7 @@ from tracker.queries.compare import compare_in_study, compare_jobs
 from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.queries.yardsticks import kept_verdicts
 from tracker.store.schema import open_database
+from tracker.views import across_jobs
 from tracker.views.home import latest_verdicts
 from tracker.views.values import CLAIM_ORDER
 
@@ -312,3 +313,43 @@ def test_the_claims_and_comparison_after_the_home_page_are_those_it_worked_out(
             event.remove(Engine, "before_cursor_execute", count)
     assert after == alone
     assert statements and not any("job_verdict" in statement for statement in statements)
+
+
+def between(html: str, start: str, end: str) -> str:
+    at = html.index(start)
+    return html[at : html.index(end, at)]
+
+
+def test_the_figures_across_jobs_draw_the_latest_jobs_and_every_job_is_judged(
+    study: Cli, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``FIGURE_JOBS`` jobs the figures across jobs and their table draw the latest ones
+    alone, and say so; the jobs table, the claims and the latest comparison still cover every
+    job, as when every job is drawn."""
+    with client_for(db_url) as client:
+        every = client.get("/").text
+    monkeypatch.setattr(across_jobs, "FIGURE_JOBS", 2)
+    with client_for(db_url) as client:
+        latest = client.get("/").text
+    section = between(latest, 'id="cross-job"', 'id="compare"')
+    assert (
+        "The latest 2 of the 3 jobs in job order (time metadata, else ingest time), from j2 to"
+        ' j3: the figures and their table draw these alone (<a href="/trend">trend</a> draws a'
+        " metric across every job), the claims and the comparison judge every job." in section
+    )
+    drawn = [trace for figure in figures(section) for trace in figure["data"]]
+    named = {trace.get("name") for trace in drawn} | {
+        name for trace in drawn if isinstance(trace.get("text"), list) for name in trace["text"]
+    }
+    assert {"j2", "j3"} <= named and "j1" not in named
+    assert "of 2</td>" in section and "of 3</td>" not in section  # jobs off the analytic
+    for start, end in (('id="jobs"', "</section>"), ('id="claims"', "</section>")):
+        assert between(latest, start, end) == between(every, start, end)
+    assert between(latest, 'id="compare"', "</section>") == between(
+        every, 'id="compare"', "</section>"
+    )
+    out = tmp_path / "report"
+    study("report", "--out", str(out))
+    index = (out / "index.html").read_text()
+    assert "The latest 2 of the 3 jobs" in index and "every job), the claims" not in index
+    assert "from j2 to j3: the figures and their table draw these alone, the claims" in index

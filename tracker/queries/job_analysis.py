@@ -5,7 +5,7 @@ so a read-only database serves every request)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -170,25 +170,31 @@ def summary_of(
 
 
 def load_index_numbers(
-    session: Session, job_ids: list[int], exp: Expectations
+    session: Session, job_ids: list[int], exp: Expectations, drawn: Collection[int]
 ) -> tuple[dict[int, dict[str, int]], dict[int, dict[str, GridCurve]]]:
-    """Every listed job's verdict counts (status -> count) and smoothed curves on a grid (what
-    the index draws across jobs), each for ``exp.judging`` its study: from their index rows
+    """Every listed job's verdict counts (status -> count), and the smoothed curves on a grid
+    of those ``drawn`` across jobs, each for ``exp.judging`` its study: from their index rows
     in a few statements whatever the number of jobs; a job without one (kept before them,
     until ``db rederive``) from its verdicts and its summary."""
     counts: dict[int, dict[str, int]] = {}
     curves: dict[int, dict[str, GridCurve]] = {}
-    names = dict(session.execute(select(Job.id, Job.name).where(among(Job.id, job_ids))).all())
+    names = dict(session.execute(select(Job.id, Job.name).where(among(Job.id, list(drawn)))).all())
     for own, ids in by_study(session, job_ids, exp):
         digest = expectations_digest(own)
         counts.update(stored_counts(session, ids, digest))
-        for job_id, data in stored_grid_curves(session, ids, digest).items():
+        shown = [job_id for job_id in ids if job_id in names]
+        for job_id, data in stored_grid_curves(session, shown, digest).items():
             curves[job_id] = read_grid_curves(names[job_id], data)
-    missing = [job_id for job_id in job_ids if job_id not in counts or job_id not in curves]
+    missing = [
+        job_id
+        for job_id in job_ids
+        if job_id not in counts or (job_id in names and job_id not in curves)
+    ]
     for job_id, derived in load_derived(session, missing, exp).items():
         tally = Counter(v.status for v in derived.verdicts)
         counts[job_id] = {str(status): tally.get(status, 0) for status in Status}
-        curves[job_id] = load_summary(session, job_id, exp).curves
+        if job_id in names:
+            curves[job_id] = load_summary(session, job_id, exp).curves
     return counts, curves
 
 

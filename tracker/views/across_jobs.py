@@ -45,6 +45,10 @@ if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
     from tracker.analysis.verdict import Verdict
 
+# The figures across jobs draw the latest jobs alone: at thousands of jobs every drawn job costs
+# the first visit a curve to decode and points to ship, while the claims and the comparison
+# still judge every job.
+FIGURE_JOBS = 1000
 NOTE = "Across jobs: nothing to compare, this report covers {n} job{s} (two or more needed)."
 # the narrowest a figure is drawn (px): the index's full-width figures and its two columns
 FULL_WIDTH = 760
@@ -78,7 +82,8 @@ class ComparisonView:
 @dataclass(frozen=True)
 class CrossJobView:
     note: str | None = None  # instead of the section, with fewer than two jobs
-    jobs: int = 0
+    jobs: int = 0  # drawn: the latest ``FIGURE_JOBS``
+    of: int = 0  # in all
     first: str = ""
     last: str = ""
     bpp: FigureSlot | None = None
@@ -154,6 +159,12 @@ def comparison_view(
     )
 
 
+def drawn_jobs(selected: pl.DataFrame) -> pl.DataFrame:
+    """The latest ``FIGURE_JOBS`` of the ``selected`` jobs (in job order): those the figures
+    across jobs draw."""
+    return selected.tail(FIGURE_JOBS)
+
+
 def job_href(folders: Mapping[str, str], name: str) -> str:
     return f"{quote(folders[name])}/index.html"
 
@@ -168,7 +179,9 @@ def cross_job_view(
     read: VerdictValues | None = None,
     keeping: Keeping = NOWHERE,
 ) -> CrossJobView:
-    """The section for the ``selected`` jobs (``selected_jobs``, in job order).
+    """The section for the ``selected`` jobs (``selected_jobs``, in job order): its figures
+    and their table of the latest ``FIGURE_JOBS`` (``drawn_jobs``), the comparison against
+    every one.
 
     ``curves``: job -> arm -> its smoothed loss on a grid (``figures.crossjob.grid_curve``),
     kept from when the job's page was made, so no curve is read here; ``latest``: the
@@ -176,17 +189,18 @@ def cross_job_view(
     values of the jobs read already (for the comparison's yardstick, ``kept_verdicts``);
     ``keeping``: where the yardstick is kept for other pages.
     """
-    jobs = [Job(name, time) for name, time in selected.select("job", "time").iter_rows()]
-    if len(jobs) < 2:
-        return note(len(jobs))
+    if selected.height < 2:
+        return note(selected.height)
+    drawn = drawn_jobs(selected)
+    jobs = [Job(name, time) for name, time in drawn.select("job", "time").iter_rows()]
     prefix = exp.memory.scaling_model_prefix
     choice = choose_model(
-        *tables.probe_models(session, selected["job_id"].to_list(), prefix), prefix
+        *tables.probe_models(session, drawn["job_id"].to_list(), prefix), prefix
     )
     # the figure and its table show the chosen model alone
     models = JobSelection(models=() if choice.model is None else (choice.model,))
-    probes = tables.probes(session, models, jobs=selected) if choice.model else pl.DataFrame()
-    runs = tables.seeds(session, JobSelection(), jobs=selected)
+    probes = tables.probes(session, models, jobs=drawn) if choice.model else pl.DataFrame()
+    runs = tables.seeds(session, JobSelection(), jobs=drawn)
 
     def slot(fig: Any, key: str, title: str, height: int, width: int = FULL_WIDTH) -> FigureSlot:
         fig = legend_under_title(fig, width)  # the page's slot grows with the legend
@@ -208,6 +222,7 @@ def cross_job_view(
     comparison = compare_in_study(session, exp, (a, latest[0]), (b, latest[1]), study, kept)
     return CrossJobView(
         jobs=len(jobs),
+        of=selected.height,
         first=jobs[0].name,
         last=jobs[-1].name,
         bpp=slot(bpp_across_jobs(probes, jobs, exp, choice), "bpp", "Bytes/param", BPP_HEIGHT),

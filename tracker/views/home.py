@@ -22,7 +22,7 @@ from tracker.queries.job_analysis import load_derived, load_index_numbers, study
 from tracker.queries.selection import JobSelection, job_meta, selected_jobs
 from tracker.queries.yardsticks import VerdictValues
 from tracker.store.catalog import job_counts, job_studies
-from tracker.views.across_jobs import cross_job_view
+from tracker.views.across_jobs import cross_job_view, drawn_jobs
 from tracker.views.keeping import NOWHERE, Keeping
 from tracker.views.pages import CLAIMS_MISSING, IndexView, JobRow, meta_text, status_of
 from tracker.views.values import JOB_STATUSES, status_key
@@ -116,7 +116,8 @@ def live_index(
     ordered = selected_jobs(session, selection)
     ids: list[int] = ordered.get_column("job_id").to_list()
     names: list[str] = ordered.get_column("job").to_list()
-    tallies, curves = load_index_numbers(session, ids, exp)
+    drawn = drawn_jobs(ordered).get_column("job_id").to_list()
+    tallies, curves = load_index_numbers(session, ids, exp, drawn)
     meta = job_meta(session, ids)
     counts = job_counts(session, ids)  # their runs are checked by the claims and the seeds table
     entries = {
@@ -126,7 +127,7 @@ def live_index(
             tally=tallies[job_id],
             probes=counts.get(job_id, (0, 0))[0],
             arms=counts.get(job_id, (0, 0))[1],
-            curves=curves[job_id],
+            curves=curves.get(job_id, {}),  # (of the jobs drawn across jobs)
         )
         for job_id, name in zip(ids, names, strict=True)
     }
