@@ -24,7 +24,8 @@ from tracker.queries.selection import JobSelection, selected_jobs
 from tracker.queries.yardsticks import kept_verdicts
 from tracker.store.schema import open_database
 from tracker.views import across_jobs
-from tracker.views.home import latest_verdicts
+from tracker.views.home import jobs_page, latest_verdicts
+from tracker.views.pages import JobRow
 from tracker.views.values import CLAIM_ORDER
 
 STEPS = 300
@@ -94,6 +95,46 @@ def test_home_sorts_by_the_column_the_url_names(
     # the sorted column's header says so and links to the other direction
     other = "asc" if descending else "desc"
     assert f'class="sort current" href="?sort={column}&amp;order={other}"' in html
+
+
+def listed(names: str, status: str = "pass") -> list[JobRow]:
+    return [
+        JobRow(name, f"/jobs/{name}/", "2026-11-01T00:00:00Z", {}, 0, 0, f"gpu={name[-1]}", status)
+        for name in names.split()
+    ]
+
+
+def test_a_page_of_the_jobs_table_holds_the_matching_rows_in_their_order() -> None:
+    rows = listed("a1 b2 c3 d4", "pass") + listed("e5", "fail")
+    page = jobs_page(rows, "", "", 2, 2)
+    assert [row.name for row in page.rows] == ["c3", "d4"]
+    assert (page.first, page.matching, page.total, page.page, page.pages) == (3, 5, 5, 2, 3)
+    last = jobs_page(rows, "", "", 9, 2)  # past the last page: the last
+    assert ([row.name for row in last.rows], last.page, last.first) == (["e5"], 3, 5)
+    assert [row.name for row in jobs_page(rows, "GPU=3", "", 1, 2).rows] == ["c3"]
+    assert [row.name for row in jobs_page(rows, "2026 gpu=5", "fail", 1, 2).rows] == ["e5"]
+    none = jobs_page(rows, "h100", "", 1, 2)
+    assert (none.rows, none.first, none.matching, none.page, none.pages) == ([], 0, 0, 1, 1)
+
+
+def test_home_filters_and_pages_its_jobs_table_on_the_server(client: TestClient) -> None:
+    """The server sends one page of the jobs table, of the jobs matching its filter (a form,
+    without JavaScript too); the sort links keep the filter."""
+    html = client.get("/?q=l4").text
+    assert [name for name, _ in job_rows(html)] == ["j2"]
+    assert 'id="jobs-info" class="muted">jobs 1&ndash;1 of 1 (filtered from 3)</span>' in html
+    assert '<input type="search" id="jobs-filter" name="q" value="l4"' in html
+    assert 'href="?sort=job&amp;order=asc&amp;q=l4&amp;status="' in html
+    assert "3 jobs, " in html  # the summary counts every job
+    failing = job_rows(client.get("/?status=fail").text)
+    assert failing and all(counts[Status.FAIL] for _, counts in failing)
+    assert '<option value="fail" selected>' in client.get("/?status=fail").text
+    empty = client.get("/?q=nothing+like+it").text
+    assert job_rows(empty) == [] and "no job matches (of 3)" in empty
+    assert "No jobs in the database yet" not in empty
+    assert client.get("/?page=0").text == (
+        "Error: bad parameter 'page': Input should be greater than or equal to 1\n"
+    )
 
 
 def test_home_refuses_an_unknown_sort_column(client: TestClient) -> None:

@@ -194,9 +194,7 @@ def cross_job_view(
     drawn = drawn_jobs(selected)
     jobs = [Job(name, time) for name, time in drawn.select("job", "time").iter_rows()]
     prefix = exp.memory.scaling_model_prefix
-    choice = choose_model(
-        *tables.probe_models(session, drawn["job_id"].to_list(), prefix), prefix
-    )
+    choice = choose_model(*tables.probe_models(session, drawn["job_id"].to_list(), prefix), prefix)
     # the figure and its table show the chosen model alone
     models = JobSelection(models=() if choice.model is None else (choice.model,))
     probes = tables.probes(session, models, jobs=drawn) if choice.model else pl.DataFrame()

@@ -120,10 +120,11 @@ def live_index(
     tallies, curves = load_index_numbers(session, ids, exp, drawn)
     meta = job_meta(session, ids)
     counts = job_counts(session, ids)  # their runs are checked by the claims and the seeds table
+    hrefs = {name: job_href(name) for name in names}
     entries = {
         name: IndexEntry(
-            href=job_href(name),
-            folder=job_href(name).rstrip("/"),
+            href=hrefs[name],
+            folder=hrefs[name].rstrip("/"),
             tally=tallies[job_id],
             probes=counts.get(job_id, (0, 0))[0],
             arms=counts.get(job_id, (0, 0))[1],
@@ -153,3 +154,35 @@ JOB_SORTS: dict[str, Callable[[JobRow], Any]] = {
 def sort_rows(rows: Sequence[JobRow], column: str, descending: bool) -> list[JobRow]:
     """The jobs table sorted by one of ``JOB_SORTS``; ties keep the newest first."""
     return sorted(rows, key=JOB_SORTS[column], reverse=descending)
+
+
+@dataclass(frozen=True)
+class JobsPage:
+    """One page of the jobs table, as the server shows it: of the rows that match a filter."""
+
+    rows: list[JobRow]
+    text: str  # the filter's words
+    status: str  # the rows' status it asks for ("": any)
+    first: int  # the first row's place among those matching, from 1 (0: none match)
+    matching: int
+    total: int
+    page: int  # from 1
+    pages: int
+
+
+def jobs_page(rows: Sequence[JobRow], text: str, status: str, page: int, size: int) -> JobsPage:
+    """Page ``page`` (the last if past it) of ``size`` rows of those whose name, time and
+    metadata hold every word of ``text`` (case aside) and, when given, of ``status``."""
+    words = text.lower().split()
+    matching = [
+        row
+        for row in rows
+        if (not status or row.status == status)
+        and all(word in f"{row.name} {row.time} {row.meta}".lower() for word in words)
+    ]
+    pages = max(1, -(-len(matching) // size))
+    page = min(page, pages)
+    start = (page - 1) * size
+    shown = matching[start : start + size]
+    first = start + 1 if shown else 0
+    return JobsPage(shown, text, status, first, len(matching), len(rows), page, pages)

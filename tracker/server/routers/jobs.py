@@ -30,7 +30,7 @@ from tracker.server.responses import TrackerJSON, page, render
 from tracker.server.routers.claims import CLAIMS_NOTE
 from tracker.server.schemas import JobDetail, JobRow
 from tracker.store.catalog import get_job, job_arms, job_curves, job_probes
-from tracker.views.home import JOB_SORTS, live_index, sort_rows
+from tracker.views.home import JOB_SORTS, jobs_page, live_index, sort_rows
 
 router = APIRouter(tags=["jobs"])
 ANALYSES = ("verdicts.json", "mem_analysis.json", "gpt_analysis.json")
@@ -42,6 +42,14 @@ SortKey = StrEnum("SortKey", {key: key for key in JOB_SORTS})  # type: ignore[mi
 DEFAULT_SORT = SortKey("time")
 Sort = Annotated[SortKey, Query(description="The jobs table's column to sort by.")]
 Order = Annotated[Literal["asc", "desc"], Query(description="asc or desc.")]
+Words = Annotated[
+    str, Query(description="Words each job listed holds in its name, time or metadata.")
+]
+RowStatus = Annotated[
+    Literal["", "fail", "pass", "na"],
+    Query(description="Jobs with a FAIL, with none, with nothing checked; empty: any."),
+]
+Page = Annotated[int, Query(ge=1, description="The jobs table's page, from 1.")]
 
 
 def _reproduced_note(claims: Sequence[Mapping[str, Any]]) -> Markup | str:
@@ -56,6 +64,9 @@ def index(
     served: ServedDep,
     sort: Sort = DEFAULT_SORT,
     order: Order = "desc",
+    q: Words = "",
+    status: RowStatus = "",
+    page: Page = 1,
 ) -> HTMLResponse:
     state = catalog_state(session)
 
@@ -65,10 +76,13 @@ def index(
             ("home", state),
             lambda: live_index(session, served.exp, job_href, served.study, keeping),
         )
+        # the server sends a page of the jobs table: thousands of rows are megabytes to render
+        rows = sort_rows(view.rows, sort.value, order == "desc")
         return render(
             request,
             "server/index.html",
-            rows=sort_rows(view.rows, sort.value, order == "desc"),
+            rows=view.rows,  # every job: the table shows ``jobs``, a page of them
+            jobs=jobs_page(rows, q, status, page, view.page_size),
             ordered=[row.name for row in reversed(view.rows)],  # in job order
             sort=(sort.value, order == "desc"),
             sort_note=SORT_NOTE if (sort.value, order) == ("time", "desc") else "",
@@ -87,7 +101,8 @@ def index(
             metrics=(*PROBE_METRICS, *RUN_METRICS),
         )
 
-    return HTMLResponse(served.across_jobs.get(("index", state, sort, order), index_html))
+    shown = ("index", state, sort, order, q, status, page)
+    return HTMLResponse(served.across_jobs.get(shown, index_html))
 
 
 @router.get("/api/jobs", response_class=TrackerJSON, response_model=list[JobRow])

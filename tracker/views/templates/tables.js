@@ -2,7 +2,8 @@
 // above it. A table with data-controls="P" uses the page's own controls P-filter, P-info and,
 // when present, P-status (rows of that class), P-prev/P-next (pages of data-page-size rows);
 // any other table gets a filter box and a count. A header holding a link (a.sort) is sorted
-// by the server and left alone. Cells are only moved, hidden and read: nothing is parsed as
+// by the server and left alone; a table with data-controls="served" is filtered and paged by
+// the server too (its controls are a form, sent again when its verdicts choice changes). Cells are only moved, hidden and read: nothing is parsed as
 // HTML, so values from the database stay inert.
 (function () {
   var collator = new Intl.Collator(undefined, {numeric: true, sensitivity: 'base'});
@@ -75,6 +76,7 @@
     var body = table.tBodies[0];
     var header = table.tHead && table.tHead.rows[0];
     if (!body || !header) return;
+    if (table.dataset.controls === 'served') return;
     if (!table.id) table.id = 'table-' + (++made);
     var prefix = table.dataset.controls || table.id;
     if (!control(prefix, 'filter')) makeControls(table, prefix);
@@ -151,6 +153,8 @@
   }
 
   Array.prototype.forEach.call(document.querySelectorAll('main table'), enhance);
+  var served = document.querySelector('form.jobs-controls select[name="status"]');
+  if (served) served.addEventListener('change', function () { served.form.submit(); });
 
   // the claims' counts by status, of the group chosen (every claim when none is)
   var groups = document.getElementById('claims-group');
