@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import polars as pl
 from sqlalchemy import select
@@ -160,7 +161,9 @@ def selected_jobs(session: Session, selection: JobSelection) -> pl.DataFrame:
     meta = job_meta(session, ids)
     on_meta, on_runs = meta_conditions(selection.where), run_conditions(selection.where)
     with_runs = set(matching_runs(session, ids, on_runs).values()) if on_runs else set(ids)
-    rows, latest = [], None
+    columns: dict[str, list[Any]] = {"job_id": [], "job": [], "time": []}
+    columns.update((key, []) for key in selection.group_by)
+    latest = None
     for job_id, name, ingested_at in jobs:
         own = meta.get(job_id, {})
         if job_id not in with_runs or not meta_holds(own, on_meta):
@@ -170,15 +173,12 @@ def selected_jobs(session: Session, selection: JobSelection) -> pl.DataFrame:
             latest = (time, name)
         if selection.since is not None and time < selection.since:
             continue
-        rows.append(
-            {
-                "job_id": job_id,
-                "job": name,
-                "time": time,
-                **{key: own.get(key) for key in selection.group_by},
-            }
-        )
-    if selection.since is not None and not rows and latest is not None:
+        columns["job_id"].append(job_id)
+        columns["job"].append(name)
+        columns["time"].append(time)
+        for key in selection.group_by:
+            columns[key].append(own.get(key))
+    if selection.since is not None and not columns["job"] and latest is not None:
         since, last = format_time(selection.since), format_time(latest[0])
         raise NoJobSince(since=since, latest=last, job=latest[1])
     schema: dict[str, pl.DataType] = {
@@ -187,7 +187,7 @@ def selected_jobs(session: Session, selection: JobSelection) -> pl.DataFrame:
         "time": pl.Datetime("us", "UTC"),
         **{key: pl.String() for key in selection.group_by},
     }
-    return pl.DataFrame(rows, schema=schema).sort("time", "job_id")
+    return pl.DataFrame(columns, schema=schema).sort("time", "job_id")
 
 
 def contents_and_meta(

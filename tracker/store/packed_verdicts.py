@@ -81,14 +81,14 @@ def rows_checksum(
     ``digest``, its keys' digests in position order, its ``PACKED`` columns but the keys' ids
     (each database's own: a copy numbers them anew) and its numbers (each as its float's repr),
     every part after its length."""
-    hasher = xxhash.xxh3_64(seed=job_id)
     named = sorted(
         (name, None if v is None else repr(float(v) + 0.0)) for name, v in numbers.items()
     )
-    for part in (digest.encode(), key_digests, *packed[1:], to_stored_json(named).encode()):
-        hasher.update(len(part).to_bytes(8, "little"))
-        hasher.update(part)
-    return int.from_bytes(hasher.digest(), "big", signed=True)
+    parts = (digest.encode(), key_digests, *packed[1:], to_stored_json(named).encode())
+    # hashed at once: the same bytes as a part at a time, a tenth of the calls
+    data = b"".join(len(part).to_bytes(8, "little") + part for part in parts)
+    found = xxhash.xxh3_64_intdigest(data, seed=job_id)
+    return found - (1 << 64) if found >= 1 << 63 else found
 
 
 @dataclass(frozen=True)
