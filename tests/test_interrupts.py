@@ -303,6 +303,44 @@ def copy_blocked(db_url: str) -> Iterator[str]:
         admin.dispose()
 
 
+LOST_IN_A_LIBRARY = r"""
+import signal, sys
+import tracker.queries.export as export
+from tracker.cli import app
+
+def read_by_a_library(*_args, **_kwargs):  # as polars reading a dtype, when Ctrl-C lands there
+    try:
+        signal.raise_signal(signal.SIGINT)  # the command line's handler raises it here
+    except KeyboardInterrupt:
+        pass  # dropped: the library raises an error of its own, with no trace of it
+    raise TypeError("'<unprintable str object>' is not a Polars data type")
+
+export.job_points = read_by_a_library
+app(["--db", sys.argv[1], "export", sys.argv[2]])
+"""
+
+
+def test_an_interrupt_a_library_turns_into_its_own_error_still_ends_the_command(
+    tmp_path: Path,
+) -> None:
+    """A Ctrl-C raised in a library's call back into Python may come out as the library's own
+    error, the KeyboardInterrupt gone from its chain (polars' dtype conversion did, in an
+    export): the command line noted the signal, so the command still ends as interrupted,
+    saying what it wrote."""
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    ingest_all(url, [write_sample_job(tmp_path / "job0", steps=100)])
+    done = subprocess.run(
+        [sys.executable, "-c", LOST_IN_A_LIBRARY, url, str(tmp_path / "points")],
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_NET_S,
+    )
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "interrupted: no job was written; job job0 and those after it not written"
+    ]
+
+
 def test_a_connection_lost_mid_copy_ends_in_one_error_line(
     copy_blocked: str, tmp_path: Path
 ) -> None:

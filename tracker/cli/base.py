@@ -25,7 +25,13 @@ from typer.core import TyperGroup
 from tracker.conditions import Condition
 from tracker.config import DATABASE_URL_ENV, STUDIES_ENV, database_url
 from tracker.domain import META_KEY
-from tracker.errors import Interrupted, TrackerError, raised_by_interrupt
+from tracker.errors import (
+    Interrupted,
+    TrackerError,
+    forget_interrupts,
+    note_interrupt,
+    raised_by_interrupt,
+)
 from tracker.row_formats import Format, shown
 
 if TYPE_CHECKING:
@@ -46,6 +52,7 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command ended by Ctrl
 
 
 def _interrupt(_signum: int, _frame: Any) -> None:
+    note_interrupt()
     raise KeyboardInterrupt
 
 
@@ -64,7 +71,8 @@ class ErrorReportingGroup(TyperGroup):
         from tracker import api
 
         main = threading.current_thread() is threading.main_thread()
-        before = signal.signal(signal.SIGTERM, _interrupt) if main else None
+        signals = (signal.SIGINT, signal.SIGTERM) if main else ()
+        before = {signum: signal.signal(signum, _interrupt) for signum in signals}
         try:
             if not main:  # the hook is the process's: a thread leaves it alone
                 return super().invoke(ctx)
@@ -85,8 +93,10 @@ class ErrorReportingGroup(TyperGroup):
                 raise
             raise typer.Exit(1) from None
         finally:
-            if before is not None:  # a process running commands in turn (tests) keeps its own
-                signal.signal(signal.SIGTERM, before)
+            forget_interrupts()
+            # a process running commands in turn (tests) keeps its own handlers
+            for signum, handler in before.items():
+                signal.signal(signum, handler)
 
 
 def _last_line(message: str) -> None:

@@ -20,7 +20,7 @@ import polars as pl
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.errors import ExportFailed, Interrupted
+from tracker.errors import ExportFailed, Interrupted, raised_by_interrupt
 from tracker.models import Curve, Job, Run
 from tracker.queries.selection import JobSelection, job_meta, selected_jobs
 from tracker.store.curves import load_curves
@@ -97,15 +97,17 @@ def export_curves(session: Session, selection: JobSelection, directory: Path) ->
             folder.mkdir(parents=True, exist_ok=True)
             frame.write_parquet(partial, compression="zstd", statistics=True)
             os.replace(partial, folder / FILE_NAME)
-        except (OSError, pl.exceptions.PolarsError) as exc:  # a full disk, mostly
+        except BaseException as exc:
             partial.unlink(missing_ok=True)
+            if raised_by_interrupt(exc):
+                raise Interrupted(f"{written}; job {name} and those after it not written") from None
+            if not isinstance(exc, (OSError, pl.exceptions.PolarsError)):
+                raise
+            # a full disk, mostly
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ExportFailed(
                 directory=directory, job=name, reason=reason, written=written
             ) from None
-        except KeyboardInterrupt:
-            partial.unlink(missing_ok=True)
-            raise Interrupted(f"{written}; job {name} and those after it not written") from None
         path = str(folder / FILE_NAME)
         done.append({"job": name, "curves": curves, "points": frame.height, "path": path})
     schema = {"job": pl.String, "curves": pl.Int64, "points": pl.Int64, "path": pl.String}
