@@ -4,8 +4,9 @@ data for their templates (no HTML here; the figures are ``tracker.figures.crossj
 Job order is the ``time`` metadata given at ingest, else the ingest time (as every cross-job
 query). The section has the bytes/param of one model per variant over job time (figure and
 a small table), the validation loss per variant, each arm's smoothed loss across jobs
-(``tracker.figures.crossjob``), and the comparison of the two most recent jobs with its
-regressions first. A report of fewer than two jobs has a one-line note instead.
+(``tracker.figures.crossjob``), each of the latest ``FIGURE_JOBS`` jobs, and the comparison
+of the two most recent jobs with its regressions first, against every job. A report of fewer
+than two jobs has a one-line note instead.
 """
 
 from __future__ import annotations
