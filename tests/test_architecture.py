@@ -21,6 +21,7 @@ WORDS = {
     "domain",
     "jsonio",
     "errors",
+    "signal_note",
     "config",
     "models",
     "row_formats",

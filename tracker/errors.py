@@ -334,30 +334,11 @@ class Interrupted(KeyboardInterrupt):
         return cls("; ".join(parts) or "nothing stored", stored, not_stored)
 
 
-# Whether Ctrl-C or SIGTERM came while the command line runs a command (its signal handler
-# notes it): a library may turn the KeyboardInterrupt raised in a call back into Python into an
-# error of its own with no trace of it (polars reading a dtype: "TypeError: '<unprintable str
-# object>' is not a Polars data type").
-_SIGNALLED: list[bool] = []
-
-
-def note_interrupt() -> None:
-    """A signal that interrupts the command came (``raised_by_interrupt`` then holds)."""
-    _SIGNALLED.append(True)
-
-
-def forget_interrupts() -> None:
-    """The command is over: what came before the next one is none of its business."""
-    _SIGNALLED.clear()
-
-
 def raised_by_interrupt(exc: BaseException) -> bool:
     """Whether ``exc`` stands for a Ctrl-C: a library that calls back into Python wraps the
     KeyboardInterrupt raised there in its own error (pydantic's serializers), and cleanup
     failing while one unwinds raises another (SQLAlchemy's asserts on a half-closed
-    transaction): the interrupt is in its chain; or a library lost it (``note_interrupt``)."""
-    if _SIGNALLED:
-        return True
+    transaction). Either way the interrupt is in its chain."""
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:

@@ -25,14 +25,9 @@ from typer.core import TyperGroup
 from tracker.conditions import Condition
 from tracker.config import DATABASE_URL_ENV, STUDIES_ENV, database_url
 from tracker.domain import META_KEY
-from tracker.errors import (
-    Interrupted,
-    TrackerError,
-    forget_interrupts,
-    note_interrupt,
-    raised_by_interrupt,
-)
+from tracker.errors import Interrupted, TrackerError
 from tracker.row_formats import Format, shown
+from tracker.signal_note import forget_interrupts, interrupted, note_interrupt
 
 if TYPE_CHECKING:
     from tracker.api import JobSelection
@@ -82,7 +77,7 @@ class ErrorReportingGroup(TyperGroup):
             _last_line(str(exc))
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except BaseException as exc:
-            if raised_by_interrupt(exc):  # a Ctrl-C, or an error a library raised for one
+            if interrupted(exc):  # a Ctrl-C, or an error a library raised for one
                 _last_line("interrupted")
                 raise typer.Exit(EXIT_INTERRUPTED) from None
             if isinstance(exc, TrackerError):  # names in it may come from anywhere

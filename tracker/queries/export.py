@@ -20,9 +20,10 @@ import polars as pl
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.errors import ExportFailed, Interrupted, raised_by_interrupt
+from tracker.errors import ExportFailed, Interrupted
 from tracker.models import Curve, Job, Run
 from tracker.queries.selection import JobSelection, job_meta, selected_jobs
+from tracker.signal_note import interrupted
 from tracker.store.curves import load_curves
 from tracker.store.run_rows import checked_runs
 
@@ -99,7 +100,7 @@ def export_curves(session: Session, selection: JobSelection, directory: Path) ->
             os.replace(partial, folder / FILE_NAME)
         except BaseException as exc:
             partial.unlink(missing_ok=True)
-            if raised_by_interrupt(exc):
+            if interrupted(exc):
                 raise Interrupted(f"{written}; job {name} and those after it not written") from None
             if not isinstance(exc, (OSError, pl.exceptions.PolarsError)):
                 raise

@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 
 from tracker.analysis.expectations import DEFAULT_STUDY, check_study, study_definition
 from tracker.domain import DEFAULT_ARM_MODEL, IngestStatus
-from tracker.errors import DatabaseFailed, JobExists, NotADemoJob, TrackerError, raised_by_interrupt
+from tracker.errors import DatabaseFailed, JobExists, NotADemoJob, TrackerError
 from tracker.jobdir.limits import MAX_FILE_SIZE
 from tracker.jobdir.reader import Arm, ArmFiles, JobDirectory, curve_bytes, read_job_arms, scan_job
 from tracker.jobdir.source import JobSource, open_source
@@ -35,6 +35,7 @@ from tracker.models import Job, JobMeta
 from tracker.sample import demo_meta
 from tracker.services.interrupts import Tally, session_after_interrupt, telling_interrupts
 from tracker.services.rederive import store_packaged_derived
+from tracker.signal_note import interrupted
 from tracker.store import transactions
 from tracker.store.catalog import checked_meta
 from tracker.store.engine import first_line
@@ -357,7 +358,7 @@ def ingest_directories(
                     engine, partial(_store, scanned=job, arms=arms, options=options)
                 )
             except TrackerError as exc:
-                if raised_by_interrupt(exc):  # e.g. a transaction failing as it unwinds
+                if interrupted(exc):  # e.g. a transaction failing as it unwinds
                     raise
                 tally.not_stored(name)
                 progress.job_failed(

@@ -29,7 +29,8 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from tracker.errors import Interrupted, raised_by_interrupt
+from tracker.errors import Interrupted
+from tracker.signal_note import interrupted
 
 # Interrupts Python swallowed while a command ran (``keep_lost_interrupt``).
 _LOST_INTERRUPTS: list[BaseException] = []
@@ -119,7 +120,7 @@ def telling_interrupts(tally: Tally) -> Iterator[Tally]:
     except Interrupted:
         raise
     except BaseException as exc:
-        if not raised_by_interrupt(exc):
+        if not interrupted(exc):
             raise
         raise tally.interrupted() from None
 

@@ -38,13 +38,13 @@ from tracker.errors import (
     StorageFailed,
     StorageUnreadable,
     TrackerError,
-    raised_by_interrupt,
 )
 from tracker.jobdir.reader import PROBE_FILE, scan_job, validate_job_name
 from tracker.jobdir.source import JobSource, Listing, open_source
 from tracker.models import Job
 from tracker.services.ingest import IngestOptions, IngestResult, check_job, ingest_job
 from tracker.services.interrupts import Tally, session_after_interrupt
+from tracker.signal_note import interrupted
 from tracker.store import transactions
 from tracker.store.job_rows import set_file_versions, stored_listings
 
@@ -219,7 +219,7 @@ def _sync_job(
     except SQLAlchemyError:
         raise  # the database, not this job: every later job would fail the same way
     except Exception as exc:  # anything else is this job's failure only
-        if raised_by_interrupt(exc):  # e.g. a transaction failing as it unwinds
+        if interrupted(exc):  # e.g. a transaction failing as it unwinds
             raise
         tally.not_stored(directory.name)
         message = str(exc) if isinstance(exc, TrackerError) else _unexpected(exc)
