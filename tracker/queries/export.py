@@ -102,9 +102,8 @@ def export_curves(session: Session, selection: JobSelection, directory: Path) ->
             partial.unlink(missing_ok=True)
             if interrupted(exc):
                 raise Interrupted(f"{written}; job {name} and those after it not written") from None
-            if not isinstance(exc, (OSError, pl.exceptions.PolarsError)):
+            if not isinstance(exc, (OSError, pl.exceptions.PolarsError)):  # a full disk, mostly
                 raise
-            # a full disk, mostly
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ExportFailed(
                 directory=directory, job=name, reason=reason, written=written

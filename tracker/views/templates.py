@@ -28,6 +28,7 @@ from tracker.figures.style import FONT, GRID, INK, MUTED, SURF, short_list
 from tracker.views.values import (
     CLAIM_CLASS,
     JOB_COLUMNS,
+    JOB_FILTERS,
     JOB_STATUSES,
     breakable,
     claim_rows,
@@ -73,7 +74,8 @@ def environment() -> Environment:
     env.filters["claims_ordered"] = claim_rows
     env.filters["breakable"] = breakable
     env.filters["status_class"] = status_key
-    env.globals.update(job_columns=JOB_COLUMNS, job_statuses=JOB_STATUSES, claim_class=CLAIM_CLASS)
+    env.globals.update(job_columns=JOB_COLUMNS, job_statuses=JOB_STATUSES, job_filters=JOB_FILTERS)
+    env.globals.update(claim_class=CLAIM_CLASS)
     env.globals.update(ink=INK, muted=MUTED, grid=GRID, surf=SURF, font=FONT)
     # inline for the report, whose folder has no /static/; the server links its own copy
     favicon = quote((TEMPLATES / FAVICON).read_text("utf-8").strip())

@@ -36,6 +36,14 @@ def status_key(status: str) -> str:
 
 
 # the jobs table's columns: (header, sort key, numeric)
+# The jobs table's verdicts filter: a row's status (``tracker.views.pages.status_of``) -> its
+# label; "" is any.
+JOB_FILTERS: tuple[tuple[str, str], ...] = (
+    ("", "any"),
+    ("fail", "with a FAIL"),
+    ("pass", "no FAIL"),
+    ("na", "nothing checked"),
+)
 JOB_COLUMNS: tuple[tuple[str, str, bool], ...] = (
     ("job", "job", False),
     ("time", "time", False),

@@ -77,12 +77,12 @@ def index(
             lambda: live_index(session, served.exp, job_href, served.study, keeping),
         )
         # the server sends a page of the jobs table: thousands of rows are megabytes to render
-        rows = sort_rows(view.rows, sort.value, order == "desc")
+        sorted_rows = sort_rows(view.rows, sort.value, order == "desc")
         return render(
             request,
             "server/index.html",
             rows=view.rows,  # every job: the table shows ``jobs``, a page of them
-            jobs=jobs_page(rows, q, status, page, view.page_size),
+            jobs=jobs_page(sorted_rows, q, status, page, view.page_size),
             ordered=[row.name for row in reversed(view.rows)],  # in job order
             sort=(sort.value, order == "desc"),
             sort_note=SORT_NOTE if (sort.value, order) == ("time", "desc") else "",

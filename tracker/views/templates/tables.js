@@ -3,8 +3,9 @@
 // when present, P-status (rows of that class), P-prev/P-next (pages of data-page-size rows);
 // any other table gets a filter box and a count. A header holding a link (a.sort) is sorted
 // by the server and left alone; a table with data-controls="served" is filtered and paged by
-// the server too (its controls are a form, sent again when its verdicts choice changes). Cells are only moved, hidden and read: nothing is parsed as
-// HTML, so values from the database stay inert.
+// the server too (its controls are a form, sent again when its verdicts choice changes).
+// Cells are only moved, hidden and read: nothing is parsed as HTML, so values from the
+// database stay inert.
 (function () {
   var collator = new Intl.Collator(undefined, {numeric: true, sensitivity: 'base'});
   // a leading number: 1,234 / -0.5 / 3e-4 / NaN / inf (what the value filter writes)
