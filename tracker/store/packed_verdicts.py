@@ -31,6 +31,7 @@ from tracker.store.verdict_keys import COLUMNS, Key, key_digest
 KEY_ID = np.dtype("<i4")
 FLOAT = np.dtype("<f8")
 END = np.dtype("<i4")
+DIGEST = 16  # bytes of a key's digest
 ABSENT_MEASURED, ABSENT_TOLERANCE, ABSENT_FIGURES = 1, 2, 4
 PACKED = ("keys", "measured", "tolerance", "absent", "figure_ends", "figures")  # as stored
 JobNumbers = dict[int, dict[str, float | None]]  # a job's numbers by name, by job id
@@ -125,7 +126,7 @@ def _keys(session: Session, ids: Sequence[int] | None = None) -> _Keys:
         [key_digest(key) == bytes(row[1]) for key, row in zip(rows, stored, strict=True)],
         dtype=np.bool_,
     )
-    return _Keys(rows, at, digests.reshape(-1, 16), intact)
+    return _Keys(rows, at, digests.reshape(-1, DIGEST), intact)
 
 
 def _key_ids(packed: bytes) -> NDArray[np.int32]:
@@ -175,44 +176,64 @@ def kept_columns(
         packed = by_job.take(job_id)
         if kept is None:  # kept before rows had a checksum: analysed afresh, as if none
             continue
-        batch.add(job_id, own, _checked(session, job_id, digest, keys, packed, own, kept))
+        batch.add(job_id, own, kept, packed)
         if len(batch) >= COLUMN_BATCH_ROWS:
-            yield batch.columns()
+            yield batch.columns(session, digest, keys)
             batch = _Batch(keys.rows)
     if batch.numbers:
-        yield batch.columns()
+        yield batch.columns(session, digest, keys)
 
 
 EMPTY = (b"",) * len(PACKED)
 
 
+@dataclass(frozen=True)
+class _Stored:
+    """A job's rows as read, not yet checked: its numbers, checksum and packed columns."""
+
+    job_id: int
+    numbers: Mapping[str, float | None]
+    kept: int
+    columns: list[bytes]
+
+
 def _checked(
-    session: Session,
-    job_id: int,
-    digest: str,
-    keys: _Keys,
-    packed: Sequence[object] | None,
-    numbers: Mapping[str, float | None],
-    kept: int,
-) -> tuple[NDArray[np.intp], list[bytes]]:
-    """A job's stored columns and where its keys are, if its checksum holds."""
-    stored = [bytes(part) for part in (packed or EMPTY)]  # type: ignore[call-overload]
-    whole = len(stored[0]) % KEY_ID.itemsize == 0  # else damaged: found below
-    at = keys.positions(_key_ids(stored[0])) if whole else None
-    key_digests = b"" if at is None else keys.digests[at].tobytes()
-    if at is None or rows_checksum(job_id, digest, key_digests, stored, numbers) != kept:
-        name = session.scalar(select(Job.name).where(Job.id == job_id))
-        raise DamagedVerdicts(job=name, difference="checksum mismatch")
-    return at, stored
+    session: Session, digest: str, keys: _Keys, jobs: Sequence[_Stored]
+) -> NDArray[np.intp]:
+    """Where the jobs' keys are among ``keys``, one job's after another's, if every job's
+    checksum holds; else ``DamagedVerdicts`` naming the first job whose does not. The keys of
+    all the jobs are looked up at once (a lookup a job cost more than the hashing)."""
+    ids = [_key_ids(job.columns[0]) for job in jobs]
+    every = keys.positions(np.concatenate(ids)) if ids else np.zeros(0, np.intp)
+    digests = b"" if every is None else keys.digests[every].tobytes()
+    end = 0
+    for job, own in zip(jobs, ids, strict=True):
+        start, end = end, end + len(own)
+        if every is not None:
+            at: NDArray[np.intp] | None = every[start:end]
+            key_digests = digests[start * DIGEST : end * DIGEST]
+        else:  # some job's keys are missing or damaged: this one's?
+            at = keys.positions(own)
+            key_digests = b"" if at is None else keys.digests[at].tobytes()
+        whole = len(job.columns[0]) % KEY_ID.itemsize == 0
+        if (
+            not whole
+            or at is None
+            or rows_checksum(job.job_id, digest, key_digests, job.columns, job.numbers) != job.kept
+        ):
+            name = session.scalar(select(Job.name).where(Job.id == job.job_id))
+            raise DamagedVerdicts(job=name, difference="checksum mismatch")
+    assert every is not None  # else a job's keys were missing, and it was named above
+    return every
 
 
 class _Batch:
-    """Checked jobs' columns gathered into one ``VerdictColumns``."""
+    """Jobs' columns, checked and gathered into one ``VerdictColumns``."""
 
     def __init__(self, key_rows: list[Key]) -> None:
         self.key_rows = key_rows
         self.numbers: JobNumbers = {}
-        self._parts: list[tuple[int, NDArray[np.intp], list[bytes]]] = []
+        self._jobs: list[_Stored] = []
         self._rows = 0
 
     def __len__(self) -> int:
@@ -222,31 +243,38 @@ class _Batch:
         self,
         job_id: int,
         numbers: dict[str, float | None],
-        checked: tuple[NDArray[np.intp], list[bytes]],
+        kept: int,
+        packed: Sequence[object] | None,
     ) -> None:
+        stored = [bytes(part) for part in (packed or EMPTY)]  # type: ignore[call-overload]
         self.numbers[job_id] = numbers
-        self._parts.append((job_id, *checked))
-        self._rows += len(checked[0])
+        self._jobs.append(_Stored(job_id, numbers, kept, stored))
+        self._rows += len(stored[0]) // KEY_ID.itemsize
 
-    def columns(self) -> tuple[VerdictColumns, JobNumbers]:
-        parts = self._parts
-        count = [len(at) for _, at, _ in parts]
-        absent = np.frombuffer(b"".join(stored[3] for _, _, stored in parts), dtype=np.uint8)
-        offsets = np.cumsum([0, *(len(stored[5]) for _, _, stored in parts[:-1])])
+    def columns(
+        self, session: Session, digest: str, stored_keys: _Keys
+    ) -> tuple[VerdictColumns, JobNumbers]:
+        """The batch's columns, every job's checked first (``_checked``)."""
+        keys = _checked(session, digest, stored_keys, self._jobs)
+        jobs = self._jobs
+        count = [len(job.columns[0]) // KEY_ID.itemsize for job in jobs]
+        stored = [job.columns for job in jobs]
+        absent = np.frombuffer(b"".join(s[3] for s in stored), dtype=np.uint8)
+        offsets = np.cumsum([0, *(len(s[5]) for s in stored[:-1])])
         ends = [
-            np.frombuffer(stored[4], END).astype(np.int64) + offset
-            for (_, _, stored), offset in zip(parts, offsets.tolist(), strict=True)
+            np.frombuffer(s[4], END).astype(np.int64) + offset
+            for s, offset in zip(stored, offsets.tolist(), strict=True)
         ]
         columns = VerdictColumns(
-            job_ids=np.repeat(np.array([job_id for job_id, _, _ in parts], np.int64), count),
-            keys=np.concatenate([at for _, at, _ in parts]) if parts else np.zeros(0, np.intp),
-            measured=np.frombuffer(b"".join(s[1] for _, _, s in parts), FLOAT).astype(np.float64),
+            job_ids=np.repeat(np.array([job.job_id for job in jobs], np.int64), count),
+            keys=keys,
+            measured=np.frombuffer(b"".join(s[1] for s in stored), FLOAT).astype(np.float64),
             has_measured=(absent & ABSENT_MEASURED) == 0,
-            tolerance=np.frombuffer(b"".join(s[2] for _, _, s in parts), FLOAT).astype(np.float64),
+            tolerance=np.frombuffer(b"".join(s[2] for s in stored), FLOAT).astype(np.float64),
             has_tolerance=(absent & ABSENT_TOLERANCE) == 0,
             figure_ends=np.concatenate(ends) if ends else np.zeros(0, np.int64),
             has_figures=(absent & ABSENT_FIGURES) == 0,
-            figures=b"".join(stored[5] for _, _, stored in parts),
+            figures=b"".join(s[5] for s in stored),
             key_rows=self.key_rows,
         )
         return columns, self.numbers
