@@ -145,7 +145,7 @@ def kept_columns(
     """The verdict rows and numbers stored for ``digest`` of the listed jobs that have them
     (and their checksum: rows kept before it are as none), as columns in batches of whole jobs
     of about ``COLUMN_BATCH_ROWS`` rows, in job id order; ``DamagedVerdicts`` when a job's
-    rows are not those its checksum was made of. Three statements whatever the number of
+    rows are not those its checksum was made of. Four statements whatever the number of
     jobs, the rows streamed."""
     if not job_ids:
         return
@@ -158,20 +158,25 @@ def kept_columns(
     else:
         keys = _keys(session)
         stream = streamed_rows(session, verdicts, driver=True)  # about 4 KB a row
-    numbers = (
-        select(JobNumber.job_id, JobNumber.name, JobNumber.value, JobSummary.rows_checksum)
-        .outerjoin(
-            JobSummary,
-            (JobSummary.job_id == JobNumber.job_id) & (JobSummary.expectations == digest),
+    # apart from the numbers: on SQLite the checksum sits past the summary's overflow pages
+    checksums: dict[int, int | None] = dict(
+        plain_rows(
+            session,
+            select(JobSummary.job_id, JobSummary.rows_checksum).where(
+                among(JobSummary.job_id, job_ids), JobSummary.expectations == digest
+            ),
         )
+    )
+    numbers = (
+        select(JobNumber.job_id, JobNumber.name, JobNumber.value)
         .where(among(JobNumber.job_id, job_ids), JobNumber.expectations == digest)
         .order_by(JobNumber.job_id)
     )
     by_job = JobStream((int(row[0]), row[1:]) for row in stream)  # type: ignore[call-overload]
     batch = _Batch(keys.rows)
     for job_id, listed in job_groups(streamed_rows(session, numbers), 0):
-        own: dict[str, float | None] = {name: value for _, name, value, _ in listed}
-        kept = listed[0][3]  # the job's checksum, on each of its numbers
+        own: dict[str, float | None] = {name: value for _, name, value in listed}
+        kept = checksums.get(job_id)
         # a job's verdicts without numbers are not ``digest``'s: passed over
         packed = by_job.take(job_id)
         if kept is None:  # kept before rows had a checksum: analysed afresh, as if none
