@@ -13,11 +13,15 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conftest import Cli
 from tests.test_claim_kinds import compared, judge
 from tracker.analysis.claims.specs import EquivalenceClaim, NoninferiorityClaim
+from tracker.analysis.claims.within_jobs import summed_mann_whitney_u
 from tracker.analysis.expectations import Expectations, study_expectations
+from tracker.analysis.stats import mann_whitney_u
 from tracker.sample import write_sample_job
 from tracker.summary.run_index import run_hours
 
@@ -234,3 +238,21 @@ def test_looking_after_every_job_within_jobs_keeps_the_level_and_the_advice_sett
     assert ever(stratified_looks(x, y), REPRODUCES) <= 0.05 + 0.02
     settled, _, cases = follow_advice(rng, 24, 0.0, (2, (2, 2)))
     assert cases >= 5 and settled >= 0.75
+
+
+losses = st.lists(
+    st.one_of(st.integers(300, 304).map(lambda v: v / 100), st.floats(2.5, 3.5)),
+    min_size=1,
+    max_size=12,
+).map(np.array)  # rounded losses (ties) and unrounded ones, a job's few seeds or a dozen
+
+
+@given(st.lists(st.tuples(losses, losses), max_size=30), st.booleans())
+def test_the_probability_of_improvement_counts_jobs_of_like_sizes_at_once(
+    groups: list[tuple[np.ndarray, np.ndarray]], nan: bool
+) -> None:
+    """Jobs of like sizes counted at once give each job's U statistic summed, the same
+    number: ties, a NaN (a job then counted alone) and jobs past the size counted at once."""
+    if nan and groups:
+        groups[0][0][0] = np.nan
+    assert summed_mann_whitney_u(groups) == sum(mann_whitney_u(a, b) for a, b in groups)

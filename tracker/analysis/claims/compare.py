@@ -32,13 +32,14 @@ from tracker.analysis.claims.within_jobs import (
     VALUE,
     Judged,
     Strata,
+    improvement_within_jobs,
     judge_looks,
     off_jobs,
     planned_subset,
     spread_words,
     strata,
 )
-from tracker.analysis.stats import _scipy_special, mann_whitney_u
+from tracker.analysis.stats import _scipy_special
 from tracker.analysis.strata import half_width, stratified
 from tracker.domain import ArmName
 
@@ -76,15 +77,6 @@ def _by_job(frame: pl.DataFrame) -> dict[str, np.ndarray]:
     return {job: np.array(values, dtype=np.float64) for job, values in grouped.items()}
 
 
-def _improvement(cand: dict[str, np.ndarray], base: dict[str, np.ndarray]) -> float | None:
-    """P(a candidate run ends below a baseline run of the same job): the jobs' U statistics
-    of the baseline over their pairs (lower is better)."""
-    pairs = sum(len(cand[j]) * len(base[j]) for j in cand if j in base)
-    if not pairs:
-        return None
-    return sum(mann_whitney_u(base[j], cand[j]) for j in cand if j in base) / pairs
-
-
 def _why(spec: Compared, decision: int, what: str) -> str:
     m, level = spec.margin, f"{spec.level:.0%}"
     if isinstance(spec, NoninferiorityClaim):
@@ -112,7 +104,7 @@ def _reference(spec: Compared, judged: Judged, data: Strata, cand: pl.DataFrame,
     sign = _worse(spec)  # signed so that higher is worse: a lower candidate is better
     x = _by_job(cand.with_columns(pl.col(VALUE) * sign))
     y = _by_job(base.with_columns(pl.col(VALUE) * sign))
-    improvement = _improvement(x, y)
+    improvement = improvement_within_jobs(x, y)
     boot = stratified_bootstrap(x, y, spec)
     t_half = float(half_width(last, spec.level, spec.tuned_runs, anytime=False))
     fixed = f"the fixed-sample {spec.level:.0%} t interval {last.estimate - t_half:+.4f} to "

@@ -4,13 +4,14 @@ planned design's one test, and the jobs whose own difference is off (docs/claims
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from tracker.analysis.claims.specs import MIN_RUNS, Compared, NoninferiorityClaim
-from tracker.analysis.stats import _scipy_special
+from tracker.analysis.stats import _scipy_special, mann_whitney_u
 from tracker.analysis.strata import (
     WITHIN,
     Stratified,
@@ -194,3 +195,40 @@ def spread_words(data: Strata, last: Stratified, names: tuple[str, str]) -> str:
 def planned_subset(frame: pl.DataFrame, planned: int) -> pl.DataFrame:
     """The first ``planned`` runs of each variant, in the order of the runs (ingest order)."""
     return frame.filter(pl.int_range(pl.len()).over("variant") < planned)
+
+
+# pairs of groups up to this many value pairs are counted at once, with others of their sizes
+COUNTED_AT_ONCE = 64
+
+
+def improvement_within_jobs(
+    cand: dict[str, np.ndarray], base: dict[str, np.ndarray]
+) -> float | None:
+    """P(a candidate run ends below a baseline run of the same job): the jobs' U statistics
+    of the baseline over their pairs (lower is better)."""
+    shared = [(base[j], cand[j]) for j in cand if j in base]
+    pairs = sum(len(b) * len(c) for b, c in shared)
+    if not pairs:
+        return None
+    return summed_mann_whitney_u(shared) / pairs
+
+
+def summed_mann_whitney_u(groups: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
+    """The sum of ``mann_whitney_u(a, b)`` over ``groups``, the same number: groups of one pair
+    of sizes counted by comparing every pair at once (thousands of jobs' few seeds each cost a
+    binary search a job otherwise), a group with a NaN or a large one by ``mann_whitney_u``."""
+    total = 0.0
+    alike: dict[tuple[int, int], list[tuple[np.ndarray, np.ndarray]]] = {}
+    for a, b in groups:
+        if len(a) * len(b) > COUNTED_AT_ONCE:
+            total += mann_whitney_u(a, b)
+        else:
+            alike.setdefault((len(a), len(b)), []).append((a, b))
+    for same in alike.values():
+        a, b = (np.stack([pair[i] for pair in same]) for i in (0, 1))  # (groups, size)
+        finite = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
+        x, y = a[finite][:, :, None], b[finite][:, None, :]
+        # twice U: its halves counted as ones, an integer (a sum of U's, exact in floats)
+        total += float(2 * np.count_nonzero(x > y) + np.count_nonzero(x == y)) / 2
+        total += sum(mann_whitney_u(same[i][0], same[i][1]) for i in np.flatnonzero(~finite))
+    return total
