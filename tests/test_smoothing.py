@@ -21,7 +21,7 @@ from tests.conftest import Cli
 from tracker.analysis.expectations import load_expectations
 from tracker.analysis.smoothing import ema_smooths, smooth, smooth_points
 from tracker.analysis.training import DELTA_KEY
-from tracker.figures.armloss import arm_across_jobs
+from tracker.figures.armloss import _column_percentiles, arm_across_jobs
 from tracker.figures.trajectories import trajectories_figure
 from tracker.models import Job
 from tracker.queries.job_analysis import load_summary
@@ -314,3 +314,19 @@ def test_a_loss_logged_far_apart_is_drawn_as_logged_not_as_an_ema() -> None:
         curve = grid_curve(steps, values if logged else smooth(steps, values, 0.02), values)
         across = arm_across_jobs("ref_s0", {"j1": curve, "j2": curve}, exp)
         assert across["layout"]["yaxis"]["title"]["text"] == title
+
+
+@given(st.integers(0, 2**32 - 1), st.sampled_from([0.0, 0.1, 0.5]))
+def test_the_band_across_jobs_is_nanpercentiles_to_the_bit(seed: int, gaps: float) -> None:
+    """The quartiles over jobs, the columns without a NaN taken at once: the same numbers as
+    ``np.nanpercentile``, with gaps (shorter jobs), ties (rounded losses) and infinities."""
+    rng = np.random.default_rng(seed)
+    table = np.round(rng.normal(3, 0.5, (rng.integers(2, 40), rng.integers(1, 30))), 2)
+    table[rng.random(table.shape) < gaps] = np.nan
+    table.flat[rng.integers(table.size)] = rng.choice([np.inf, -np.inf, 3.0])
+    table = table[:, np.isfinite(table).sum(axis=0) >= 2]
+    if table.shape[1]:
+        with np.errstate(all="ignore"):  # as the band draws: inf - inf between quartiles
+            found = _column_percentiles(table, [25, 50, 75])
+            expected = np.nanpercentile(table, [25, 50, 75], axis=0)
+        assert np.array_equal(found, expected, equal_nan=True)

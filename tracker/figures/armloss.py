@@ -209,6 +209,17 @@ def _band_with_latest_and_outliers(drawing: _ArmDrawing, latest: int) -> str:
     )
 
 
+def _column_percentiles(table: np.ndarray, q: list[float]) -> np.ndarray:
+    """``np.nanpercentile(table, q, axis=0)``, the same numbers: the columns without a NaN at
+    once (``nanpercentile`` takes a column at a time, a Python call each)."""
+    found = np.empty((len(q), table.shape[1]))
+    gaps = np.isnan(table).any(axis=0)
+    found[:, ~gaps] = np.percentile(table[:, ~gaps], q, axis=0)
+    if gaps.any():
+        found[:, gaps] = np.nanpercentile(table[:, gaps], q, axis=0)
+    return found
+
+
 def _quartile_band(drawing: _ArmDrawing) -> None:
     """The 25th-75th percentile band and the median over jobs, at the grid steps that at
     least two jobs reach."""
@@ -218,7 +229,7 @@ def _quartile_band(drawing: _ArmDrawing) -> None:
         ok = counted >= 2
         quartiles = np.full((3, drawing.grid.size), np.nan)
         if ok.any():
-            quartiles[:, ok] = np.nanpercentile(table[:, ok], [25, 50, 75], axis=0)
+            quartiles[:, ok] = _column_percentiles(table[:, ok], [25, 50, 75])
     low, median, high = (q.astype(np.float32) for q in quartiles)
 
     def lines(values: np.ndarray, **style: Any) -> dict[str, Any]:
