@@ -47,51 +47,35 @@ class CompactVerdicts:
         listed = jobs.tolist()
         order = np.array([self.position.get(job, -1) for job in listed], dtype=np.int64)
         at = np.flatnonzero((order >= 0)[job_at])
-        frame = pl.DataFrame(
+        # in job order, a job's rows in theirs (stable; rows in job id order often are already)
+        at = at[np.argsort(order[job_at[at]], kind="stable")]
+        # each row's key's words gathered by position, as categories: a key's once, not a row's
+        shared = self._key_frame(columns.key_rows)[columns.keys[at]]
+        first = shared.select(pl.arg_where(_FIRST)).to_series().to_numpy()
+        details = pl.Series("detail", [None] * len(at), pl.String)
+        if first.size:
+            details = details.scatter(first, [columns.detail(row) for row in at[first].tolist()])
+        named = pl.Series([self.names.get(job) for job in listed], dtype=pl.Categorical)
+        return pl.DataFrame(
             {
-                "row": at,
-                "job": job_at[at],
-                "key": columns.keys[at],
                 ORDER: order[job_at[at]],
+                "job": named.gather(job_at[at]),
+                "check": shared.get_column("check"),
+                "subject": shared.get_column("subject"),
                 "measured": _numbers(columns.measured[at], columns.has_measured[at]),
+                "expected": shared.get_column("expected"),
                 "tolerance": _numbers(columns.tolerance[at], columns.has_tolerance[at]),
-            },
-            schema={
-                "row": pl.Int64,
-                "job": pl.Int64,
-                "key": pl.Int64,
-                ORDER: pl.Int64,
-                "measured": pl.Float64,
-                "tolerance": pl.Float64,
-            },
+                "status": shared.get_column("status"),
+                "detail": details.cast(pl.Categorical),
+                "known": shared.get_column("known"),
+            }
         )
-        ordered = frame.sort(ORDER, maintain_order=True).join(
-            self._key_frame(columns.key_rows), on="key", how="left", maintain_order="left"
-        )
-        first = ordered.select(pl.arg_where(_FIRST)).to_series().to_list()
-        rows = ordered.get_column("row").gather(first).to_list()
-        details = pl.Series("detail", [None] * ordered.height, pl.String)
-        if first:
-            details = details.scatter(first, [columns.detail(row) for row in rows])
-        named = pl.Series([self.names.get(job) for job in listed], dtype=pl.String)
-        return ordered.select(
-            ORDER,
-            pl.col("job").map_batches(named.gather, return_dtype=pl.String),
-            "check",
-            "subject",
-            "measured",
-            "expected",
-            "tolerance",
-            "status",
-            pl.lit(details),
-            "known",
-        ).with_columns(pl.col(REPEATED).cast(pl.Categorical))
 
     def _key_frame(self, key_rows: Sequence[Key]) -> pl.DataFrame:
         if self._keys is None or self._keys[0] is not key_rows:
             frame = pl.DataFrame([key[:5] for key in key_rows], schema=_KEY_SCHEMA, orient="row")
-            indexed = frame.with_row_index("key").cast({"key": pl.Int64})
-            self._keys = (key_rows, indexed)
+            words = [name for name in frame.columns if name in REPEATED]
+            self._keys = (key_rows, frame.with_columns(pl.col(words).cast(pl.Categorical)))
         return self._keys[1]
 
 
