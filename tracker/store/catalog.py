@@ -107,16 +107,12 @@ def _probe_counts() -> Any:
 def job_counts(session: Session, job_ids: list[int]) -> dict[int, tuple[int, int]]:
     """Each listed job's probes and arms (those ``list_jobs`` shows), in two statements
     whatever the number of jobs; a job without either has none of it."""
-    # counted from the job_id index alone: asking which failed reads every probe row (5x)
-    probes = (
-        select(Probe.job_id, func.count())
-        .where(among(Probe.job_id, job_ids))
-        .group_by(Probe.job_id)
-    )
-    arms = select(Run.job_id, func.count()).where(among(Run.job_id, job_ids)).group_by(Run.job_id)
-    found = {job_id: (n, 0) for job_id, n in plain_rows(session, probes)}
-    for job_id, n in plain_rows(session, arms):
-        found[job_id] = (found.get(job_id, (0, 0))[0], n)
+    found: dict[int, tuple[int, int]] = {}
+    # from the job_id index alone: asking which probes failed reads every probe row (5x)
+    for table in (Probe, Run):
+        query = select(table.job_id, func.count()).where(among(table.job_id, job_ids))
+        for job_id, n in plain_rows(session, query.group_by(table.job_id)):
+            found[job_id] = (n, 0) if table is Probe else (found.get(job_id, (0, 0))[0], n)
     return found
 
 
