@@ -11,16 +11,16 @@ page is the report's own (``tracker.views.pages.JobView`` and its template).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
-from datetime import datetime
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import polars as pl
-from sqlalchemy import Select, select
+from sqlalchemy import Select, String, cast, select
 from sqlalchemy.orm import Session
 
 from tracker.analysis.job import JobAnalysis
+from tracker.jsonio import to_stored_json
 from tracker.models import Job, JobMeta
 from tracker.queries.compare import Comparison, compare_in_study
 from tracker.queries.job_analysis import load_summary
@@ -28,10 +28,11 @@ from tracker.queries.selection import JobSelection
 from tracker.queries.yardsticks import KeptVerdicts, Where, kept_verdicts
 from tracker.store import catalog
 from tracker.store.catalog import get_job
+from tracker.store.raw_rows import plain_rows
 from tracker.views.job import JobContent, job_content
 
 # name, content digest, ingest time, source, then a metadata key and value (None if none)
-StateQuery = Select[str, str, datetime, str, str, str]
+StateQuery = Select[str, str, str, str, str, str]
 
 if TYPE_CHECKING:
     from tracker.analysis.expectations import Expectations
@@ -45,21 +46,15 @@ def job_href(name: str) -> str:
 
 def _states(session: Session, query: StateQuery) -> dict[str, str]:
     """Each job's name and a digest of its row and metadata, in name order."""
-    rows: dict[str, list[str]] = {}
-    for name, digest, ingested_at, source, key, value in session.execute(query):
-        state = rows.setdefault(name, [digest, ingested_at.isoformat(), source])
-        if key is not None:
-            state += [key, value]
+    rows: dict[str, list[str | None]] = {}
+    for name, *state in plain_rows(session, query):
+        rows.setdefault(name, []).extend(state)
     return {name: _digest(state) for name, state in rows.items()}
 
 
-def _digest(parts: Iterable[str]) -> str:
-    # each part's length first, so that no two different lists give the same bytes
-    hasher = hashlib.sha256()
-    for part in parts:
-        data = part.encode()
-        hasher.update(b"%d:" % len(data) + data)
-    return hasher.hexdigest()
+def _digest(parts: Sequence[str | None] | Sequence[Sequence[str | None]]) -> str:
+    # as JSON: no two different lists give the same text
+    return hashlib.sha256(to_stored_json(parts).encode()).hexdigest()
 
 
 def _state_query() -> StateQuery:
@@ -67,7 +62,7 @@ def _state_query() -> StateQuery:
         select(
             Job.name,
             Job.content_digest,
-            Job.ingested_at,
+            cast(Job.ingested_at, String),  # as the database writes it: no time made a row
             Job.source_path,
             JobMeta.key,
             JobMeta.value,
@@ -93,7 +88,7 @@ def job_digest(session: Session, name: str) -> str:
 def catalog_state(session: Session) -> str:
     """The key of results made from every job: changes with any job's content or metadata,
     and when a job is added or deleted."""
-    return _digest(f"{name}={state}" for name, state in _states(session, _state_query()).items())
+    return _digest(plain_rows(session, _state_query()))  # one digest of every row at once
 
 
 def job_list(served: Served, session: Session) -> list[dict[str, Any]]:
