@@ -22,6 +22,10 @@ SQLITE_BUSY_TIMEOUT_MS = 60_000
 WRITE = {"tracker_write": True}
 # Execution option: a callable run when a SQLite write has to queue behind another writer.
 ON_LOCK_WAIT = "tracker_on_lock_wait"
+# Execution option: PostgreSQL sends the rows in its binary format (bytes as bytes, not as hex
+# text the driver decodes: half the bytes, a third of the CPU), for the readers of the driver's
+# rows (``tracker.store.raw_rows``), whose column types all load alike in either format.
+BINARY_ROWS = "tracker_binary_rows"
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -81,10 +85,21 @@ def create_tracker_engine(url: str, **options: Any) -> Engine:
     if engine.dialect.name == "sqlite":
         _configure_sqlite(engine)
     elif engine.dialect.name == "postgresql":
-        # many rows' INSERT as one statement of many VALUES, as SQLAlchemy's psycopg2 dialect
-        # sends it: psycopg's executemany has the server parse and run a statement a row
-        engine.dialect.use_insertmanyvalues_wo_returning = True
+        _configure_postgresql(engine)
     return engine
+
+
+def _configure_postgresql(engine: Engine) -> None:
+    # many rows' INSERT as one statement of many VALUES, as SQLAlchemy's psycopg2 dialect
+    # sends it: psycopg's executemany has the server parse and run a statement a row
+    engine.dialect.use_insertmanyvalues_wo_returning = True
+
+    from psycopg.pq import Format  # the engine's driver: imported by now
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def binary_rows(_c: Any, cursor: Any, _s: Any, _p: Any, context: Any, _m: Any) -> None:
+        if context is not None and context.execution_options.get(BINARY_ROWS):
+            cursor.format = Format.BINARY
 
 
 def use_wal(engine: Engine) -> None:

@@ -12,6 +12,7 @@ from sqlalchemy import BigInteger, Integer, LargeBinary, String, Table, Text
 from sqlalchemy.orm import Session
 
 from tracker.models import Base, ExactFloat
+from tracker.store.engine import BINARY_ROWS
 
 T = TypeVar("T")
 
@@ -59,7 +60,7 @@ def streamed_rows(
     columns = [] if driver else query.selected_columns
     exact = [i for i, c in enumerate(columns) if isinstance(c.type, ExactFloat)]
     session.flush()
-    options = {"stream_results": True}
+    options = {"stream_results": True, BINARY_ROWS: True}
     result = session.connection().execute(query, parameters, execution_options=options)
     # the driver's rows as the result fetches them, before SQLAlchemy makes each a Row (its
     # strategy asked each time: the last rows come with the cursor closed, and another strategy)
@@ -131,7 +132,9 @@ def driver_rows(
     """The driver's own rows of a Core ``select`` (every column's type in ``RAW_TYPES``; an
     ExactFloat's NaN is SQLite's text 'NaN'), the session flushed first."""
     session.flush()
-    return session.connection().execute(query, parameters).cursor.fetchall()  # type: ignore[no-any-return]
+    options = {BINARY_ROWS: True}
+    result = session.connection().execute(query, parameters, execution_options=options)
+    return result.cursor.fetchall()  # type: ignore[no-any-return]
 
 
 class IntactRows:
