@@ -35,6 +35,7 @@ from tracker.store.catalog import (
     meta_holds,
     parse_where,
 )
+from tracker.store.raw_rows import plain_rows
 from tracker.store.runfilter import check_where, matching_runs, meta_conditions, run_conditions
 from tracker.store.value_lists import among
 
@@ -203,8 +204,7 @@ def contents_and_meta(
 def job_meta(session: Session, job_ids: list[int]) -> dict[int, dict[str, str]]:
     """Each job's metadata (a job without any has no entry)."""
     meta: dict[int, dict[str, str]] = {}
-    for job_id, key, value in session.execute(
-        select(JobMeta.job_id, JobMeta.key, JobMeta.value).where(among(JobMeta.job_id, job_ids))
-    ):
+    query = select(JobMeta.job_id, JobMeta.key, JobMeta.value)
+    for job_id, key, value in plain_rows(session, query.where(among(JobMeta.job_id, job_ids))):
         meta.setdefault(job_id, {})[key] = value
     return meta
