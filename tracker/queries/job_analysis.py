@@ -26,6 +26,7 @@ from tracker.store.kept_rows import (
     verdict_row,
 )
 from tracker.store.packed_verdicts import JobNumbers, kept_columns
+from tracker.store.raw_rows import plain_rows
 from tracker.store.study_definitions import defined_studies, stored_study
 from tracker.store.value_lists import among
 from tracker.store.verdict_columns import VerdictColumns
@@ -50,8 +51,7 @@ def _derived_from_points(
 
 def job_studies(session: Session, job_ids: list[int]) -> dict[int, str]:
     """Each listed job's study."""
-    query = select(Job.id, Job.study).where(among(Job.id, job_ids))
-    return {job_id: study for job_id, study in session.execute(query)}
+    return dict(plain_rows(session, select(Job.id, Job.study).where(among(Job.id, job_ids))))
 
 
 def _stored_study(session: Session, study: str) -> StoredStudy | None:
