@@ -93,8 +93,12 @@ def in_job_order(frames: list[pl.DataFrame]) -> pl.DataFrame:
             columns[name] = verdicts.get_column(name).gather(at)
             verdicts = verdicts.drop(name)
         verdicts = pl.DataFrame(columns)
-    return verdicts.select(
-        *(pl.when(_FIRST).then(pl.col(c)).alias(c) if c == "detail" else c for c in VERDICT_COLUMNS)
+    # the first row of a check and subject in all is the first of its batch: among the rows
+    # with a detail (a batch's firsts, a few thousand), the later ones lose theirs
+    shown = verdicts.select(pl.arg_where(pl.col("detail").is_not_null())).to_series()
+    later = shown.filter(~verdicts[shown].select(_FIRST).to_series())
+    return verdicts.select(VERDICT_COLUMNS).with_columns(
+        verdicts.get_column("detail").scatter(later, None)
     )
 
 
