@@ -11,8 +11,9 @@ time) and then every measured command runs in a fresh process of its own: its CP
 wall seconds, SQL statements (counted by a ``before_cursor_execute`` listener on every
 engine) and peak RSS (``ru_maxrss``; a bare process that imported the tracker is the floor).
 The server's pages are asked in one process, each the first visit of a new app (nothing
-cached). On PostgreSQL (TRACKER_TEST_POSTGRES_URL, a schema of its own), two ``tracker
-serve`` processes on the database then answer the same pages with the same bytes.
+cached), its collector set as ``tracker serve`` sets it (``settle_for_serving``). On
+PostgreSQL (TRACKER_TEST_POSTGRES_URL, a schema of its own), two ``tracker serve`` processes
+on the database then answer the same pages with the same bytes.
 ``--keep FILE``: the SQLite database grows in FILE, kept for the next run (which measures the
 sizes from the jobs it holds on, after ``tracker db rederive`` brings their kept rows up to
 the analysis code of the day).
@@ -67,8 +68,10 @@ if what == "cli":
 else:
     from fastapi.testclient import TestClient
     from tracker.server.app import create_app
+    from tracker.server.listen import settle_for_serving
     for page in args:
         app = create_app(url, None, None)
+        settle_for_serving()  # as tracker serve does before its first request
         with TestClient(app, base_url="http://127.0.0.1:8765") as client:
             def get():
                 assert client.get(page).status_code == 200

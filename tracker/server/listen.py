@@ -150,13 +150,19 @@ def serve(
     protocol = type("GuardedH11Protocol", (GuardedH11Protocol,), bounds)
     config = uvicorn.Config(app, host=host, port=port, log_level="info", http=protocol)
     logging.getLogger("uvicorn.access").addFilter(mask_access_line)  # after uvicorn's setup
-    # what the process holds by now (its imports, the app) lives as long as it: out of the
-    # collector's scans, which walked it at every full collection (a fifth of the CPU of the
-    # home page's first visit at 1,000 jobs); and a page's millions of tuples, freed by their
-    # counts, no longer set off a young collection every 700 (0.45 s at 3,000 jobs, not 0.09)
+    settle_for_serving()
+    Server(config).run(sockets=[sock])
+
+
+def settle_for_serving() -> None:
+    """The collector set for a process about to serve (``serve``; a benchmark's pages too).
+
+    What the process holds by now (its imports, the app) lives as long as it: out of the
+    collector's scans, which walked it at every full collection (a fifth of the CPU of the
+    home page's first visit at 1,000 jobs); and a page's millions of tuples, freed by their
+    counts, no longer set off a young collection every 700 (0.45 s at 3,000 jobs, not 0.09)."""
     gc.freeze()
     gc.set_threshold(50_000, 20, 10)
-    Server(config).run(sockets=[sock])
 
 
 def mask_access_line(record: logging.LogRecord) -> bool:
