@@ -94,11 +94,18 @@ def in_job_order(frames: list[pl.DataFrame]) -> pl.DataFrame:
             verdicts = verdicts.drop(name)
         verdicts = pl.DataFrame(columns)
     # the first row of a check and subject in all is the first of its batch: among the rows
-    # with a detail (a batch's firsts, a few thousand), the later ones lose theirs
-    shown = verdicts.select(pl.arg_where(pl.col("detail").is_not_null())).to_series()
-    later = shown.filter(~verdicts[shown].select(_FIRST).to_series())
-    return verdicts.select(VERDICT_COLUMNS).with_columns(
-        verdicts.get_column("detail").scatter(later, None)
+    # with a detail (a batch's firsts, a few thousand), the later ones lose theirs; by
+    # expressions: gathering rows or scattering nulls would copy the batches' chunks as one
+    with_detail = pl.col("detail").is_not_null()
+    shown = verdicts.select(pl.arg_where(with_detail)).to_series().to_numpy()
+    first = verdicts.select(pl.struct("check", "subject").filter(with_detail).is_first_distinct())
+    later = np.zeros(verdicts.height, dtype=np.bool_)
+    later[shown[~first.to_series().to_numpy()]] = True
+    return verdicts.select(
+        *(
+            pl.when(pl.lit(later)).then(None).otherwise(c).alias(c) if c == "detail" else c
+            for c in VERDICT_COLUMNS
+        )
     )
 
 
