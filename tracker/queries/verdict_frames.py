@@ -26,7 +26,8 @@ _KEY_SCHEMA = {
     "status": pl.String,
     "known": pl.String,
 }
-_FIRST = pl.struct("check", "subject").is_first_distinct()
+_CLAIMED = pl.struct("check", "subject")  # what a verdict is of
+_FIRST = _CLAIMED.is_first_distinct()
 
 
 class CompactVerdicts:
@@ -98,7 +99,7 @@ def in_job_order(frames: list[pl.DataFrame]) -> pl.DataFrame:
     # expressions: gathering rows or scattering nulls would copy the batches' chunks as one
     with_detail = pl.col("detail").is_not_null()
     shown = verdicts.select(pl.arg_where(with_detail)).to_series().to_numpy()
-    first = verdicts.select(pl.struct("check", "subject").filter(with_detail).is_first_distinct())
+    first = verdicts.select(_CLAIMED.filter(with_detail).is_first_distinct())
     later = np.zeros(verdicts.height, dtype=np.bool_)
     later[shown[~first.to_series().to_numpy()]] = True
     return verdicts.select(
