@@ -201,6 +201,11 @@ class _Stored:
     kept: int
     columns: list[bytes]
 
+    @property
+    def count(self) -> int:
+        """Its verdicts: whole key ids (a part of one is damage, which its checksum finds)."""
+        return len(self.columns[0]) // KEY_ID.itemsize
+
 
 def _checked(
     session: Session, digest: str, keys: _Keys, jobs: Sequence[_Stored]
@@ -254,7 +259,7 @@ class _Batch:
         stored = [bytes(part) for part in (packed or EMPTY)]  # type: ignore[call-overload]
         self.numbers[job_id] = numbers
         self._jobs.append(_Stored(job_id, numbers, kept, stored))
-        self._rows += len(stored[0]) // KEY_ID.itemsize
+        self._rows += self._jobs[-1].count
 
     def columns(
         self, session: Session, digest: str, stored_keys: _Keys
@@ -262,7 +267,7 @@ class _Batch:
         """The batch's columns, every job's checked first (``_checked``)."""
         keys = _checked(session, digest, stored_keys, self._jobs)
         jobs = self._jobs
-        count = [len(job.columns[0]) // KEY_ID.itemsize for job in jobs]
+        count = [job.count for job in jobs]
         stored = [job.columns for job in jobs]
         absent = np.frombuffer(b"".join(s[3] for s in stored), dtype=np.uint8)
         offsets = np.cumsum([0, *(len(s[5]) for s in stored[:-1])])
