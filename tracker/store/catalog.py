@@ -107,13 +107,14 @@ def _probe_counts() -> Any:
 def job_counts(session: Session, job_ids: list[int]) -> dict[int, tuple[int, int]]:
     """Each listed job's probes and arms (those ``list_jobs`` shows), in two statements
     whatever the number of jobs; a job without either has none of it."""
-    found: dict[int, tuple[int, int]] = {}
-    # from the job_id index alone: asking which probes failed reads every probe row (5x)
-    for table in (Probe, Run):
+
+    def per_job(table: type[Probe] | type[Run]) -> dict[int, int]:
+        # from the job_id index alone: asking which probes failed reads every probe row (5x)
         query = select(table.job_id, func.count()).where(among(table.job_id, job_ids))
-        for job_id, n in plain_rows(session, query.group_by(table.job_id)):
-            found[job_id] = (n, 0) if table is Probe else (found.get(job_id, (0, 0))[0], n)
-    return found
+        return dict(plain_rows(session, query.group_by(table.job_id)))
+
+    probes, arms = per_job(Probe), per_job(Run)
+    return {job_id: (probes.get(job_id, 0), arms.get(job_id, 0)) for job_id in probes | arms}
 
 
 def list_jobs(session: Session, study: str | None = None) -> list[Row]:
